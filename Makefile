@@ -1,0 +1,46 @@
+# Two commands matter on a fresh machine: `make serve` and `make test`.
+# Both create the virtual environment and start the local CPU judges as needed.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+CPU_JUDGE := bash deploy/cpu-judge/cpujudge.sh
+
+.PHONY: install judges serve test lint format bench stop-judges schema
+
+$(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
+	@echo "[make] creating $(VENV) with rewardsvc, its test tools and the client package"
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]' -e ./clients/python
+	@touch $@
+
+install: $(VENV)/.installed
+
+judges:
+	$(CPU_JUDGE) start
+	$(CPU_JUDGE) wait
+
+serve: install judges
+	$(VENV)/bin/rewardsvc serve
+
+test: install judges
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/rewardsvc validate rubrics
+	$(PY) -m pytest -ra
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+schema: install
+	$(VENV)/bin/rewardsvc schema > rubrics/schema/rubric.schema.json
+	$(VENV)/bin/rewardsvc schema --pool > rubrics/schema/judges.schema.json
+
+stop-judges:
+	$(CPU_JUDGE) stop

@@ -1,0 +1,168 @@
+"""The limit: a minimal direct client issuing exactly the judge calls rewardsvc issues.
+
+It renders the same messages with ``rewardsvc.prompts`` and sends them with the same
+parameters (one constrained token, ``top_logprobs``, ``structured_outputs.choice``)
+straight to the judge with ``openai.AsyncOpenAI``, all at once. No service, no HTTP hop,
+no cache, no aggregation: what is left is the judge's own cost.
+
+``verify_same_calls`` proves the claim "exactly the same calls": it sends one batch
+through rewardsvc's own ``Judge`` and through this client to an in-process fake judge
+that records request bodies, and compares them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+
+try:  # openai >= 3 is built on httpx2, older releases on httpx (as in rewardsvc.backends)
+    import httpx2 as _http
+except ImportError:  # pragma: no cover
+    import httpx as _http  # type: ignore[no-redef]
+
+from bench.harness import REPO_ROOT
+from rewardsvc import prompts
+from rewardsvc.judging import build_judges
+from rewardsvc.pool import JudgeConfig, JudgePool
+from rewardsvc.protocol import Item
+from rewardsvc.rollout import Rollout
+from rewardsvc.rubric import Rubric
+
+
+def call_kwargs(rubric: Rubric, item: dict[str, Any], config: JudgeConfig) -> list[dict[str, Any]]:
+    """The ``create(**kwargs)`` of every criterion call rewardsvc makes for one item."""
+    if config.method != "logprob":
+        raise ValueError("the direct client mirrors the logprob method only")
+    rollout = Rollout.from_item(Item.model_validate(item))
+    sampling = config.sampling
+    out = []
+    for criterion in rubric.criteria:
+        prompt = prompts.criterion_prompt(rubric, criterion, rollout, config.method, config.api)
+        kwargs: dict[str, Any] = {
+            "model": config.model,
+            "max_tokens": 1,
+            "temperature": sampling.temperature,
+            "extra_body": {"structured_outputs": {"choice": list(prompt.question.choices)}},
+        }
+        if config.api == "chat":
+            kwargs.update(
+                messages=prompt.messages, logprobs=True, top_logprobs=sampling.top_logprobs
+            )
+        else:
+            kwargs.update(prompt=prompt.text, logprobs=sampling.top_logprobs)
+        if sampling.seed is not None:
+            kwargs["seed"] = sampling.seed
+        out.append(kwargs)
+    return out
+
+
+@dataclass
+class DirectRun:
+    """Totals of one direct run."""
+
+    calls: int = 0
+    errors: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    elapsed_s: float = 0.0
+    latencies_s: list[float] = field(default_factory=list)
+
+
+class DirectClient:
+    """``AsyncOpenAI`` straight to one judge, optionally capped at ``max_concurrency`` calls."""
+
+    def __init__(self, url: str, api: str = "chat", max_concurrency: int | None = None):
+        self.api = api
+        http_client = None
+        if max_concurrency:
+            # The same connection pool sizing as rewardsvc's backend: one connection per
+            # allowed in-flight call, all kept alive.
+            limits = _http.Limits(
+                max_connections=max_concurrency, max_keepalive_connections=max_concurrency
+            )
+            http_client = openai.DefaultAsyncHttpxClient(timeout=600, limits=limits)
+        self.client = openai.AsyncOpenAI(
+            base_url=url, api_key="EMPTY", max_retries=0, timeout=600, http_client=http_client
+        )
+        self.sem = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+
+    async def _one(self, kwargs: dict[str, Any], run: DirectRun) -> None:
+        start = time.perf_counter()
+        try:
+            if self.api == "chat":
+                response = await self.client.chat.completions.create(**kwargs)
+            else:
+                response = await self.client.completions.create(**kwargs)
+        except openai.OpenAIError:
+            run.errors += 1
+            return
+        finally:
+            run.latencies_s.append(time.perf_counter() - start)
+        run.calls += 1
+        if response.usage is not None:
+            run.prompt_tokens += response.usage.prompt_tokens or 0
+            run.completion_tokens += response.usage.completion_tokens or 0
+
+    async def call(self, kwargs: dict[str, Any], run: DirectRun) -> None:
+        """One judge call, counted into ``run``."""
+        if self.sem is None:
+            await self._one(kwargs, run)
+            return
+        async with self.sem:
+            await self._one(kwargs, run)
+
+    async def run(self, calls: Sequence[dict[str, Any]]) -> DirectRun:
+        """All calls at once (gather); returns totals and wall time."""
+        run = DirectRun()
+        start = time.perf_counter()
+        await asyncio.gather(*(self.call(kw, run) for kw in calls))
+        run.elapsed_s = time.perf_counter() - start
+        return run
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self.client.close()
+
+
+def _canonical(body: dict[str, Any]) -> str:
+    return json.dumps(body, sort_keys=True)
+
+
+async def verify_same_calls(
+    rubric: Rubric, items: Sequence[dict[str, Any]], config: JudgeConfig
+) -> dict[str, Any]:
+    """Compare the request bodies of rewardsvc's ``Judge`` and of this client for ``items``.
+
+    Both talk to an in-process recording fake judge (``tests/fakejudge.py``); the bodies
+    must be identical as multisets (call order may differ).
+    """
+    sys.path.insert(0, str(REPO_ROOT / "tests"))
+    from fakejudge import FakeJudge
+
+    with FakeJudge() as fake:
+        cfg = config.model_copy(update={"base_urls": [fake.url]})
+        judge = build_judges(JudgePool(judges={"primary": cfg}))["primary"]
+        for item in items:
+            rollout = Rollout.from_item(Item.model_validate(item))
+            await asyncio.gather(
+                *(judge.score_criterion(rubric, c, rollout) for c in rubric.criteria)
+            )
+        await judge.aclose()
+        ours = sorted(_canonical(b) for b in fake.script.bodies)
+        fake.script.bodies.clear()
+        client = DirectClient(fake.url, cfg.api)
+        await client.run([kw for item in items for kw in call_kwargs(rubric, item, cfg)])
+        await client.aclose()
+        theirs = sorted(_canonical(b) for b in fake.script.bodies)
+    return {
+        "calls_compared": len(ours),
+        "identical": ours == theirs,
+        "example_body": json.loads(ours[0]) if ours else None,
+    }

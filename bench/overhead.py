@@ -1,0 +1,385 @@
+"""Part 2: service overhead against a zero-latency stub judge in another process.
+
+The stub is ``tests/fakejudge.py`` run as its own process. For each request size (items per
+request, 5 criterion calls per item) and each number of concurrent requests, two closed
+loops run for a fixed time on fresh, distinct items:
+
+- **direct**: the same judge calls rewardsvc would make for one request, rendered with
+  ``rewardsvc.prompts`` and sent with ``AsyncOpenAI`` (capped at the pool's
+  ``max_concurrency`` like rewardsvc's backend), timed per request-equivalent;
+- **rewardsvc**: ``POST /v1/rewards`` to a ``rewardsvc serve`` subprocess.
+
+Added latency = rewardsvc latency - direct latency for the same work, per percentile.
+Judge calls/s is what rewardsvc orchestrated (``usage.judge_calls``) per second of wall time.
+CPU use (cores) of the service, the stub and this load generator is reported per cell,
+because on a small machine all three share the cores. If the targets are missed (or with
+``--profile``), py-spy samples the service under the 16-concurrent load and the profile is
+summarized by package and by function.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from bench.direct import DirectClient, DirectRun, call_kwargs
+from bench.harness import (
+    RunContext,
+    judge_entry,
+    log,
+    percentile,
+    pool_model,
+    post_rewards,
+    rewardsvc_service,
+    rubric_variant,
+    session,
+    start_fakejudge,
+)
+from bench.items import bench_items
+
+CRITERIA = 5
+# The stub pool's max_concurrency (the direct client gets the same cap). Far above the
+# default of 32 so the service is not throttled by its own limit; not 1024: opening that
+# many connections at once to one single-process stub made connects time out and the
+# circuit breaker open.
+MAX_CONCURRENCY = 128
+TARGET_CALLS_PER_S = 3000.0
+TARGET_P99_ADDED_MS = 5.0
+TARGET_CONCURRENCY = 16
+
+
+Outcome = tuple[float, int, float | None, int]
+"""One request: latency_s, judge calls, engine-side latency_ms (or None), failed items."""
+
+
+class ItemSource:
+    """Fresh distinct items forever (a numbered line makes each unique)."""
+
+    def __init__(self, tag: str):
+        self.base = bench_items()
+        self.tag = tag
+        self.counter = itertools.count()
+
+    def take(self, n: int) -> list[dict[str, Any]]:
+        """The next ``n`` distinct items."""
+        out = []
+        for _ in range(n):
+            i = next(self.counter)
+            src = self.base[i % len(self.base)]
+            out.append(
+                {
+                    **src,
+                    "id": f"{self.tag}-{i}",
+                    "completion": f"{src['completion']}\n\n#{self.tag}-{i}",
+                }
+            )
+        return out
+
+
+async def closed_loop(
+    request: Callable[[], Awaitable[Outcome]],
+    concurrency: int,
+    seconds: float,
+) -> dict[str, Any]:
+    """``concurrency`` workers send requests back to back for ``seconds``.
+
+    Only requests whose every item succeeded count towards calls and latency; a request
+    with failed items (or an HTTP error) counts in ``errors`` / ``failed_items`` instead,
+    since a fast failure is not throughput.
+    """
+    latencies: list[float] = []
+    inside: list[float] = []
+    calls = 0
+    errors = 0
+    failed_items = 0
+    deadline = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        nonlocal calls, errors, failed_items
+        while time.perf_counter() < deadline:
+            try:
+                latency, n, inner, failed = await request()
+            except Exception:
+                errors += 1
+                continue
+            if failed:
+                errors += 1
+                failed_items += failed
+                continue
+            latencies.append(latency)
+            calls += n
+            if inner is not None:
+                inside.append(latency * 1000 - inner)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - start
+    return {
+        "requests": len(latencies),
+        "errors": errors,
+        "failed_items": failed_items,
+        "calls": calls,
+        "elapsed_s": elapsed,
+        "calls_per_s": calls / elapsed if elapsed else 0.0,
+        "p50_ms": percentile(latencies, 50) * 1000,
+        "p99_ms": percentile(latencies, 99) * 1000,
+        "http_overhead_p50_ms": percentile(inside, 50) if inside else None,
+        "http_overhead_p99_ms": percentile(inside, 99) if inside else None,
+    }
+
+
+class CpuMeter:
+    """CPU seconds used by some processes over a block, as cores (CPU s / wall s)."""
+
+    def __init__(self, pids: dict[str, int]):
+        self.procs = {name: psutil.Process(pid) for name, pid in pids.items()}
+
+    def __enter__(self) -> CpuMeter:
+        self.start = time.perf_counter()
+        self.before = {n: sum(p.cpu_times()[:2]) for n, p in self.procs.items()}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        wall = time.perf_counter() - self.start
+        self.cores = {
+            n: round((sum(p.cpu_times()[:2]) - self.before[n]) / wall, 2)
+            for n, p in self.procs.items()
+        }
+
+
+async def run(ctx: RunContext) -> dict[str, Any]:
+    """Run part 2 and return its results."""
+    logs = ctx.workdir / "overhead" / "logs"
+    fake, url = start_fakejudge(logs)
+    try:
+        return await _run(ctx, fake.pid, url)
+    finally:
+        fake.stop()
+
+
+async def _run(ctx: RunContext, fake_pid: int, url: str) -> dict[str, Any]:
+    pool = {"judges": {"primary": judge_entry(url, "fake", max_concurrency=MAX_CONCURRENCY)}}
+    config = pool_model(pool).judges["primary"]
+    rubric = rubric_variant(f"{ctx.run_id}-overhead")
+    assert len(rubric.criteria) == CRITERIA
+    source = ItemSource(ctx.run_id)
+    cells = []
+    profile: dict[str, Any] | None = None
+    warm_s = min(2.0, ctx.overhead_seconds / 2)
+    with rewardsvc_service(ctx.workdir / "overhead", pool, [rubric]) as svc:
+        client = DirectClient(url, config.api, max_concurrency=MAX_CONCURRENCY)
+        async with session() as http:
+
+            def direct_request(size: int) -> Callable[[], Awaitable[Outcome]]:
+                async def go() -> Outcome:
+                    calls = [
+                        kw for it in source.take(size) for kw in call_kwargs(rubric, it, config)
+                    ]
+                    start = time.perf_counter()
+                    run = DirectRun()
+                    await asyncio.gather(*(client.call(kw, run) for kw in calls))
+                    return time.perf_counter() - start, run.calls, None, run.errors
+
+                return go
+
+            def rs_request(size: int) -> Callable[[], Awaitable[Outcome]]:
+                async def go() -> Outcome:
+                    r = await post_rewards(http, svc.url, rubric.id, source.take(size))
+                    if not r.ok:
+                        raise RuntimeError(f"HTTP {r.status}: {r.body}")
+                    usage = r.body["usage"]
+                    failed = sum(1 for x in r.body["results"] if x["status"] != "ok")
+                    calls = int(usage["judge_calls"])
+                    return r.latency_s, calls, float(usage["latency_ms"]), failed
+
+                return go
+
+            pids = {"rewardsvc": svc.pid, "stub": fake_pid, "load generator": os.getpid()}
+            for size in ctx.overhead_sizes:
+                for conc in ctx.overhead_concurrency:
+                    log(f"overhead: {size} item(s)/request x {conc} concurrent")
+                    await closed_loop(direct_request(size), conc, warm_s)
+                    with CpuMeter(pids) as direct_cpu:
+                        direct = await closed_loop(direct_request(size), conc, ctx.overhead_seconds)
+                    await closed_loop(rs_request(size), conc, warm_s)
+                    with CpuMeter(pids) as rs_cpu:
+                        rs = await closed_loop(rs_request(size), conc, ctx.overhead_seconds)
+                    cell = {
+                        "items_per_request": size,
+                        "calls_per_request": size * CRITERIA,
+                        "concurrency": conc,
+                        "direct": {**direct, "cpu_cores": direct_cpu.cores},
+                        "rewardsvc": {**rs, "cpu_cores": rs_cpu.cores},
+                        "added_p50_ms": rs["p50_ms"] - direct["p50_ms"],
+                        "added_p99_ms": rs["p99_ms"] - direct["p99_ms"],
+                    }
+                    cells.append(cell)
+                    log(
+                        f"  rewardsvc {rs['calls_per_s']:.0f} calls/s p50 {rs['p50_ms']:.1f} ms "
+                        f"p99 {rs['p99_ms']:.1f} ms | direct {direct['calls_per_s']:.0f} calls/s "
+                        f"p50 {direct['p50_ms']:.1f} ms p99 {direct['p99_ms']:.1f} ms"
+                    )
+            targets = check_targets(cells)
+            if ctx.profile or not all(targets.values()):
+                size = min(ctx.overhead_sizes)
+                profile = await profile_service(
+                    ctx, svc.pid, rs_request(size), TARGET_CONCURRENCY, size
+                )
+        await client.aclose()
+    return {
+        "stub": "tests/fakejudge.py (own process, zero latency)",
+        "pool_max_concurrency": MAX_CONCURRENCY,
+        "criteria": CRITERIA,
+        "seconds_per_cell": ctx.overhead_seconds,
+        "cells": cells,
+        "targets": targets,
+        "profile": profile,
+    }
+
+
+def check_targets(cells: list[dict[str, Any]]) -> dict[str, bool]:
+    """Part-2 targets at 16 concurrent requests: calls/s (any size), p99 added (every size)."""
+    at = [c for c in cells if c["concurrency"] == TARGET_CONCURRENCY]
+    if not at:
+        return {}
+    return {
+        f"calls_per_s >= {TARGET_CALLS_PER_S:.0f}": max(c["rewardsvc"]["calls_per_s"] for c in at)
+        >= TARGET_CALLS_PER_S,
+        f"p99 added <= {TARGET_P99_ADDED_MS:.0f} ms": all(
+            c["added_p99_ms"] <= TARGET_P99_ADDED_MS for c in at
+        ),
+    }
+
+
+# ------------------------------------------------------------------ profiling
+
+
+def py_spy() -> str | None:
+    """The py-spy executable next to this interpreter, or on PATH."""
+    local = Path(sys.executable).with_name("py-spy")
+    return str(local) if local.exists() else shutil.which("py-spy")
+
+
+async def profile_service(
+    ctx: RunContext,
+    pid: int,
+    request: Callable[[], Awaitable[Outcome]],
+    concurrency: int,
+    size: int,
+) -> dict[str, Any]:
+    """Sample the service with py-spy while the closed loop runs; summarize where time goes."""
+    exe = py_spy()
+    if exe is None:
+        return {"error": "py-spy not installed (pip install py-spy)"}
+    seconds = max(5.0, ctx.overhead_seconds)
+    raw = ctx.out_dir / "profile-overhead.txt"
+    svg = ctx.out_dir / "profile-overhead.svg"
+    log(
+        f"profiling rewardsvc (pid {pid}) with py-spy for {seconds:.0f} s "
+        f"at {concurrency} concurrent"
+    )
+    results = {}
+    for fmt, path in (("raw", raw), ("flamegraph", svg)):
+        proc = subprocess.Popen(
+            [
+                exe,
+                "record",
+                "--pid",
+                str(pid),
+                "--duration",
+                str(int(seconds)),
+                "--rate",
+                "200",
+                "--gil",  # only threads holding the GIL: where Python CPU time goes
+                "--function",
+                "--full-filenames",
+                "--format",
+                fmt,
+                "--output",
+                str(path),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        load = await closed_loop(request, concurrency, seconds + 1)
+        out, _ = proc.communicate(timeout=60)
+        results[fmt] = {"returncode": proc.returncode, "load": load, "log": out[-500:]}
+        if proc.returncode != 0:
+            return {"error": f"py-spy failed: {out[-1000:]}"}
+    summary = summarize_profile(raw.read_text())
+    summary.update(
+        {
+            "raw_file": raw.name,
+            "flamegraph_file": svg.name,
+            "load_during_profile": results["raw"]["load"],
+            "items_per_request": size,
+            "concurrency": concurrency,
+        }
+    )
+    return summary
+
+
+def _short(frame: str) -> str:
+    """``func (/.../site-packages/pkg/mod.py:12)`` -> ``func (pkg/mod.py)``."""
+    name, _, where = frame.partition(" (")
+    path = where.rstrip(")").rsplit(":", 1)[0]
+    m = re.search(r".*(?:site-packages|lib/python3\.\d+)/(.+)$", path) or re.search(
+        r"/((?:rewardsvc|bench|tests)/.+)$", path
+    )
+    return f"{name} ({m.group(1) if m else path})"
+
+
+def _package(frame: str) -> str:
+    """The top-level package or stdlib module of a frame (``starlette``, ``asyncio``, ...)."""
+    path = _short(frame).rpartition(" (")[2].rstrip(")")
+    return path.split("/", 1)[0].removesuffix(".py")
+
+
+def summarize_profile(raw: str) -> dict[str, Any]:
+    """Self time by package and by function, and inclusive time of rewardsvc functions."""
+    by_package: Counter[str] = Counter()
+    by_function: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
+    total = 0
+    for line in raw.splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack or not count_text.isdigit():
+            continue
+        count = int(count_text)
+        frames = stack.split(";")
+        total += count
+        leaf = frames[-1]
+        by_package[_package(leaf)] += count
+        by_function[_short(leaf)] += count
+        seen = set()
+        for frame in frames:
+            if "rewardsvc/" in frame or "/fastapi/routing" in frame:
+                name = _short(frame)
+                if name not in seen:
+                    seen.add(name)
+                    inclusive[name] += count
+    if not total:
+        return {"error": "no samples"}
+
+    def pct(counter: Counter[str], n: int) -> list[tuple[str, float]]:
+        return [(k, round(100.0 * v / total, 1)) for k, v in counter.most_common(n)]
+
+    return {
+        "samples": total,
+        "self_by_package_pct": pct(by_package, 20),
+        "self_by_function_pct": pct(by_function, 15),
+        "inclusive_rewardsvc_pct": pct(inclusive, 15),
+    }

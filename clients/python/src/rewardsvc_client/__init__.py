@@ -1,0 +1,40 @@
+"""Python client of rewardsvc, the LLM-judge reward service, and its trainer adapters.
+
+    from rewardsvc_client import Client
+    with Client("http://127.0.0.1:8000") as client:
+        response = client.rewards("helpful-answer", [{"prompt": "...", "completion": "..."}])
+        print(response.rewards)
+
+Adapters (imported on demand, none needs the trainer installed):
+``rewardsvc_client.trl``, ``rewardsvc_client.verl``, ``rewardsvc_client.openrlhf``,
+``rewardsvc_client.verifiers``.
+"""
+
+from rewardsvc_client.client import AsyncClient, Client, RewardServiceError
+from rewardsvc_client.types import (
+    Item,
+    Message,
+    Options,
+    RewardResponse,
+    RewardResult,
+    RubricRef,
+    Status,
+    Usage,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AsyncClient",
+    "Client",
+    "Item",
+    "Message",
+    "Options",
+    "RewardResponse",
+    "RewardResult",
+    "RewardServiceError",
+    "RubricRef",
+    "Status",
+    "Usage",
+    "__version__",
+]

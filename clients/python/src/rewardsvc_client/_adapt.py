@@ -1,0 +1,279 @@
+"""Pieces shared by the trainer adapters: configuration, text conversion, client reuse."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rewardsvc_client.client import (
+    DEFAULT_MAX_BATCH,
+    DEFAULT_TIMEOUT,
+    AsyncClient,
+    Client,
+    RewardServiceError,
+)
+from rewardsvc_client.types import RewardResponse, RewardResult
+
+logger = logging.getLogger("rewardsvc_client")
+
+ENV_URL = "REWARDSVC_URL"
+ENV_RUBRIC = "REWARDSVC_RUBRIC"
+ENV_API_KEY = "REWARDSVC_API_KEY"
+ENV_TIMEOUT = "REWARDSVC_TIMEOUT"
+ENV_FAILURE_SCORE = "REWARDSVC_FAILURE_SCORE"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where and how an adapter reaches the service. Picklable (no live connections)."""
+
+    url: str
+    rubric: str
+    api_key: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    retries: int = 3
+    max_batch: int = DEFAULT_MAX_BATCH
+    options: Mapping[str, Any] | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def resolve(
+        cls,
+        url: str | None,
+        rubric: str | None,
+        api_key: str | None = None,
+        timeout: float | None = None,
+        **kwargs: Any,
+    ) -> Settings:
+        """Fill what the caller left out from REWARDSVC_URL, REWARDSVC_RUBRIC,
+        REWARDSVC_API_KEY and REWARDSVC_TIMEOUT."""
+        url = url or os.environ.get(ENV_URL)
+        rubric = rubric or os.environ.get(ENV_RUBRIC)
+        if not url:
+            raise ValueError(f"no rewardsvc URL: pass url=... or set {ENV_URL}")
+        if not rubric:
+            raise ValueError(f"no rubric: pass rubric=... or set {ENV_RUBRIC}")
+        if api_key is None:
+            api_key = os.environ.get(ENV_API_KEY) or None
+        if timeout is None:
+            timeout = float(os.environ.get(ENV_TIMEOUT) or DEFAULT_TIMEOUT)
+        return cls(url=url, rubric=rubric, api_key=api_key, timeout=timeout, **kwargs)
+
+    def async_client(self) -> AsyncClient:
+        """A new AsyncClient; it must be used in the event loop that runs this call."""
+        return AsyncClient(
+            self.url,
+            api_key=self.api_key,
+            timeout=self.timeout,
+            retries=self.retries,
+            max_batch=self.max_batch,
+            headers=self.headers,
+        )
+
+    def client(self) -> Client:
+        """A new blocking Client."""
+        return Client(
+            self.url,
+            api_key=self.api_key,
+            timeout=self.timeout,
+            retries=self.retries,
+            max_batch=self.max_batch,
+            headers=self.headers,
+        )
+
+
+def failure_score_default() -> float:
+    """REWARDSVC_FAILURE_SCORE or 0.0 (see the veRL adapter for why 0.0)."""
+    return float(os.environ.get(ENV_FAILURE_SCORE) or 0.0)
+
+
+class LoopClients:
+    """One AsyncClient per running event loop, reused across calls.
+
+    Trainers call per-sample reward functions thousands of times from a long-lived loop
+    (veRL's reward workers, verifiers' rubric); reusing one connection pool per loop avoids a
+    TCP connect per sample, and keying by loop keeps a pool from being used in a loop it
+    does not belong to (asyncio.run in tests, several trainer loops in one process).
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncClient] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def get(self) -> AsyncClient:
+        """The client of the running loop (created on first use)."""
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self.settings.async_client()
+            self._clients[loop] = client
+        return client
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Live connections do not travel to another process; the settings do.
+        return {"settings": self.settings}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["settings"])  # type: ignore[misc]
+
+
+class ThreadClients:
+    """One blocking Client per thread (trainers call sync hooks from thread pools)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._local = threading.local()
+
+    def get(self) -> Client:
+        """The client of the calling thread (created on first use)."""
+        client = getattr(self._local, "client", None)
+        if client is None:
+            client = self.settings.client()
+            self._local.client = client
+        return client
+
+
+def _text_parts(content: Any) -> Any:
+    """Keep only the text parts of OpenAI-style content (images etc. cannot be judged)."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        parts = []
+        for part in content:
+            kind = _get(part, "type")
+            if kind in (None, "text") and isinstance(_get(part, "text"), str):
+                parts.append({"type": "text", "text": _get(part, "text")})
+        return parts
+    return str(content)
+
+
+def _get(obj: Any, key: str) -> Any:
+    """Read a key from a dict or an attribute from a message object (pydantic, dataclass)."""
+    if isinstance(obj, Mapping):
+        return obj.get(key)
+    return getattr(obj, key, None)
+
+
+def to_wire_text(value: Any) -> str | list[dict[str, Any]]:
+    """A prompt or completion as the service takes it: a string, or a list of
+    {role, content} messages. Message dicts or objects keep only role and text content
+    (trainers add keys such as tool_calls, reasoning_content or images)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and "role" in value:
+        value = [value]
+    if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+        messages = []
+        for message in value:
+            role = _get(message, "role")
+            if role is None:
+                return str(value)
+            messages.append({"role": str(role), "content": _text_parts(_get(message, "content"))})
+        return messages
+    if hasattr(value, "tolist"):  # numpy arrays of messages (veRL keeps non-tensors in numpy)
+        return to_wire_text(value.tolist())
+    return str(value)
+
+
+def to_reference(value: Any) -> str | None:
+    """A dataset label as the reference string; None and "" mean no reference."""
+    if value is None:
+        return None
+    if hasattr(value, "tolist") and not isinstance(value, str):
+        value = value.tolist()
+    text = value if isinstance(value, str) else str(value)
+    return text if text != "" else None
+
+
+async def rewards_with_retries(
+    client: AsyncClient,
+    settings: Settings,
+    items: list[dict[str, Any]],
+    judge_error_retries: int,
+    backoff: float = 1.0,
+) -> list[RewardResult]:
+    """Score items; re-send those that came back judge_error, up to ``judge_error_retries``
+    more times (for trainers that cannot mask a missing reward: a retry often succeeds
+    after a judge timeout, and verdicts that did succeed come from the service's cache)."""
+    response: RewardResponse = await client.rewards(settings.rubric, items, settings.options)
+    results = list(response.results)
+    for attempt in range(judge_error_retries):
+        failed = [i for i, r in enumerate(results) if r.status == "judge_error"]
+        if not failed:
+            break
+        await asyncio.sleep(backoff * 2**attempt)
+        retry = await client.rewards(settings.rubric, [items[i] for i in failed], settings.options)
+        for index, result in zip(failed, retry.results, strict=True):
+            results[index] = result
+    return results
+
+
+def rewards_with_retries_sync(
+    client: Client,
+    settings: Settings,
+    items: list[dict[str, Any]],
+    judge_error_retries: int,
+    backoff: float = 1.0,
+) -> list[RewardResult]:
+    """Blocking twin of ``rewards_with_retries``."""
+    import time
+
+    results = list(client.rewards(settings.rubric, items, settings.options).results)
+    for attempt in range(judge_error_retries):
+        failed = [i for i, r in enumerate(results) if r.status == "judge_error"]
+        if not failed:
+            break
+        time.sleep(backoff * 2**attempt)
+        retry = client.rewards(settings.rubric, [items[i] for i in failed], settings.options)
+        for index, result in zip(failed, retry.results, strict=True):
+            results[index] = result
+    return results
+
+
+def status_numbers(result: RewardResult | None, prefix: str = "rewardsvc_") -> dict[str, float]:
+    """Numeric, fixed-key view of one result for trainers that log per-sample numbers
+    (veRL reward_extra_info, OpenRLHF extra_logs): the keys are the same for every sample,
+    failures included, because those trainers stack them into arrays."""
+    if result is None:  # the request itself failed
+        return {
+            f"{prefix}valid": 0.0,
+            f"{prefix}degraded": 0.0,
+            f"{prefix}judge_error": 0.0,
+            f"{prefix}rejected": 0.0,
+            f"{prefix}request_failed": 1.0,
+            f"{prefix}uncertainty": 0.0,
+            f"{prefix}flagged": 0.0,
+        }
+    return {
+        f"{prefix}valid": 1.0 if result.reward is not None else 0.0,
+        f"{prefix}degraded": 1.0 if result.status == "degraded" else 0.0,
+        f"{prefix}judge_error": 1.0 if result.status == "judge_error" else 0.0,
+        f"{prefix}rejected": 1.0 if result.status == "rejected" else 0.0,
+        f"{prefix}request_failed": 0.0,
+        f"{prefix}uncertainty": float(result.uncertainty or 0.0),
+        f"{prefix}flagged": 1.0 if result.flags else 0.0,
+    }
+
+
+__all__ = [
+    "LoopClients",
+    "RewardServiceError",
+    "Settings",
+    "ThreadClients",
+    "logger",
+    "rewards_with_retries",
+    "rewards_with_retries_sync",
+    "status_numbers",
+    "to_reference",
+    "to_wire_text",
+]

@@ -1,0 +1,211 @@
+"""TRL adapter: a GRPOTrainer (or RLOOTrainer) reward function backed by rewardsvc.
+
+TRL's contract (trl/trainer/grpo_trainer.py, ``_calculate_rewards``, TRL 1.x): every reward
+function is called once per generation batch as
+
+    reward_func(prompts=[...], completions=[...], completion_ids=[...],
+                **{dataset column: [...] for each other column},
+                trainer_state=TrainerState, log_extra=callable, log_metric=callable)
+
+and returns one float per completion. ``None`` becomes NaN; a completion that every reward
+function scored None is left out of its group's baseline and gets zero advantage, which is
+exactly how a judge failure should be treated. ``async def`` functions (and callables whose
+``__call__`` is async) run on TRL's event loop, concurrently with the other async ones. The
+function's ``__name__`` names its metrics (``rewards/<name>/mean``) and its completions-table
+column. Conversational datasets pass prompts and completions as lists of message dicts.
+
+    from rewardsvc_client.trl import trl_reward_func
+    reward = trl_reward_func("http://127.0.0.1:8000", "short-answer-correctness",
+                             reference_column="answer")
+    trainer = GRPOTrainer(model=..., reward_funcs=[reward], train_dataset=..., args=...)
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from rewardsvc_client._adapt import LoopClients, Settings, logger, to_reference, to_wire_text
+from rewardsvc_client.client import RewardServiceError
+from rewardsvc_client.types import STATUSES, RewardResult
+
+RewardFunc = Callable[..., Awaitable[list[float | None]]]
+
+
+class TRLReward:
+    """The reward callable (async ``__call__``); picklable, for TRL's experimental async
+    trainers that ship reward functions to a spawned process. ``trl_reward_func`` wraps it in
+    a plain ``async def`` function, which every TRL version with async reward support takes.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        reference_column: str | None = "reference",
+        name: str | None = None,
+        on_error: str = "raise",
+    ) -> None:
+        if on_error not in ("raise", "none"):
+            raise ValueError("on_error must be 'raise' or 'none'")
+        self.settings = settings
+        self.reference_column = reference_column
+        self.on_error = on_error
+        self.__name__ = name or f"rewardsvc/{settings.rubric}"
+        self._clients = LoopClients(settings)
+        self._warned_missing_column = False
+        # Correlate the service's reward log with TRL's logs: this function's run id and
+        # call number go into every item's metadata.
+        self._run = uuid.uuid4().hex[:12]
+        self._calls = 0
+
+    @property
+    def run_id(self) -> str:
+        """The id this function writes into item metadata ("run"), with "batch" (call number)
+        and "step" (TRL global step): the keys to find its items in the service's reward log."""
+        return self._run
+
+    def _items(
+        self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> list[dict[str, Any]]:
+        references: Sequence[Any] | None = None
+        if self.reference_column is not None:
+            references = kwargs.get(self.reference_column)
+            if references is None and not self._warned_missing_column:
+                self._warned_missing_column = True
+                logger.warning(
+                    "rewardsvc %s: the dataset has no column %r; sending no reference",
+                    self.__name__,
+                    self.reference_column,
+                )
+        state = kwargs.get("trainer_state")
+        metadata = {
+            "trainer": "trl",
+            "run": self._run,
+            "batch": self._calls,
+            "step": getattr(state, "global_step", None),
+        }
+        self._calls += 1
+        items = []
+        for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
+            item: dict[str, Any] = {
+                "id": str(i),
+                "prompt": to_wire_text(prompt),
+                "completion": to_wire_text(completion),
+                "metadata": metadata,
+            }
+            if references is not None:
+                reference = to_reference(references[i])
+                if reference is not None:
+                    item["reference"] = reference
+            items.append(item)
+        return items
+
+    def _log(self, results: list[RewardResult], kwargs: Mapping[str, Any]) -> None:
+        """Report status, uncertainty and flags through TRL's hooks when it passes them."""
+        log_metric = kwargs.get("log_metric")
+        log_extra = kwargs.get("log_extra")
+        prefix = self.__name__
+        n = len(results) or 1
+        if callable(log_metric):
+            for status in STATUSES:
+                log_metric(f"{prefix}/{status}", sum(r.status == status for r in results) / n)
+            scored = [r.uncertainty for r in results if r.scored and r.uncertainty is not None]
+            if scored:
+                log_metric(f"{prefix}/uncertainty", sum(scored) / len(scored))
+            log_metric(f"{prefix}/flagged", sum(bool(r.flags) for r in results) / n)
+            log_metric(f"{prefix}/cached", sum(r.cached for r in results) / n)
+        if callable(log_extra):
+            log_extra(f"{prefix}/status", [r.status for r in results])
+            log_extra(f"{prefix}/uncertainty", [r.uncertainty for r in results])
+            log_extra(f"{prefix}/flags", [",".join(r.flags) for r in results])
+
+    async def __call__(
+        self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any
+    ) -> list[float | None]:
+        """Score one generation batch in one request; None where the service has no reward."""
+        items = self._items(prompts, completions, kwargs)
+        if not items:
+            return []
+        try:
+            response = await self._clients.get().rewards(
+                self.settings.rubric, items, self.settings.options
+            )
+        except RewardServiceError as exc:
+            if self.on_error == "raise" or (exc.status_code is not None and exc.status_code < 500):
+                raise
+            # on_error="none": a service outage masks the batch instead of ending the run.
+            logger.error("rewardsvc %s: %s; rewards set to None", self.__name__, exc)
+            return [None] * len(items)
+        self._log(response.results, kwargs)
+        return response.rewards
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_clients"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._clients = LoopClients(self.settings)
+
+
+def trl_reward_func(
+    url: str | None,
+    rubric: str | None,
+    reference_column: str | None = "reference",
+    api_key: str | None = None,
+    *,
+    name: str | None = None,
+    options: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
+    retries: int = 3,
+    max_batch: int = 128,
+    on_error: str = "raise",
+) -> RewardFunc:
+    """A TRL reward function scoring completions with rewardsvc.
+
+    Args:
+        url: the service, e.g. ``http://127.0.0.1:8000`` (None: $REWARDSVC_URL).
+        rubric: rubric id (None: $REWARDSVC_RUBRIC).
+        reference_column: the dataset column sent as each item's reference (e.g. "answer");
+            None sends no reference. Non-string values are sent as ``str(value)``.
+        api_key: bearer key (None: $REWARDSVC_API_KEY, if set).
+        name: the function's ``__name__`` in TRL's logs; default ``rewardsvc/<rubric>``.
+        options: per-request overrides, e.g. ``{"judges": ["primary"]}``.
+        timeout, retries, max_batch: see ``rewardsvc_client.Client``.
+        on_error: "raise" (default) ends training when the service stays unreachable or
+            answers 5xx after retries; "none" returns None for the whole batch instead (TRL
+            then skips it). A 4xx (unknown rubric, bad key, bad request) always raises.
+
+    Returns:
+        ``async def reward(prompts, completions, **kwargs) -> list[float | None]``; one batch
+        request per call; None for items without a reward (status judge_error or rejected).
+        When TRL passes ``log_metric``/``log_extra`` it logs ``<name>/ok|degraded|judge_error|
+        rejected`` fractions, mean ``<name>/uncertainty``, ``<name>/flagged``, ``<name>/cached``,
+        and per-completion columns ``<name>/status``, ``<name>/uncertainty``, ``<name>/flags``.
+    """
+    settings = Settings.resolve(
+        url,
+        rubric,
+        api_key=api_key,
+        timeout=timeout,
+        retries=retries,
+        max_batch=max_batch,
+        options=options,
+    )
+    impl = TRLReward(settings, reference_column=reference_column, name=name, on_error=on_error)
+
+    async def reward(
+        prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any
+    ) -> list[float | None]:
+        return await impl(prompts, completions, **kwargs)
+
+    reward.__name__ = impl.__name__
+    reward.__qualname__ = impl.__name__
+    reward.__doc__ = f"rewardsvc reward, rubric {settings.rubric!r} at {settings.url}"
+    reward.rewardsvc = impl  # type: ignore[attr-defined]
+    return reward
+
+
+__all__ = ["TRLReward", "trl_reward_func"]

@@ -1,0 +1,184 @@
+"""verifiers adapter: reward functions for ``vf.Rubric`` backed by rewardsvc.
+
+verifiers' classic rubric API (``verifiers/rubrics/rubric.py``; ``verifiers.legacy`` in 0.3,
+gone from 0.4 whose ``verifiers.v1`` uses Task methods instead) inspects each reward
+function's parameter names and passes only those it names, from ``prompt``, ``completion``,
+``answer``, ``state``, ``info``, ``task`` and the rubric's class objects (``parser``...); a
+function naming any of ``prompts``, ``completions``, ``answers``, ``states``, ``infos``,
+``tasks`` is a *group* function, called once per group with lists. Sync or async both work;
+the result goes through ``float()``, and an exception is logged and scored 0.0. The function's
+``__name__`` is its metric name.
+
+    import verifiers as vf
+    from rewardsvc_client.verifiers import verifiers_group_reward_func
+    rubric = vf.Rubric(funcs=[verifiers_group_reward_func("http://HOST:8000", "helpful-answer")])
+
+The group function scores a whole group in one request (fewer round trips); the per-rollout
+function ``verifiers_reward_func`` suits rubrics that mix it with other per-rollout functions.
+verifiers cannot mask a missing reward (``float(None)`` fails, and its group advantage is
+reward minus the group mean), so a rollout without a reward scores ``failure_score`` (default
+0.0, for the reasons given in ``rewardsvc_client.verl``), after ``judge_error_retries``
+re-sends; the service's status, uncertainty and flags are written to ``state["rewardsvc"]``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rewardsvc_client._adapt import (
+    LoopClients,
+    Settings,
+    failure_score_default,
+    logger,
+    rewards_with_retries,
+    to_reference,
+    to_wire_text,
+)
+from rewardsvc_client.client import RewardServiceError
+from rewardsvc_client.types import RewardResult
+
+
+def _default_name(rubric: str) -> str:
+    return "rewardsvc_" + re.sub(r"\W", "_", rubric)
+
+
+class _Scorer:
+    def __init__(
+        self,
+        settings: Settings,
+        failure_score: float | None,
+        judge_error_retries: int,
+        name: str,
+    ) -> None:
+        self.settings = settings
+        self.clients = LoopClients(settings)
+        self.failure_score = failure_score_default() if failure_score is None else failure_score
+        self.judge_error_retries = judge_error_retries
+        self.name = name
+
+    async def score(
+        self,
+        prompts: Sequence[Any],
+        completions: Sequence[Any],
+        answers: Sequence[Any] | None,
+        states: Sequence[Any] | None,
+    ) -> list[float]:
+        items = []
+        for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
+            item: dict[str, Any] = {
+                "id": str(i),
+                "prompt": to_wire_text(prompt),
+                "completion": to_wire_text(completion),
+                "metadata": {"trainer": "verifiers"},
+            }
+            reference = to_reference(answers[i]) if answers is not None else None
+            if reference is not None:
+                item["reference"] = reference
+            items.append(item)
+        if not items:
+            return []
+        results: list[RewardResult | None]
+        try:
+            results = list(
+                await rewards_with_retries(
+                    self.clients.get(),
+                    self.settings,
+                    items,
+                    judge_error_retries=self.judge_error_retries,
+                )
+            )
+        except RewardServiceError as exc:
+            if exc.status_code is not None and exc.status_code < 500 and exc.status_code != 429:
+                raise
+            logger.error("rewardsvc %s: %s; reward=%s", self.name, exc, self.failure_score)
+            results = [None] * len(items)
+        if states is not None:
+            for state, result in zip(states, results, strict=False):
+                _annotate(state, result)
+        return [
+            r.reward if r is not None and r.reward is not None else self.failure_score
+            for r in results
+        ]
+
+
+def _annotate(state: Any, result: RewardResult | None) -> None:
+    """Record the service's verdict in the rollout state (a dict or dict-like model)."""
+    info: dict[str, Any] = (
+        {"status": "request_failed", "reward": None}
+        if result is None
+        else {
+            "status": result.status,
+            "reward": result.reward,
+            "uncertainty": result.uncertainty,
+            "flags": list(result.flags),
+            "error": result.error,
+        }
+    )
+    # A state that refuses new keys loses only this annotation, never the reward.
+    with contextlib.suppress(TypeError, AttributeError, KeyError):
+        state["rewardsvc"] = info
+
+
+def verifiers_reward_func(
+    url: str | None,
+    rubric: str | None,
+    api_key: str | None = None,
+    *,
+    name: str | None = None,
+    failure_score: float | None = None,
+    judge_error_retries: int = 2,
+    timeout: float | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Any:
+    """A per-rollout verifiers reward function: ``async def f(prompt, completion, answer,
+    state) -> float``. ``answer`` ("" means none) is sent as the reference. Arguments left
+    None come from REWARDSVC_URL / REWARDSVC_RUBRIC / REWARDSVC_API_KEY. ``name`` is the
+    metric name (default ``rewardsvc_<rubric>``)."""
+    settings = Settings.resolve(url, rubric, api_key=api_key, timeout=timeout, options=options)
+    scorer = _Scorer(
+        settings, failure_score, judge_error_retries, name or _default_name(settings.rubric)
+    )
+
+    async def reward(prompt: Any, completion: Any, answer: Any = None, state: Any = None) -> float:
+        states = [state] if state is not None else None
+        return (await scorer.score([prompt], [completion], [answer], states))[0]
+
+    reward.__name__ = reward.__qualname__ = scorer.name
+    return reward
+
+
+def verifiers_group_reward_func(
+    url: str | None,
+    rubric: str | None,
+    api_key: str | None = None,
+    *,
+    name: str | None = None,
+    failure_score: float | None = None,
+    judge_error_retries: int = 2,
+    timeout: float | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Any:
+    """A group verifiers reward function: ``async def f(prompts, completions, answers,
+    states) -> list[float]``, one request per group. Same arguments as
+    ``verifiers_reward_func``."""
+    settings = Settings.resolve(url, rubric, api_key=api_key, timeout=timeout, options=options)
+    scorer = _Scorer(
+        settings, failure_score, judge_error_retries, name or _default_name(settings.rubric)
+    )
+
+    async def reward(
+        prompts: Sequence[Any],
+        completions: Sequence[Any],
+        answers: Sequence[Any] | None = None,
+        states: Sequence[Any] | None = None,
+    ) -> list[float]:
+        return await scorer.score(prompts, completions, answers, states)
+
+    reward.__name__ = reward.__qualname__ = scorer.name
+    return reward
+
+
+__all__ = ["verifiers_group_reward_func", "verifiers_reward_func"]

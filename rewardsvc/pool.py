@@ -1,0 +1,99 @@
+"""Judge pool models: the named LLM judges that rubrics refer to.
+
+A judge pool file (e.g. ``rubrics/judges.yaml``) defines each judge once: its
+model, the OpenAI-compatible base URLs serving it, how it is asked, and its
+limits. API keys are never written in the file, only the name of the
+environment variable that holds one.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator
+
+from rewardsvc.rubric import Identifier
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Sampling(_Strict):
+    """Sampling settings sent with every call to this judge."""
+
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    top_logprobs: int = Field(
+        default=20, ge=1, le=20, description="logprob method: alternatives read per position."
+    )
+    n: int = Field(default=4, ge=1, le=32, description="sampled method: samples per call.")
+    max_tokens: int = Field(
+        default=256, ge=1, le=8192, description="structured and sampled methods: output budget."
+    )
+    seed: int | None = Field(default=None, description="Passed to vLLM for reproducible sampling.")
+
+
+class JudgeConfig(_Strict):
+    """One named judge: an LLM behind one or more OpenAI-compatible endpoints."""
+
+    model: str = Field(min_length=1, description="Model name as served (vLLM --served-model-name).")
+    base_urls: list[HttpUrl] = Field(
+        min_length=1,
+        description="OpenAI-compatible base URLs (ending in /v1); calls spread across them.",
+    )
+    api: Literal["chat", "completion"] = Field(
+        default="chat",
+        description="chat: /chat/completions with the model's chat template; "
+        "completion: /completions with a plain-text prompt (base models).",
+    )
+    method: Literal["logprob", "structured", "sampled"] = Field(
+        default="logprob",
+        description="logprob: one constrained token, expected value over the scale; "
+        "structured: JSON reasoning then score; sampled: n samples, mean and variance.",
+    )
+    sampling: Sampling = Field(default_factory=Sampling)
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    max_concurrency: int = Field(default=32, ge=1, le=4096, description="In-flight calls at most.")
+    retries: int = Field(default=3, ge=0, le=10, description="Retries on 429, 5xx, connection.")
+    api_key_env: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="Name of the environment variable holding the API key (never the key).",
+    )
+
+    @field_validator("base_urls")
+    @classmethod
+    def _no_duplicates(cls, urls: list[HttpUrl]) -> list[HttpUrl]:
+        if len({str(u) for u in urls}) != len(urls):
+            raise ValueError("a base URL is listed twice")
+        return urls
+
+    def api_key(self) -> str:
+        """The API key from the environment; vLLM without --api-key accepts any value."""
+        if self.api_key_env is None:
+            return "EMPTY"
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise KeyError(f"environment variable {self.api_key_env} is not set")
+        return key
+
+
+class JudgePool(_Strict):
+    """The judge pool file: named judges."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, json_schema_extra={"title": "rewardsvc judge pool"}
+    )
+
+    judges: dict[Identifier, JudgeConfig] = Field(min_length=1)
+
+    def missing_api_keys(self) -> list[str]:
+        """Environment variables named by judges that are unset."""
+        return sorted(
+            {
+                j.api_key_env
+                for j in self.judges.values()
+                if j.api_key_env and not os.environ.get(j.api_key_env)
+            }
+        )

@@ -1,0 +1,152 @@
+"""Wire models of the HTTP API. FastAPI renders these docstrings as the API documentation.
+
+Pure data: no I/O, no imports from the serving code.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rewardsvc.rubric import JudgeRule, Rubric
+
+Status = Literal["ok", "degraded", "judge_error", "rejected"]
+
+
+class Message(BaseModel):
+    """One chat message. Only role and text content are read; other keys are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    role: str = Field(min_length=1, description="system, user, assistant, tool, ...")
+    content: str | list[dict[str, Any]] | None = Field(
+        default=None, description="Text, or OpenAI content parts (text parts are read)."
+    )
+
+
+Text = str | list[Message]
+
+
+class Item(BaseModel):
+    """One rollout to score."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = Field(
+        default=None, max_length=256, description="Echoed in the result; defaults to the index."
+    )
+    prompt: Text = Field(description="What the policy was asked: a string or chat messages.")
+    completion: Text = Field(
+        description="What the policy answered (untrusted): a string or chat messages."
+    )
+    reference: str | None = Field(default=None, description="Reference answer or label.")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="Free-form; echoed nowhere, logged with the reward."
+    )
+
+
+class RewardOptions(BaseModel):
+    """Per-request overrides of the rubric's settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judges: list[str] | None = Field(
+        default=None, min_length=1, description="Score with only these judges of the rubric."
+    )
+    rule: JudgeRule | None = Field(default=None, description="Override the aggregation rule.")
+    min_judges: int | None = Field(default=None, ge=1, description="Override min_judges.")
+    use_cache: bool = Field(default=True, description="Read and write the verdict cache.")
+
+
+class RewardRequest(BaseModel):
+    """A batch of rollouts scored against one rubric."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rubric: str | Rubric = Field(
+        description="A rubric id from the library, or an inline rubric object."
+    )
+    items: list[dict[str, Any]] = Field(
+        min_length=1,
+        description="Rollouts (see Item). Each is validated on its own: a malformed item is "
+        "returned with status rejected and does not fail the batch.",
+    )
+    options: RewardOptions = Field(default_factory=RewardOptions)
+
+
+class CriterionScore(BaseModel):
+    """One judge's verdict on one criterion."""
+
+    score: float | None = Field(description="In [0, 1]; null when the call failed.")
+    variance: float = Field(default=0.0, description="Within-judge variance of the score.")
+    p: dict[str, float] | None = Field(
+        default=None, description="logprob method: probability of each scale answer."
+    )
+    error: str | None = None
+
+
+class JudgeResult(BaseModel):
+    """One judge's score for one item, with its per-criterion breakdown."""
+
+    score: float | None = Field(description="Judge score in [0, 1]; null when the judge failed.")
+    raw_score: float | None = Field(default=None, description="Score before per-judge calibration.")
+    variance: float = Field(default=0.0, description="Within-judge variance of the score.")
+    criteria: dict[str, CriterionScore] = Field(default_factory=dict)
+    error: str | None = None
+
+
+class RewardResult(BaseModel):
+    """The reward for one item."""
+
+    id: str
+    reward: float | None = Field(
+        description="The reward in [0, 1]; null unless status is ok or degraded."
+    )
+    status: Status = Field(
+        description="ok: all judges scored; degraded: fewer than all but at least min_judges; "
+        "judge_error: fewer than min_judges (mask this sample); rejected: malformed item."
+    )
+    uncertainty: float | None = Field(
+        default=None,
+        description="sqrt(variance between judges + mean variance within judges).",
+    )
+    judges: dict[str, JudgeResult] = Field(default_factory=dict)
+    flags: list[str] = Field(
+        default_factory=list, description="Attack shapes detected in the completion."
+    )
+    cached: bool = Field(default=False, description="Every verdict came from the cache.")
+    error: str | None = Field(default=None, description="Why the item was rejected or failed.")
+
+
+class RubricRef(BaseModel):
+    """The rubric and exact version that produced the rewards."""
+
+    id: str
+    version: str
+
+
+class Usage(BaseModel):
+    """Judge work done for this request (cache hits and deduplicated calls cost nothing)."""
+
+    judge_calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+
+
+class RewardResponse(BaseModel):
+    """Rewards for every item of a request, in request order."""
+
+    rubric: RubricRef
+    results: list[RewardResult]
+    usage: Usage
+
+
+class ErrorDetail(BaseModel):
+    """A 4xx/5xx body: what was wrong and where."""
+
+    error: str = Field(description="Machine-readable kind, e.g. invalid_request, unknown_rubric.")
+    message: str
+    field: str | None = Field(default=None, description="The offending field, e.g. items[3].")

@@ -1,0 +1,158 @@
+"""The rubric library on disk: loading, versions, hot reload with last-good fallback.
+
+Every ``*.yaml``/``*.yml`` file at the top of the library directory is one rubric
+whose ``id`` matches the file name. An edit that validates replaces the served
+version; an edit that does not is refused, its problems are kept for
+``errors()``, and the last good version of that file keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import watchfiles
+
+from rewardsvc import metrics
+from rewardsvc.pool import JudgePool
+from rewardsvc.rubric import Rubric
+from rewardsvc.yamlfile import (
+    InvalidFile,
+    Problem,
+    load_file,
+    load_text,
+    parse_yaml,
+    validate_document,
+)
+
+log = logging.getLogger(__name__)
+
+RUBRIC_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A served rubric: the model, its content version, and where it came from."""
+
+    rubric: Rubric
+    version: str
+    path: Path
+    text: str
+
+
+def load_pool(path: Path) -> JudgePool:
+    """Load and validate a judge pool file (raises InvalidFile with file:line problems)."""
+    return load_file(path, JudgePool)
+
+
+def validate_rubric_file(doc: Any, path: Path, context: dict[str, Any] | None) -> Rubric:
+    """Validate a parsed rubric file; its id must match its file name so either finds the other."""
+    rubric = validate_document(doc, Rubric, str(path), context)
+    if rubric.id != path.stem:
+        line = doc.lc.key("id")[0] + 1
+        raise InvalidFile(
+            [Problem(str(path), line, "id", f"must match the file name {path.stem!r}")]
+        )
+    return rubric
+
+
+def is_pool_document(doc: Any) -> bool:
+    """A judge pool file is a mapping with ``judges`` as a mapping and no rubric ``id``."""
+    return isinstance(doc, dict) and "id" not in doc and isinstance(doc.get("judges"), dict)
+
+
+class Registry:
+    """The rubrics of one library directory, validated against one judge pool."""
+
+    def __init__(self, rubrics_dir: Path, pool: JudgePool):
+        self.rubrics_dir = Path(rubrics_dir)
+        self.pool = pool
+        self._entries: dict[str, Entry] = {}
+        self._errors: dict[str, list[Problem]] = {}
+        if not self.rubrics_dir.is_dir():
+            raise FileNotFoundError(f"rubrics directory {self.rubrics_dir} does not exist")
+        self.reload()
+
+    @property
+    def context(self) -> dict[str, Any]:
+        """Validation context: the judge names a rubric may refer to."""
+        return {"judge_names": set(self.pool.judges)}
+
+    def rubric_files(self) -> list[Path]:
+        """The rubric files of the library, in a stable order."""
+        return sorted(
+            p for p in self.rubrics_dir.iterdir() if p.suffix in RUBRIC_SUFFIXES and p.is_file()
+        )
+
+    def validate_text(self, text: str, name: str = "<request>") -> Rubric:
+        """Validate rubric YAML without installing it (raises InvalidFile)."""
+        return load_text(text, Rubric, name, self.context)
+
+    def load(self, path: Path) -> Entry:
+        """Validate one rubric file into an Entry (raises InvalidFile)."""
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InvalidFile([Problem(str(path), 1, "", f"cannot read: {exc.strerror}")]) from exc
+        rubric = validate_rubric_file(parse_yaml(text, str(path)), path, self.context)
+        return Entry(rubric, rubric.version(), path, text)
+
+    def reload(self) -> bool:
+        """Re-read the library; return True when any served version changed."""
+        entries: dict[str, Entry] = {}
+        errors: dict[str, list[Problem]] = {}
+        last_good = {e.path: e for e in self._entries.values()}
+        for path in self.rubric_files():
+            try:
+                entry = self.load(path)
+            except InvalidFile as exc:
+                errors[str(path)] = exc.problems
+                for problem in exc.problems:
+                    log.error("refused rubric edit: %s", problem)
+                kept = last_good.get(path)
+                if kept is not None:
+                    entries[kept.rubric.id] = kept
+                continue
+            if entry.rubric.id in entries:
+                other = entries[entry.rubric.id].path
+                errors[str(path)] = [Problem(str(path), 1, "id", f"already defined in {other}")]
+                continue
+            entries[entry.rubric.id] = entry
+        changed = {k: e.version for k, e in entries.items()} != {
+            k: e.version for k, e in self._entries.items()
+        }
+        for file in set(self._errors) | set(errors):
+            metrics.RUBRIC_ERRORS.labels(file=file).set(1 if file in errors else 0)
+        self._entries, self._errors = entries, errors
+        if changed:
+            log.info("rubric library: %s", {k: e.version for k, e in entries.items()})
+        return changed
+
+    def get(self, rubric_id: str) -> Entry:
+        """The served entry for a rubric id (KeyError if there is none)."""
+        return self._entries[rubric_id]
+
+    def entries(self) -> list[Entry]:
+        """All served entries, by id."""
+        return [self._entries[k] for k in sorted(self._entries)]
+
+    def errors(self) -> dict[str, list[Problem]]:
+        """Problems of refused files, by file path."""
+        return dict(self._errors)
+
+    async def watch(self, stop: asyncio.Event | None = None) -> None:
+        """Reload whenever a file of the library changes, until ``stop`` is set.
+
+        Set ``WATCHFILES_FORCE_POLLING=1`` where file events do not arrive
+        (some network and container volume mounts).
+        """
+        async for _ in watchfiles.awatch(
+            self.rubrics_dir, stop_event=stop, debounce=200, step=50, recursive=False
+        ):
+            try:
+                await asyncio.to_thread(self.reload)
+            except OSError as exc:
+                log.error("rubric library reload failed: %s", exc)

@@ -1,0 +1,262 @@
+"""Rubric and constitution models: the schema of a rubric YAML file.
+
+These models are pure data with validation; they do no I/O. Loading a file
+(with file:line errors) lives in ``yamlfile.py``; the library on disk lives in
+``registry.py``. The JSON Schema that editors use is generated from ``Rubric``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Annotated, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+Category = Literal["essential", "important", "optional", "pitfall"]
+ScaleKind = Literal["binary", "likert"]
+Combine = Literal["explicit", "implicit", "worst"]
+JudgeRule = Literal["mean", "min", "uwo", "median", "softmin"]
+Calibration = Literal["none", "zscore", "rank"]
+
+Identifier = Annotated[
+    str,
+    Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$", description="Lower-case id: a-z 0-9 _ . -"),
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Criterion(_Strict):
+    """One checkable statement about a response (or, in a constitution, one principle)."""
+
+    id: Identifier = Field(description="Unique within the rubric; used in reward breakdowns.")
+    text: str = Field(
+        min_length=3,
+        description="The statement the judge checks, phrased so that 'yes' is what the weight "
+        "describes: for a pitfall, 'yes' means the pitfall is present.",
+    )
+    category: Category = Field(
+        default="important",
+        description="essential (may gate), important, optional, or pitfall (weight must be < 0).",
+    )
+    weight: float = Field(
+        default=1.0,
+        description="Contribution to the judge score; negative for pitfalls. "
+        "Defaults by category when omitted: essential 5, important 3, optional 1, pitfall -3.",
+        # The real default depends on the category (set before validation), so the
+        # schema must not advertise a single one.
+        json_schema_extra=lambda schema: schema.pop("default", None),
+    )
+    scale: ScaleKind = Field(
+        default="binary",
+        description="binary: the judge answers yes/no; likert: a digit in `likert_range`.",
+    )
+    likert_range: tuple[int, int] = Field(
+        default=(1, 5),
+        description="Lowest and highest Likert value (single digits, 0..9), for scale: likert.",
+    )
+    gate: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Essential criteria only: a score below this caps the judge score at `cap`.",
+    )
+    cap: float = Field(
+        default=0.0, ge=0.0, le=1.0, description="The cap applied when the gate fails."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_weight(cls, data: object) -> object:
+        if isinstance(data, dict) and "weight" not in data:
+            defaults = {"essential": 5.0, "important": 3.0, "optional": 1.0, "pitfall": -3.0}
+            data = {**data, "weight": defaults.get(data.get("category", "important"), 1.0)}
+        return data
+
+    @field_validator("likert_range")
+    @classmethod
+    def _check_range(cls, value: tuple[int, int]) -> tuple[int, int]:
+        low, high = value
+        if not 0 <= low < high <= 9:
+            raise ValueError("must be two single digits with low < high (0..9)")
+        return value
+
+    @model_validator(mode="after")
+    def _check_category(self) -> Criterion:
+        if self.category == "pitfall" and self.weight >= 0:
+            raise ValueError("weight: a pitfall must have a negative weight")
+        if self.category != "pitfall" and self.weight < 0:
+            raise ValueError("weight: only a pitfall may have a negative weight")
+        if self.gate is not None and self.category != "essential":
+            raise ValueError("gate: only an essential criterion may have a gate")
+        return self
+
+    def scale_values(self) -> list[int]:
+        """The answer values the judge may give: [0, 1] for binary (no, yes)."""
+        if self.scale == "binary":
+            return [0, 1]
+        low, high = self.likert_range
+        return list(range(low, high + 1))
+
+    def normalize(self, value: float) -> float:
+        """Map a raw scale value to [0, 1]."""
+        values = self.scale_values()
+        return (value - values[0]) / (values[-1] - values[0])
+
+
+class JudgeRef(_Strict):
+    """A judge from the judge pool that scores this rubric."""
+
+    name: Identifier = Field(description="A judge name defined in the judge pool file.")
+    weight: float = Field(default=1.0, gt=0, description="Relative weight of this judge.")
+
+
+class Aggregation(_Strict):
+    """How the scores of several judges combine into one reward."""
+
+    rule: JudgeRule = Field(
+        default="mean",
+        description="mean, min (worst case), uwo (mean - lambda * variance across judges), "
+        "median, or softmin (-beta * log mean exp(-r / beta)).",
+    )
+    uwo_lambda: float = Field(default=0.5, ge=0, description="lambda for rule: uwo.")
+    softmin_beta: float = Field(default=0.1, gt=0, description="beta for rule: softmin.")
+    calibration: Calibration = Field(
+        default="none",
+        description="Per-judge calibration over a rolling window of its recent scores on "
+        "this rubric, so that a harsh judge does not dominate min.",
+    )
+    calibration_window: int = Field(default=512, ge=8, le=100_000)
+
+
+class LengthPenalty(_Strict):
+    """Subtract a penalty for completions longer than a budget (counted in whitespace tokens)."""
+
+    budget_tokens: int = Field(gt=0, description="Completions up to this length are free.")
+    per_token: float = Field(gt=0, description="Penalty per token over the budget.")
+    max_penalty: float = Field(default=1.0, gt=0, le=1.0)
+
+
+class Transforms(_Strict):
+    """Post-processing of the aggregated reward."""
+
+    discretize: int | None = Field(
+        default=None,
+        ge=2,
+        le=101,
+        description="Round the reward to this many evenly spaced levels in [0, 1].",
+    )
+    length_penalty: LengthPenalty | None = None
+    flag_penalties: dict[str, float] = Field(
+        default_factory=dict,
+        description="Subtract this amount when a detector raises the flag "
+        "(e.g. injection_suspected: 0.5).",
+    )
+
+
+class Rubric(_Strict):
+    """A rubric (criteria) or constitution (principles), scored by LLM judges."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        json_schema_extra={"title": "rewardsvc rubric"},
+    )
+
+    id: Identifier = Field(description="Rubric id used in requests, e.g. helpful-answer.")
+    kind: Literal["rubric", "constitution"] = Field(
+        default="rubric",
+        description="constitution: criteria are principles checked for compliance.",
+    )
+    description: str = Field(default="", description="What the rubric is for (not sent to judges).")
+    instructions: str = Field(
+        default="",
+        description="Task context for the judge, shared by every item (prefix-cache friendly).",
+    )
+    requires_reference: bool = Field(
+        default=False, description="Items must carry a reference answer."
+    )
+    combine: Combine = Field(
+        default="explicit",
+        description="explicit: weighted sum of per-criterion scores; implicit: one holistic "
+        "Likert call that sees all criteria; worst: the lowest criterion (constitutions).",
+    )
+    criteria: list[Criterion] = Field(min_length=1, description="Criteria or principles.")
+    judges: list[JudgeRef] = Field(
+        min_length=1,
+        description="Judges that score this rubric: names, or {name, weight}.",
+        json_schema_extra={"minItems": 1},
+    )
+    aggregation: Aggregation = Field(default_factory=Aggregation)
+    min_judges: int = Field(
+        default=1,
+        ge=1,
+        description="Fewer successful judges than this gives reward null, status judge_error.",
+    )
+    transforms: Transforms = Field(default_factory=Transforms)
+
+    @field_validator("judges", mode="before", json_schema_input_type=list[JudgeRef | Identifier])
+    @classmethod
+    def _judge_shorthand(cls, value: object) -> object:
+        if isinstance(value, list):
+            return [{"name": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    @field_validator("criteria")
+    @classmethod
+    def _check_criteria(cls, criteria: list[Criterion]) -> list[Criterion]:
+        seen: set[str] = set()
+        for i, c in enumerate(criteria):
+            if c.id in seen:
+                raise ValueError(f"[{i}].id: duplicate criterion id {c.id!r}")
+            seen.add(c.id)
+        if sum(c.weight for c in criteria if c.weight > 0) <= 0:
+            raise ValueError("no criterion has a positive weight, so the normalizer is zero")
+        return criteria
+
+    @field_validator("judges")
+    @classmethod
+    def _check_judges(cls, judges: list[JudgeRef], info: ValidationInfo) -> list[JudgeRef]:
+        known = (info.context or {}).get("judge_names")
+        seen: set[str] = set()
+        for i, j in enumerate(judges):
+            if j.name in seen:
+                raise ValueError(f"[{i}]: judge {j.name!r} is listed twice")
+            if known is not None and j.name not in known:
+                raise ValueError(
+                    f"[{i}]: unknown judge {j.name!r}; the judge pool defines {sorted(known)}"
+                )
+            seen.add(j.name)
+        return judges
+
+    @model_validator(mode="after")
+    def _check_counts(self) -> Rubric:
+        if self.min_judges > len(self.judges):
+            raise ValueError(
+                f"min_judges: {self.min_judges} is more than the {len(self.judges)} judges listed"
+            )
+        if self.combine == "implicit" and self.kind == "constitution":
+            raise ValueError("combine: a constitution is scored per principle, not implicit")
+        return self
+
+    def version(self) -> str:
+        """Hash of the normalized content: comments and key order do not change it."""
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+    def criterion(self, criterion_id: str) -> Criterion:
+        """The criterion with this id (KeyError if absent)."""
+        for c in self.criteria:
+            if c.id == criterion_id:
+                return c
+        raise KeyError(criterion_id)

@@ -1,0 +1,114 @@
+"""Service settings, read from ``REWARDSVC_*`` environment variables (or keyword arguments).
+
+Each field's description is the documentation of its variable: the settings list in
+the docs is generated from this model, so keep the descriptions complete.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+
+
+class Settings(BaseSettings):
+    """rewardsvc settings. Each field is the environment variable ``REWARDSVC_<FIELD>``."""
+
+    model_config = SettingsConfigDict(env_prefix="REWARDSVC_", extra="ignore")
+
+    host: str = Field(default="127.0.0.1", description="Address to listen on.")
+    port: int = Field(default=8000, ge=1, le=65535, description="TCP port to listen on.")
+    rubrics_dir: Path = Field(
+        default=Path("rubrics"),
+        description="Folder of the rubric library: one YAML file per rubric, named by its id.",
+    )
+    judge_pool: Path = Field(
+        default=Path("deploy/cpu-judge/judges.yaml"),
+        description="Judge pool YAML file binding the judge names rubrics use to models and URLs.",
+    )
+    api_keys: SecretStr | None = Field(
+        default=None,
+        description="Comma-separated API keys. When any key is set (here or in api_keys_file), "
+        "every route except /healthz and /readyz needs one, as 'Authorization: Bearer KEY' "
+        "(or HTTP Basic auth with the key as password, for clients that only take a URL).",
+    )
+    api_keys_file: Path | None = Field(
+        default=None,
+        description="File of API keys, one per line; blank lines and lines starting with # are "
+        "ignored. Combined with api_keys.",
+    )
+    max_body_bytes: int = Field(
+        default=8 * 1024 * 1024,
+        ge=1024,
+        description="Largest request body accepted, in bytes; larger bodies get 413.",
+    )
+    max_items: int = Field(
+        default=1024, ge=1, description="Most items in one request; more get 413."
+    )
+    max_text_chars: int = Field(
+        default=100_000,
+        ge=1,
+        description="Longest prompt, completion or reference of one item, in characters; a longer "
+        "item is returned with status rejected (the rest of the batch is scored).",
+    )
+    max_inflight: int = Field(
+        default=4096,
+        ge=1,
+        description="Most items being scored at once across all requests; a request that would "
+        "exceed it gets 429 with Retry-After instead of queueing without bound.",
+    )
+    cache_size: int = Field(
+        default=100_000,
+        ge=0,
+        description="Verdicts kept in the in-memory LRU cache (0 disables caching, not the "
+        "deduplication of identical calls in flight).",
+    )
+    cache_path: Path | None = Field(
+        default=None,
+        description="SQLite file that persists the verdict cache across restarts; unset keeps "
+        "the cache in memory only.",
+    )
+    reward_log: Path | None = Field(
+        default=None,
+        description="JSON Lines file to append one line per scored item to (time, rubric id and "
+        "version, item id, reward, status, uncertainty, flags, metadata); unset: no log.",
+    )
+    log_level: str = Field(
+        default="info", description="Log level: critical, error, warning, info or debug."
+    )
+    reload: bool = Field(
+        default=True,
+        description="Watch the rubric folder and hot-reload edited rubrics (an edit that does not "
+        "validate is refused and the last good version keeps serving).",
+    )
+
+    @field_validator("log_level")
+    @classmethod
+    def _check_level(cls, value: str) -> str:
+        level = value.strip().lower()
+        if level not in LOG_LEVELS:
+            raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
+        return level
+
+    @model_validator(mode="after")
+    def _check_limits(self) -> Settings:
+        if self.max_inflight < self.max_items:
+            raise ValueError(
+                f"max_inflight ({self.max_inflight}) must be at least max_items "
+                f"({self.max_items}), or a full batch could never be admitted"
+            )
+        return self
+
+    def api_key_list(self) -> list[str]:
+        """All configured API keys (from api_keys and api_keys_file); empty means no auth."""
+        keys: list[str] = []
+        if self.api_keys is not None:
+            keys += [k.strip() for k in self.api_keys.get_secret_value().split(",")]
+        if self.api_keys_file is not None:
+            for line in self.api_keys_file.read_text(encoding="utf-8").splitlines():
+                if not line.strip().startswith("#"):
+                    keys.append(line.strip())
+        return [k for k in keys if k]

@@ -1,0 +1,33 @@
+"""A Verdict: one judge's score for one criterion (or one holistic call) of one item."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of one judge call.
+
+    ``score`` is normalized to [0, 1]; it is ``None`` exactly when ``error`` is set,
+    because a failed call must never be mistaken for a low score.
+    """
+
+    score: float | None
+    variance: float = 0.0
+    probs: dict[str, float] | None = None
+    raw: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the call produced a score."""
+        return self.error is None and self.score is not None
+
+    @classmethod
+    def failed(cls, error: str, raw: str = "", latency_ms: float = 0.0) -> Verdict:
+        """A verdict for a call that produced no usable score."""
+        return cls(score=None, error=error, raw=raw, latency_ms=latency_ms)

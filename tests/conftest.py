@@ -1,0 +1,117 @@
+"""Shared fixtures: the real local CPU judges and a real running service.
+
+Tests marked ``judges`` need the two vLLM CPU judges of ``deploy/cpu-judge``.
+The fixture starts them when they are not running (idempotent; a first run
+installs vLLM and converts the models, which takes minutes) and fails, never
+skips, when they cannot be reached: a green run must mean they were tested.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from rewardsvc.pool import JudgePool
+from rewardsvc.registry import load_pool
+
+ROOT = Path(__file__).resolve().parent.parent
+CPU_JUDGE = ROOT / "deploy" / "cpu-judge" / "cpujudge.sh"
+CPU_POOL = ROOT / "deploy" / "cpu-judge" / "judges.yaml"
+RUBRICS = ROOT / "rubrics"
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    """The repository's root folder."""
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def cpu_pool() -> JudgePool:
+    """The judge pool of the real CPU judges, after checking that both answer."""
+    for command in ("start", "wait"):
+        done = subprocess.run(["bash", str(CPU_JUDGE), command], capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.fail(
+                f"CPU judges unavailable ({CPU_JUDGE.name} {command} exited "
+                f"{done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+            )
+    return load_pool(CPU_POOL)
+
+
+def free_port() -> int:
+    """An unused TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Service:
+    """A ``rewardsvc serve`` process: its base URL, environment and log file."""
+
+    url: str
+    env: dict[str, str]
+    log: Path
+    process: subprocess.Popen[bytes]
+
+
+def start_service(env_overrides: dict[str, str], log: Path, timeout_s: float = 60) -> Service:
+    """Start ``rewardsvc serve`` with REWARDSVC_* settings; wait until /healthz answers."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REWARDSVC_")}
+    env.update(
+        {
+            "REWARDSVC_HOST": "127.0.0.1",
+            "REWARDSVC_PORT": str(port),
+            "REWARDSVC_RUBRICS_DIR": str(RUBRICS),
+            "REWARDSVC_JUDGE_POOL": str(CPU_POOL),
+        }
+    )
+    env.update(env_overrides)
+    out = log.open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rewardsvc.cli", "serve"], env=env, stdout=out, stderr=out
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"rewardsvc serve exited {process.returncode}:\n{log.read_text()}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return Service(url, env, log, process)
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    process.kill()
+    raise RuntimeError(f"rewardsvc serve did not answer in {timeout_s} s:\n{log.read_text()}")
+
+
+def stop_service(service: Service) -> None:
+    """Stop a service started by ``start_service``."""
+    service.process.terminate()
+    try:
+        service.process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        service.process.kill()
+
+
+@pytest.fixture(scope="session")
+def service(cpu_pool: JudgePool, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    """A real ``rewardsvc serve`` on the shipped rubrics and the CPU judges, with a reward log."""
+    folder = tmp_path_factory.mktemp("service")
+    running = start_service(
+        {"REWARDSVC_REWARD_LOG": str(folder / "rewards.jsonl")}, folder / "service.log"
+    )
+    yield running
+    stop_service(running)

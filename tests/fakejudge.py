@@ -1,0 +1,228 @@
+"""A scripted OpenAI-compatible judge server, for failure-path tests and the overhead benchmark.
+
+It answers ``/v1/chat/completions`` and ``/v1/completions`` in vLLM's shapes
+(``top_logprobs`` over the allowed ``structured_outputs.choice`` tokens, JSON
+for ``response_format``), counts every request, and can be scripted to fail:
+a queue of behaviours is consumed one per request, then ``default`` applies.
+
+Behaviours: ``ok``, ``500``, ``400``, ``429`` (with ``Retry-After: retry_after``),
+``timeout`` (sleeps ``delay_s`` before answering), ``garbage`` (a 200 whose
+content is not a scale token, and no logprobs).
+
+Run it on its own for benchmarks: ``python tests/fakejudge.py --port 9100``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+
+@dataclass
+class Script:
+    """What the fake does; mutate it from a test between requests."""
+
+    default: str = "ok"
+    queue: deque[str] = field(default_factory=deque)
+    delay_s: float = 0.0
+    retry_after: float = 1.0
+    # Probability mass put on the first allowed choice token (e.g. "yes"); the rest
+    # is spread evenly over the other choices.
+    first_choice_p: float = 0.8
+    requests: int = 0
+    request_times: list[float] = field(default_factory=list)
+    bodies: list[dict[str, Any]] = field(default_factory=list)
+    record_bodies: bool = True
+
+    def next_behaviour(self) -> str:
+        return self.queue.popleft() if self.queue else self.default
+
+
+def _distribution(choices: list[str], first_p: float) -> dict[str, float]:
+    if len(choices) == 1:
+        return {choices[0]: 1.0}
+    rest = (1.0 - first_p) / (len(choices) - 1)
+    return {c: (first_p if i == 0 else rest) for i, c in enumerate(choices)}
+
+
+def _choices(body: dict[str, Any]) -> list[str]:
+    so = (body.get("structured_outputs") or {}).get("choice")
+    return list(so) if so else ["yes", "no"]
+
+
+def _json_answer(body: dict[str, Any]) -> str:
+    schema = body["response_format"]["json_schema"]["schema"]
+    props = schema.get("properties", {})
+    out: dict[str, Any] = {}
+    for name, spec in props.items():
+        if "enum" in spec:
+            out[name] = spec["enum"][0]
+        elif spec.get("type") == "string":
+            out[name] = "fake reasoning"
+        elif spec.get("type") in ("integer", "number"):
+            out[name] = spec.get("maximum", 1)
+    return json.dumps(out)
+
+
+def make_app(script: Script) -> FastAPI:
+    """The fake server's app, driven by ``script``."""
+    app = FastAPI()
+
+    async def handle(request: Request, chat: bool) -> JSONResponse:
+        body = await request.json()
+        script.requests += 1
+        script.request_times.append(time.monotonic())
+        if script.record_bodies:
+            script.bodies.append(body)
+        behaviour = script.next_behaviour()
+        if behaviour == "500":
+            return JSONResponse({"error": {"message": "scripted 500"}}, status_code=500)
+        if behaviour == "400":
+            return JSONResponse({"error": {"message": "scripted 400"}}, status_code=400)
+        if behaviour == "429":
+            return JSONResponse(
+                {"error": {"message": "scripted 429"}},
+                status_code=429,
+                headers={"Retry-After": str(script.retry_after)},
+            )
+        if behaviour == "timeout":
+            await asyncio.sleep(script.delay_s)
+        n = int(body.get("n") or 1)
+        if behaviour == "garbage":
+            return JSONResponse(_reply(body, chat, ["I refuse to answer."] * n, None))
+        if "response_format" in body:
+            return JSONResponse(_reply(body, chat, [_json_answer(body)] * n, None))
+        dist = _distribution(_choices(body), script.first_choice_p)
+        top = max(dist, key=lambda t: dist[t])
+        want_logprobs = body.get("logprobs") not in (None, False)
+        return JSONResponse(_reply(body, chat, [top] * n, dist if want_logprobs else None))
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> JSONResponse:
+        return await handle(request, chat=True)
+
+    @app.post("/v1/completions")
+    async def completions(request: Request) -> JSONResponse:
+        return await handle(request, chat=False)
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": "fake", "object": "model"}]}
+
+    return app
+
+
+def _reply(
+    body: dict[str, Any], chat: bool, texts: list[str], dist: dict[str, float] | None
+) -> dict[str, Any]:
+    choices = []
+    for i, text in enumerate(texts):
+        logprobs = None
+        if dist is not None:
+            top = sorted(dist.items(), key=lambda kv: -kv[1])
+            if chat:
+                entries = [
+                    {"token": t, "logprob": math.log(p), "bytes": list(t.encode())} for t, p in top
+                ]
+                logprobs = {
+                    "content": [
+                        {
+                            "token": text,
+                            "logprob": math.log(dist[text]),
+                            "bytes": None,
+                            "top_logprobs": entries,
+                        }
+                    ]
+                }
+            else:
+                logprobs = {
+                    "tokens": [text],
+                    "token_logprobs": [math.log(dist[text])],
+                    "top_logprobs": [{t: math.log(p) for t, p in top}],
+                    "text_offset": [0],
+                }
+        if chat:
+            choices.append(
+                {
+                    "index": i,
+                    "message": {"role": "assistant", "content": text},
+                    "logprobs": logprobs,
+                    "finish_reason": "stop",
+                }
+            )
+        else:
+            choices.append(
+                {"index": i, "text": text, "logprobs": logprobs, "finish_reason": "stop"}
+            )
+    completion_tokens = sum(max(1, len(t.split())) for t in texts)
+    return {
+        "id": "fake-1",
+        "object": "chat.completion" if chat else "text_completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake"),
+        "choices": choices,
+        "usage": {
+            "prompt_tokens": 100,
+            "completion_tokens": completion_tokens,
+            "total_tokens": 100 + completion_tokens,
+        },
+    }
+
+
+def free_port() -> int:
+    """An unused TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class FakeJudge:
+    """The fake server running in a background thread: ``with FakeJudge() as fake: fake.url``."""
+
+    def __init__(self, script: Script | None = None, port: int | None = None):
+        self.script = script or Script()
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        config = uvicorn.Config(
+            make_app(self.script), host="127.0.0.1", port=self.port, log_level="warning"
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+
+    def __enter__(self) -> FakeJudge:
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("fake judge did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+
+
+def main() -> None:
+    """Serve the fake judge in the foreground (for benchmarks)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=9100)
+    args = parser.parse_args()
+    script = Script(record_bodies=False)
+    uvicorn.run(make_app(script), host="127.0.0.1", port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,365 @@
+"""Trainer adapters of rewardsvc_client against a scripted local HTTP service.
+
+These pin the adapters' own logic (what they send, how they map statuses, retries and
+failures to what each trainer can take); tests/test_trainer_contracts.py runs them against
+the real service and judges.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import inspect
+import json
+import math
+import pickle
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import rewardsvc_client.openrlhf as openrlhf_adapter
+from rewardsvc_client import verl as verl_adapter
+from rewardsvc_client._adapt import status_numbers, to_reference, to_wire_text
+from rewardsvc_client.openrlhf import make_reward_func, response_text
+from rewardsvc_client.trl import TRLReward, trl_reward_func
+from rewardsvc_client.verifiers import verifiers_group_reward_func, verifiers_reward_func
+
+Script = Callable[[dict[str, Any]], list[dict[str, Any]] | tuple[int, dict[str, Any]]]
+
+
+def by_completion(item: dict[str, Any]) -> dict[str, Any]:
+    """Default verdicts: the completion text decides (a number, 'fail', 'reject', 'flag')."""
+    text = item["completion"] if isinstance(item["completion"], str) else "0.5"
+    if text == "fail":
+        return {"reward": None, "status": "judge_error", "error": "judges failed"}
+    if text == "reject":
+        return {"reward": None, "status": "rejected", "error": "completion: too long"}
+    if text == "flag":
+        return {"reward": 0.2, "status": "degraded", "uncertainty": 0.3, "flags": ["fake_score"]}
+    return {"reward": float(text), "status": "ok", "uncertainty": 0.05, "cached": True}
+
+
+class FakeService:
+    """POST /v1/rewards answered by ``script`` (items -> verdicts, or (status, body))."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.script: Script = lambda body: [by_completion(i) for i in body["items"]]
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                service.requests.append(body)
+                service.headers.append(dict(self.headers))
+                answer = service.script(body)
+                if isinstance(answer, tuple):
+                    status, payload = answer
+                else:
+                    status = 200
+                    payload = {
+                        "rubric": {"id": body["rubric"], "version": "sha256:x"},
+                        "results": [
+                            {"id": item["id"], "judges": {}, "flags": [], **verdict}
+                            for item, verdict in zip(body["items"], answer, strict=True)
+                        ],
+                        "usage": {"judge_calls": len(answer)},
+                    }
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                if status in (429, 503):
+                    self.send_header("Retry-After", "0")
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+        self.thread.start()
+
+    def items(self) -> list[dict[str, Any]]:
+        return [item for body in self.requests for item in body["items"]]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeService]:
+    service = FakeService()
+    yield service
+    service.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("REWARDSVC_URL", "REWARDSVC_RUBRIC", "REWARDSVC_API_KEY", "REWARDSVC_TIMEOUT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("REWARDSVC_FAILURE_SCORE", raising=False)
+
+
+# ------------------------------------------------------------------ shared helpers
+
+
+def test_to_wire_text_keeps_role_and_text_only() -> None:
+    class Msg:  # verifiers' pydantic messages read like this
+        role = "assistant"
+        content = ({"type": "text", "text": "hi"}, {"type": "image_url", "image_url": {}})
+
+    assert to_wire_text("plain") == "plain"
+    assert to_wire_text(None) == ""
+    assert to_wire_text(
+        [{"role": "user", "content": "q", "tool_calls": [], "reasoning_content": "x"}]
+    ) == [{"role": "user", "content": "q"}]
+    assert to_wire_text([Msg()]) == [
+        {"role": "assistant", "content": [{"type": "text", "text": "hi"}]}
+    ]
+    assert to_wire_text({"role": "user", "content": "one"}) == [{"role": "user", "content": "one"}]
+    assert to_wire_text(["not", "messages"]) == "['not', 'messages']"
+    assert to_reference(5) == "5" and to_reference("") is None and to_reference(None) is None
+
+
+def test_status_numbers_have_fixed_keys() -> None:
+    assert status_numbers(None).keys() == status_numbers(None).keys()
+    from rewardsvc_client.types import RewardResult
+
+    ok = status_numbers(RewardResult(id="0", reward=0.4, status="ok", uncertainty=0.2))
+    assert ok.keys() == status_numbers(None).keys()
+    assert ok["rewardsvc_valid"] == 1.0 and ok["rewardsvc_uncertainty"] == 0.2
+    assert all(isinstance(v, float) for v in ok.values())
+
+
+# ------------------------------------------------------------------ TRL
+
+
+async def test_trl_reward_sends_one_batch_and_maps_statuses(fake: FakeService) -> None:
+    reward = trl_reward_func(fake.url, "short-answer", reference_column="answer", api_key="k")
+    assert reward.__name__ == "rewardsvc/short-answer"
+    assert inspect.iscoroutinefunction(reward)
+    metrics: dict[str, list[float]] = {}
+    extra: dict[str, list[Any]] = {}
+
+    class State:
+        global_step = 7
+
+    out = await reward(
+        prompts=["p0", "p1", "p2", "p3"],
+        completions=["0.9", "fail", "reject", "flag"],
+        completion_ids=[[1], [2], [3], [4]],
+        answer=[5, "b", None, "d"],
+        trainer_state=State(),
+        log_metric=lambda name, value: metrics.setdefault(name, []).append(value),
+        log_extra=lambda column, values: extra.setdefault(column, []).extend(values),
+    )
+    assert out == [0.9, None, None, 0.2]
+    assert len(fake.requests) == 1  # no judge_error retries for TRL: it masks None itself
+    sent = fake.requests[0]["items"]
+    assert [i.get("reference") for i in sent] == ["5", "b", None, "d"]
+    assert all(i["metadata"]["step"] == 7 and i["metadata"]["trainer"] == "trl" for i in sent)
+    assert fake.headers[0]["Authorization"] == "Bearer k"
+    p = "rewardsvc/short-answer"
+    assert metrics[f"{p}/ok"] == [0.25] and metrics[f"{p}/judge_error"] == [0.25]
+    assert metrics[f"{p}/rejected"] == [0.25] and metrics[f"{p}/degraded"] == [0.25]
+    assert metrics[f"{p}/uncertainty"] == [pytest.approx((0.05 + 0.3) / 2)]
+    assert metrics[f"{p}/flagged"] == [0.25] and metrics[f"{p}/cached"] == [0.25]
+    assert extra[f"{p}/status"] == ["ok", "judge_error", "rejected", "degraded"]
+    assert extra[f"{p}/flags"] == ["", "", "", "fake_score"]
+
+
+async def test_trl_conversational_and_missing_column(fake: FakeService) -> None:
+    reward = trl_reward_func(fake.url, "r", name="judge")
+    assert reward.__name__ == "judge"
+    out = await reward(
+        [[{"role": "system", "content": "s"}, {"role": "user", "content": "q"}]],
+        [[{"role": "assistant", "content": "0.4"}]],
+    )
+    assert out == [0.5]  # message completions get the default 0.5 from the fake
+    item = fake.requests[0]["items"][0]
+    assert item["prompt"] == [{"role": "system", "content": "s"}, {"role": "user", "content": "q"}]
+    assert item["completion"] == [{"role": "assistant", "content": "0.4"}]
+    assert "reference" not in item
+    assert item["metadata"]["batch"] == 0
+    await reward(["q"], ["0.1"])
+    assert fake.requests[1]["items"][0]["metadata"]["batch"] == 1
+
+
+async def test_trl_errors(fake: FakeService) -> None:
+    fake.script = lambda body: (404, {"error": "unknown_rubric", "message": "no rubric"})
+    reward = trl_reward_func(fake.url, "nope", on_error="none")
+    with pytest.raises(Exception, match="unknown_rubric"):
+        await reward(["q"], ["1"])  # a 4xx is a configuration error: always raised
+    fake.script = lambda body: (500, {"error": "internal", "message": "boom"})
+    assert await reward(["q", "q"], ["1", "1"]) == [None, None]
+    strict = trl_reward_func(fake.url, "r", retries=0)
+    with pytest.raises(Exception, match="boom"):
+        await strict(["q"], ["1"])
+
+
+async def test_trl_reward_object_pickles_and_is_async_callable(fake: FakeService) -> None:
+    reward = trl_reward_func(fake.url, "r")
+    impl: TRLReward = reward.rewardsvc  # type: ignore[attr-defined]
+    await impl(["q"], ["0.3"])
+    clone = pickle.loads(pickle.dumps(impl))
+    assert clone.__name__ == "rewardsvc/r"
+    assert inspect.iscoroutinefunction(type(clone).__call__)
+    assert await clone(["q"], ["0.6"]) == [0.6]
+
+
+def test_trl_config_from_environment(monkeypatch: pytest.MonkeyPatch, fake: FakeService) -> None:
+    with pytest.raises(ValueError, match="REWARDSVC_URL"):
+        trl_reward_func(None, "r")
+    monkeypatch.setenv("REWARDSVC_URL", fake.url)
+    monkeypatch.setenv("REWARDSVC_RUBRIC", "env-rubric")
+    reward = trl_reward_func(None, None)
+    assert reward.__name__ == "rewardsvc/env-rubric"
+    assert asyncio.run(reward(["q"], ["0.2"])) == [0.2]
+    # A second event loop gets its own connection pool.
+    assert asyncio.run(reward(["q"], ["0.3"])) == [0.3]
+
+
+# ------------------------------------------------------------------ veRL
+
+
+async def test_verl_score_dict(fake: FakeService) -> None:
+    out = await verl_adapter.compute_score(
+        data_source="gsm8k",
+        solution_str="0.75",
+        ground_truth=42,
+        extra_info={"question": "What?", "index": 3},
+        url=fake.url,
+        rubric="r",
+        reward_router_address=None,  # veRL may pass more kwargs: ignored
+    )
+    assert out["score"] == 0.75 and out["rewardsvc_valid"] == 1.0
+    item = fake.items()[0]
+    assert item["prompt"] == "What?" and item["reference"] == "42"
+    assert item["metadata"] == {"trainer": "verl", "data_source": "gsm8k"}
+
+
+async def test_verl_failures_keep_the_same_keys(fake: FakeService) -> None:
+    calls = {"n": 0}
+
+    def script(body: dict[str, Any]) -> list[dict[str, Any]]:
+        calls["n"] += 1
+        return [by_completion(i) for i in body["items"]]
+
+    fake.script = script
+    compute = verl_adapter.make_compute_score(fake.url, "r", judge_error_retries=2)
+    ok = await compute("d", "0.5", "g", {"prompt": [{"role": "user", "content": "q"}]})
+    start = calls["n"]
+    failed = await compute("d", "fail", "g", {"question": "q"})
+    assert calls["n"] - start == 3  # first try + 2 judge_error re-sends
+    rejected = await compute("d", "reject", "g", {"question": "q"})
+    assert ok.keys() == failed.keys() == rejected.keys()
+    assert failed["score"] == 0.0 and failed["rewardsvc_valid"] == 0.0
+    assert failed["rewardsvc_judge_error"] == 1.0
+    assert rejected["rewardsvc_rejected"] == 1.0
+    assert all(isinstance(v, float) and not math.isnan(v) for v in failed.values())
+    assert fake.items()[0]["prompt"] == [{"role": "user", "content": "q"}]
+
+
+async def test_verl_judge_error_recovers_on_retry(fake: FakeService) -> None:
+    answers = iter([[{"reward": None, "status": "judge_error"}], [{"reward": 0.8, "status": "ok"}]])
+    fake.script = lambda body: next(answers)
+    out = await verl_adapter.compute_score(
+        "d", "x", "g", {"question": "q"}, url=fake.url, rubric="r"
+    )
+    assert out["score"] == 0.8 and out["rewardsvc_valid"] == 1.0
+
+
+async def test_verl_failure_score_and_outage(
+    fake: FakeService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REWARDSVC_FAILURE_SCORE", "-1")
+    compute = verl_adapter.make_compute_score(fake.url, "r", judge_error_retries=0)
+    assert (await compute("d", "fail", "g", {"question": "q"}))["score"] == -1.0
+    fake.script = lambda body: (503, {"error": "overloaded", "message": "busy"})
+    busy = verl_adapter.make_compute_score(fake.url, "r", failure_score=0.0)
+    busy_settings = await busy("d", "x", "g", {"question": "q"})
+    assert busy_settings["score"] == 0.0 and busy_settings["rewardsvc_request_failed"] == 1.0
+    fake.script = lambda body: (401, {"error": "unauthorized", "message": "key"})
+    with pytest.raises(Exception, match="unauthorized"):
+        await busy("d", "x", "g", {"question": "q"})
+
+
+# ------------------------------------------------------------------ OpenRLHF
+
+
+@pytest.mark.parametrize(
+    ("query", "prompt", "expected"),
+    [
+        ("<|im_start|>user\nq<|im_end|>\nA<|im_end|>", "<|im_start|>user\nq<|im_end|>\n", "A"),
+        ("<s> [INST] q [/INST] answer</s>", "[INST] q [/INST]", " answer"),
+        ("prompt and answer<|eot_id|><|end_of_text|>  ", "prompt and", " answer"),
+        ("no prompt here<eos>", "zzz", "no prompt here"),
+    ],
+)
+def test_openrlhf_response_text(query: str, prompt: str, expected: str) -> None:
+    assert response_text(query, prompt) == expected
+
+
+def test_openrlhf_reward_func_shape(fake: FakeService) -> None:
+    reward_func = make_reward_func(fake.url, "r", judge_error_retries=1)
+    out = reward_func(["P0.25<|im_end|>", "Pfail", "Preject"], ["P", "P", "P"], ["5", "", None])
+    assert out["rewards"] == [0.25, 0.0, 0.0] and out["scores"] == out["rewards"]
+    assert set(out["extra_logs"]) == set(status_numbers(None))
+    assert all(len(v) == 3 for v in out["extra_logs"].values())
+    assert out["extra_logs"]["rewardsvc_valid"] == [1.0, 0.0, 0.0]
+    sent = fake.items()
+    assert sent[0]["completion"] == "0.25" and sent[0]["reference"] == "5"
+    assert "reference" not in sent[1]
+
+
+def test_openrlhf_module_hook_reads_the_environment(
+    fake: FakeService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # OpenRLHF loads the file by path under the module name "reward_func".
+    path = Path(openrlhf_adapter.__file__)
+    spec = importlib.util.spec_from_file_location("reward_func", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setenv("REWARDSVC_URL", fake.url)
+    monkeypatch.setenv("REWARDSVC_RUBRIC", "env-rubric")
+    out = module.reward_func(["q 0.5"], ["q "], ["x"])
+    assert out["rewards"] == [0.5]
+    assert fake.requests[0]["rubric"] == "env-rubric"
+
+
+# ------------------------------------------------------------------ verifiers
+
+
+async def test_verifiers_functions(fake: FakeService) -> None:
+    single = verifiers_reward_func(fake.url, "helpful-answer")
+    group = verifiers_group_reward_func(fake.url, "helpful-answer", judge_error_retries=0)
+    assert single.__name__ == group.__name__ == "rewardsvc_helpful_answer"
+    assert set(inspect.signature(single).parameters) == {"prompt", "completion", "answer", "state"}
+    assert set(inspect.signature(group).parameters) == {
+        "prompts",
+        "completions",
+        "answers",
+        "states",
+    }
+    state: dict[str, Any] = {}
+    assert await single(prompt="q", completion="0.7", answer="", state=state) == 0.7
+    assert state["rewardsvc"]["status"] == "ok"
+    assert "reference" not in fake.items()[0]
+    states: list[dict[str, Any]] = [{}, {}]
+    out = await group(
+        prompts=["a", "b"], completions=["0.1", "fail"], answers=["x", "y"], states=states
+    )
+    assert out == [0.1, 0.0]
+    assert states[1]["rewardsvc"]["status"] == "judge_error"
+    assert [i["reference"] for i in fake.requests[-1]["items"]] == ["x", "y"]

@@ -1,0 +1,182 @@
+"""A real TRL GRPO training run on CPU whose only reward is rewardsvc with the real judges.
+
+TRL runs in its own virtual environment ($REWARDSVC_CACHE/trl-venv: torch CPU, trl, and
+this repository's client package), created here on first use, never in the service's.
+The policy is the SmolLM2-135M-Instruct folder that deploy/cpu-judge converts. The run is
+tiny (4 prompts, 2 generations each, 16-token completions, 2 optimizer steps) and the test
+checks that the rewards TRL logged are exactly the rewards the service returned.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Service
+
+pytestmark = [pytest.mark.slow, pytest.mark.judges]
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "tests" / "trl_run_script.py"
+RUBRIC = "short-answer-correctness"
+
+# torch first and pinned: an unpinned torch (or trl's own torch requirement) resolves to a
+# multi-GB CUDA build; 2.13.0 has a CPU build. trl 1.16 works with it and transformers 5.x.
+TRL_VENV_STEPS = (("torch==2.13.0",), ("trl==1.16.0", "torch==2.13.0"))
+
+
+def cache_dir() -> Path:
+    if os.environ.get("REWARDSVC_CACHE"):
+        return Path(os.environ["REWARDSVC_CACHE"])
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "rewardsvc"
+
+
+def run(command: list[str], log: Path, timeout: float) -> None:
+    with log.open("a") as out:
+        out.write(f"\n$ {' '.join(command)}\n")
+        out.flush()
+        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=timeout)
+    if done.returncode != 0:
+        tail = log.read_text()[-4000:]
+        pytest.fail(f"command failed ({done.returncode}): {' '.join(command)}\n{tail}")
+
+
+def ensure_trl_venv() -> Path:
+    """$REWARDSVC_CACHE/trl-venv with torch CPU + trl, and the client installed fresh."""
+    venv = cache_dir() / "trl-venv"
+    python = venv / "bin" / "python"
+    recipe = json.dumps(TRL_VENV_STEPS)
+    marker = venv / ".rewardsvc-trl-recipe"
+    log = cache_dir() / "trl-venv.log"
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with (cache_dir() / "trl-venv.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one installer at a time across test processes
+        if not (marker.exists() and marker.read_text() == recipe and python.exists()):
+            shutil.rmtree(venv, ignore_errors=True)
+            run([sys.executable, "-m", "venv", str(venv)], log, 300)
+            for step in TRL_VENV_STEPS:
+                run([str(python), "-m", "pip", "install", *step], log, 1800)
+            marker.write_text(recipe)
+        # The client under test changes between runs: reinstall it (no dependency changes).
+        run(
+            [str(python), "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps",
+             str(ROOT / "clients" / "python")],
+            log,
+            600,
+        )  # fmt: skip
+        run([str(python), "-m", "pip", "install", "--quiet", "httpx>=0.27,<1"], log, 600)
+    return python
+
+
+def policy_model() -> Path:
+    """The converted SmolLM2 HF folder made by deploy/cpu-judge (the judges' own model)."""
+    override = os.environ.get("REWARDSVC_TRL_POLICY")
+    models = cache_dir() / "cpu-judge" / "models"
+    candidates = [Path(override)] if override else []
+    candidates += [models / "smollm2", models / "smollm2-135m-instruct"]
+    for path in candidates:
+        if (path / "config.json").exists():
+            return path
+    pytest.fail(f"no policy model folder among {[str(c) for c in candidates]}")
+
+
+def same(a: float | None, b: float | None, rel: float = 1e-6) -> bool:
+    """Equal rewards, where TRL stores float32 and None/NaN mean "no reward"."""
+    a_missing = a is None or (isinstance(a, float) and math.isnan(a))
+    b_missing = b is None or (isinstance(b, float) and math.isnan(b))
+    if a_missing or b_missing:
+        return a_missing and b_missing
+    return math.isclose(a, b, rel_tol=rel, abs_tol=1e-7)
+
+
+def test_trl_grpo_run_rewards_are_the_service_rewards(service: Service, tmp_path: Path) -> None:
+    started = time.monotonic()
+    python = ensure_trl_venv()
+    venv_seconds = time.monotonic() - started
+    model = policy_model()
+    report_path = tmp_path / "report.json"
+    log = tmp_path / "trl.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REWARDSVC_")}
+    env.update({"HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"})
+    command = [str(python), str(SCRIPT), "--model", str(model), "--out", str(report_path)]
+    command += ["--url", service.url, "--rubric", RUBRIC, "--steps", "2"]
+    run_started = time.monotonic()
+    with log.open("w") as out:
+        done = subprocess.run(
+            command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path, timeout=3600
+        )
+    run_seconds = time.monotonic() - run_started
+    assert done.returncode == 0, log.read_text()[-6000:]
+    report: dict[str, Any] = json.loads(report_path.read_text())
+    print(
+        f"\nTRL run: {report['global_step']} steps, {run_seconds:.0f} s "
+        f"(train {report['train_seconds']:.0f} s; venv check {venv_seconds:.0f} s); "
+        f"{report['versions']}"
+    )
+
+    name = f"rewardsvc/{RUBRIC}"
+    assert report["reward_func_name"] == name
+    assert report["global_step"] == 2  # two optimizer steps
+
+    # What the adapter returned to TRL, one call per generation batch (= per step here).
+    calls = report["calls"]
+    assert len(calls) == 2
+    for call in calls:
+        assert len(call["completions"]) == 4  # 2 prompts x num_generations=2
+        assert call["prompts"][0] == call["prompts"][1]  # a group shares its prompt
+        assert isinstance(call["completions"][0], list)  # conversational: messages
+        assert {"log_metric", "log_extra", "trainer_state", "answer"} <= set(call["kwargs"])
+    assert any(r is not None for call in calls for r in call["rewards"])
+
+    # 1. The adapter returned what the service returned: the service's reward log.
+    lines = [
+        json.loads(x) for x in Path(service.env["REWARDSVC_REWARD_LOG"]).read_text().splitlines()
+    ]
+    ours = [r for r in lines if r["metadata"].get("run") == report["run_id"]]
+    by_batch: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for record in ours:
+        by_batch[record["metadata"]["batch"]].append(record)
+    assert sorted(by_batch) == [0, 1]
+    for batch, call in enumerate(calls):
+        records = sorted(by_batch[batch], key=lambda r: int(r["id"]))
+        assert [r["rubric"] for r in records] == [RUBRIC] * 4
+        assert [r["metadata"]["step"] for r in records] == [call["step"]] * 4
+        service_rewards = [r["reward"] for r in records]
+        assert all(same(a, b, 0) for a, b in zip(service_rewards, call["rewards"], strict=True))
+
+    # 2. TRL logged those rewards per completion (its completions tables) ...
+    tables = report["completions_tables"]
+    assert len(tables) == 2
+    for table, call in zip(tables, calls, strict=True):
+        rows = table["rows"]
+        assert [row["completion"] for row in rows] == call["completions"]
+        logged = [row[name] for row in rows]
+        assert all(same(a, b) for a, b in zip(logged, call["rewards"], strict=True)), (
+            logged,
+            call["rewards"],
+        )
+        assert [row[f"{name}/status"] for row in rows] == [
+            r["status"] for r in sorted(by_batch[tables.index(table)], key=lambda r: int(r["id"]))
+        ]
+
+    # 3. ... and as the step's mean reward in log_history.
+    steps = [h for h in report["log_history"] if "reward" in h]
+    assert len(steps) == 2
+    for entry, call in zip(steps, calls, strict=True):
+        scored = [r for r in call["rewards"] if r is not None]
+        assert math.isclose(entry["reward"], sum(scored) / len(scored), rel_tol=1e-5)
+        assert math.isclose(entry[f"rewards/{name}/mean"], entry["reward"], rel_tol=1e-6)
+        assert entry[f"{name}/ok"] + entry[f"{name}/degraded"] == pytest.approx(
+            len(scored) / len(call["rewards"])
+        )

@@ -45,18 +45,21 @@ def call_kwargs(rubric: Rubric, item: dict[str, Any], config: JudgeConfig) -> li
     out = []
     for criterion in rubric.criteria:
         prompt = prompts.criterion_prompt(rubric, criterion, rollout, config.method, config.api)
+        choices = prompt.question.choices
+        # As rewardsvc asks: only tokens spelling a prefix of an answer can carry probability
+        # at the constrained position, so it asks for no more alternatives than those.
+        prefixes = {c[:i] for c in choices for i in range(1, len(c) + 1)}
+        top = max(1, min(sampling.top_logprobs, len(prefixes)))
         kwargs: dict[str, Any] = {
             "model": config.model,
             "max_tokens": 1,
             "temperature": sampling.temperature,
-            "extra_body": {"structured_outputs": {"choice": list(prompt.question.choices)}},
+            "extra_body": {"structured_outputs": {"choice": list(choices)}},
         }
         if config.api == "chat":
-            kwargs.update(
-                messages=prompt.messages, logprobs=True, top_logprobs=sampling.top_logprobs
-            )
+            kwargs.update(messages=prompt.messages, logprobs=True, top_logprobs=top)
         else:
-            kwargs.update(prompt=prompt.text, logprobs=sampling.top_logprobs)
+            kwargs.update(prompt=prompt.text, logprobs=top)
         if sampling.seed is not None:
             kwargs["seed"] = sampling.seed
         out.append(kwargs)
@@ -164,5 +167,23 @@ async def verify_same_calls(
     return {
         "calls_compared": len(ours),
         "identical": ours == theirs,
+        "differences": _differences(ours, theirs),
         "example_body": json.loads(ours[0]) if ours else None,
     }
+
+
+def _differences(ours: list[str], theirs: list[str]) -> list[str]:
+    """Top-level keys whose values differ between rewardsvc's bodies and ours (same messages)."""
+    by_prompt = {}
+    for text in theirs:
+        body = json.loads(text)
+        by_prompt[json.dumps([body.get("messages"), body.get("prompt")])] = body
+    keys: set[str] = set()
+    for text in ours:
+        body = json.loads(text)
+        other = by_prompt.get(json.dumps([body.get("messages"), body.get("prompt")]))
+        if other is None:
+            keys.add("messages/prompt")
+            continue
+        keys |= {k for k in body.keys() | other.keys() if body.get(k) != other.get(k)}
+    return sorted(keys)

@@ -47,7 +47,7 @@ class Contender:
     """One contender's figures on the measured items."""
 
     name: str
-    kind: str  # "rewardsvc", "limit" or "peer"
+    kind: str  # "rewardsvc", "limit", "peer", or "rewardsvc-variant" (not in the targets)
     items: int
     valid: int
     elapsed_s: float
@@ -119,6 +119,13 @@ async def run(ctx: RunContext) -> dict[str, Any]:
             for phase in ("warm", "run"):
                 rubrics[(who, phase, r)] = rubric_variant(f"{ctx.run_id}-{who}-{phase}-{r}")
     served = [v for (who, _, _), v in rubrics.items() if who == "rs"]
+    # Not a target contender: the same rubric scored by one holistic call per item
+    # (combine: implicit), the like-for-like of the single-call peers.
+    implicit = {
+        phase: rubric_variant(f"{ctx.run_id}-implicit-{phase}", combine="implicit")
+        for phase in ("warm", "run")
+    }
+    served += list(implicit.values())
 
     rs_runs: list[Contender] = []
     direct_runs: list[Contender] = []
@@ -188,9 +195,38 @@ async def run(ctx: RunContext) -> dict[str, Any]:
                 )
             )
             log(f"  direct: {direct_runs[-1].rewards_per_s:.2f} rewards/s")
+        log("e2e rewardsvc, implicit rubric (one holistic call per item)")
+        await send_batches(
+            svc.url,
+            implicit["warm"].id,
+            warm,
+            batch_size=ctx.batch_size,
+            concurrency=ctx.e2e_concurrency,
+        )
+        batch = await send_batches(
+            svc.url,
+            implicit["run"].id,
+            items,
+            batch_size=ctx.batch_size,
+            concurrency=ctx.e2e_concurrency,
+        )
+        results = batch.results
+        implicit_run = Contender(
+            name="rewardsvc, combine: implicit (1 holistic call/item)",
+            kind="rewardsvc-variant",
+            items=len(items),
+            valid=sum(1 for x in results if x["status"] == "ok"),
+            elapsed_s=batch.elapsed_s,
+            calls=int(batch.usage("judge_calls")),
+            prompt_tokens=int(batch.usage("prompt_tokens")),
+            completion_tokens=int(batch.usage("completion_tokens")),
+            by_kind=mean_by_kind(items, [x["reward"] for x in results]),
+            notes={"cache_hits": int(batch.usage("cache_hits")), "statuses": batch.statuses()},
+        )
+        log(f"  rewardsvc implicit: {implicit_run.rewards_per_s:.2f} rewards/s")
         vmhwm = hwm_mb(svc.pid)
 
-    contenders = [_median_run(rs_runs), _median_run(direct_runs)]
+    contenders = [_median_run(rs_runs), _median_run(direct_runs), implicit_run]
     peer_items = items[: ctx.peer_items] if ctx.peer_items else items
     rubric = rubric_variant(f"{ctx.run_id}-peers")
     for name in ctx.peers:

@@ -294,6 +294,7 @@ def rubric_variant(
     *,
     criteria: int | None = None,
     judges: Sequence[str] | None = None,
+    combine: str | None = None,
     base: Rubric | None = None,
 ) -> Rubric:
     """A copy of the bench rubric with its own id and a run tag at the head of its instructions.
@@ -329,6 +330,7 @@ def rubric_variant(
             "instructions": f"[benchmark run {tag}]\n{base.instructions}",
             "criteria": [c.model_dump(mode="json") for c in picked],
             "judges": [r.model_dump(mode="json") for r in refs],
+            "combine": combine or base.combine,
         }
     )
     return Rubric.model_validate(data)

@@ -28,10 +28,27 @@ from bench.harness import (
 )
 from bench.overhead import MAX_CONCURRENCY as STUB_MAX_CONCURRENCY
 from bench.overhead import ItemSource
+from rewardsvc.settings import Settings
 
 BATCH = 32
 CONCURRENCY = 8
 TARGET_MB = 300.0
+DEFAULT_CACHE_SIZE = Settings.model_fields["cache_size"].default
+
+
+def fill_slope(samples: list[tuple[int, float]], bound: int) -> float | None:
+    """MB per cached verdict while the cache fills: a least-squares line through the samples
+    between 20 % of the bound and the bound (the first requests' one-off allocations, such
+    as lazily imported modules, are left out)."""
+    pts = [(n, mb) for n, mb in samples if 0.2 * bound <= n <= bound]
+    if len(pts) < 3:
+        return None
+    mean_n = sum(n for n, _ in pts) / len(pts)
+    mean_mb = sum(mb for _, mb in pts) / len(pts)
+    var = sum((n - mean_n) ** 2 for n, _ in pts)
+    if var == 0:
+        return None
+    return sum((n - mean_n) * (mb - mean_mb) for n, mb in pts) / var
 
 
 async def run(ctx: RunContext) -> dict[str, Any]:
@@ -85,7 +102,14 @@ async def _run(ctx: RunContext, url: str) -> dict[str, Any]:
         vmhwm = hwm_mb(svc.pid)
 
     at_bound = [mb for n, mb in samples if n >= bound]
+    slope = fill_slope(samples, bound)
     return {
+        "mb_per_1000_verdicts": slope * 1000 if slope is not None else None,
+        # What the slope predicts at the service's default bound (for runs with a smaller one).
+        "projected_rss_at_default_bound_mb": at_bound[0] + slope * (DEFAULT_CACHE_SIZE - bound)
+        if slope is not None and at_bound
+        else None,
+        "default_cache_size": DEFAULT_CACHE_SIZE,
         "cache_bound_verdicts": bound,
         "verdicts_driven": driven,
         "items_driven": driven // criteria,

@@ -5,8 +5,8 @@ request, 5 criterion calls per item) and each number of concurrent requests, two
 loops run for a fixed time on fresh, distinct items:
 
 - **direct**: the same judge calls rewardsvc would make for one request, rendered with
-  ``rewardsvc.prompts`` and sent with ``AsyncOpenAI`` (capped at the pool's
-  ``max_concurrency`` like rewardsvc's backend), timed per request-equivalent;
+  ``rewardsvc.prompts`` and sent as raw aiohttp POSTs of the same JSON bodies (capped at
+  the pool's ``max_concurrency`` like rewardsvc's backend), timed per request-equivalent;
 - **rewardsvc**: ``POST /v1/rewards`` to a ``rewardsvc serve`` subprocess.
 
 Added latency = rewardsvc latency - direct latency for the same work, per percentile.
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
 import re
 import shutil
@@ -32,9 +33,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+import openai
 import psutil
 
-from bench.direct import DirectClient, DirectRun, call_kwargs
+from bench.direct import call_kwargs
 from bench.harness import (
     RunContext,
     judge_entry,
@@ -60,8 +63,16 @@ TARGET_P99_ADDED_MS = 5.0
 TARGET_CONCURRENCY = 16
 
 
-Outcome = tuple[float, int, float | None, int]
-"""One request: latency_s, judge calls, engine-side latency_ms (or None), failed items."""
+Outcome = tuple[float, int, float | None]
+"""One request: latency_s, judge calls, engine-side latency_ms (or None)."""
+
+
+class ItemFailures(Exception):
+    """A request that returned, but with ``count`` items that got no reward."""
+
+    def __init__(self, count: int, message: str):
+        super().__init__(message)
+        self.count = count
 
 
 class ItemSource:
@@ -96,27 +107,26 @@ async def closed_loop(
     """``concurrency`` workers send requests back to back for ``seconds``.
 
     Only requests whose every item succeeded count towards calls and latency; a request
-    with failed items (or an HTTP error) counts in ``errors`` / ``failed_items`` instead,
-    since a fast failure is not throughput.
+    with failed items (:class:`ItemFailures`) or an HTTP error counts in ``errors`` /
+    ``failed_items`` instead, since a fast failure is not throughput.
     """
     latencies: list[float] = []
     inside: list[float] = []
     calls = 0
     errors = 0
     failed_items = 0
+    first_error: str | None = None
     deadline = time.perf_counter() + seconds
 
     async def worker() -> None:
-        nonlocal calls, errors, failed_items
+        nonlocal calls, errors, failed_items, first_error
         while time.perf_counter() < deadline:
             try:
-                latency, n, inner, failed = await request()
-            except Exception:
+                latency, n, inner = await request()
+            except Exception as exc:
                 errors += 1
-                continue
-            if failed:
-                errors += 1
-                failed_items += failed
+                failed_items += exc.count if isinstance(exc, ItemFailures) else 0
+                first_error = first_error or f"{type(exc).__name__}: {str(exc)[:300]}"
                 continue
             latencies.append(latency)
             calls += n
@@ -130,6 +140,7 @@ async def closed_loop(
         "requests": len(latencies),
         "errors": errors,
         "failed_items": failed_items,
+        "first_error": first_error,
         "calls": calls,
         "elapsed_s": elapsed,
         "calls_per_s": calls / elapsed if elapsed else 0.0,
@@ -138,6 +149,42 @@ async def closed_loop(
         "http_overhead_p50_ms": percentile(inside, 50) if inside else None,
         "http_overhead_p99_ms": percentile(inside, 99) if inside else None,
     }
+
+
+def wire_body(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The JSON body the openai SDK sends for ``create(**kwargs)`` (extra_body merged in)."""
+    body = {k: v for k, v in kwargs.items() if k != "extra_body"}
+    body.update(kwargs.get("extra_body") or {})
+    return body
+
+
+class RawClient:
+    """The cheapest way to make a judge call: one aiohttp POST, the reply read as JSON.
+
+    The overhead baseline: rewardsvc's added latency is measured against this, so it
+    includes what rewardsvc's own HTTP client (the openai SDK) costs; ``transport_cost``
+    shows that part separately. (The openai SDK as a baseline was no good here: at 80+
+    calls in flight it stalled, waiting rather than computing, at a few hundred calls/s.)
+    """
+
+    def __init__(self, url: str, max_concurrency: int):
+        self.url = f"{url}/chat/completions"
+        self.http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=max_concurrency))
+
+    async def post(self, body: dict[str, Any]) -> bool:
+        """One call; True when the stub answered 200 with JSON."""
+        try:
+            async with self.http.post(
+                self.url, data=json.dumps(body), headers={"Content-Type": "application/json"}
+            ) as r:
+                json.loads(await r.read())
+                return r.status == 200
+        except (aiohttp.ClientError, ValueError):
+            return False
+
+    async def aclose(self) -> None:
+        """Close the session."""
+        await self.http.close()
 
 
 class CpuMeter:
@@ -179,18 +226,21 @@ async def _run(ctx: RunContext, fake_pid: int, url: str) -> dict[str, Any]:
     profile: dict[str, Any] | None = None
     warm_s = min(2.0, ctx.overhead_seconds / 2)
     with rewardsvc_service(ctx.workdir / "overhead", pool, [rubric]) as svc:
-        client = DirectClient(url, config.api, max_concurrency=MAX_CONCURRENCY)
+        raw = RawClient(url, MAX_CONCURRENCY)
         async with session() as http:
 
             def direct_request(size: int) -> Callable[[], Awaitable[Outcome]]:
                 async def go() -> Outcome:
-                    calls = [
-                        kw for it in source.take(size) for kw in call_kwargs(rubric, it, config)
+                    bodies = [
+                        wire_body(kw)
+                        for it in source.take(size)
+                        for kw in call_kwargs(rubric, it, config)
                     ]
                     start = time.perf_counter()
-                    run = DirectRun()
-                    await asyncio.gather(*(client.call(kw, run) for kw in calls))
-                    return time.perf_counter() - start, run.calls, None, run.errors
+                    ok = await asyncio.gather(*(raw.post(b) for b in bodies))
+                    if not all(ok):
+                        raise ItemFailures(size, f"{ok.count(False)} direct calls failed")
+                    return time.perf_counter() - start, len(bodies), None
 
                 return go
 
@@ -200,9 +250,10 @@ async def _run(ctx: RunContext, fake_pid: int, url: str) -> dict[str, Any]:
                     if not r.ok:
                         raise RuntimeError(f"HTTP {r.status}: {r.body}")
                     usage = r.body["usage"]
-                    failed = sum(1 for x in r.body["results"] if x["status"] != "ok")
-                    calls = int(usage["judge_calls"])
-                    return r.latency_s, calls, float(usage["latency_ms"]), failed
+                    failed = [x for x in r.body["results"] if x["status"] != "ok"]
+                    if failed:
+                        raise ItemFailures(len(failed), f"{failed[0]['status']}: {failed[0]}")
+                    return r.latency_s, int(usage["judge_calls"]), float(usage["latency_ms"])
 
                 return go
 
@@ -216,7 +267,11 @@ async def _run(ctx: RunContext, fake_pid: int, url: str) -> dict[str, Any]:
                     await closed_loop(rs_request(size), conc, warm_s)
                     with CpuMeter(pids) as rs_cpu:
                         rs = await closed_loop(rs_request(size), conc, ctx.overhead_seconds)
+                    svc_cpu_s = rs_cpu.cores["rewardsvc"] * rs["elapsed_s"]
                     cell = {
+                        "rewardsvc_cpu_ms_per_call": 1000 * svc_cpu_s / rs["calls"]
+                        if rs["calls"]
+                        else None,
                         "items_per_request": size,
                         "calls_per_request": size * CRITERIA,
                         "concurrency": conc,
@@ -231,21 +286,65 @@ async def _run(ctx: RunContext, fake_pid: int, url: str) -> dict[str, Any]:
                         f"p99 {rs['p99_ms']:.1f} ms | direct {direct['calls_per_s']:.0f} calls/s "
                         f"p50 {direct['p50_ms']:.1f} ms p99 {direct['p99_ms']:.1f} ms"
                     )
+            transport = await transport_cost(url, rubric, config, source)
             targets = check_targets(cells)
             if ctx.profile or not all(targets.values()):
                 size = min(ctx.overhead_sizes)
                 profile = await profile_service(
                     ctx, svc.pid, rs_request(size), TARGET_CONCURRENCY, size
                 )
-        await client.aclose()
+        await raw.aclose()
     return {
         "stub": "tests/fakejudge.py (own process, zero latency)",
         "pool_max_concurrency": MAX_CONCURRENCY,
         "criteria": CRITERIA,
         "seconds_per_cell": ctx.overhead_seconds,
         "cells": cells,
+        "transport": transport,
         "targets": targets,
         "profile": profile,
+    }
+
+
+async def transport_cost(
+    url: str, rubric: Any, config: Any, source: ItemSource, n: int = 200
+) -> dict[str, Any]:
+    """CPU and wall time per judge call of two clients, one call at a time, to the stub.
+
+    ``openai.AsyncOpenAI`` is what rewardsvc's backend uses; a raw aiohttp POST with
+    ``json.loads`` of the reply is the least a client can do. The difference is the SDK's
+    own cost per call (request transformation, httpx2, response models).
+    """
+    calls = [kw for it in source.take(n // CRITERIA + 1) for kw in call_kwargs(rubric, it, config)]
+    calls = calls[:n]
+    out: dict[str, Any] = {"calls": len(calls)}
+    client = openai.AsyncOpenAI(base_url=url, api_key="EMPTY", max_retries=0)
+    await client.chat.completions.create(**calls[0])
+    cpu, wall = time.process_time(), time.perf_counter()
+    for kw in calls:
+        await client.chat.completions.create(**kw)
+    out["openai_sdk"] = _per_call(cpu, wall, len(calls))
+    await client.close()
+    async with session() as http:
+        bodies = [wire_body(kw) for kw in calls]
+        async with http.post(f"{url}/chat/completions", json=bodies[0]) as r:
+            await r.read()
+        cpu, wall = time.process_time(), time.perf_counter()
+        for body in bodies:
+            async with http.post(
+                f"{url}/chat/completions",
+                data=json.dumps(body),
+                headers={"Content-Type": "application/json"},
+            ) as r:
+                json.loads(await r.read())
+        out["raw_aiohttp"] = _per_call(cpu, wall, len(calls))
+    return out
+
+
+def _per_call(cpu_start: float, wall_start: float, n: int) -> dict[str, float]:
+    return {
+        "cpu_ms_per_call": 1000 * (time.process_time() - cpu_start) / n,
+        "wall_ms_per_call": 1000 * (time.perf_counter() - wall_start) / n,
     }
 
 

@@ -45,7 +45,7 @@ def targets(results: dict[str, Any]) -> list[list[Any]]:
     rows: list[list[Any]] = []
     e2e = parts.get("e2e")
     if e2e:
-        cs = {c["kind"]: c for c in e2e["contenders"] if c["kind"] != "peer"}
+        cs = {c["kind"]: c for c in e2e["contenders"]}
         rs = cs["rewardsvc"]["rewards_per_s"]
         limit = cs["limit"]["rewards_per_s"]
         r = rs / limit if limit else float("nan")
@@ -211,7 +211,8 @@ def _overhead(o: dict[str, Any]) -> list[str]:
         f"Stub: {o['stub']}; {o['criteria']} criteria, so 5 judge calls per item; "
         f"{o['seconds_per_cell']} s closed loop per cell on fresh distinct items; pool "
         f"max_concurrency {o['pool_max_concurrency']}. Added latency = rewardsvc − direct "
-        "(same calls through AsyncOpenAI) at the same percentile. 'HTTP+API' = client "
+        "(the same call bodies as raw aiohttp POSTs, the cheapest client) at the same "
+        "percentile, so it includes rewardsvc's own client cost. 'HTTP+API' = client "
         "latency − the engine's own usage.latency_ms. CPU = cores used by the service / stub / "
         "load generator during the rewardsvc loop (2 cores in all).",
         "",
@@ -231,6 +232,7 @@ def _overhead(o: dict[str, Any]) -> list[str]:
                 f"{c['added_p50_ms']:.1f} / {c['added_p99_ms']:.1f}",
                 f"{_f(rs['http_overhead_p50_ms'], 1)} / {_f(rs['http_overhead_p99_ms'], 1)}",
                 f"{cpu.get('rewardsvc')} / {cpu.get('stub')} / {cpu.get('load generator')}",
+                _f(c.get("rewardsvc_cpu_ms_per_call")),
                 f"{rs['errors']} req / {rs.get('failed_items', 0)} items",
             ]
         )
@@ -245,10 +247,36 @@ def _overhead(o: dict[str, Any]) -> list[str]:
             "added p50/p99 ms",
             "HTTP+API p50/p99 ms",
             "CPU svc/stub/load",
+            "svc CPU ms/call",
             "rewardsvc failures",
         ],
         rows,
     )
+    failures = [
+        f"- {c['items_per_request']} item(s) x {c['concurrency']}: {who}: {c[who]['first_error']}"
+        for c in o["cells"]
+        for who in ("rewardsvc", "direct")
+        if c[who].get("first_error")
+    ]
+    if failures:
+        lines += ["First failure per cell:", "", *failures, ""]
+    t = o.get("transport")
+    if t:
+        lines += [
+            f"Client cost per judge call, {t['calls']} calls one at a time to the stub, measured "
+            "in the load generator (CPU = this process's CPU time per call):",
+            "",
+        ]
+        lines += _table(
+            ["client", "CPU ms/call", "wall ms/call"],
+            [
+                [name, f"{t[key]['cpu_ms_per_call']:.2f}", f"{t[key]['wall_ms_per_call']:.2f}"]
+                for key, name in (
+                    ("openai_sdk", "openai.AsyncOpenAI (as rewardsvc's backend)"),
+                    ("raw_aiohttp", "raw aiohttp POST + json.loads"),
+                )
+            ],
+        )
     p = o.get("profile")
     if p:
         lines += ["### Where the service's time goes (py-spy)", ""]
@@ -315,6 +343,19 @@ def _memory(mem: dict[str, Any] | None, e2e: dict[str, Any] | None) -> list[str]
                 ]
             ],
         )
+        if mem.get("projected_rss_at_default_bound_mb") is not None:
+            lines += [
+                f"Slope while filling: {mem['mb_per_1000_verdicts']:.2f} MB per 1,000 cached "
+                f"verdicts; at the service's default bound ({mem['default_cache_size']:,}) that "
+                f"projects to {mem['projected_rss_at_default_bound_mb']:.0f} MB"
+                + (
+                    " (measured directly in this run)."
+                    if mem["cache_bound_verdicts"] == mem["default_cache_size"]
+                    else " (a projection: run with --cache-bound "
+                    f"{mem['default_cache_size']} to measure it)."
+                ),
+                "",
+            ]
     return lines
 
 
@@ -412,14 +453,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
         cs = parts["e2e"]["contenders"]
         names = [c["name"].split(" (")[0] for c in cs]
         vals = [c["rewards_per_s"] for c in cs]
-        colors = [
-            "tab:blue"
-            if c["kind"] == "rewardsvc"
-            else "tab:gray"
-            if c["kind"] == "limit"
-            else "tab:orange"
-            for c in cs
-        ]
+        palette = {"rewardsvc": "tab:blue", "rewardsvc-variant": "tab:cyan", "limit": "tab:gray"}
+        colors = [palette.get(c["kind"], "tab:orange") for c in cs]
         ax.bar(range(len(cs)), vals, color=colors)
         ax.set_xticks(range(len(cs)), names, rotation=20, ha="right", fontsize=8)
         ax.set_yscale("log")

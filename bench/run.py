@@ -39,21 +39,28 @@ PARTS = {
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line flags; unset sizes take the full or the --quick default."""
     p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="small sizes for development (~5 min)")
+    p.add_argument("--quick", action="store_true", help="small sizes for development (~8 min)")
     p.add_argument("--parts", default="1,2,3,4", help="comma-separated parts to run (1-4)")
     p.add_argument("--items", type=int, help="measured items, at most 64 (full 64, quick 16)")
-    p.add_argument("--peer-items", type=int, help="items for the peers (default: all items)")
+    p.add_argument(
+        "--peer-items",
+        type=int,
+        help="items for the peers, the first N of the measured ones (full 32, quick: all); "
+        "the JSON peers are slow on a CPU judge",
+    )
     p.add_argument(
         "--peers", default="verifiers,healthbench,trl", help="peers to run ('' for none)"
     )
     p.add_argument(
-        "--repeats", type=int, help="alternating rewardsvc/direct runs (full 3, quick 1)"
+        "--repeats", type=int, help="alternating rewardsvc/direct runs (full 3, quick 2)"
     )
     p.add_argument(
         "--overhead-seconds", type=float, help="seconds per overhead cell (full 8, quick 3)"
     )
     p.add_argument(
-        "--cache-bound", type=int, help="cache size for part 3 (full 100000, quick 5000)"
+        "--cache-bound",
+        type=int,
+        help="cache size for part 3 (full 20000, quick 5000; the service default is 100000)",
     )
     p.add_argument(
         "--cache-fill-factor",
@@ -61,7 +68,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=2.0,
         help="verdicts driven in part 3, as a multiple of the cache bound",
     )
-    p.add_argument("--scaling-items", type=int, help="items per stub point (full 256, quick 64)")
+    p.add_argument("--scaling-items", type=int, help="items per stub point (full 160, quick 64)")
     p.add_argument("--no-real-points", action="store_true", help="part 4 on the stub only")
     p.add_argument("--profile", action="store_true", help="profile part 2 even if targets are met")
     p.add_argument("--out", type=Path, help="results folder (default bench/results[/quick])")
@@ -81,17 +88,17 @@ def context(args: argparse.Namespace) -> RunContext:
         out_dir=out,
         items=min(64, args.items or (16 if quick else 64)),
         warmup_items=4 if quick else 8,
-        peer_items=args.peer_items,
+        peer_items=args.peer_items or (None if quick else 32),
         peers=[p for p in args.peers.split(",") if p],
-        repeats=args.repeats or (1 if quick else 3),
+        repeats=args.repeats or (2 if quick else 3),
         batch_size=8,
         e2e_concurrency=8,
         overhead_seconds=args.overhead_seconds or (3.0 if quick else 8.0),
         overhead_concurrency=[1, 16, 64],
         overhead_sizes=[1, 8],
-        cache_bound=args.cache_bound or (5_000 if quick else 100_000),
+        cache_bound=args.cache_bound or (5_000 if quick else 20_000),
         cache_fill_factor=args.cache_fill_factor,
-        scaling_items=args.scaling_items or (64 if quick else 256),
+        scaling_items=args.scaling_items or (64 if quick else 160),
         real_points=not args.no_real_points,
         profile=args.profile,
     )

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import httpx2
 import openai
 from tenacity import (
     AsyncRetrying,
@@ -40,11 +41,6 @@ from tenacity import (
 
 from rewardsvc.metrics import BREAKER_OPEN
 from rewardsvc.pool import JudgeConfig
-
-try:  # openai >= 3 is built on httpx2; older releases on httpx.
-    import httpx2 as _http
-except ImportError:  # pragma: no cover - depends on the installed openai
-    import httpx as _http  # type: ignore[no-redef]
 
 ErrorKind = Literal[
     "timeout", "connection", "rate_limited", "server_error", "client_error", "unavailable", "other"
@@ -249,8 +245,8 @@ class Backend:
         self.retry = retry or RetryPolicy()
         breaker = breaker or BreakerPolicy()
         api_key = config.api_key()
-        timeout = _http.Timeout(config.timeout_s, connect=min(5.0, config.timeout_s))
-        limits = _http.Limits(
+        timeout = httpx2.Timeout(config.timeout_s, connect=min(5.0, config.timeout_s))
+        limits = httpx2.Limits(
             max_connections=config.max_concurrency,
             max_keepalive_connections=config.max_concurrency,
         )

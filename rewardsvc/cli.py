@@ -1,4 +1,4 @@
-"""The ``rewardsvc`` command: serve, validate, schema, score."""
+"""The ``rewardsvc`` command: serve, validate, schema, score, probe."""
 
 from __future__ import annotations
 
@@ -9,9 +9,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from rewardsvc.pool import JudgePool
+from rewardsvc.probe import attacks
 from rewardsvc.registry import (
     RUBRIC_SUFFIXES,
+    Entry,
     Registry,
     is_pool_document,
     load_pool,
@@ -63,6 +67,7 @@ def load_checked_pool(path: Path) -> JudgePool:
 def cmd_serve(args: argparse.Namespace) -> int:
     """Start the HTTP service (the same entry command as the container image)."""
     import uvicorn
+
     from rewardsvc.api import create_app
 
     settings = _settings(args)
@@ -138,38 +143,49 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_score(args: argparse.Namespace) -> int:
-    """Score one prompt/completion locally and print the breakdown per judge and criterion."""
-    from rewardsvc.engine import Engine
-    from rewardsvc.judging import build_judges
-
-    from rewardsvc.protocol import RewardOptions
-
+def _local_scorer(args: argparse.Namespace) -> tuple[Entry, JudgePool]:
+    """The rubric entry and judge pool for scoring from the command line."""
     settings = _settings(args)
     pool = load_checked_pool(Path(settings.judge_pool))
     registry = Registry(Path(settings.rubrics_dir), pool)
     try:
-        entry = registry.get(args.rubric)
+        return registry.get(args.rubric), pool
     except KeyError:
-        errors = registry.errors()
-        hint = "; ".join(str(p) for ps in errors.values() for p in ps)
+        refused = "; ".join(str(p) for ps in registry.errors().values() for p in ps)
         raise StartupError(
             f"unknown rubric {args.rubric!r}; known: {[e.rubric.id for e in registry.entries()]}"
-            + (f"; refused files: {hint}" if hint else "")
+            + (f"; refused files: {refused}" if refused else "")
         ) from None
-    item = {"id": "cli", "prompt": args.prompt, "completion": args.completion}
-    if args.reference is not None:
-        item["reference"] = args.reference
+
+
+def _score_locally(pool: JudgePool, rubric: Rubric, items: list[dict]) -> dict:
+    """Score items with a fresh engine (no cache), as the service would."""
+    from rewardsvc.engine import Engine
+    from rewardsvc.judging import build_judges
+    from rewardsvc.protocol import RewardOptions
 
     async def run() -> dict:
         engine = Engine(build_judges(pool))
         try:
-            response = await engine.score(entry.rubric, [item], RewardOptions(use_cache=False))
+            response = await engine.score(rubric, items, RewardOptions(use_cache=False))
         finally:
             await engine.aclose()
         return response.model_dump(mode="json")
 
-    response = asyncio.run(run())
+    return asyncio.run(run())
+
+
+def _item(args: argparse.Namespace, completion: str, item_id: str) -> dict:
+    item = {"id": item_id, "prompt": args.prompt, "completion": completion}
+    if args.reference is not None:
+        item["reference"] = args.reference
+    return item
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    """Score one prompt/completion locally and print the breakdown per judge and criterion."""
+    entry, pool = _local_scorer(args)
+    response = _score_locally(pool, entry.rubric, [_item(args, args.completion, "cli")])
     if args.json:
         print(json.dumps(response, indent=2))
         return 0
@@ -180,18 +196,57 @@ def cmd_score(args: argparse.Namespace) -> int:
         f"  uncertainty {_fmt(result['uncertainty'])}  flags {result['flags'] or '-'}"
     )
     for name, judge in result["judges"].items():
-        print(
-            f"  judge {name}: {_fmt(judge['score'])}"
-            + (f"  error {judge['error']}" if judge["error"] else "")
-        )
+        print(f"  judge {name}: {_fmt(judge['score'])}{_err(judge)}")
         for cid, crit in judge["criteria"].items():
             p = crit.get("p") or {}
             dist = " ".join(f"{k}={v:.2f}" for k, v in p.items())
-            print(
-                f"    {cid:<28} {_fmt(crit['score'])}  {dist}"
-                + (f"  error {crit['error']}" if crit["error"] else "")
-            )
+            print(f"    {cid:<28} {_fmt(crit['score'])}  {dist}{_err(crit)}")
     return 0 if result["status"] in ("ok", "degraded") else 1
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    """Score a completion and its attack variants; exit 1 when an attack beats it."""
+    entry, pool = _local_scorer(args)
+    variants = attacks(args.completion)
+    items = [_item(args, args.completion, "original")]
+    items += [_item(args, a.completion, f"attack-{n}") for n, a in enumerate(variants)]
+    results = _score_locally(pool, entry.rubric, items)["results"]
+    base = results[0]["reward"]
+    rows = []
+    for attack, result in zip(variants, results[1:], strict=True):
+        reward = result["reward"]
+        delta = None if reward is None or base is None else reward - base
+        # A meaning-preserving rewrite should move the reward by at most the tolerance
+        # either way; an attack should not raise it by more than the tolerance.
+        beats = delta is not None and (
+            abs(delta) > args.tolerance if attack.preserves_meaning else delta > args.tolerance
+        )
+        rows.append(
+            {
+                "family": attack.family,
+                "attack": attack.name,
+                "reward": reward,
+                "delta": delta,
+                "status": result["status"],
+                "flags": result["flags"],
+                "fails": beats,
+            }
+        )
+    failed = [r for r in rows if r["fails"]]
+    if args.json:
+        print(json.dumps({"original": results[0], "attacks": rows}, indent=2))
+    else:
+        print(f"rubric {entry.rubric.id} {entry.version}: original reward {_fmt(base)}")
+        print(f"{'family':<20} {'attack':<36} {'reward':>7} {'delta':>7}  flags")
+        for r in rows:
+            mark = "  <- FAILS" if r["fails"] else ""
+            delta = "" if r["delta"] is None else f"{r['delta']:+.3f}"
+            print(
+                f"{r['family']:<20} {r['attack'][:36]:<36} {_fmt(r['reward']):>7} {delta:>7}"
+                f"  {','.join(r['flags']) or '-'}{mark}"
+            )
+        print(f"{len(failed)} of {len(rows)} variants moved the reward beyond ±{args.tolerance}")
+    return 1 if failed else 0
 
 
 def _fmt(value: float | None) -> str:
@@ -234,6 +289,20 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--reference")
     score.add_argument("--json", action="store_true", help="print the full JSON result")
     score.set_defaults(func=cmd_score)
+
+    probe = sub.add_parser(
+        "probe", help="score known judge attacks built from a completion against a rubric"
+    )
+    config_args(probe)
+    probe.add_argument("--rubric", required=True, help="rubric id")
+    probe.add_argument("--prompt", required=True)
+    probe.add_argument("--completion", required=True, help="an honest answer to attack")
+    probe.add_argument("--reference")
+    probe.add_argument(
+        "--tolerance", type=float, default=0.05, help="reward gain an attack may get (default 0.05)"
+    )
+    probe.add_argument("--json", action="store_true", help="print the results as JSON")
+    probe.set_defaults(func=cmd_probe)
     return parser
 
 
@@ -244,6 +313,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except StartupError as exc:
         print(f"rewardsvc: error: {exc}", file=sys.stderr)
+        return 2
+    except ValidationError as exc:
+        # Settings come from REWARDSVC_* variables: name the variable, not a traceback.
+        for error in exc.errors():
+            name = "REWARDSVC_" + "_".join(str(p) for p in error["loc"]).upper()
+            print(f"rewardsvc: error: {name}: {error['msg']}", file=sys.stderr)
         return 2
 
 

@@ -46,7 +46,7 @@ _INJECTION = [
     # "ignore (all) previous instructions", "disregard the rubric above", ...
     re.compile(
         r"\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}?"
-        r"\b(previous|prior|above|earlier|preceding|all|any|your|system|grading|the)\b[^.\n]{0,30}?"
+        r"\b(previous|prior|above|earlier|preceding|all|any|your|system|grading)\b[^.\n]{0,30}?"
         r"\b(instructions?|prompts?|rules|guidelines|directions|criteria|rubrics?|directives)\b",
         _I,
     ),

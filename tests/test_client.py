@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from rewardsvc_client import AsyncClient, Client, RewardResponse, RewardServiceError
 from rewardsvc_client.client import _normalize_base_url, _retry_after_seconds
 

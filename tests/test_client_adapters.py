@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 import rewardsvc_client.openrlhf as openrlhf_adapter
 from rewardsvc_client import verl as verl_adapter
 from rewardsvc_client._adapt import status_numbers, to_reference, to_wire_text

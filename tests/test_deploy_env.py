@@ -39,7 +39,8 @@ RUBRICS = ROOT / "rubrics"
 
 # Refusing to start is a matter of reading two files: allow for a slow,
 # shared machine, but not for a service that started and waits on judges.
-REFUSE_WITHIN_S = 20.0
+# A refusal is immediate; this only stops a service that wrongly starts from hanging the test.
+REFUSE_HANG_GUARD_S = 60.0
 
 
 def free_port() -> int:
@@ -75,11 +76,8 @@ def image_command(env: dict[str, str]) -> list[str]:
     return [program, *command[1:]]
 
 
-def refuse(
-    env: dict[str, str], cwd: Path, traceback_ok: bool = False
-) -> subprocess.CompletedProcess[str]:
-    """Run the image command expecting it to exit by itself, quickly and non-zero."""
-    started = time.monotonic()
+def refuse(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run the image command expecting it to exit by itself, non-zero, with no traceback."""
     try:
         done = subprocess.run(
             image_command(env),
@@ -87,15 +85,12 @@ def refuse(
             cwd=cwd,
             capture_output=True,
             text=True,
-            timeout=REFUSE_WITHIN_S * 2,
+            timeout=REFUSE_HANG_GUARD_S,
         )
     except subprocess.TimeoutExpired as exc:
         raise AssertionError(f"rewardsvc serve did not exit; it printed:\n{exc.stderr}") from exc
-    elapsed = time.monotonic() - started
     assert done.returncode != 0, f"started anyway:\n{done.stdout}\n{done.stderr}"
-    assert elapsed < REFUSE_WITHIN_S, f"took {elapsed:.1f} s to refuse"
-    if not traceback_ok:
-        assert "Traceback" not in done.stderr, f"a traceback is no clear message:\n{done.stderr}"
+    assert "Traceback" not in done.stderr, f"a traceback is no clear message:\n{done.stderr}"
     return done
 
 
@@ -150,10 +145,8 @@ def test_refuses_a_missing_rubrics_dir(tmp_path: Path) -> None:
 
 def test_refuses_an_invalid_setting(tmp_path: Path) -> None:
     env = scrubbed_env(REWARDSVC_JUDGE_POOL=str(GPU_POOL), REWARDSVC_MAX_ITEMS="many")
-    # pydantic's message names the setting and the problem; it may still come
-    # wrapped in a traceback.
-    done = refuse(env, tmp_path, traceback_ok=True)
-    assert re.search(r"max_items\s+Input should be a valid integer", done.stderr), done.stderr
+    done = refuse(env, tmp_path)
+    assert "REWARDSVC_MAX_ITEMS: Input should be a valid integer" in done.stderr, done.stderr
 
 
 # ----------------------------------------------------------------- the real thing

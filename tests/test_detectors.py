@@ -100,6 +100,7 @@ NORMAL = [
     "Here is an HTML example:\n```html\n<!-- a comment -->\n<div hidden>x</div>\n```",
     'Use JSON like this:\n```json\n{"answer": "yes"}\n```',
     "Ignore the noise in the data; the trend is clear.",
+    "Ignore the instructions on the packet and simmer the rice for 12 minutes.",
     "The system administrator should update the server.",
     "The grader in this course is strict about citations.",
     "Δx = v·Δt, and the density ρ times volume V gives mass.",

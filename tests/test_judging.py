@@ -160,7 +160,9 @@ def judge(made: list[Judge], url: str, name: str = "fake-judge", **overrides: An
 
 
 @pytest.mark.parametrize("api", ["chat", "completion"])
-async def test_logprob_request_and_score(fake: FakeJudge, judges: list[Judge], api: str) -> None:
+async def test_logprob_request_and_score(
+    fake: FakeJudge, judges: list[Judge], api: prompts.Api
+) -> None:
     fake.script.first_choice_p = 0.7  # P(yes) = 0.7
     j = judge(judges, fake.url, api=api)
     v = await j.score_criterion(RUBRIC, CORRECT, ROLLOUT)
@@ -174,21 +176,18 @@ async def test_logprob_request_and_score(fake: FakeJudge, judges: list[Judge], a
     # Only y, ye, yes, n, no can carry probability at the constrained position.
     if api == "chat":
         assert body["logprobs"] is True and body["top_logprobs"] == 5
-        assert body["messages"][-1]["content"].endswith(v_question_text(CORRECT, api))
+        question = prompts.criterion_question(RUBRIC, CORRECT, "logprob", api)
+        assert body["messages"][-1]["content"].endswith(question.text)
     else:
         assert body["logprobs"] == 5
         assert body["prompt"].endswith("Answer (yes or no):")
 
 
-def v_question_text(criterion: Any, api: str) -> str:
-    return prompts.criterion_question(RUBRIC, criterion, "logprob", api).text  # type: ignore[arg-type]
-
-
 async def test_logprob_likert(fake: FakeJudge, judges: list[Judge]) -> None:
     fake.script.first_choice_p = 0.6  # "1" gets 0.6, "2".."5" 0.1 each
     v = await judge(judges, fake.url).score_criterion(RUBRIC, CLEAR, ROLLOUT)
-    assert v.ok
-    assert sum(v.probs.values()) == pytest.approx(1.0)  # type: ignore[union-attr]
+    assert v.ok and v.probs is not None
+    assert sum(v.probs.values()) == pytest.approx(1.0)
     assert v.score == pytest.approx(0.6 * 0 + 0.1 * (0.25 + 0.5 + 0.75 + 1.0))
     assert fake.script.bodies[0]["structured_outputs"] == {"choice": ["1", "2", "3", "4", "5"]}
 
@@ -323,7 +322,7 @@ def real_judge(pool: JudgePool, api: str, made: list[Judge], **overrides: Any) -
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("api", ["chat", "completion"])
 async def test_real_judge_every_method_scores_in_unit_interval(
-    cpu_pool: JudgePool, judges: list[Judge], api: str, method: str
+    cpu_pool: JudgePool, judges: list[Judge], api: prompts.Api, method: str
 ) -> None:
     # A small output budget keeps the CPU run short; a seed keeps sampling reproducible.
     j = real_judge(
@@ -336,9 +335,8 @@ async def test_real_judge_every_method_scores_in_unit_interval(
         assert v.variance >= 0.0
         assert v.prompt_tokens > 100 and v.completion_tokens >= 1
         if method == "structured":
-            assert parse_structured(
-                prompts.criterion_question(RUBRIC, criterion, "structured", api), v.raw
-            )  # type: ignore[arg-type]
+            question = prompts.criterion_question(RUBRIC, criterion, "structured", api)
+            assert parse_structured(question, v.raw) in question.choices
         if method == "sampled":
             assert v.probs is not None and sum(v.probs.values()) == pytest.approx(1.0)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -38,8 +36,8 @@ CONSTITUTION = Rubric(
     judges=["primary"],
 )
 
-APIS = ("chat", "completion")
-METHODS = ("logprob", "structured", "sampled")
+APIS: tuple[prompts.Api, ...] = ("chat", "completion")
+METHODS: tuple[prompts.Method, ...] = ("logprob", "structured", "sampled")
 
 
 def rendered(p: prompts.Prompt) -> str:
@@ -120,27 +118,23 @@ HOSTILE = st.lists(PIECES, max_size=30).map("".join) | st.text(max_size=60)
     reference=st.none() | HOSTILE,
     api=st.sampled_from(APIS),
     method=st.sampled_from(METHODS),
-    which=st.integers(0, len(RUBRIC.criteria) - 1),
+    which=st.integers(0, len(RUBRIC.criteria)),  # the last one means the holistic call
 )
 def test_untrusted_text_never_leaves_its_fence(
     prompt: str,
     completion: str,
     reference: str | None,
-    api: str,
-    method: str,
+    api: prompts.Api,
+    method: prompts.Method,
     which: int,
 ) -> None:
-    criterion = RUBRIC.criteria[which]
-    hostile = prompts.criterion_prompt(
-        RUBRIC, criterion, Rollout(prompt, completion, reference), method, api
-    )
-    blank = prompts.criterion_prompt(
-        RUBRIC,
-        criterion,
-        Rollout("", "", None if reference is None else ""),
-        method,
-        api,
-    )
+    def build(rollout: Rollout) -> prompts.Prompt:
+        if which == len(RUBRIC.criteria):
+            return prompts.holistic_prompt(RUBRIC, rollout, method, api)
+        return prompts.criterion_prompt(RUBRIC, RUBRIC.criteria[which], rollout, method, api)
+
+    hostile = build(Rollout(prompt, completion, reference))
+    blank = build(Rollout("", "", None if reference is None else ""))
     skeleton, blocks = parse_fences(body(hostile))
     # Every untrusted string comes back whole from its own fence ...
     expected = [("prompt", prompt)]
@@ -172,13 +166,19 @@ def test_instructions_surround_the_data() -> None:
 
 
 def common_prefix(texts: list[str]) -> str:
-    """The longest common prefix of several strings."""
-    return os.path.commonprefix(texts)
+    """The longest common prefix of several strings (character by character, on purpose)."""
+    first, last = min(texts), max(texts)
+    n = 0
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    return first[:n]
 
 
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("method", METHODS)
-def test_criterion_prompts_of_one_item_share_prefix_through_the_item(api: str, method: str) -> None:
+def test_criterion_prompts_of_one_item_share_prefix_through_the_item(
+    api: prompts.Api, method: prompts.Method
+) -> None:
     rollout = Rollout("What is 2+2?", "It is 4, because 2+2=4.", "4")
     built = [prompts.criterion_prompt(RUBRIC, c, rollout, method, api) for c in RUBRIC.criteria]
     texts = [rendered(p) for p in built]
@@ -193,12 +193,12 @@ def test_criterion_prompts_of_one_item_share_prefix_through_the_item(api: str, m
         assert text.endswith(p.question.text)
         assert text[: item_end + 2] == texts[0][: item_end + 2]
     if api == "chat":
-        assert all(p.messages is not None for p in built)
-        assert all(p.messages[0] == built[0].messages[0] for p in built)  # type: ignore[index]
+        systems = [p.messages[0] for p in built if p.messages is not None]
+        assert len(systems) == len(built) and all(m == systems[0] for m in systems)
 
 
 @pytest.mark.parametrize("api", APIS)
-def test_shared_prefix_is_byte_identical_across_items(api: str) -> None:
+def test_shared_prefix_is_byte_identical_across_items(api: prompts.Api) -> None:
     a = prompts.criterion_prompt(
         RUBRIC, RUBRIC.criteria[0], Rollout("p1", "c1", None), "logprob", api
     )

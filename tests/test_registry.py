@@ -76,7 +76,7 @@ def test_duplicate_ids_across_files_are_refused(tmp_path: Path) -> None:
     assert "already defined" in str(registry.errors()[str(tmp_path / "a.yml")][0])
 
 
-async def _wait_for(predicate, timeout_s: float) -> float:  # noqa: ANN001
+async def _wait_for(predicate, timeout_s: float) -> float:
     start = time.monotonic()
     while not predicate():
         if time.monotonic() - start > timeout_s:

@@ -29,8 +29,9 @@ from typing import Any
 
 import httpx
 import pytest
-import rewardsvc_client.openrlhf
 from conftest import Service
+
+import rewardsvc_client.openrlhf
 from rewardsvc_client import Client
 from rewardsvc_client.trl import trl_reward_func
 from rewardsvc_client.verifiers import verifiers_group_reward_func, verifiers_reward_func

@@ -88,6 +88,16 @@ class Settings:
         )
 
 
+def is_configuration_error(exc: RewardServiceError) -> bool:
+    """A 4xx other than 408/429: the request itself is wrong (unknown rubric, bad key,
+    invalid options). Retrying or masking cannot fix it, so adapters always raise it."""
+    return (
+        exc.status_code is not None
+        and 400 <= exc.status_code < 500
+        and (exc.status_code not in (408, 429))
+    )
+
+
 def failure_score_default() -> float:
     """REWARDSVC_FAILURE_SCORE or 0.0 (see the veRL adapter for why 0.0)."""
     return float(os.environ.get(ENV_FAILURE_SCORE) or 0.0)
@@ -270,6 +280,7 @@ __all__ = [
     "RewardServiceError",
     "Settings",
     "ThreadClients",
+    "is_configuration_error",
     "logger",
     "rewards_with_retries",
     "rewards_with_retries_sync",

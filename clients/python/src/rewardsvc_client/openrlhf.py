@@ -42,6 +42,7 @@ from rewardsvc_client._adapt import (
     Settings,
     ThreadClients,
     failure_score_default,
+    is_configuration_error,
     logger,
     rewards_with_retries_sync,
     status_numbers,
@@ -120,7 +121,7 @@ def make_reward_func(
                 clients.get(), settings, items, judge_error_retries=judge_error_retries
             )
         except RewardServiceError as exc:
-            if exc.status_code is not None and exc.status_code < 500 and exc.status_code != 429:
+            if is_configuration_error(exc):
                 raise
             logger.error("rewardsvc OpenRLHF adapter: %s; rewards=%s", exc, fallback)
             results = [None] * len(items)

@@ -26,7 +26,14 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from rewardsvc_client._adapt import LoopClients, Settings, logger, to_reference, to_wire_text
+from rewardsvc_client._adapt import (
+    LoopClients,
+    Settings,
+    is_configuration_error,
+    logger,
+    to_reference,
+    to_wire_text,
+)
 from rewardsvc_client.client import RewardServiceError
 from rewardsvc_client.types import STATUSES, RewardResult
 
@@ -132,10 +139,13 @@ class TRLReward:
                 self.settings.rubric, items, self.settings.options
             )
         except RewardServiceError as exc:
-            if self.on_error == "raise" or (exc.status_code is not None and exc.status_code < 500):
+            if self.on_error == "raise" or is_configuration_error(exc):
                 raise
             # on_error="none": a service outage masks the batch instead of ending the run.
             logger.error("rewardsvc %s: %s; rewards set to None", self.__name__, exc)
+            log_metric = kwargs.get("log_metric")
+            if callable(log_metric):
+                log_metric(f"{self.__name__}/request_failed", 1.0)
             return [None] * len(items)
         self._log(response.results, kwargs)
         return response.rewards

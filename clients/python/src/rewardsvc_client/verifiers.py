@@ -32,6 +32,7 @@ from rewardsvc_client._adapt import (
     LoopClients,
     Settings,
     failure_score_default,
+    is_configuration_error,
     logger,
     rewards_with_retries,
     to_reference,
@@ -91,7 +92,7 @@ class _Scorer:
                 )
             )
         except RewardServiceError as exc:
-            if exc.status_code is not None and exc.status_code < 500 and exc.status_code != 429:
+            if is_configuration_error(exc):
                 raise
             logger.error("rewardsvc %s: %s; reward=%s", self.name, exc, self.failure_score)
             results = [None] * len(items)

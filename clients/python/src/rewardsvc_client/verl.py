@@ -47,6 +47,7 @@ from rewardsvc_client._adapt import (
     LoopClients,
     Settings,
     failure_score_default,
+    is_configuration_error,
     logger,
     rewards_with_retries,
     status_numbers,
@@ -113,7 +114,7 @@ async def score_sample(
             clients.get(), settings, [item], judge_error_retries=judge_error_retries
         )
     except RewardServiceError as exc:
-        if exc.status_code is not None and exc.status_code < 500 and exc.status_code != 429:
+        if is_configuration_error(exc):
             raise  # a configuration error (unknown rubric, bad key): stop the run, loudly
         logger.error("rewardsvc veRL adapter: %s; score=%s", exc, failure_score)
         return _result_dict(failure_score, status_numbers(None))

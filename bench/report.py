@@ -491,6 +491,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
             )
         ax_t.axhline(CALLS_TARGET, color="red", lw=0.8, ls=":", label="target 3,000/s")
         ax_l.axhline(P99_TARGET_MS, color="red", lw=0.8, ls=":", label="target p99 5 ms")
+        ax_l.set_yscale("symlog", linthresh=1.0)
+        ax_t.set_ylim(bottom=0)
         for a in (ax_t, ax_l):
             a.set_xscale("log")
             a.set_xlabel("concurrent requests")
@@ -524,6 +526,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
             label="judge calls/s ÷ 5",
         )
         ax.set_xscale("log", base=2)
+        ax.set_ylim(bottom=0)
         ax.set_xlabel("items per request (4 in flight)")
         ax.legend(fontsize=7)
     ax.set_title("4. Batch size (stub, 5 ms/call)")

@@ -356,8 +356,10 @@ async def test_real_logprob_distribution_one_token_and_determinism(
         assert abs(sum(first.probs.values()) - 1.0) <= 1e-6
         assert first.completion_tokens == 1  # one decoded token per criterion
         assert first.raw.strip() in choices or any(c.startswith(first.raw) for c in choices)
-        # The same input at temperature 0 scores the same (the second call also
-        # exercises vLLM's prefix cache).
+        # The same input at temperature 0 scores the same. A cold prefill and one served
+        # from vLLM's prefix cache differ in the last bits of bf16 arithmetic (seen: up to
+        # 0.03 in probability on the CPU judges), so compare two calls that both hit it.
+        first = await j.score_criterion(RUBRIC, criterion, ROLLOUT)
         second = await j.score_criterion(RUBRIC, criterion, ROLLOUT)
         assert second.ok and second.probs is not None
         assert second.score == pytest.approx(first.score, abs=1e-6)

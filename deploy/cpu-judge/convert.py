@@ -42,7 +42,9 @@ def convert(gguf: Path, out: Path) -> None:
         tokenizer.add_bos_token = add_bos
     first = tokenizer("hi").input_ids[0]
     if add_bos and first != tokenizer.bos_token_id:
-        raise SystemExit(f"tokenizer does not start with BOS although the GGUF asks for it ({first})")
+        raise SystemExit(
+            f"tokenizer does not start with BOS although the GGUF asks for it ({first})"
+        )
     loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
     loaded.eval()
 
@@ -52,9 +54,8 @@ def convert(gguf: Path, out: Path) -> None:
     fresh = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     result = fresh.load_state_dict(loaded.state_dict(), strict=False)
     if result.missing_keys or result.unexpected_keys:
-        raise SystemExit(
-            f"state dict mismatch: missing={result.missing_keys} unexpected={result.unexpected_keys}"
-        )
+        missing, unexpected = result.missing_keys, result.unexpected_keys
+        raise SystemExit(f"state dict mismatch: missing={missing} unexpected={unexpected}")
     fresh = fresh.to(torch.bfloat16).eval()
     fresh.config.dtype = torch.bfloat16
 
@@ -64,7 +65,9 @@ def convert(gguf: Path, out: Path) -> None:
         ref = loaded(ids).logits[0, -1].argmax().item()
         new = fresh(ids).logits[0, -1].argmax().item()
     if ref != new:
-        print(f"warning: next-token argmax differs after bf16 cast ({ref} vs {new})", file=sys.stderr)
+        print(
+            f"warning: next-token argmax differs after bf16 cast ({ref} vs {new})", file=sys.stderr
+        )
 
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)

@@ -168,13 +168,14 @@ port_busy() { # 0 if something accepts TCP connections on 127.0.0.1:port
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-server_pid() { # key -> prints pid if our server process for key is alive
+server_pid() { # key port -> prints pid if our server process for key on port is alive
   local f=$RUN/$1.pid pid
   [[ -f $f ]] || return 1
   pid=$(<"$f")
   [[ $pid =~ ^[0-9]+$ ]] || return 1
   kill -0 "$pid" 2>/dev/null || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'vllm.entrypoints.openai.api_server' || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null |
+    grep -q "vllm.entrypoints.openai.api_server .*--port $2 " || return 1
   printf '%s\n' "$pid"
 }
 
@@ -202,7 +203,7 @@ start_one() { # key served port cpu_half
     log "$key already up on 127.0.0.1:$port ($served)"
     return 0
   fi
-  if pid=$(server_pid "$key"); then
+  if pid=$(server_pid "$key" "$port"); then
     log "$key already starting (pid $pid, log $RUN/$key.log)"
     return 0
   fi
@@ -250,7 +251,7 @@ cmd_wait() {
     for j in "${JUDGES[@]}"; do
       IFS='|' read -r key served port _ <<<"$j"
       answers "$port" "$served" && continue
-      if ! server_pid "$key" >/dev/null; then
+      if ! server_pid "$key" "$port" >/dev/null; then
         log "$key is not running on :$port (start it with: $0 start)"
         [[ -f $RUN/$key.log ]] && tail -n 30 "$RUN/$key.log" >&2
         exit 1
@@ -286,7 +287,7 @@ cmd_status() {
   local j key served port pid state rc=0
   for j in "${JUDGES[@]}"; do
     IFS='|' read -r key served port _ <<<"$j"
-    pid=$(server_pid "$key") || pid=
+    pid=$(server_pid "$key" "$port") || pid=
     if answers "$port" "$served"; then
       state=up
     elif [[ -n $pid ]]; then
@@ -305,7 +306,7 @@ cmd_stop() {
   local j key served port pid i
   for j in "${JUDGES[@]}"; do
     IFS='|' read -r key served port _ <<<"$j"
-    if ! pid=$(server_pid "$key"); then
+    if ! pid=$(server_pid "$key" "$port"); then
       rm -f "$RUN/$key.pid"
       if models_json "$port" >/dev/null; then
         log "$key: something answers on :$port but was not started by this script; left alone"

@@ -27,14 +27,18 @@ QUESTION = "Is the answer correct? Question: What is 2+2? Answer: 4. Reply yes o
 GEMMA_PROMPT = "Question: What is 2+2?\nAnswer: 4\nIs the answer correct (yes or no)?\nVerdict:"
 SCHEMA = {
     "type": "object",
-    "properties": {"reason": {"type": "string", "maxLength": 80}, "score": {"type": "integer", "minimum": 1, "maximum": 5}},
+    "properties": {
+        "reason": {"type": "string", "maxLength": 80},
+        "score": {"type": "integer", "minimum": 1, "maximum": 5},
+    },
     "required": ["reason", "score"],
     "additionalProperties": False,
 }
 
 
 def show(title: str, value: object) -> None:
-    print(f"--- {title}\n{value if isinstance(value, str) else json.dumps(value, indent=None, default=str)}")
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    print(f"--- {title}\n{text}")
 
 
 def chat_choice(choices: list[str]) -> None:
@@ -49,62 +53,97 @@ def chat_choice(choices: list[str]) -> None:
     )
     c = r.choices[0]
     top = [(t.token, round(t.logprob, 3)) for t in c.logprobs.content[0].top_logprobs]
-    show(f"smollm2 chat choice={choices}", {
-        "content": c.message.content, "finish_reason": c.finish_reason,
-        "completion_tokens": r.usage.completion_tokens, "prompt_tokens": r.usage.prompt_tokens,
-        "n_top": len(top), "top_logprobs": top,
-    })
+    show(
+        f"smollm2 chat choice={choices}",
+        {
+            "content": c.message.content,
+            "finish_reason": c.finish_reason,
+            "completion_tokens": r.usage.completion_tokens,
+            "prompt_tokens": r.usage.prompt_tokens,
+            "n_top": len(top),
+            "top_logprobs": top,
+        },
+    )
 
 
 def chat_no_constraint() -> None:
     r = smol.chat.completions.create(
         model="smollm2-135m-instruct",
         messages=[{"role": "user", "content": QUESTION}],
-        max_tokens=1, temperature=0, logprobs=True, top_logprobs=20,
+        max_tokens=1,
+        temperature=0,
+        logprobs=True,
+        top_logprobs=20,
     )
     top = [(t.token, round(t.logprob, 3)) for t in r.choices[0].logprobs.content[0].top_logprobs]
     show("smollm2 chat, no constraint", {"n_top": len(top), "top_logprobs": top[:10]})
 
 
-def completion_choice(choices: list[str] | None) -> None:
-    extra = {"structured_outputs": {"choice": choices}} if choices else None
+def completion_choice(choices: list[str] | None, ids: bool = False) -> None:
+    extra: dict[str, object] = {"structured_outputs": {"choice": choices}} if choices else {}
+    if ids:  # keys "token_id:N": tokens with the same text no longer collide in the dict
+        extra["return_tokens_as_token_ids"] = True
     r = gemma.completions.create(
-        model="gemma3-270m", prompt=GEMMA_PROMPT, max_tokens=1, temperature=0, logprobs=20,
-        extra_body=extra,
+        model="gemma3-270m",
+        prompt=GEMMA_PROMPT,
+        max_tokens=1,
+        temperature=0,
+        logprobs=20,
+        extra_body=extra or None,
     )
     c = r.choices[0]
     lp = c.logprobs
     top = lp.top_logprobs[0] if lp and lp.top_logprobs else None
-    show(f"gemma completion choice={choices}", {
-        "text": c.text, "finish_reason": c.finish_reason,
-        "completion_tokens": r.usage.completion_tokens, "prompt_tokens": r.usage.prompt_tokens,
-        "tokens": lp.tokens, "token_logprobs": lp.token_logprobs,
-        "top_logprobs_type": f"{type(lp.top_logprobs).__name__}[{type(top).__name__}]",
-        "n_top": len(top or {}), "top_logprobs[0]": {k: round(v, 3) for k, v in (top or {}).items()},
-    })
+    show(
+        f"gemma completion choice={choices}{' return_tokens_as_token_ids' if ids else ''}",
+        {
+            "text": c.text,
+            "finish_reason": c.finish_reason,
+            "completion_tokens": r.usage.completion_tokens,
+            "prompt_tokens": r.usage.prompt_tokens,
+            "tokens": lp.tokens,
+            "token_logprobs": lp.token_logprobs,
+            "top_logprobs_type": f"{type(lp.top_logprobs).__name__}[{type(top).__name__}]",
+            "n_top": len(top or {}),
+            "top_logprobs[0]": {k: round(v, 3) for k, v in (top or {}).items()},
+        },
+    )
 
 
 def json_schema() -> None:
     rf = {"type": "json_schema", "json_schema": {"name": "verdict", "schema": SCHEMA}}
     r = smol.chat.completions.create(
         model="smollm2-135m-instruct",
-        messages=[{"role": "user", "content": QUESTION + " Give a reason and a score 1-5 as JSON."}],
-        max_tokens=120, temperature=0, response_format=rf,
+        messages=[
+            {"role": "user", "content": QUESTION + " Give a reason and a score 1-5 as JSON."}
+        ],
+        max_tokens=120,
+        temperature=0,
+        response_format=rf,
     )
     text = r.choices[0].message.content
-    show("smollm2 chat response_format json_schema", {"content": text, "valid": _valid(text), "finish": r.choices[0].finish_reason})
+    show(
+        "smollm2 chat response_format json_schema",
+        {"content": text, "valid": _valid(text), "finish": r.choices[0].finish_reason},
+    )
     for name, extra in [
         ("response_format", {"response_format": rf}),
         ("structured_outputs.json", {"structured_outputs": {"json": SCHEMA}}),
     ]:
         try:
             g = gemma.completions.create(
-                model="gemma3-270m", prompt=GEMMA_PROMPT + " Answer as JSON.\n", max_tokens=120,
-                temperature=0, extra_body=extra,
+                model="gemma3-270m",
+                prompt=GEMMA_PROMPT + " Answer as JSON.\n",
+                max_tokens=120,
+                temperature=0,
+                extra_body=extra,
             )
             text = g.choices[0].text
-            show(f"gemma completion {name}", {"text": text, "valid": _valid(text), "finish": g.choices[0].finish_reason})
-        except Exception as e:  # noqa: BLE001 - report what the server says
+            show(
+                f"gemma completion {name}",
+                {"text": text, "valid": _valid(text), "finish": g.choices[0].finish_reason},
+            )
+        except Exception as e:
             show(f"gemma completion {name}", f"ERROR {e}")
 
 
@@ -118,33 +157,62 @@ def _valid(text: str) -> bool:
 
 def sampling() -> None:
     r = smol.chat.completions.create(
-        model="smollm2-135m-instruct", messages=[{"role": "user", "content": QUESTION}],
-        n=4, temperature=1.0, max_tokens=8, seed=None,
+        model="smollm2-135m-instruct",
+        messages=[{"role": "user", "content": QUESTION}],
+        n=4,
+        temperature=1.0,
+        max_tokens=8,
+        seed=None,
     )
-    show("smollm2 chat n=4 t=1", [c.message.content for c in r.choices] + [f"completion_tokens={r.usage.completion_tokens}"])
-    g = gemma.completions.create(model="gemma3-270m", prompt=GEMMA_PROMPT, n=4, temperature=1.0, max_tokens=8)
-    show("gemma completion n=4 t=1", [c.text for c in g.choices] + [f"completion_tokens={g.usage.completion_tokens}"])
+    show(
+        "smollm2 chat n=4 t=1",
+        [c.message.content for c in r.choices] + [f"completion_tokens={r.usage.completion_tokens}"],
+    )
+    g = gemma.completions.create(
+        model="gemma3-270m", prompt=GEMMA_PROMPT, n=4, temperature=1.0, max_tokens=8
+    )
+    show(
+        "gemma completion n=4 t=1",
+        [c.text for c in g.choices] + [f"completion_tokens={g.usage.completion_tokens}"],
+    )
 
 
 def metrics() -> None:
     for name, base in [("smollm2", SMOL), ("gemma", GEMMA)]:
-        body = urllib.request.urlopen(base.removesuffix("/v1") + "/metrics", timeout=10).read().decode()
-        lines = [l for l in body.splitlines() if re.match(r"vllm:(prefix_cache_\w+|num_requests_\w+|prompt_tokens_total|kv_cache_usage_perc)", l)]
+        body = (
+            urllib.request.urlopen(base.removesuffix("/v1") + "/metrics", timeout=10)
+            .read()
+            .decode()
+        )
+        wanted = r"vllm:(prefix_cache_\w+|num_requests_\w+|prompt_tokens_total|kv_cache_usage_perc)"
+        lines = [line for line in body.splitlines() if re.match(wanted, line)]
         show(f"{name} /metrics (prefix cache and load)", "\n".join(lines))
 
 
 def bench(n: int, workers: int) -> None:
-    prompts = [f"Item {i}: the answer to 2+{i} is {i + 2}. Is it correct? Reply yes or no." for i in range(n)]
+    prompts = [
+        f"Item {i}: the answer to 2+{i} is {i + 2}. Is it correct? Reply yes or no."
+        for i in range(n)
+    ]
 
     def smol_call(p: str) -> None:
         smol.chat.completions.create(
-            model="smollm2-135m-instruct", messages=[{"role": "user", "content": p}], max_tokens=1,
-            temperature=0, logprobs=True, top_logprobs=5, extra_body={"structured_outputs": {"choice": ["yes", "no"]}},
+            model="smollm2-135m-instruct",
+            messages=[{"role": "user", "content": p}],
+            max_tokens=1,
+            temperature=0,
+            logprobs=True,
+            top_logprobs=5,
+            extra_body={"structured_outputs": {"choice": ["yes", "no"]}},
         )
 
     def gemma_call(p: str) -> None:
         gemma.completions.create(
-            model="gemma3-270m", prompt=p + "\nVerdict:", max_tokens=1, temperature=0, logprobs=5,
+            model="gemma3-270m",
+            prompt=p + "\nVerdict:",
+            max_tokens=1,
+            temperature=0,
+            logprobs=5,
             extra_body={"structured_outputs": {"choice": ["yes", "no"]}},
         )
 
@@ -154,7 +222,9 @@ def bench(n: int, workers: int) -> None:
         with ThreadPoolExecutor(workers) as pool:
             list(pool.map(fn, prompts))
         dt = time.monotonic() - t0
-        print(f"--- bench {name}: {n} single-token calls, {workers} concurrent: {n / dt:.1f} calls/s")
+        print(
+            f"--- bench {name}: {n} single-token calls, {workers} concurrent: {n / dt:.1f} calls/s"
+        )
 
 
 def main() -> None:
@@ -168,6 +238,7 @@ def main() -> None:
     completion_choice(None)
     completion_choice(["yes", "no"])
     completion_choice(["1", "2", "3", "4", "5"])
+    completion_choice(["1", "2", "3", "4", "5"], ids=True)
     json_schema()
     sampling()
     metrics()

@@ -42,5 +42,14 @@ schema: install
 	$(VENV)/bin/rewardsvc schema > rubrics/schema/rubric.schema.json
 	$(VENV)/bin/rewardsvc schema --pool > rubrics/schema/judges.schema.json
 
+$(VENV)/.bench-installed: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e '.[bench]'
+	@touch $@
+
+# Benchmarks on the real CPU judge, written to bench/results/ (~20 min on 2 cores);
+# `make bench BENCH_ARGS=--quick` for a short development run into bench/results/quick/.
+bench: $(VENV)/.bench-installed judges
+	$(PY) -m bench.run $(BENCH_ARGS)
+
 stop-judges:
 	$(CPU_JUDGE) stop

@@ -462,20 +462,6 @@ async def send_batches(
     return run
 
 
-async def metric_value(base_url: str, name: str) -> float:
-    """The sum of all samples of one Prometheus metric from the service's /metrics."""
-    async with session() as http, http.get(f"{base_url}/metrics") as r:
-        text = await r.text()
-    total = 0.0
-    for line in text.splitlines():
-        if line.startswith(name) and not line.startswith("#"):
-            head, _, value = line.rpartition(" ")
-            metric = head.split("{", 1)[0]
-            if metric == name:
-                total += float(value)
-    return total
-
-
 # ---------------------------------------------------------------- memory
 
 
@@ -544,11 +530,6 @@ def percentile(values: Sequence[float], q: float) -> float:
     lo = int(pos)
     hi = min(lo + 1, len(data) - 1)
     return data[lo] + (data[hi] - data[lo]) * (pos - lo)
-
-
-def ratio(a: float, b: float) -> float:
-    """a / b, NaN when b is 0."""
-    return a / b if b else float("nan")
 
 
 # ---------------------------------------------------------------- facts

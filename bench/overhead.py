@@ -383,6 +383,10 @@ async def profile_service(
     if exe is None:
         return {"error": "py-spy not installed (pip install py-spy)"}
     seconds = max(5.0, ctx.overhead_seconds)
+    # Full file names (to tell packages apart) go to the work dir; the results get a copy
+    # with paths cut to the package part, so no machine paths end up in them.
+    full = ctx.workdir / "profile-overhead-full.txt"
+    full.parent.mkdir(parents=True, exist_ok=True)
     raw = ctx.out_dir / "profile-overhead.txt"
     svg = ctx.out_dir / "profile-overhead.svg"
     log(
@@ -390,7 +394,7 @@ async def profile_service(
         f"at {concurrency} concurrent"
     )
     results = {}
-    for fmt, path in (("raw", raw), ("flamegraph", svg)):
+    for fmt, path, names in (("raw", full, ["--full-filenames"]), ("flamegraph", svg, [])):
         proc = subprocess.Popen(
             [
                 exe,
@@ -403,7 +407,7 @@ async def profile_service(
                 "200",
                 "--gil",  # only threads holding the GIL: where Python CPU time goes
                 "--function",
-                "--full-filenames",
+                *names,
                 "--format",
                 fmt,
                 "--output",
@@ -418,7 +422,11 @@ async def profile_service(
         results[fmt] = {"returncode": proc.returncode, "load": load, "log": out[-500:]}
         if proc.returncode != 0:
             return {"error": f"py-spy failed: {out[-1000:]}"}
-    summary = summarize_profile(raw.read_text())
+    # The flame graph's title holds the py-spy command line: drop this machine's paths.
+    svg.write_text(svg.read_text().replace(exe, "py-spy").replace(str(svg), svg.name))
+    text = full.read_text()
+    raw.write_text("".join(_short_stacks(line) + "\n" for line in text.splitlines()))
+    summary = summarize_profile(text)
     summary.update(
         {
             "raw_file": raw.name,
@@ -438,7 +446,13 @@ def _short(frame: str) -> str:
     m = re.search(r".*(?:site-packages|lib/python3\.\d+)/(.+)$", path) or re.search(
         r"/((?:rewardsvc|bench|tests)/.+)$", path
     )
-    return f"{name} ({m.group(1) if m else path})"
+    return f"{name} ({m.group(1) if m else path.rsplit('/', 1)[-1]})"
+
+
+def _short_stacks(line: str) -> str:
+    """One collapsed-stack line with every frame's path cut to its package part."""
+    stack, _, count = line.rpartition(" ")
+    return ";".join(_short(f) for f in stack.split(";")) + " " + count
 
 
 def _package(frame: str) -> str:

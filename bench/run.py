@@ -65,7 +65,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--cache-fill-factor",
         type=float,
-        default=2.0,
+        default=1.5,
         help="verdicts driven in part 3, as a multiple of the cache bound",
     )
     p.add_argument("--scaling-items", type=int, help="items per stub point (full 160, quick 64)")
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         "quick": ctx.quick,
         "machine": machine(),
         "versions": versions(),
-        "settings": {k: str(v) for k, v in ctx.__dict__.items()},
+        "settings": {k: str(v) for k, v in ctx.__dict__.items() if k not in ("workdir", "out_dir")},
         "parts": {},
         "errors": {},
     }

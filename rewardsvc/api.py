@@ -51,7 +51,7 @@ from rewardsvc.protocol import ErrorDetail, RewardOptions, RewardRequest, Reward
 from rewardsvc.registry import Registry, load_pool
 from rewardsvc.rubric import Rubric
 from rewardsvc.settings import Settings
-from rewardsvc.yamlfile import InvalidFile, Problem, validate_document
+from rewardsvc.yamlfile import InvalidFile, Problem, format_path, split_relative, validate_document
 
 log = logging.getLogger(__name__)
 
@@ -411,7 +411,6 @@ _TYPE_TAGS: dict[str, type | tuple[type, ...]] = {
     "dict": dict,
 }
 _MISSING = object()
-_RELATIVE = re.compile(r"^((?:\[\d+\]|\.?[a-z_]+)+): ")
 
 
 def _is_tag(part: str) -> bool:
@@ -460,12 +459,12 @@ def _locate(loc: tuple[Any, ...], body: Any) -> tuple[str, str | None, bool]:
 
 def _relative(path: str, message: str) -> tuple[str, str]:
     # Validators name a place relative to theirs ("[2].id: duplicate ..."); append it.
-    match = _RELATIVE.match(message)
-    if not match:
+    relative = split_relative(message)
+    if relative is None:
         return path, message
-    rel = match.group(1)
-    joined = path + rel if rel.startswith("[") or not path else f"{path}.{rel.lstrip('.')}"
-    return joined, message[match.end() :]
+    parts, rest = relative
+    rel = format_path(parts)
+    return (path + rel if rel.startswith("[") or not path else f"{path}.{rel}"), rest
 
 
 def format_validation_errors(errors: list[dict[str, Any]], body: Any) -> ErrorDetail:

@@ -42,7 +42,8 @@ class InvalidFile(Exception):
         super().__init__("\n".join(str(p) for p in problems))
 
 
-def _format_path(loc: tuple[int | str, ...]) -> str:
+def format_path(loc: tuple[int | str, ...]) -> str:
+    """A key path as users write it: ``criteria[2].weight``."""
     out = ""
     for part in loc:
         if isinstance(part, int):
@@ -69,6 +70,23 @@ def _line_of(doc: Any, loc: tuple[int | str, ...]) -> int:
 
 
 _RELATIVE = re.compile(r"^((?:\[\d+\]|\.?[a-z_]+)+): ")
+
+
+def split_relative(message: str) -> tuple[tuple[int | str, ...], str] | None:
+    """Split a validator message that names a place relative to its own.
+
+    Validators write ``"weight: must be negative"`` or ``"[2].id: duplicate ..."``;
+    this returns ``(("weight",), "must be negative")`` or ``((2, "id"), "duplicate ...")``,
+    or None when the message names no place.
+    """
+    match = _RELATIVE.match(message)
+    if not match:
+        return None
+    parts = tuple(
+        int(p[1:-1]) if p.startswith("[") else p.lstrip(".")
+        for p in re.findall(r"\[\d+\]|\.?[a-z_]+", match.group(1))
+    )
+    return parts, message[match.end() :]
 
 
 def _exists(doc: Any, loc: tuple[int | str, ...]) -> bool:
@@ -125,15 +143,10 @@ def validate_document(
             msg = _message(error)
             # Validators name the offending place relative to theirs ("weight: ...",
             # "[2].id: ..."); point at it when it exists in the document.
-            rel = _RELATIVE.match(msg)
-            if rel:
-                parts = tuple(
-                    int(p[1:-1]) if p.startswith("[") else p.lstrip(".")
-                    for p in re.findall(r"\[\d+\]|\.?[a-z_]+", rel.group(1))
-                )
-                if _exists(doc, (*loc, *parts)):
-                    loc, msg = (*loc, *parts), msg[rel.end() :]
-            problems.append(Problem(name, _line_of(doc, loc), _format_path(loc), msg))
+            relative = split_relative(msg)
+            if relative and _exists(doc, (*loc, *relative[0])):
+                loc, msg = (*loc, *relative[0]), relative[1]
+            problems.append(Problem(name, _line_of(doc, loc), format_path(loc), msg))
         raise InvalidFile(problems) from exc
 
 

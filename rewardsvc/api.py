@@ -315,14 +315,19 @@ class Service:
             ) from exc
 
     async def score(
-        self, rubric: Rubric, items: list[Any], options: RewardOptions, field_name: str = "items"
+        self,
+        rubric: Rubric,
+        items: list[Any],
+        options: RewardOptions,
+        field_name: str = "items",
+        metrics_label: str | None = None,
     ) -> RewardResponse:
         """Score a batch within the batch and in-flight limits; log it when configured."""
         check_batch(len(items), self.settings.max_items, field_name)
         with self.limiter.admit(len(items)):
             metrics.INFLIGHT.inc()
             try:
-                response = await self.engine.score(rubric, items, options)
+                response = await self.engine.score(rubric, items, options, metrics_label)
             except ValueError as exc:
                 message = str(exc)
                 match = re.match(r"^([a-z_]+(?:\.[a-z_]+)*): ", message)
@@ -568,10 +573,10 @@ async def rewards(body: RewardRequest, service: ServiceDep) -> Response:
     """
     check_batch(len(body.items), service.settings.max_items)
     if isinstance(body.rubric, str):
-        rubric = service.library_rubric(body.rubric)
+        rubric, label = service.library_rubric(body.rubric), None
     else:
-        rubric = service.inline_rubric(body.rubric)
-    response = await service.score(rubric, body.items, body.options)
+        rubric, label = service.inline_rubric(body.rubric), "_inline"
+    response = await service.score(rubric, body.items, body.options, metrics_label=label)
     return Response(response.model_dump_json(), media_type="application/json")
 
 

@@ -337,17 +337,22 @@ class Backend:
             sleep=asyncio.sleep,
         )
         last: BackendError | None = None
+        refused: BackendError | None = None
         async for attempt in retrying:
             with attempt:
                 try:
                     return await self._attempt(op, kwargs)
                 except BackendError as exc:
-                    # Breakers that opened during this call's own retries: report the
-                    # failure that opened them, not the fast refusal that followed.
-                    if exc.kind == "unavailable" and last is not None:
-                        raise last from exc
-                    last = exc
-                    raise
+                    if exc.kind != "unavailable" or last is None:
+                        last = exc
+                        raise
+                    refused = exc
+            if refused is not None:
+                break
+        if refused is not None and last is not None:
+            # Breakers that opened during this call's own retries: fail now (retrying
+            # would only be refused again) with the failure that opened them.
+            raise last from refused
         raise AssertionError("unreachable: tenacity reraises the last error")  # pragma: no cover
 
     async def chat(self, **kwargs: Any) -> Any:

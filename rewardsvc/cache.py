@@ -66,7 +66,14 @@ class _SqliteStore:
     def get(self, key: str) -> Verdict | None:
         with self._lock:
             row = self._db.execute("SELECT value FROM verdicts WHERE key = ?", (key,)).fetchone()
-        return _decode(row[0]) if row else None
+        if not row:
+            return None
+        try:
+            return _decode(row[0])
+        except (ValueError, TypeError):
+            # A damaged row is a miss: the verdict is asked again and the row replaced.
+            log.warning("verdict cache: unreadable row for key %s", key)
+            return None
 
     def put(self, key: str, verdict: Verdict) -> None:
         text = _encode(verdict)

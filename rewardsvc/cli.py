@@ -64,6 +64,21 @@ def load_checked_pool(path: Path) -> JudgePool:
     return pool
 
 
+def _check_api_keys(settings) -> None:
+    """Refuse to serve openly when keys were asked for but none could be read."""
+    if settings.api_keys is None and settings.api_keys_file is None:
+        return
+    try:
+        keys = settings.api_key_list()
+    except OSError as exc:
+        raise StartupError(f"cannot read REWARDSVC_API_KEYS_FILE: {exc}") from exc
+    if not keys:
+        raise StartupError(
+            "REWARDSVC_API_KEYS / REWARDSVC_API_KEYS_FILE is set but holds no key; "
+            "refusing to serve without authentication"
+        )
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """Start the HTTP service (the same entry command as the container image)."""
     import uvicorn
@@ -71,6 +86,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from rewardsvc.api import create_app
 
     settings = _settings(args)
+    _check_api_keys(settings)
     pool = load_checked_pool(Path(settings.judge_pool))
     try:
         registry = Registry(Path(settings.rubrics_dir), pool)

@@ -19,6 +19,9 @@ Flags:
 - ``homoglyph``: a word mixing Latin letters with Cyrillic (or Greek look-alike) letters.
 - ``master_key``: the whole answer is only punctuation or a bare opener such as
   ``Thought process:`` or ``Solution`` (arXiv 2507.08794).
+- ``control_tokens``: chat-template control strings (``<|im_end|>``,
+  ``<start_of_turn>``, ``[INST]``, ...) that would end a turn if tokenized as
+  special tokens; the prompt builder defuses them, and the flag records the try.
 - ``template_mimicry``: text imitating the judge's own prompt (its fences,
   labels or answer line), to make the judge read part of the answer as its prompt.
 """
@@ -28,9 +31,11 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from rewardsvc.prompts import CONTROL_TOKEN
 from rewardsvc.rollout import Rollout
 
 FLAGS = (
+    "control_tokens",
     "fake_score",
     "hidden_markup",
     "homoglyph",
@@ -264,12 +269,18 @@ def master_key(text: str) -> bool:
     return key in _MASTER_PHRASES
 
 
+def control_tokens(text: str) -> bool:
+    """Chat-template control strings written into the answer."""
+    return CONTROL_TOKEN.search(text) is not None
+
+
 def template_mimicry(text: str) -> bool:
     """Text imitating the judge prompt's own fences, labels or answer line."""
     return any(p.search(text) for p in _MIMICRY)
 
 
 _DETECTORS = {
+    "control_tokens": control_tokens,
     "fake_score": fake_score,
     "hidden_markup": hidden_markup,
     "homoglyph": homoglyph,

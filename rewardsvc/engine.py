@@ -7,7 +7,7 @@ verdict cache or from an identical call already in flight, sends the rest concur
 (the backends enforce each judge's concurrency limit), and assembles each item's reward,
 status, uncertainty and breakdown with the pure functions of ``aggregate.py``.
 
-The engine's only state is the verdict cache and, per (rubric id, judge), the rolling
+The engine's only state is the verdict cache and, per (rubric version, judge), the rolling
 window of recent raw judge scores that per-judge calibration needs.
 """
 
@@ -83,16 +83,16 @@ def format_validation_error(prefix: str, error: ValidationError) -> str:
 
 
 class CalibrationWindows:
-    """Rolling windows of recent raw scores, one per (rubric id, judge), least recently
+    """Rolling windows of recent raw scores, one per (rubric version, judge), least recently
     used dropped beyond ``max_keys`` (inline rubrics could otherwise grow it without end)."""
 
     def __init__(self, max_keys: int = 4096):
         self.max_keys = max_keys
         self._windows: OrderedDict[tuple[str, str], deque[float]] = OrderedDict()
 
-    def get(self, rubric_id: str, judge: str, size: int) -> deque[float]:
-        """The window for (rubric id, judge), holding at most ``size`` scores."""
-        key = (rubric_id, judge)
+    def get(self, rubric_version: str, judge: str, size: int) -> deque[float]:
+        """The window for (rubric version, judge), holding at most ``size`` scores."""
+        key = (rubric_version, judge)
         window = self._windows.get(key)
         if window is None or window.maxlen != size:
             window = deque(window or (), maxlen=size)
@@ -223,8 +223,13 @@ class Engine:
         rubric: Rubric,
         items: Sequence[Any],
         options: RewardOptions | None = None,
+        metrics_label: str | None = None,
     ) -> RewardResponse:
         """Rewards for ``items`` (raw dicts, validated one by one) in request order.
+
+        ``metrics_label`` names the rubric in metrics (default its id); callers pass a
+        fixed label for inline rubrics, whose ids are the client's to choose and would
+        otherwise grow the metric series without bound.
 
         Raises ``ValueError`` for a request-level problem (``options.judges`` names a judge
         the rubric does not list, ``options.min_judges`` above the judges selected, or a
@@ -285,10 +290,11 @@ class Engine:
             results[p.index] = result
 
         final = [r for r in results if r is not None]
+        label = metrics_label or rubric.id
         for r in final:
-            ITEMS.labels(rubric=rubric.id, status=r.status).inc()
+            ITEMS.labels(rubric=label, status=r.status).inc()
             if r.reward is not None:
-                REWARDS.labels(rubric=rubric.id).observe(r.reward)
+                REWARDS.labels(rubric=label).observe(r.reward)
             for flag in r.flags:
                 FLAGS.labels(flag=flag).inc()
         usage.latency_ms = (time.perf_counter() - started) * 1000
@@ -344,7 +350,9 @@ class Engine:
         # does not depend on the order of items within the batch.
         if agg.calibration != "none":
             for name in names:
-                window = self.windows.get(rubric.id, name, agg.calibration_window)
+                # Keyed by version: an edited rubric (or an inline one reusing a library
+                # id) must not be calibrated against another rubric's scores.
+                window = self.windows.get(rubric.version(), name, agg.calibration_window)
                 window.extend(
                     r[name].raw_score for r in judge_results if r[name].raw_score is not None
                 )

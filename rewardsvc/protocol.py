@@ -67,7 +67,7 @@ class RewardRequest(BaseModel):
     rubric: str | Rubric = Field(
         description="A rubric id from the library, or an inline rubric object."
     )
-    items: list[dict[str, Any]] = Field(
+    items: list[Any] = Field(
         min_length=1,
         description="Rollouts (see Item). Each is validated on its own: a malformed item is "
         "returned with status rejected and does not fail the batch.",

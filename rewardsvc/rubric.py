@@ -108,11 +108,6 @@ class Criterion(_Strict):
         low, high = self.likert_range
         return list(range(low, high + 1))
 
-    def normalize(self, value: float) -> float:
-        """Map a raw scale value to [0, 1]."""
-        values = self.scale_values()
-        return (value - values[0]) / (values[-1] - values[0])
-
 
 class JudgeRef(_Strict):
     """A judge from the judge pool that scores this rubric."""
@@ -253,10 +248,3 @@ class Rubric(_Strict):
         """Hash of the normalized content: comments and key order do not change it."""
         canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()[:16]
-
-    def criterion(self, criterion_id: str) -> Criterion:
-        """The criterion with this id (KeyError if absent)."""
-        for c in self.criteria:
-            if c.id == criterion_id:
-                return c
-        raise KeyError(criterion_id)

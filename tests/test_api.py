@@ -122,6 +122,15 @@ async def test_rewards_mixed_batch_rejects_only_bad_items(client: Any) -> None:
         assert field in results[bad]["error"], results[bad]["error"]
 
 
+async def test_rewards_non_object_item_is_rejected_alone(client: Any) -> None:
+    http, _, _ = client
+    reply = await http.post("/v1/rewards", json={"rubric": "tiny", "items": [ITEM, "oops", None]})
+    assert reply.status_code == 200, reply.text
+    results = reply.json()["results"]
+    assert [r["status"] for r in results] == ["ok", "rejected", "rejected"]
+    assert results[1]["id"] == "1" and "items[1]" in results[1]["error"]
+
+
 async def test_rewards_text_longer_than_limit_is_rejected(library: Path, pool: JudgePool) -> None:
     async with app_client(settings_for(library, max_text_chars=50), pool) as (http, _, _):
         items = [ITEM, {"id": "long", "prompt": "Hi", "completion": "x" * 51}]
@@ -174,7 +183,6 @@ async def test_rewards_options_subset_of_judges(client: Any) -> None:
         ({"rubric": "tiny"}, "items", "Field required"),
         ({"rubric": "tiny", "items": []}, "items", "at least 1 item"),
         ({"rubric": "tiny", "items": "nope"}, "items", "valid list"),
-        ({"rubric": "tiny", "items": ["text"]}, "items[0]", "valid dictionary"),
         ({"rubric": "tiny", "items": [ITEM], "extra": 1}, "extra", "unknown field"),
         ({"rubric": "tiny", "items": [ITEM], "options": {"rule": "max"}}, "options.rule", ""),
         (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -177,3 +178,17 @@ async def test_sqlite_persists_across_caches(tmp_path: Path):
 def test_negative_size_is_refused():
     with pytest.raises(ValueError):
         VerdictCache(max_entries=-1)
+
+
+async def test_damaged_sqlite_row_is_a_miss(tmp_path: Path):
+    path = tmp_path / "verdicts.sqlite"
+    first = VerdictCache(path=path)
+    await first.get_or_call("k", Counter())
+    await first.aclose()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE verdicts SET value = 'not json' WHERE key = 'k'")
+    second = VerdictCache(path=path)
+    call = Counter()
+    verdict, source = await second.get_or_call("k", call)
+    assert source == "call" and call.calls == 1 and verdict.ok
+    await second.aclose()

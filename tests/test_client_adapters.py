@@ -132,6 +132,22 @@ def test_to_wire_text_keeps_role_and_text_only() -> None:
     assert to_reference(5) == "5" and to_reference("") is None and to_reference(None) is None
 
 
+def test_to_reference_joins_accepted_answers() -> None:
+    np: Any = None
+    if importlib.util.find_spec("numpy") is not None:
+        import numpy as np
+    assert to_reference(["  4 ", "four"]) == "4 | four"
+    assert to_reference(("a", 2, None, "")) == "a | 2"
+    assert to_reference([]) is None
+    if np is not None:
+        assert to_reference(np.array([" x", "y "])) == "x | y"
+
+
+def test_image_only_content_becomes_empty_string() -> None:
+    message = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}]}
+    assert to_wire_text([message]) == [{"role": "user", "content": ""}]
+
+
 def test_status_numbers_have_fixed_keys() -> None:
     assert status_numbers(None).keys() == status_numbers(None).keys()
     from rewardsvc_client.types import RewardResult
@@ -175,6 +191,7 @@ async def test_trl_reward_sends_one_batch_and_maps_statuses(fake: FakeService) -
     assert metrics[f"{p}/rejected"] == [0.25] and metrics[f"{p}/degraded"] == [0.25]
     assert metrics[f"{p}/uncertainty"] == [pytest.approx((0.05 + 0.3) / 2)]
     assert metrics[f"{p}/flagged"] == [0.25] and metrics[f"{p}/cached"] == [0.25]
+    assert metrics[f"{p}/request_failed"] == [0.0]  # logged on success too, for TRL's mean
     assert extra[f"{p}/status"] == ["ok", "judge_error", "rejected", "degraded"]
     assert extra[f"{p}/flags"] == ["", "", "", "fake_score"]
 
@@ -202,7 +219,13 @@ async def test_trl_errors(fake: FakeService) -> None:
     with pytest.raises(Exception, match="unknown_rubric"):
         await reward(["q"], ["1"])  # a 4xx is a configuration error: always raised
     fake.script = lambda body: (500, {"error": "internal", "message": "boom"})
-    assert await reward(["q", "q"], ["1", "1"]) == [None, None]
+    metrics: dict[str, list[float]] = {}
+
+    def log_metric(name: str, value: float) -> None:
+        metrics.setdefault(name, []).append(value)
+
+    assert await reward(["q", "q"], ["1", "1"], log_metric=log_metric) == [None, None]
+    assert metrics == {"rewardsvc/nope/request_failed": [1.0]}
     strict = trl_reward_func(fake.url, "r", retries=0)
     with pytest.raises(Exception, match="boom"):
         await strict(["q"], ["1"])
@@ -216,6 +239,15 @@ async def test_trl_reward_object_pickles_and_is_async_callable(fake: FakeService
     assert clone.__name__ == "rewardsvc/r"
     assert inspect.iscoroutinefunction(type(clone).__call__)
     assert await clone(["q"], ["0.6"]) == [0.6]
+
+
+def test_trl_reward_passes_trls_coroutine_check(fake: FakeService) -> None:
+    # TRL awaits a reward function only when asyncio.iscoroutinefunction(f) is true.
+    reward = trl_reward_func(fake.url, "r")
+    assert asyncio.iscoroutinefunction(reward)
+    assert asyncio.iscoroutinefunction(reward.rewardsvc)  # type: ignore[attr-defined]
+    clone = pickle.loads(pickle.dumps(reward.rewardsvc))  # type: ignore[attr-defined]
+    assert asyncio.iscoroutinefunction(clone)
 
 
 def test_trl_config_from_environment(monkeypatch: pytest.MonkeyPatch, fake: FakeService) -> None:
@@ -287,7 +319,8 @@ async def test_verl_failure_score_and_outage(
     compute = verl_adapter.make_compute_score(fake.url, "r", judge_error_retries=0)
     assert (await compute("d", "fail", "g", {"question": "q"}))["score"] == -1.0
     fake.script = lambda body: (503, {"error": "overloaded", "message": "busy"})
-    busy = verl_adapter.make_compute_score(fake.url, "r", failure_score=0.0)
+    # A saturated service is waited for until the adapter's timeout has run out.
+    busy = verl_adapter.make_compute_score(fake.url, "r", failure_score=0.0, timeout=0.5)
     busy_settings = await busy("d", "x", "g", {"question": "q"})
     assert busy_settings["score"] == 0.0 and busy_settings["rewardsvc_request_failed"] == 1.0
     fake.script = lambda body: (401, {"error": "unauthorized", "message": "key"})
@@ -337,6 +370,92 @@ def test_openrlhf_module_hook_reads_the_environment(
     out = module.reward_func(["q 0.5"], ["q "], ["x"])
     assert out["rewards"] == [0.5]
     assert fake.requests[0]["rubric"] == "env-rubric"
+
+
+def test_openrlhf_reward_func_pickles(fake: FakeService) -> None:
+    reward_func = make_reward_func(fake.url, "r")
+    assert reward_func(["q 0.5"], ["q "])["rewards"] == [0.5]  # a thread client exists now
+    clone = pickle.loads(pickle.dumps(reward_func))
+    assert clone(["q 0.25"], ["q "])["rewards"] == [0.25]
+
+
+def _saturated_then_ok(fake: FakeService, busy: int, status: int = 429) -> dict[str, int]:
+    calls = {"n": 0}
+
+    def script(body: dict[str, Any]) -> Any:
+        calls["n"] += 1
+        if calls["n"] <= busy:
+            return (status, {"error": "saturated", "message": "busy"})
+        return [by_completion(i) for i in body["items"]]
+
+    fake.script = script
+    return calls
+
+
+async def test_adapters_wait_out_a_saturated_service(
+    fake: FakeService, caplog: pytest.LogCaptureFixture
+) -> None:
+    # retries=1: the client gives up after 2 answers; the adapter keeps going (Retry-After: 0).
+    calls = _saturated_then_ok(fake, busy=5)
+    compute = verl_adapter.make_compute_score(fake.url, "r", retries=1, timeout=30)
+    with caplog.at_level("WARNING", logger="rewardsvc_client"):
+        out = await compute("d", "0.75", "g", {"question": "q"})
+    assert out["score"] == 0.75 and out["rewardsvc_valid"] == 1.0
+    assert calls["n"] == 6
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+
+    calls = _saturated_then_ok(fake, busy=4, status=503)
+    reward_func = make_reward_func(fake.url, "r", retries=0, timeout=30)
+    assert reward_func(["q 0.25"], ["q "])["rewards"] == [0.25]
+    assert calls["n"] == 5
+
+    calls = _saturated_then_ok(fake, busy=6)  # the client's default retries=3, plus 2
+    group = verifiers_group_reward_func(fake.url, "r", timeout=30)
+    assert await group(prompts=["a"], completions=["0.4"], answers=None, states=None) == [0.4]
+    assert calls["n"] == 7
+
+
+def test_failure_score_fallback_logs_a_warning(
+    fake: FakeService, caplog: pytest.LogCaptureFixture
+) -> None:
+    reward_func = make_reward_func(fake.url, "r", judge_error_retries=0, failure_score=-1)
+    with caplog.at_level("WARNING", logger="rewardsvc_client"):
+        out = reward_func(["P0.5", "Pfail"], ["P", "P"])
+    assert out["rewards"] == [0.5, -1.0]
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "failure_score -1" in warnings[0]
+
+
+def test_judge_error_resend_failure_keeps_scored_results(fake: FakeService) -> None:
+    calls = {"n": 0}
+
+    def script(body: dict[str, Any]) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            return [by_completion(i) for i in body["items"]]
+        return (500, {"error": "internal", "message": "boom"})
+
+    fake.script = script
+    reward_func = make_reward_func(fake.url, "r", judge_error_retries=3, retries=0)
+    out = reward_func(["P0.5", "Pfail", "P0.75"], ["P", "P", "P"])
+    assert out["rewards"] == [0.5, 0.0, 0.75]
+    assert out["extra_logs"]["rewardsvc_judge_error"] == [0.0, 1.0, 0.0]
+    assert calls["n"] == 2  # the first re-send failed: no more re-sends
+
+
+async def test_judge_error_resend_failure_keeps_scored_results_async(fake: FakeService) -> None:
+    calls = {"n": 0}
+
+    def script(body: dict[str, Any]) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            return [by_completion(i) for i in body["items"]]
+        return (500, {"error": "internal", "message": "boom"})
+
+    fake.script = script
+    group = verifiers_group_reward_func(fake.url, "r", judge_error_retries=3)
+    out = await group(prompts=["a", "b"], completions=["0.1", "fail"], answers=None, states=None)
+    assert out == [0.1, 0.0] and calls["n"] == 2
 
 
 # ------------------------------------------------------------------ verifiers

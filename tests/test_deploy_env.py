@@ -338,3 +338,11 @@ def test_image_command_stops_cleanly_on_sigterm(running: Running) -> None:
     assert code in (0, -signal.SIGTERM), running.output()
     assert "Application shutdown complete" in running.output(), running.output()
     assert (running.state / "verdicts.sqlite").exists(), "REWARDSVC_CACHE_PATH was not used"
+
+
+def test_refuses_api_keys_that_hold_no_key(tmp_path: Path) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text("# filled by the secret mount\n")
+    env = scrubbed_env(REWARDSVC_JUDGE_POOL=str(GPU_POOL), REWARDSVC_API_KEYS_FILE=str(keys))
+    done = refuse(env, tmp_path)
+    assert "holds no key; refusing to serve without authentication" in done.stderr, done.stderr

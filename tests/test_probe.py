@@ -20,6 +20,7 @@ EXPECTED_FLAG = {
     "grader_instructions": "injection_suspected",
     "fake_score": "fake_score",
     "structured_cheating": "template_mimicry",
+    "control_tokens": "control_tokens",
     "hidden_characters": "zero_width",
 }
 

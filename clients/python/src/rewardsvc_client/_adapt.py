@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import threading
+import time
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -150,6 +151,13 @@ class ThreadClients:
             self._local.client = client
         return client
 
+    def __getstate__(self) -> dict[str, Any]:
+        # threading.local does not pickle; the settings do.
+        return {"settings": self.settings}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["settings"])  # type: ignore[misc]
+
 
 def _text_parts(content: Any) -> Any:
     """Keep only the text parts of OpenAI-style content (images etc. cannot be judged)."""
@@ -161,7 +169,8 @@ def _text_parts(content: Any) -> Any:
             kind = _get(part, "type")
             if kind in (None, "text") and isinstance(_get(part, "text"), str):
                 parts.append({"type": "text", "text": _get(part, "text")})
-        return parts
+        # Only images etc.: an empty string, not an empty part list.
+        return parts if parts else ""
     return str(content)
 
 
@@ -196,13 +205,92 @@ def to_wire_text(value: Any) -> str | list[dict[str, Any]]:
 
 
 def to_reference(value: Any) -> str | None:
-    """A dataset label as the reference string; None and "" mean no reference."""
+    """A dataset label as the reference string; None and "" mean no reference. A list, tuple
+    or array of accepted answers becomes one string, ``"a | b | c"``."""
     if value is None:
         return None
     if hasattr(value, "tolist") and not isinstance(value, str):
         value = value.tolist()
-    text = value if isinstance(value, str) else str(value)
+    if isinstance(value, list | tuple):
+        answers = [a.strip() if isinstance(a, str) else str(a) for a in value if a is not None]
+        text = " | ".join(a for a in answers if a != "")
+    else:
+        text = value if isinstance(value, str) else str(value)
     return text if text != "" else None
+
+
+MIN_SATURATION_WAIT = 0.1
+"""Seconds; floor of one wait for a saturated service (Retry-After: 0 must not spin)."""
+
+
+def saturation_wait(exc: RewardServiceError, attempt: int) -> float | None:
+    """Seconds to wait before sending again when ``exc`` says the service is saturated
+    (429, or 503 with Retry-After); None when it says something else."""
+    if exc.status_code == 429:
+        if exc.retry_after is not None:
+            return max(MIN_SATURATION_WAIT, exc.retry_after)
+        return min(30.0, 0.5 * 2**attempt)
+    if exc.status_code == 503 and exc.retry_after is not None:
+        return max(MIN_SATURATION_WAIT, exc.retry_after)
+    return None
+
+
+def _next_wait(exc: RewardServiceError, attempt: int, deadline: float) -> float | None:
+    wait = saturation_wait(exc, attempt)
+    remaining = deadline - time.monotonic()
+    if wait is None or remaining <= 0:
+        return None
+    return min(wait, remaining)
+
+
+async def patient_rewards(
+    client: AsyncClient, settings: Settings, items: list[dict[str, Any]]
+) -> RewardResponse:
+    """``client.rewards``, sent again while the service answers "saturated" (429, or 503 with
+    Retry-After, honoured) after the client's own retries, until ``settings.timeout`` seconds
+    have passed since the first try: a busy service delays training instead of turning into
+    failure scores."""
+    deadline = time.monotonic() + settings.timeout
+    attempt = 0
+    while True:
+        try:
+            return await client.rewards(settings.rubric, items, settings.options)
+        except RewardServiceError as exc:
+            wait = _next_wait(exc, attempt, deadline)
+            if wait is None:
+                raise
+            logger.info("rewardsvc: service saturated (%s); again in %.1f s", exc, wait)
+            await asyncio.sleep(wait)
+            attempt += 1
+
+
+def patient_rewards_sync(
+    client: Client, settings: Settings, items: list[dict[str, Any]]
+) -> RewardResponse:
+    """Blocking twin of ``patient_rewards``."""
+    deadline = time.monotonic() + settings.timeout
+    attempt = 0
+    while True:
+        try:
+            return client.rewards(settings.rubric, items, settings.options)
+        except RewardServiceError as exc:
+            wait = _next_wait(exc, attempt, deadline)
+            if wait is None:
+                raise
+            logger.info("rewardsvc: service saturated (%s); again in %.1f s", exc, wait)
+            time.sleep(wait)
+            attempt += 1
+
+
+def _resend_failed(exc: RewardServiceError, failed: int) -> None:
+    """A re-send of judge_error items raised: keep what was scored, stop re-sending."""
+    if is_configuration_error(exc):
+        raise exc
+    logger.warning(
+        "rewardsvc: re-sending %d judge_error item(s) failed: %s; keeping the results so far",
+        failed,
+        exc,
+    )
 
 
 async def rewards_with_retries(
@@ -214,15 +302,23 @@ async def rewards_with_retries(
 ) -> list[RewardResult]:
     """Score items; re-send those that came back judge_error, up to ``judge_error_retries``
     more times (for trainers that cannot mask a missing reward: a retry often succeeds
-    after a judge timeout, and verdicts that did succeed come from the service's cache)."""
-    response: RewardResponse = await client.rewards(settings.rubric, items, settings.options)
+    after a judge timeout, and verdicts that did succeed come from the service's cache).
+
+    A saturated service is waited for (``patient_rewards``). If a re-send fails, the results
+    already obtained are kept and re-sending stops (the items still failed stay judge_error).
+    """
+    response: RewardResponse = await patient_rewards(client, settings, items)
     results = list(response.results)
     for attempt in range(judge_error_retries):
         failed = [i for i, r in enumerate(results) if r.status == "judge_error"]
         if not failed:
             break
         await asyncio.sleep(backoff * 2**attempt)
-        retry = await client.rewards(settings.rubric, [items[i] for i in failed], settings.options)
+        try:
+            retry = await patient_rewards(client, settings, [items[i] for i in failed])
+        except RewardServiceError as exc:
+            _resend_failed(exc, len(failed))
+            break
         for index, result in zip(failed, retry.results, strict=True):
             results[index] = result
     return results
@@ -236,18 +332,37 @@ def rewards_with_retries_sync(
     backoff: float = 1.0,
 ) -> list[RewardResult]:
     """Blocking twin of ``rewards_with_retries``."""
-    import time
-
-    results = list(client.rewards(settings.rubric, items, settings.options).results)
+    results = list(patient_rewards_sync(client, settings, items).results)
     for attempt in range(judge_error_retries):
         failed = [i for i, r in enumerate(results) if r.status == "judge_error"]
         if not failed:
             break
         time.sleep(backoff * 2**attempt)
-        retry = client.rewards(settings.rubric, [items[i] for i in failed], settings.options)
+        try:
+            retry = patient_rewards_sync(client, settings, [items[i] for i in failed])
+        except RewardServiceError as exc:
+            _resend_failed(exc, len(failed))
+            break
         for index, result in zip(failed, retry.results, strict=True):
             results[index] = result
     return results
+
+
+def fallback_reward(
+    result: RewardResult | None, failure_score: float, where: str, sample: str = "0"
+) -> float:
+    """The result's reward, or ``failure_score`` with a warning when it has none."""
+    if result is not None and result.reward is not None:
+        return result.reward
+    why = "request failed" if result is None else f"status {result.status}: {result.error}"
+    logger.warning(
+        "rewardsvc %s: sample %s has no reward (%s); using failure_score %s",
+        where,
+        sample,
+        why,
+        failure_score,
+    )
+    return failure_score
 
 
 def status_numbers(result: RewardResult | None, prefix: str = "rewardsvc_") -> dict[str, float]:
@@ -280,8 +395,11 @@ __all__ = [
     "RewardServiceError",
     "Settings",
     "ThreadClients",
+    "fallback_reward",
     "is_configuration_error",
     "logger",
+    "patient_rewards",
+    "patient_rewards_sync",
     "rewards_with_retries",
     "rewards_with_retries_sync",
     "status_numbers",

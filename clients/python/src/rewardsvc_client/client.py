@@ -46,6 +46,7 @@ class RewardServiceError(Exception):
         error: str | None = None,
         field: str | None = None,
         body: Any = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -53,6 +54,7 @@ class RewardServiceError(Exception):
         self.error = error
         self.field = field
         self.body = body
+        self.retry_after = retry_after
 
 
 def _normalize_base_url(base_url: str) -> str:
@@ -111,7 +113,12 @@ def _error_from_response(response: httpx.Response) -> RewardServiceError:
     if field:
         text += f" [field: {field}]"
     return RewardServiceError(
-        text, status_code=response.status_code, error=error, field=field, body=body
+        text,
+        status_code=response.status_code,
+        error=error,
+        field=field,
+        body=body,
+        retry_after=_retry_after_seconds(response.headers.get("Retry-After")),
     )
 
 

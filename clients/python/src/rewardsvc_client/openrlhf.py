@@ -9,8 +9,11 @@ OpenRLHF (0.11, ``openrlhf/utils/agent.py`` ``SingleTurnAgentExecutor``) gets re
 
        --reward.remote_url http://HOST:8000/openrlhf/short-answer-correctness
 
-   (several URLs, comma-separated, are used round-robin). OpenRLHF's HTTP client sends no
-   Authorization header, so use a service without API keys, or option 2.
+   OpenRLHF splits a batch over several comma-separated URLs, but with one sample per
+   request only the first URL effectively serves: put a load balancer (e.g. a Kubernetes
+   Service) in front of several replicas and give OpenRLHF its one URL. OpenRLHF's HTTP
+   client sends no Authorization header; with API keys, put the key in the URL as Basic
+   auth, ``http://k:KEY@HOST:8000/openrlhf/<rubric>`` (the service accepts it).
 
 2. a path ending in ``.py``: it loads the file, takes its ``reward_func`` and calls it in a
    thread as ``reward_func(queries, prompts, labels)`` with one sample per call. This module
@@ -42,6 +45,7 @@ from rewardsvc_client._adapt import (
     Settings,
     ThreadClients,
     failure_score_default,
+    fallback_reward,
     is_configuration_error,
     logger,
     rewards_with_retries_sync,
@@ -69,34 +73,18 @@ def response_text(query: str, prompt: str) -> str:
     return _TRAILING_SPECIAL.sub("", response)
 
 
-def make_reward_func(
-    url: str | None = None,
-    rubric: str | None = None,
-    api_key: str | None = None,
-    *,
-    failure_score: float | None = None,
-    judge_error_retries: int = 2,
-    timeout: float | None = None,
-    retries: int = 3,
-    options: Mapping[str, Any] | None = None,
-) -> Callable[..., dict[str, Any]]:
-    """A ``reward_func(queries, prompts, labels)`` for OpenRLHF's python-file hook::
+class OpenRLHFReward:
+    """The ``reward_func(queries, prompts, labels)`` callable; picklable (Ray ships it to
+    its actors): connections are per thread and are not pickled."""
 
-        # my_reward.py   (--reward.remote_url /path/to/my_reward.py)
-        from rewardsvc_client.openrlhf import make_reward_func
-        reward_func = make_reward_func("http://HOST:8000", "short-answer-correctness")
+    def __init__(self, settings: Settings, failure_score: float, judge_error_retries: int) -> None:
+        self.settings = settings
+        self.failure_score = failure_score
+        self.judge_error_retries = judge_error_retries
+        self.clients = ThreadClients(settings)
 
-    Returns ``{"rewards": [float], "scores": [float], "extra_logs": {key: [float]}}``, each
-    list as long as ``queries``; extra_logs keys are fixed (``rewardsvc_valid``,
-    ``rewardsvc_uncertainty``, ...). Arguments left None come from the environment.
-    """
-    settings = Settings.resolve(
-        url, rubric, api_key=api_key, timeout=timeout, retries=retries, options=options
-    )
-    clients = ThreadClients(settings)
-    fallback = failure_score_default() if failure_score is None else float(failure_score)
-
-    def reward_func(
+    def __call__(
+        self,
         queries: Sequence[str],
         prompts: Sequence[Any],
         labels: Sequence[Any] | None = None,
@@ -116,23 +104,55 @@ def make_reward_func(
             if reference is not None:
                 item["reference"] = reference
             items.append(item)
+        results: list[Any]
         try:
-            results: list[Any] = rewards_with_retries_sync(
-                clients.get(), settings, items, judge_error_retries=judge_error_retries
+            results = rewards_with_retries_sync(
+                self.clients.get(),
+                self.settings,
+                items,
+                judge_error_retries=self.judge_error_retries,
             )
         except RewardServiceError as exc:
             if is_configuration_error(exc):
                 raise
-            logger.error("rewardsvc OpenRLHF adapter: %s; rewards=%s", exc, fallback)
+            logger.error("rewardsvc OpenRLHF adapter: %s", exc)
             results = [None] * len(items)
         rewards = [
-            r.reward if r is not None and r.reward is not None else fallback for r in results
+            fallback_reward(r, self.failure_score, "OpenRLHF adapter", str(i))
+            for i, r in enumerate(results)
         ]
         numbers = [status_numbers(r) for r in results]
         extra_logs = {key: [n[key] for n in numbers] for key in status_numbers(None)}
         return {"rewards": rewards, "scores": list(rewards), "extra_logs": extra_logs}
 
-    return reward_func
+
+def make_reward_func(
+    url: str | None = None,
+    rubric: str | None = None,
+    api_key: str | None = None,
+    *,
+    failure_score: float | None = None,
+    judge_error_retries: int = 2,
+    timeout: float | None = None,
+    retries: int = 3,
+    options: Mapping[str, Any] | None = None,
+) -> OpenRLHFReward:
+    """A ``reward_func(queries, prompts, labels)`` for OpenRLHF's python-file hook::
+
+        # my_reward.py   (--reward.remote_url /path/to/my_reward.py)
+        from rewardsvc_client.openrlhf import make_reward_func
+        reward_func = make_reward_func("http://HOST:8000", "short-answer-correctness")
+
+    Returns ``{"rewards": [float], "scores": [float], "extra_logs": {key: [float]}}``, each
+    list as long as ``queries``; extra_logs keys are fixed (``rewardsvc_valid``,
+    ``rewardsvc_uncertainty``, ...). Arguments left None come from the environment. The
+    returned object pickles (without its connections).
+    """
+    settings = Settings.resolve(
+        url, rubric, api_key=api_key, timeout=timeout, retries=retries, options=options
+    )
+    fallback = failure_score_default() if failure_score is None else float(failure_score)
+    return OpenRLHFReward(settings, fallback, judge_error_retries)
 
 
 _default: Callable[..., dict[str, Any]] | None = None
@@ -152,4 +172,4 @@ def reward_func(
     return _default(queries, prompts, labels, **kwargs)
 
 
-__all__ = ["make_reward_func", "response_text", "reward_func"]
+__all__ = ["OpenRLHFReward", "make_reward_func", "response_text", "reward_func"]

@@ -9,8 +9,9 @@ function is called once per generation batch as
 
 and returns one float per completion. ``None`` becomes NaN; a completion that every reward
 function scored None is left out of its group's baseline and gets zero advantage, which is
-exactly how a judge failure should be treated. ``async def`` functions (and callables whose
-``__call__`` is async) run on TRL's event loop, concurrently with the other async ones. The
+exactly how a judge failure should be treated. Functions for which
+``asyncio.iscoroutinefunction`` is true run on TRL's event loop, concurrently with the other
+async ones (an object with an async ``__call__`` is not, unless marked: ``TRLReward`` is). The
 function's ``__name__`` names its metrics (``rewards/<name>/mean``) and its completions-table
 column. Conversational datasets pass prompts and completions as lists of message dicts.
 
@@ -22,6 +23,8 @@ column. Conversational datasets pass prompts and completions as lists of message
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -44,7 +47,15 @@ class TRLReward:
     """The reward callable (async ``__call__``); picklable, for TRL's experimental async
     trainers that ship reward functions to a spawned process. ``trl_reward_func`` wraps it in
     a plain ``async def`` function, which every TRL version with async reward support takes.
+
+    TRL awaits a reward function only when ``asyncio.iscoroutinefunction(f)`` is true, which
+    an instance with an async ``__call__`` is not by itself: the class carries asyncio's
+    coroutine marker (Python 3.11) and every instance is marked with
+    ``inspect.markcoroutinefunction`` (3.12+), so both checks accept it.
     """
+
+    # asyncio.iscoroutinefunction checks this marker (where asyncio has it).
+    _is_coroutine = getattr(asyncio.coroutines, "_is_coroutine", None)
 
     def __init__(
         self,
@@ -65,6 +76,12 @@ class TRLReward:
         # call number go into every item's metadata.
         self._run = uuid.uuid4().hex[:12]
         self._calls = 0
+        self._mark_coroutine()
+
+    def _mark_coroutine(self) -> None:
+        mark = getattr(inspect, "markcoroutinefunction", None)  # Python 3.12+
+        if mark is not None:
+            mark(self)
 
     @property
     def run_id(self) -> str:
@@ -122,6 +139,9 @@ class TRLReward:
                 log_metric(f"{prefix}/uncertainty", sum(scored) / len(scored))
             log_metric(f"{prefix}/flagged", sum(bool(r.flags) for r in results) / n)
             log_metric(f"{prefix}/cached", sum(r.cached for r in results) / n)
+            # Logged on every batch (0.0 here, 1.0 when the request fails) so that TRL's
+            # average of it is the fraction of failed batches.
+            log_metric(f"{prefix}/request_failed", 0.0)
         if callable(log_extra):
             log_extra(f"{prefix}/status", [r.status for r in results])
             log_extra(f"{prefix}/uncertainty", [r.uncertainty for r in results])
@@ -153,11 +173,14 @@ class TRLReward:
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_clients"] = None
+        # inspect's marker is a process-local sentinel: set again on unpickling.
+        state.pop("_is_coroutine_marker", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._clients = LoopClients(self.settings)
+        self._mark_coroutine()
 
 
 def trl_reward_func(
@@ -193,6 +216,8 @@ def trl_reward_func(
         request per call; None for items without a reward (status judge_error or rejected).
         When TRL passes ``log_metric``/``log_extra`` it logs ``<name>/ok|degraded|judge_error|
         rejected`` fractions, mean ``<name>/uncertainty``, ``<name>/flagged``, ``<name>/cached``,
+        ``<name>/request_failed`` (1.0 for a batch whose request failed with on_error="none",
+        else 0.0),
         and per-completion columns ``<name>/status``, ``<name>/uncertainty``, ``<name>/flags``.
     """
     settings = Settings.resolve(

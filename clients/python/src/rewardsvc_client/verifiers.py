@@ -32,6 +32,7 @@ from rewardsvc_client._adapt import (
     LoopClients,
     Settings,
     failure_score_default,
+    fallback_reward,
     is_configuration_error,
     logger,
     rewards_with_retries,
@@ -94,14 +95,13 @@ class _Scorer:
         except RewardServiceError as exc:
             if is_configuration_error(exc):
                 raise
-            logger.error("rewardsvc %s: %s; reward=%s", self.name, exc, self.failure_score)
+            logger.error("rewardsvc %s: %s", self.name, exc)
             results = [None] * len(items)
         if states is not None:
             for state, result in zip(states, results, strict=False):
                 _annotate(state, result)
         return [
-            r.reward if r is not None and r.reward is not None else self.failure_score
-            for r in results
+            fallback_reward(r, self.failure_score, self.name, str(i)) for i, r in enumerate(results)
         ]
 
 

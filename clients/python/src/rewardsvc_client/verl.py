@@ -34,8 +34,10 @@ env REWARDSVC_FAILURE_SCORE) and says so in the numeric keys (``rewardsvc_valid 
 0.0 is the bottom of the rubric scale: a policy can never gain reward by making the judges
 fail (over-long or garbled outputs that time them out), which any other constant would
 allow. judge_error items are first re-sent (``judge_error_retries``, default 2) since a
-judge timeout is often transient. Watch ``rewardsvc_valid`` in the logs: if it drops, fix the
-judges rather than trust the rewards.
+judge timeout is often transient. Each fallback to ``failure_score`` logs a warning. Watch
+``rewardsvc_valid`` in the logs: if it drops, fix the judges rather than trust the rewards.
+A saturated service (429, or 503 with Retry-After) is waited for, honouring Retry-After,
+until ``timeout`` seconds have passed since the first try, rather than scored as a failure.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from rewardsvc_client._adapt import (
     LoopClients,
     Settings,
     failure_score_default,
+    fallback_reward,
     is_configuration_error,
     logger,
     rewards_with_retries,
@@ -116,10 +119,11 @@ async def score_sample(
     except RewardServiceError as exc:
         if is_configuration_error(exc):
             raise  # a configuration error (unknown rubric, bad key): stop the run, loudly
-        logger.error("rewardsvc veRL adapter: %s; score=%s", exc, failure_score)
-        return _result_dict(failure_score, status_numbers(None))
+        logger.error("rewardsvc veRL adapter: %s", exc)
+        score = fallback_reward(None, failure_score, "veRL adapter")
+        return _result_dict(score, status_numbers(None))
     result = results[0]
-    score = result.reward if result.reward is not None else failure_score
+    score = fallback_reward(result, failure_score, "veRL adapter")
     return _result_dict(score, status_numbers(result))
 
 

@@ -28,6 +28,7 @@ from bench.direct import DirectClient, call_kwargs, verify_same_calls
 from bench.harness import (
     PRIMARY_MODEL,
     PRIMARY_URL,
+    BatchRun,
     RssSampler,
     RunContext,
     hwm_mb,
@@ -85,6 +86,29 @@ def mean_by_kind(
         if reward is not None:
             groups.setdefault(item["metadata"]["kind"], []).append(reward)
     return {k: round(statistics.mean(v), 3) for k, v in groups.items()}
+
+
+def _service_contender(
+    name: str, kind: str, items: Sequence[dict[str, Any]], batch: BatchRun, **notes: Any
+) -> Contender:
+    """A rewardsvc run as a contender: its figures come from the service's own usage."""
+    results = batch.results
+    return Contender(
+        name=name,
+        kind=kind,
+        items=len(items),
+        valid=sum(1 for x in results if x["status"] == "ok"),
+        elapsed_s=batch.elapsed_s,
+        calls=int(batch.usage("judge_calls")),
+        prompt_tokens=int(batch.usage("prompt_tokens")),
+        completion_tokens=int(batch.usage("completion_tokens")),
+        by_kind=mean_by_kind(items, [x["reward"] for x in results]),
+        notes={
+            **notes,
+            "cache_hits": int(batch.usage("cache_hits")),
+            "statuses": batch.statuses(),
+        },
+    )
 
 
 def _median_run(runs: list[Contender]) -> Contender:
@@ -149,25 +173,15 @@ async def run(ctx: RunContext) -> dict[str, Any]:
                     concurrency=ctx.e2e_concurrency,
                 )
             peak_rss = max(peak_rss, sampler.peak_mb)
-            results = batch.results
             rs_runs.append(
-                Contender(
-                    name="rewardsvc (HTTP, logprob)",
-                    kind="rewardsvc",
-                    items=len(items),
-                    valid=sum(1 for x in results if x["status"] == "ok"),
-                    elapsed_s=batch.elapsed_s,
-                    calls=int(batch.usage("judge_calls")),
-                    prompt_tokens=int(batch.usage("prompt_tokens")),
-                    completion_tokens=int(batch.usage("completion_tokens")),
-                    by_kind=mean_by_kind(items, [x["reward"] for x in results]),
-                    notes={
-                        "batch_size": ctx.batch_size,
-                        "concurrent_requests": ctx.e2e_concurrency,
-                        "cache_hits": int(batch.usage("cache_hits")),
-                        "statuses": batch.statuses(),
-                        "flagged": sum(1 for x in results if x["flags"]),
-                    },
+                _service_contender(
+                    "rewardsvc (HTTP, logprob)",
+                    "rewardsvc",
+                    items,
+                    batch,
+                    batch_size=ctx.batch_size,
+                    concurrent_requests=ctx.e2e_concurrency,
+                    flagged=sum(1 for x in batch.results if x["flags"]),
                 )
             )
             log(f"  rewardsvc: {rs_runs[-1].rewards_per_s:.2f} rewards/s")
@@ -210,18 +224,11 @@ async def run(ctx: RunContext) -> dict[str, Any]:
             batch_size=ctx.batch_size,
             concurrency=ctx.e2e_concurrency,
         )
-        results = batch.results
-        implicit_run = Contender(
-            name="rewardsvc, combine: implicit (1 holistic call/item)",
-            kind="rewardsvc-variant",
-            items=len(items),
-            valid=sum(1 for x in results if x["status"] == "ok"),
-            elapsed_s=batch.elapsed_s,
-            calls=int(batch.usage("judge_calls")),
-            prompt_tokens=int(batch.usage("prompt_tokens")),
-            completion_tokens=int(batch.usage("completion_tokens")),
-            by_kind=mean_by_kind(items, [x["reward"] for x in results]),
-            notes={"cache_hits": int(batch.usage("cache_hits")), "statuses": batch.statuses()},
+        implicit_run = _service_contender(
+            "rewardsvc, combine: implicit (1 holistic call/item)",
+            "rewardsvc-variant",
+            items,
+            batch,
         )
         log(f"  rewardsvc implicit: {implicit_run.rewards_per_s:.2f} rewards/s")
         vmhwm = hwm_mb(svc.pid)

@@ -284,7 +284,7 @@ class Engine:
 
         for p, result in zip(
             prepared,
-            self._assemble(rubric, options, names, min_judges, prepared, verdicts),
+            self._assemble(rubric, version, options, names, min_judges, prepared, verdicts),
             strict=True,
         ):
             results[p.index] = result
@@ -327,6 +327,7 @@ class Engine:
     def _assemble(
         self,
         rubric: Rubric,
+        version: str,
         options: RewardOptions,
         names: list[str],
         min_judges: int,
@@ -352,7 +353,7 @@ class Engine:
             for name in names:
                 # Keyed by version: an edited rubric (or an inline one reusing a library
                 # id) must not be calibrated against another rubric's scores.
-                window = self.windows.get(rubric.version(), name, agg.calibration_window)
+                window = self.windows.get(version, name, agg.calibration_window)
                 window.extend(
                     r[name].raw_score for r in judge_results if r[name].raw_score is not None
                 )

@@ -122,16 +122,10 @@ class Judge:
         name: str,
         config: JudgeConfig,
         backend: Backend | None = None,
-        *,
-        with_criteria: bool = False,
     ):
         self.name = name
         self.config = config
         self.backend = backend or Backend(name, config)
-        # Show all criteria in the shared prefix of per-criterion calls too (the holistic
-        # call always shows them). Off by default: a shorter prompt, and each call asks
-        # about one criterion only.
-        self.with_criteria = with_criteria
         self._reasoning = prompts.reasoning_chars(config.sampling.max_tokens)
 
     def cache_identity(self) -> str:
@@ -143,7 +137,6 @@ class Judge:
                 "method": self.config.method,
                 "sampling": self.config.sampling.model_dump(mode="json"),
                 "prompts": prompts.PROMPT_VERSION,
-                "with_criteria": self.with_criteria,
             },
             sort_keys=True,
             separators=(",", ":"),
@@ -160,7 +153,6 @@ class Judge:
                 rollout,
                 self.config.method,
                 self.config.api,
-                self.with_criteria,
                 self._reasoning,
             )
         except Exception as exc:  # a prompt that cannot be built is this call's failure

@@ -341,12 +341,11 @@ def criterion_prompt(
     rollout: Rollout,
     method: Method,
     api: Api,
-    with_criteria: bool = False,
     reasoning: int = REASONING_MAX_CHARS,
 ) -> Prompt:
-    """The judge call for one criterion of one item."""
+    """The judge call for one criterion of one item (it asks about that criterion only)."""
     question = criterion_question(rubric, criterion, method, api, reasoning)
-    return render(rubric, rollout, question, api, with_criteria)
+    return render(rubric, rollout, question, api)
 
 
 def holistic_prompt(

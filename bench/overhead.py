@@ -36,6 +36,7 @@ from typing import Any
 import aiohttp
 import openai
 import psutil
+from openai.types.chat import ChatCompletion
 
 from bench.direct import call_kwargs
 from bench.harness import (
@@ -309,24 +310,30 @@ async def _run(ctx: RunContext, fake_pid: int, url: str) -> dict[str, Any]:
 async def transport_cost(
     url: str, rubric: Any, config: Any, source: ItemSource, n: int = 200
 ) -> dict[str, Any]:
-    """CPU and wall time per judge call of two clients, one call at a time, to the stub.
+    """CPU and wall time per judge call of three clients, one call at a time, to the stub.
 
-    ``openai.AsyncOpenAI`` is what rewardsvc's backend uses; a raw aiohttp POST with
-    ``json.loads`` of the reply is the least a client can do. The difference is the SDK's
-    own cost per call (request transformation, httpx2, response models).
+    ``openai.AsyncOpenAI.chat.completions.create`` is the SDK's typed call;
+    ``AsyncOpenAI.post`` with the finished body is what rewardsvc's backend sends; a raw
+    aiohttp POST with ``json.loads`` of the reply is the least a client can do. The
+    differences are the SDK's own costs per call (parameter transformation, httpx2,
+    response models).
     """
     calls = [kw for it in source.take(n // CRITERIA + 1) for kw in call_kwargs(rubric, it, config)]
     calls = calls[:n]
+    bodies = [wire_body(kw) for kw in calls]
     out: dict[str, Any] = {"calls": len(calls)}
     client = openai.AsyncOpenAI(base_url=url, api_key="EMPTY", max_retries=0)
     await client.chat.completions.create(**calls[0])
     cpu, wall = time.process_time(), time.perf_counter()
     for kw in calls:
         await client.chat.completions.create(**kw)
-    out["openai_sdk"] = _per_call(cpu, wall, len(calls))
+    out["openai_create"] = _per_call(cpu, wall, len(calls))
+    cpu, wall = time.process_time(), time.perf_counter()
+    for body in bodies:
+        await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+    out["openai_post"] = _per_call(cpu, wall, len(calls))
     await client.close()
     async with session() as http:
-        bodies = [wire_body(kw) for kw in calls]
         async with http.post(f"{url}/chat/completions", json=bodies[0]) as r:
             await r.read()
         cpu, wall = time.process_time(), time.perf_counter()

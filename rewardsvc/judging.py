@@ -270,7 +270,7 @@ class Judge:
                     temperature=sampling.temperature,
                     logprobs=True,
                     top_logprobs=self._top_logprobs(question),
-                    extra_body=constrained,
+                    **constrained,
                 ),
             )
             choice = response.choices[0]
@@ -288,7 +288,7 @@ class Judge:
                     max_tokens=1,
                     temperature=sampling.temperature,
                     logprobs=self._top_logprobs(question),
-                    extra_body=constrained,
+                    **constrained,
                 ),
             )
             choice = response.choices[0]
@@ -324,13 +324,8 @@ class Judge:
                 "strict": True,
             },
         }
-        # vLLM honours response_format on /completions too (checked on vLLM 0.32); the
-        # openai client has no such parameter for completions, hence extra_body.
-        constrained: dict[str, Any] = (
-            {"response_format": response_format}
-            if self.config.api == "chat"
-            else {"extra_body": {"response_format": response_format}}
-        )
+        # vLLM honours response_format on /completions too (checked on vLLM 0.32).
+        constrained: dict[str, Any] = {"response_format": response_format}
         # Greedy decoding would repeat an unparseable reply; a sampled one may not.
         attempts = 2 if sampling.temperature > 0 else 1
         prompt_tokens = completion_tokens = 0
@@ -371,7 +366,7 @@ class Judge:
                 n=sampling.n,
                 max_tokens=min(sampling.max_tokens, SAMPLED_MAX_TOKENS),
                 temperature=temperature,
-                extra_body={"structured_outputs": {"choice": list(question.choices)}},
+                structured_outputs={"choice": list(question.choices)},
             ),
         )
         prompt_tokens, completion_tokens = _usage(response)

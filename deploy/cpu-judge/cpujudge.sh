@@ -218,6 +218,9 @@ start_one() { # key served port cpu_half
   # --enforce-eager: starts in ~1 min instead of 2.5-5 min (torch.compile warm-up) and
   # measured about as fast per call on these tiny models. REWARDSVC_VLLM_ARGS="" compiles.
   read -ra extra <<<"${REWARDSVC_VLLM_ARGS---enforce-eager}"
+  # --block-size 32 (the CPU default is 128): the prefix cache reuses whole blocks only,
+  # so the K criterion calls of one item recomputed up to 127 tokens each after their
+  # shared prefix. Measured on smollm2: a criterion call on a cached item 130 -> 85 ms.
   log "starting $key: $served on 127.0.0.1:$port, engine on CPUs $bind (ready in ~1 min; log $RUN/$key.log)"
   # setsid: own session and process group, so stop can end vLLM and its engine process
   # together, and the server outlives the shell that started it.
@@ -228,7 +231,8 @@ start_one() { # key served port cpu_half
       VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
     exec setsid nohup "$PY" -m vllm.entrypoints.openai.api_server \
       --model "$MODELS/$served" --served-model-name "$served" \
-      --host 127.0.0.1 --port "$port" --max-model-len 2048 --max-logprobs 20 "${extra[@]}"
+      --host 127.0.0.1 --port "$port" --max-model-len 2048 --max-logprobs 20 \
+      --block-size 32 "${extra[@]}"
   ) >"$RUN/$key.log" 2>&1 </dev/null 9>&- &
   printf '%s\n' "$!" >"$RUN/$key.pid"
 }

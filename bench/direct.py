@@ -2,8 +2,9 @@
 
 It renders the same messages with ``rewardsvc.prompts`` and sends them with the same
 parameters (one constrained token, ``top_logprobs``, ``structured_outputs.choice``)
-straight to the judge with ``openai.AsyncOpenAI``, all at once. No service, no HTTP hop,
-no cache, no aggregation: what is left is the judge's own cost.
+straight to the judge with ``openai.AsyncOpenAI`` (its ``post`` over the aiohttp transport,
+the leanest way the SDK offers), all at once. No service, no HTTP hop, no cache, no
+aggregation: what is left is the judge's own cost.
 
 ``verify_same_calls`` proves the claim "exactly the same calls": it sends one batch
 through rewardsvc's own ``Judge`` and through this client to an in-process fake judge
@@ -20,12 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx2
 import openai
-
-try:  # openai >= 3 is built on httpx2, older releases on httpx (as in rewardsvc.backends)
-    import httpx2 as _http
-except ImportError:  # pragma: no cover
-    import httpx as _http  # type: ignore[no-redef]
+from openai.types import Completion
+from openai.types.chat import ChatCompletion
 
 from bench.harness import REPO_ROOT
 from rewardsvc import prompts
@@ -66,6 +65,13 @@ def call_kwargs(rubric: Rubric, item: dict[str, Any], config: JudgeConfig) -> li
     return out
 
 
+def wire_body(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The JSON body the openai SDK sends for ``create(**kwargs)`` (extra_body merged in)."""
+    body = {k: v for k, v in kwargs.items() if k != "extra_body"}
+    body.update(kwargs.get("extra_body") or {})
+    return body
+
+
 @dataclass
 class DirectRun:
     """Totals of one direct run."""
@@ -83,16 +89,17 @@ class DirectClient:
 
     def __init__(self, url: str, api: str = "chat", max_concurrency: int | None = None):
         self.api = api
-        http_client = None
-        if max_concurrency:
-            # The same connection pool sizing as rewardsvc's backend: one connection per
-            # allowed in-flight call, all kept alive.
-            limits = _http.Limits(
-                max_connections=max_concurrency, max_keepalive_connections=max_concurrency
-            )
-            http_client = openai.DefaultAsyncHttpxClient(timeout=600, limits=limits)
+        # The same transport and pool sizing as rewardsvc's backend: one connection per
+        # allowed in-flight call, all kept alive. "All at once" still needs a number here
+        # (aiohttp's own default is 100 connections).
+        cap = max_concurrency or 1024
+        limits = httpx2.Limits(max_connections=cap, max_keepalive_connections=cap)
         self.client = openai.AsyncOpenAI(
-            base_url=url, api_key="EMPTY", max_retries=0, timeout=600, http_client=http_client
+            base_url=url,
+            api_key="EMPTY",
+            max_retries=0,
+            timeout=600,
+            http_client=openai.DefaultAioHttpClient(timeout=600, limits=limits),
         )
         self.sem = asyncio.Semaphore(max_concurrency) if max_concurrency else None
 
@@ -100,9 +107,13 @@ class DirectClient:
         start = time.perf_counter()
         try:
             if self.api == "chat":
-                response = await self.client.chat.completions.create(**kwargs)
+                response = await self.client.post(
+                    "/chat/completions", body=wire_body(kwargs), cast_to=ChatCompletion
+                )
             else:
-                response = await self.client.completions.create(**kwargs)
+                response = await self.client.post(
+                    "/completions", body=wire_body(kwargs), cast_to=Completion
+                )
         except openai.OpenAIError:
             run.errors += 1
             return

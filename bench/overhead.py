@@ -38,7 +38,7 @@ import openai
 import psutil
 from openai.types.chat import ChatCompletion
 
-from bench.direct import call_kwargs
+from bench.direct import call_kwargs, wire_body
 from bench.harness import (
     RunContext,
     judge_entry,
@@ -150,13 +150,6 @@ async def closed_loop(
         "http_overhead_p50_ms": percentile(inside, 50) if inside else None,
         "http_overhead_p99_ms": percentile(inside, 99) if inside else None,
     }
-
-
-def wire_body(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The JSON body the openai SDK sends for ``create(**kwargs)`` (extra_body merged in)."""
-    body = {k: v for k, v in kwargs.items() if k != "extra_body"}
-    body.update(kwargs.get("extra_body") or {})
-    return body
 
 
 class RawClient:
@@ -312,11 +305,11 @@ async def transport_cost(
 ) -> dict[str, Any]:
     """CPU and wall time per judge call of three clients, one call at a time, to the stub.
 
-    ``openai.AsyncOpenAI.chat.completions.create`` is the SDK's typed call;
-    ``AsyncOpenAI.post`` with the finished body is what rewardsvc's backend sends; a raw
-    aiohttp POST with ``json.loads`` of the reply is the least a client can do. The
-    differences are the SDK's own costs per call (parameter transformation, httpx2,
-    response models).
+    ``openai.AsyncOpenAI.chat.completions.create`` is the SDK's typed call on its default
+    httpx2 transport; ``AsyncOpenAI.post`` with the finished body over the SDK's aiohttp
+    transport is what rewardsvc's backend sends; a raw aiohttp POST with ``json.loads`` of
+    the reply is the least a client can do. The differences are the SDK's own costs per
+    call (parameter transformation, request building, response models).
     """
     calls = [kw for it in source.take(n // CRITERIA + 1) for kw in call_kwargs(rubric, it, config)]
     calls = calls[:n]
@@ -328,6 +321,11 @@ async def transport_cost(
     for kw in calls:
         await client.chat.completions.create(**kw)
     out["openai_create"] = _per_call(cpu, wall, len(calls))
+    await client.close()
+    client = openai.AsyncOpenAI(
+        base_url=url, api_key="EMPTY", max_retries=0, http_client=openai.DefaultAioHttpClient()
+    )
+    await client.post("/chat/completions", body=bodies[0], cast_to=ChatCompletion)
     cpu, wall = time.process_time(), time.perf_counter()
     for body in bodies:
         await client.post("/chat/completions", body=body, cast_to=ChatCompletion)

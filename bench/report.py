@@ -275,8 +275,8 @@ def _overhead(o: dict[str, Any]) -> list[str]:
             [
                 [name, f"{t[key]['cpu_ms_per_call']:.2f}", f"{t[key]['wall_ms_per_call']:.2f}"]
                 for key, name in (
-                    ("openai_create", "openai.AsyncOpenAI chat.completions.create"),
-                    ("openai_post", "openai.AsyncOpenAI post (as rewardsvc's backend)"),
+                    ("openai_create", "openai.AsyncOpenAI chat.completions.create (httpx2)"),
+                    ("openai_post", "openai.AsyncOpenAI post over aiohttp (rewardsvc's backend)"),
                     ("raw_aiohttp", "raw aiohttp POST + json.loads"),
                 )
             ],

@@ -3,8 +3,9 @@
 A :class:`Backend` owns one ``AsyncOpenAI`` client per base URL of a judge and
 sends each call to the next base URL in round-robin order whose circuit
 breaker lets it through. Calls are limited by one semaphore per judge
-(``max_concurrency``) and each client's connection pool is sized to the same
-number, so connections are reused and never queue inside the HTTP layer.
+(``max_concurrency``) and each client's connection pool (the SDK's aiohttp
+transport) is sized to the same number, so connections are reused and never
+queue inside the HTTP layer.
 
 Retries are ours (tenacity), not the openai client's (``max_retries=0``), so
 that one policy applies everywhere: retry 429, 5xx, connection errors and

@@ -60,7 +60,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--cache-bound",
         type=int,
-        help="cache size for part 3 (full 20000, quick 5000; the service default is 100000)",
+        help="cache size for part 3 (full: the service default, 100000; quick 5000)",
     )
     p.add_argument(
         "--cache-fill-factor",
@@ -96,7 +96,7 @@ def context(args: argparse.Namespace) -> RunContext:
         overhead_seconds=args.overhead_seconds or (3.0 if quick else 8.0),
         overhead_concurrency=[1, 16, 64],
         overhead_sizes=[1, 8],
-        cache_bound=args.cache_bound or (5_000 if quick else 20_000),
+        cache_bound=args.cache_bound or (5_000 if quick else memory.DEFAULT_CACHE_SIZE),
         cache_fill_factor=args.cache_fill_factor,
         scaling_items=args.scaling_items or (64 if quick else 160),
         real_points=not args.no_real_points,

@@ -52,7 +52,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--peers", default="verifiers,healthbench,trl", help="peers to run ('' for none)"
     )
     p.add_argument(
-        "--repeats", type=int, help="alternating rewardsvc/direct runs (full 3, quick 2)"
+        "--repeats", type=int, help="alternating rewardsvc/direct runs (full 5, quick 2)"
     )
     p.add_argument(
         "--overhead-seconds", type=float, help="seconds per overhead cell (full 8, quick 3)"
@@ -90,7 +90,7 @@ def context(args: argparse.Namespace) -> RunContext:
         warmup_items=4 if quick else 8,
         peer_items=args.peer_items or (None if quick else 32),
         peers=[p for p in args.peers.split(",") if p],
-        repeats=args.repeats or (2 if quick else 3),
+        repeats=args.repeats or (2 if quick else 5),
         batch_size=8,
         e2e_concurrency=8,
         overhead_seconds=args.overhead_seconds or (3.0 if quick else 8.0),

@@ -426,7 +426,11 @@ def test_failure_score_fallback_logs_a_warning(
     assert len(warnings) == 1 and "failure_score -1" in warnings[0]
 
 
-def test_judge_error_resend_failure_keeps_scored_results(fake: FakeService) -> None:
+def fail_after_first_request(fake: FakeService) -> dict[str, int]:
+    """Script ``fake`` to score the first request and answer 500 to every later one.
+
+    Returns the request counter (``{"n": requests so far}``).
+    """
     calls = {"n": 0}
 
     def script(body: dict[str, Any]) -> Any:
@@ -436,6 +440,11 @@ def test_judge_error_resend_failure_keeps_scored_results(fake: FakeService) -> N
         return (500, {"error": "internal", "message": "boom"})
 
     fake.script = script
+    return calls
+
+
+def test_judge_error_resend_failure_keeps_scored_results(fake: FakeService) -> None:
+    calls = fail_after_first_request(fake)
     reward_func = make_reward_func(fake.url, "r", judge_error_retries=3, retries=0)
     out = reward_func(["P0.5", "Pfail", "P0.75"], ["P", "P", "P"])
     assert out["rewards"] == [0.5, 0.0, 0.75]
@@ -444,15 +453,7 @@ def test_judge_error_resend_failure_keeps_scored_results(fake: FakeService) -> N
 
 
 async def test_judge_error_resend_failure_keeps_scored_results_async(fake: FakeService) -> None:
-    calls = {"n": 0}
-
-    def script(body: dict[str, Any]) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 1:
-            return [by_completion(i) for i in body["items"]]
-        return (500, {"error": "internal", "message": "boom"})
-
-    fake.script = script
+    calls = fail_after_first_request(fake)
     group = verifiers_group_reward_func(fake.url, "r", judge_error_retries=3)
     out = await group(prompts=["a", "b"], completions=["0.1", "fail"], answers=None, states=None)
     assert out == [0.1, 0.0] and calls["n"] == 2

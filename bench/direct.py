@@ -1,6 +1,6 @@
 """The limit: a minimal direct client issuing exactly the judge calls rewardsvc issues.
 
-It renders the same messages with ``rewardsvc.prompts`` and sends them with the same
+It renders the same messages with ``rewardsvc.judges.prompts`` and sends them with the same
 parameters (one constrained token, ``top_logprobs``, ``structured_outputs.choice``)
 straight to the judge with ``openai.AsyncOpenAI`` (its ``post`` over the aiohttp transport,
 the leanest way the SDK offers), all at once. No service, no HTTP hop, no cache, no
@@ -27,12 +27,12 @@ from openai.types import Completion
 from openai.types.chat import ChatCompletion
 
 from bench.harness import REPO_ROOT
-from rewardsvc import prompts
-from rewardsvc.judging import build_judges
-from rewardsvc.pool import JudgeConfig, JudgePool
-from rewardsvc.protocol import Item
-from rewardsvc.rollout import Rollout
-from rewardsvc.rubric import Rubric
+from rewardsvc.core.pool import JudgeConfig, JudgePool
+from rewardsvc.core.rollout import Rollout
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.judges import prompts
+from rewardsvc.judges.judge import build_judges
+from rewardsvc.server.wire import Item
 
 
 def call_kwargs(rubric: Rubric, item: dict[str, Any], config: JudgeConfig) -> list[dict[str, Any]]:

@@ -28,9 +28,9 @@ from typing import Any
 import aiohttp
 import psutil
 
-from rewardsvc.pool import JudgePool
-from rewardsvc.rubric import Criterion, JudgeRef, Rubric
-from rewardsvc.yamlfile import load_file
+from rewardsvc.core.pool import JudgePool
+from rewardsvc.core.rubric import Criterion, JudgeRef, Rubric
+from rewardsvc.library.yamlfile import load_file
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = REPO_ROOT / "bench"

@@ -5,7 +5,7 @@ request, 5 criterion calls per item) and each number of concurrent requests, two
 loops run for a fixed time on fresh, distinct items:
 
 - **direct**: the same judge calls rewardsvc would make for one request, rendered with
-  ``rewardsvc.prompts`` and sent as raw aiohttp POSTs of the same JSON bodies (capped at
+  ``rewardsvc.judges.prompts`` and sent as raw aiohttp POSTs of the same JSON bodies (capped at
   the pool's ``max_concurrency`` like rewardsvc's backend), timed per request-equivalent;
 - **rewardsvc**: ``POST /v1/rewards`` to a ``rewardsvc serve`` subprocess.
 

@@ -29,7 +29,7 @@ from typing import Any
 import openai
 
 from bench.harness import REPO_ROOT, ensure_bench_venv, log
-from rewardsvc.rubric import Criterion, Rubric
+from rewardsvc.core.rubric import Criterion, Rubric
 
 
 @dataclass

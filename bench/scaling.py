@@ -40,7 +40,7 @@ from bench.harness import (
 )
 from bench.items import KINDS, SCENARIOS, bench_items
 from bench.overhead import MAX_CONCURRENCY as STUB_MAX_CONCURRENCY
-from rewardsvc.rubric import Rubric
+from rewardsvc.core.rubric import Rubric
 
 STUB_DELAY_MS = 5.0
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)

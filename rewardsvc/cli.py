@@ -11,9 +11,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from rewardsvc.pool import JudgePool
-from rewardsvc.probe import attacks
-from rewardsvc.registry import (
+from rewardsvc.core.pool import JudgePool
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.library.registry import (
     RUBRIC_SUFFIXES,
     Entry,
     Registry,
@@ -21,8 +21,8 @@ from rewardsvc.registry import (
     load_pool,
     validate_rubric_file,
 )
-from rewardsvc.rubric import Rubric
-from rewardsvc.yamlfile import InvalidFile, Problem, parse_yaml, validate_document
+from rewardsvc.library.yamlfile import InvalidFile, Problem, parse_yaml, validate_document
+from rewardsvc.safety.attacks import attacks
 
 
 class StartupError(Exception):
@@ -83,7 +83,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """Start the HTTP service (the same entry command as the container image)."""
     import uvicorn
 
-    from rewardsvc.api import create_app
+    from rewardsvc.server.app import create_app
 
     settings = _settings(args)
     _check_api_keys(settings)
@@ -176,9 +176,9 @@ def _local_scorer(args: argparse.Namespace) -> tuple[Entry, JudgePool]:
 
 def _score_locally(pool: JudgePool, rubric: Rubric, items: list[dict]) -> dict:
     """Score items with a fresh engine (no cache), as the service would."""
-    from rewardsvc.engine import Engine
-    from rewardsvc.judging import build_judges
-    from rewardsvc.protocol import RewardOptions
+    from rewardsvc.judges.judge import build_judges
+    from rewardsvc.scoring.engine import Engine
+    from rewardsvc.server.wire import RewardOptions
 
     async def run() -> dict:
         engine = Engine(build_judges(pool))

@@ -20,8 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rewardsvc.pool import JudgePool
-from rewardsvc.registry import load_pool
+from rewardsvc.core.pool import JudgePool
+from rewardsvc.library.registry import load_pool
 
 ROOT = Path(__file__).resolve().parent.parent
 CPU_JUDGE = ROOT / "deploy" / "cpu-judge" / "cpujudge.sh"

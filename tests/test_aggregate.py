@@ -1,4 +1,4 @@
-"""Property-based tests of the reward math in rewardsvc.aggregate."""
+"""Property-based tests of the reward math in rewardsvc.core.aggregate."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from rewardsvc import aggregate
-from rewardsvc.rubric import Criterion, LengthPenalty, Rubric, Transforms
+from rewardsvc.core import aggregate
+from rewardsvc.core.rubric import Criterion, LengthPenalty, Rubric, Transforms
 
 RULES = ["mean", "min", "uwo", "median", "softmin"]
 

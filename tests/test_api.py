@@ -25,8 +25,8 @@ from test_api_support import (
     write_library,
 )
 
-from rewardsvc.pool import JudgePool
-from rewardsvc.registry import Registry
+from rewardsvc.core.pool import JudgePool
+from rewardsvc.library.registry import Registry
 
 
 def reset(script: Script) -> None:

@@ -14,9 +14,9 @@ import aiohttp
 import pytest
 from test_api_support import app_client, settings_for, uvicorn_server
 
-from rewardsvc.api import create_app
-from rewardsvc.pool import JudgePool
-from rewardsvc.registry import Registry
+from rewardsvc.core.pool import JudgePool
+from rewardsvc.library.registry import Registry
+from rewardsvc.server.app import create_app
 
 pytestmark = pytest.mark.judges
 

@@ -20,9 +20,9 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 
-from rewardsvc.api import create_app
-from rewardsvc.pool import JudgePool
-from rewardsvc.registry import Registry
+from rewardsvc.core.pool import JudgePool
+from rewardsvc.library.registry import Registry
+from rewardsvc.server.app import create_app
 from rewardsvc.settings import Settings
 
 TINY_RUBRIC = """\

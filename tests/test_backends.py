@@ -11,7 +11,8 @@ import pytest
 import pytest_asyncio
 from fakejudge import FakeJudge, Script, free_port
 
-from rewardsvc.backends import (
+from rewardsvc.core.pool import JudgeConfig
+from rewardsvc.judges.backends import (
     Backend,
     BackendError,
     BreakerPolicy,
@@ -19,8 +20,7 @@ from rewardsvc.backends import (
     RetryPolicy,
     parse_retry_after,
 )
-from rewardsvc.metrics import BREAKER_OPEN
-from rewardsvc.pool import JudgeConfig
+from rewardsvc.server.metrics import BREAKER_OPEN
 
 # Short backoffs keep the tests fast; the policy shape is what is tested.
 FAST = RetryPolicy(initial_s=0.01, max_s=0.05, jitter_s=0.01)

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewardsvc.cache import VerdictCache, cache_key
-from rewardsvc.verdict import Verdict
+from rewardsvc.core.verdict import Verdict
+from rewardsvc.scoring.cache import VerdictCache, cache_key
 
 
 class Counter:

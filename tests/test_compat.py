@@ -20,10 +20,10 @@ import pytest
 from fakejudge import FakeJudge
 from test_api_support import app_client, fake_pool, settings_for, uvicorn_server, write_library
 
-from rewardsvc.api import create_app
-from rewardsvc.compat import response_from_query, strip_trailing_special_tokens
-from rewardsvc.pool import JudgePool
-from rewardsvc.registry import Registry
+from rewardsvc.core.pool import JudgePool
+from rewardsvc.library.registry import Registry
+from rewardsvc.server.app import create_app
+from rewardsvc.server.compat import response_from_query, strip_trailing_special_tokens
 
 KEY = "trainer-key-42"
 

@@ -31,7 +31,7 @@ from test_deploy_static import (
     dockerfile_healthcheck,
 )
 
-from rewardsvc.pool import JudgePool
+from rewardsvc.core.pool import JudgePool
 
 CPU_POOL = ROOT / "deploy" / "cpu-judge" / "judges.yaml"
 GPU_POOL = ROOT / "deploy" / "judges.gpu.yaml"

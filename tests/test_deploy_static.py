@@ -32,10 +32,10 @@ import kubernetes_validate.utils as kv
 import pytest
 from ruamel.yaml import YAML
 
-from rewardsvc.pool import JudgePool
-from rewardsvc.registry import RUBRIC_SUFFIXES, Registry, load_pool
+from rewardsvc.core.pool import JudgePool
+from rewardsvc.library.registry import RUBRIC_SUFFIXES, Registry, load_pool
+from rewardsvc.library.yamlfile import load_text
 from rewardsvc.settings import Settings
-from rewardsvc.yamlfile import load_text
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
@@ -365,7 +365,7 @@ def test_wheel_from_the_build_context(tmp_path: Path) -> None:
         info = next(n for n in names if n.endswith(".dist-info/METADATA"))
         metadata = zf.read(info).decode()
         entry_points = zf.read(info.replace("METADATA", "entry_points.txt")).decode()
-    assert "rewardsvc/cli.py" in names and "rewardsvc/api.py" in names
+    assert "rewardsvc/cli.py" in names and "rewardsvc/server/app.py" in names
     assert re.search(r"^rewardsvc = rewardsvc\.cli:main$", entry_points, re.MULTILINE)
     requires = [
         line.split(":", 1)[1].strip()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rewardsvc import detectors
-from rewardsvc.detectors import detect
-from rewardsvc.rollout import Rollout
+from rewardsvc.core.rollout import Rollout
+from rewardsvc.safety import detectors
+from rewardsvc.safety.detectors import detect
 
 
 def flags(completion: str) -> list[str]:

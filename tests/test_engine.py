@@ -2,7 +2,7 @@
 
 Three kinds of judges appear here:
 - ``StubJudge``, a duck-typed in-process judge, for the engine's own logic;
-- the real ``rewardsvc.judging.Judge`` against ``tests/fakejudge.py`` servers, for call
+- the real ``rewardsvc.judges.judge.Judge`` against ``tests/fakejudge.py`` servers, for call
   counting and failure paths over real HTTP;
 - the real CPU judges (``@pytest.mark.judges``, ``cpu_pool`` fixture), end to end.
 """
@@ -21,15 +21,15 @@ from typing import Any
 import pytest
 from fakejudge import FakeJudge, Script, free_port
 
-from rewardsvc import aggregate
-from rewardsvc.cache import VerdictCache
-from rewardsvc.engine import Engine
-from rewardsvc.judging import Judge, build_judges
-from rewardsvc.pool import JudgeConfig, JudgePool
-from rewardsvc.protocol import RewardOptions, RewardResponse
-from rewardsvc.rollout import Rollout
-from rewardsvc.rubric import Criterion, Rubric
-from rewardsvc.verdict import Verdict
+from rewardsvc.core import aggregate
+from rewardsvc.core.pool import JudgeConfig, JudgePool
+from rewardsvc.core.rollout import Rollout
+from rewardsvc.core.rubric import Criterion, Rubric
+from rewardsvc.core.verdict import Verdict
+from rewardsvc.judges.judge import Judge, build_judges
+from rewardsvc.scoring.cache import VerdictCache
+from rewardsvc.scoring.engine import Engine
+from rewardsvc.server.wire import RewardOptions, RewardResponse
 
 # ------------------------------------------------------------------ helpers
 

@@ -13,8 +13,8 @@ import pytest
 from fakejudge import FakeJudge
 from test_api_support import ITEM, app_client, fake_pool, settings_for, write_library
 
-from rewardsvc.guards import InflightLimiter
-from rewardsvc.pool import JudgePool
+from rewardsvc.core.pool import JudgePool
+from rewardsvc.server.guards import InflightLimiter
 from rewardsvc.settings import Settings
 
 KEY = "k-0123456789abcdef"

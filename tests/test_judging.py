@@ -14,9 +14,12 @@ import pytest
 import pytest_asyncio
 from fakejudge import FakeJudge
 
-from rewardsvc import prompts
-from rewardsvc.backends import Backend, RetryPolicy
-from rewardsvc.judging import (
+from rewardsvc.core.pool import JudgeConfig, JudgePool
+from rewardsvc.core.rollout import Rollout
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.judges import prompts
+from rewardsvc.judges.backends import Backend, RetryPolicy
+from rewardsvc.judges.judge import (
     Judge,
     Unparseable,
     build_judges,
@@ -24,10 +27,7 @@ from rewardsvc.judging import (
     parse_answer,
     parse_structured,
 )
-from rewardsvc.metrics import JUDGE_CALLS, JUDGE_ERRORS
-from rewardsvc.pool import JudgeConfig, JudgePool
-from rewardsvc.rollout import Rollout
-from rewardsvc.rubric import Rubric
+from rewardsvc.server.metrics import JUDGE_CALLS, JUDGE_ERRORS
 
 RUBRIC = Rubric(
     id="arith",

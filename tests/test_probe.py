@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from rewardsvc.detectors import detect
-from rewardsvc.probe import attacks
-from rewardsvc.rollout import Rollout
+from rewardsvc.core.rollout import Rollout
+from rewardsvc.safety.attacks import attacks
+from rewardsvc.safety.detectors import detect
 
 HONEST = "Paris is the capital of France. It has been the capital since the 10th century."
 

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewardsvc import prompts
-from rewardsvc.prompts import fence, parse_fences
-from rewardsvc.rollout import Rollout
-from rewardsvc.rubric import Rubric
+from rewardsvc.core.rollout import Rollout
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.judges import prompts
+from rewardsvc.judges.prompts import fence, parse_fences
 
 RUBRIC = Rubric(
     id="helpful",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rewardsvc.pool import JudgeConfig, JudgePool
-from rewardsvc.registry import Registry
+from rewardsvc.core.pool import JudgeConfig, JudgePool
+from rewardsvc.library.registry import Registry
 
 POOL = JudgePool(
     judges={

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rewardsvc.detectors import detect
-from rewardsvc.protocol import Item
-from rewardsvc.rollout import Rollout
+from rewardsvc.core.rollout import Rollout
+from rewardsvc.safety.detectors import detect
+from rewardsvc.server.wire import Item
 
 
 def test_assistant_messages_render_as_their_bare_text() -> None:

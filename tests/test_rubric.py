@@ -12,10 +12,10 @@ import jsonschema
 import pytest
 from ruamel.yaml import YAML
 
-from rewardsvc.pool import JudgePool
-from rewardsvc.registry import load_pool, validate_rubric_file
-from rewardsvc.rubric import Rubric
-from rewardsvc.yamlfile import InvalidFile, load_file, parse_yaml
+from rewardsvc.core.pool import JudgePool
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.library.registry import load_pool, validate_rubric_file
+from rewardsvc.library.yamlfile import InvalidFile, load_file, parse_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTEXT = {"judge_names": {"primary", "secondary"}}

@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rewardsvc.rubric import Calibration, JudgeRule, Rubric, Transforms
+from rewardsvc.core.rubric import Calibration, JudgeRule, Rubric, Transforms
 
 HOLISTIC = "_holistic"
 """The criterion id under which an implicit rubric's single holistic verdict is reported."""

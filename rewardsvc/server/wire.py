@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rewardsvc.rubric import JudgeRule, Rubric
+from rewardsvc.core.rubric import JudgeRule, Rubric
 
 Status = Literal["ok", "degraded", "judge_error", "rejected"]
 

@@ -43,8 +43,8 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from rewardsvc.metrics import BREAKER_OPEN
-from rewardsvc.pool import JudgeConfig
+from rewardsvc.core.pool import JudgeConfig
+from rewardsvc.server.metrics import BREAKER_OPEN
 
 ErrorKind = Literal[
     "timeout", "connection", "rate_limited", "server_error", "client_error", "unavailable", "other"

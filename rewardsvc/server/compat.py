@@ -29,8 +29,8 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from rewardsvc.guards import ApiError
-from rewardsvc.protocol import ErrorDetail, Message, RewardOptions, RewardResponse, RewardResult
+from rewardsvc.server.guards import ApiError
+from rewardsvc.server.wire import ErrorDetail, Message, RewardOptions, RewardResponse, RewardResult
 
 
 class Scorer(Protocol):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from rewardsvc.protocol import Item, Message
+from rewardsvc.server.wire import Item, Message
 
 
 def _content(message: Message) -> str:

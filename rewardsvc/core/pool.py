@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator
 
-from rewardsvc.rubric import Identifier
+from rewardsvc.core.rubric import Identifier
 
 
 class _Strict(BaseModel):

@@ -27,8 +27,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from rewardsvc.rollout import Rollout
-from rewardsvc.rubric import Criterion, Rubric
+from rewardsvc.core.rollout import Rollout
+from rewardsvc.core.rubric import Criterion, Rubric
 
 Api = Literal["chat", "completion"]
 Method = Literal["logprob", "structured", "sampled"]

@@ -20,7 +20,7 @@ from fastapi import HTTPException
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rewardsvc.protocol import ErrorDetail
+from rewardsvc.server.wire import ErrorDetail
 
 # Routes that orchestrators probe without credentials.
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})

@@ -16,10 +16,9 @@ from typing import Any
 
 import watchfiles
 
-from rewardsvc import metrics
-from rewardsvc.pool import JudgePool
-from rewardsvc.rubric import Rubric
-from rewardsvc.yamlfile import (
+from rewardsvc.core.pool import JudgePool
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.library.yamlfile import (
     InvalidFile,
     Problem,
     load_file,
@@ -27,6 +26,7 @@ from rewardsvc.yamlfile import (
     parse_yaml,
     validate_document,
 )
+from rewardsvc.server import metrics
 
 log = logging.getLogger(__name__)
 

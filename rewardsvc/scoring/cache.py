@@ -21,8 +21,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Literal
 
-from rewardsvc.metrics import CACHE_HITS, DEDUP_HITS
-from rewardsvc.verdict import Verdict
+from rewardsvc.core.verdict import Verdict
+from rewardsvc.server.metrics import CACHE_HITS, DEDUP_HITS
 
 log = logging.getLogger(__name__)
 

@@ -33,10 +33,20 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rewardsvc import compat, metrics
-from rewardsvc.cache import VerdictCache
-from rewardsvc.engine import Engine
-from rewardsvc.guards import (
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.judges.judge import Judge, build_judges
+from rewardsvc.library.registry import Registry, load_pool
+from rewardsvc.library.yamlfile import (
+    InvalidFile,
+    Problem,
+    format_path,
+    split_relative,
+    validate_document,
+)
+from rewardsvc.scoring.cache import VerdictCache
+from rewardsvc.scoring.engine import Engine
+from rewardsvc.server import compat, metrics
+from rewardsvc.server.guards import (
     PUBLIC_PATHS,
     ApiError,
     ApiKeyMiddleware,
@@ -46,12 +56,8 @@ from rewardsvc.guards import (
     error_detail_of,
     error_response,
 )
-from rewardsvc.judging import Judge, build_judges
-from rewardsvc.protocol import ErrorDetail, RewardOptions, RewardRequest, RewardResponse
-from rewardsvc.registry import Registry, load_pool
-from rewardsvc.rubric import Rubric
+from rewardsvc.server.wire import ErrorDetail, RewardOptions, RewardRequest, RewardResponse
 from rewardsvc.settings import Settings
-from rewardsvc.yamlfile import InvalidFile, Problem, format_path, split_relative, validate_document
 
 log = logging.getLogger(__name__)
 

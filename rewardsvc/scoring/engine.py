@@ -24,11 +24,14 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from rewardsvc import aggregate
-from rewardsvc.cache import Source, VerdictCache, cache_key
-from rewardsvc.detectors import detect
-from rewardsvc.metrics import FLAGS, ITEMS, REWARDS
-from rewardsvc.protocol import (
+from rewardsvc.core import aggregate
+from rewardsvc.core.rollout import Rollout
+from rewardsvc.core.rubric import Criterion, Rubric
+from rewardsvc.core.verdict import Verdict
+from rewardsvc.safety.detectors import detect
+from rewardsvc.scoring.cache import Source, VerdictCache, cache_key
+from rewardsvc.server.metrics import FLAGS, ITEMS, REWARDS
+from rewardsvc.server.wire import (
     CriterionScore,
     Item,
     JudgeResult,
@@ -39,15 +42,12 @@ from rewardsvc.protocol import (
     Status,
     Usage,
 )
-from rewardsvc.rollout import Rollout
-from rewardsvc.rubric import Criterion, Rubric
-from rewardsvc.verdict import Verdict
 
 log = logging.getLogger(__name__)
 
 
 class JudgeLike(Protocol):
-    """What the engine needs of a judge (``rewardsvc.judging.Judge`` provides it)."""
+    """What the engine needs of a judge (``rewardsvc.judges.judge.Judge`` provides it)."""
 
     name: str
 
@@ -126,7 +126,7 @@ class _Call:
 class Engine:
     """Scores batches against rubrics with a set of judges, sharing one verdict cache.
 
-    ``judges`` maps pool judge names to judges (``rewardsvc.judging.build_judges``); the
+    ``judges`` maps pool judge names to judges (``rewardsvc.judges.judge.build_judges``); the
     engine owns them and closes them in ``aclose``. ``cache=None`` keeps no verdicts but
     still deduplicates identical calls in flight. Items whose prompt, completion or
     reference is longer than ``max_text_chars`` (after rendering chat messages) are

@@ -23,14 +23,14 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from rewardsvc import prompts
-from rewardsvc.backends import Backend, BackendError
-from rewardsvc.metrics import JUDGE_CALLS, JUDGE_ERRORS, JUDGE_LATENCY, JUDGE_TOKENS
-from rewardsvc.pool import JudgeConfig, JudgePool
-from rewardsvc.prompts import Prompt, Question
-from rewardsvc.rollout import Rollout
-from rewardsvc.rubric import Criterion, Rubric
-from rewardsvc.verdict import Verdict
+from rewardsvc.core.pool import JudgeConfig, JudgePool
+from rewardsvc.core.rollout import Rollout
+from rewardsvc.core.rubric import Criterion, Rubric
+from rewardsvc.core.verdict import Verdict
+from rewardsvc.judges import prompts
+from rewardsvc.judges.backends import Backend, BackendError
+from rewardsvc.judges.prompts import Prompt, Question
+from rewardsvc.server.metrics import JUDGE_CALLS, JUDGE_ERRORS, JUDGE_LATENCY, JUDGE_TOKENS
 
 # Temperature of the sampled method when the pool leaves the judge at 0 (greedy
 # samples would all be the same and the variance meaningless).

@@ -31,8 +31,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from rewardsvc.prompts import CONTROL_TOKEN
-from rewardsvc.rollout import Rollout
+from rewardsvc.core.rollout import Rollout
+from rewardsvc.judges.prompts import CONTROL_TOKEN
 
 FLAGS = (
     "control_tokens",

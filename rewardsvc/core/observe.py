@@ -1,0 +1,89 @@
+"""The observer: how the rooms below the server report what they did, without I/O.
+
+Judges, backends, the cache and the engine call an :class:`Observer`; the server installs
+one that records Prometheus metrics (``rewardsvc.server.metrics``), tests and the CLI use
+:data:`NULL_OBSERVER` or their own. One interface, so that metrics are recorded in one
+place and no room below the server imports a metrics library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from rewardsvc.core.results import BatchResult
+    from rewardsvc.core.verdict import Verdict
+
+
+class Observer(Protocol):
+    """Receives events from the scoring path. Implementations must be cheap and never raise."""
+
+    def judge_call(self, judge: str, verdict: Verdict) -> None:
+        """A judge call finished (``verdict.error_kind`` is set when it failed)."""
+
+    def breaker(self, judge: str, url: str, is_open: bool) -> None:
+        """A base URL's circuit breaker opened or closed."""
+
+    def cache_hit(self, dedup: bool) -> None:
+        """A verdict came from the cache (``dedup``: from an identical call in flight)."""
+
+    def batch(self, label: str, result: BatchResult) -> None:
+        """A batch was scored; ``label`` names the rubric in metrics."""
+
+    def rubric_file(self, file: str, refused: bool) -> None:
+        """A rubric file's latest edit was installed (False) or refused (True)."""
+
+
+class NullObserver:
+    """An observer that records nothing."""
+
+    def judge_call(self, judge: str, verdict: Verdict) -> None:
+        """Ignore."""
+
+    def breaker(self, judge: str, url: str, is_open: bool) -> None:
+        """Ignore."""
+
+    def cache_hit(self, dedup: bool) -> None:
+        """Ignore."""
+
+    def batch(self, label: str, result: BatchResult) -> None:
+        """Ignore."""
+
+    def rubric_file(self, file: str, refused: bool) -> None:
+        """Ignore."""
+
+
+NULL_OBSERVER: Observer = NullObserver()
+
+
+class Observers:
+    """Several observers as one (e.g. metrics and the reward monitor)."""
+
+    def __init__(self, observers: Sequence[Observer]):
+        self.observers = tuple(observers)
+
+    def judge_call(self, judge: str, verdict: Verdict) -> None:
+        """Forward to each."""
+        for o in self.observers:
+            o.judge_call(judge, verdict)
+
+    def breaker(self, judge: str, url: str, is_open: bool) -> None:
+        """Forward to each."""
+        for o in self.observers:
+            o.breaker(judge, url, is_open)
+
+    def cache_hit(self, dedup: bool) -> None:
+        """Forward to each."""
+        for o in self.observers:
+            o.cache_hit(dedup)
+
+    def batch(self, label: str, result: BatchResult) -> None:
+        """Forward to each."""
+        for o in self.observers:
+            o.batch(label, result)
+
+    def rubric_file(self, file: str, refused: bool) -> None:
+        """Forward to each."""
+        for o in self.observers:
+            o.rubric_file(file, refused)

@@ -1,0 +1,72 @@
+"""What the engine returns: rewards of a batch as plain dataclasses (no wire models).
+
+The server maps these to its wire models (``rewardsvc.server.wire``); the CLI, the
+monitor and the trainer-compat routes read them directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from rewardsvc.core.errors import JudgeErrorKind
+
+Status = Literal["ok", "degraded", "judge_error", "rejected"]
+
+
+@dataclass
+class CriterionOutcome:
+    """One judge's verdict on one criterion of one item."""
+
+    score: float | None
+    variance: float = 0.0
+    probs: dict[str, float] | None = None
+    error: str | None = None
+    error_kind: JudgeErrorKind | None = None
+
+
+@dataclass
+class JudgeOutcome:
+    """One judge's score of one item (``score`` None when any of its calls failed)."""
+
+    score: float | None
+    raw_score: float | None = None
+    variance: float = 0.0
+    criteria: dict[str, CriterionOutcome] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass
+class ItemReward:
+    """The reward of one item, with its status, uncertainty and breakdown."""
+
+    id: str
+    reward: float | None
+    status: Status
+    uncertainty: float | None = None
+    judges: dict[str, JudgeOutcome] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
+    cached: bool = False
+    error: str | None = None
+    completion_chars: int = 0
+
+
+@dataclass
+class BatchUsage:
+    """Judge work done for one batch."""
+
+    judge_calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+
+
+@dataclass
+class BatchResult:
+    """Rewards for every item of a batch, in input order, and the rubric that gave them."""
+
+    rubric_id: str
+    version: str
+    items: list[ItemReward]
+    usage: BatchUsage

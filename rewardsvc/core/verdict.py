@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rewardsvc.core.errors import JudgeErrorKind
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -21,6 +23,7 @@ class Verdict:
     completion_tokens: int = 0
     latency_ms: float = 0.0
     error: str | None = None
+    error_kind: JudgeErrorKind | None = None
 
     @property
     def ok(self) -> bool:
@@ -28,6 +31,12 @@ class Verdict:
         return self.error is None and self.score is not None
 
     @classmethod
-    def failed(cls, error: str, raw: str = "", latency_ms: float = 0.0) -> Verdict:
+    def failed(
+        cls,
+        error: str,
+        raw: str = "",
+        latency_ms: float = 0.0,
+        kind: JudgeErrorKind = "internal",
+    ) -> Verdict:
         """A verdict for a call that produced no usable score."""
-        return cls(score=None, error=error, raw=raw, latency_ms=latency_ms)
+        return cls(score=None, error=error, raw=raw, latency_ms=latency_ms, error_kind=kind)

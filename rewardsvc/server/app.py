@@ -12,13 +12,9 @@ import asyncio
 import contextlib
 import json
 import logging
-import queue
 import re
-import threading
-import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -56,13 +52,12 @@ from rewardsvc.server.guards import (
     error_detail_of,
     error_response,
 )
+from rewardsvc.server.readiness import ReadinessProbe
+from rewardsvc.server.reward_log import RewardLog
 from rewardsvc.server.wire import ErrorDetail, RewardOptions, RewardRequest, RewardResponse
 from rewardsvc.settings import Settings
 
 log = logging.getLogger(__name__)
-
-READY_TTL_S = 5.0  # how long a /readyz answer is reused before judges are probed again
-PROBE_TIMEOUT_S = 2.0  # per judge base URL, for GET {base_url}/models
 
 
 # ------------------------------------------------------------------ response models
@@ -159,103 +154,6 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
         429: "Too many items in flight (max_inflight); retry after Retry-After seconds.",
     }
     return {c: {"model": ErrorDetail, "description": text[c]} for c in codes}
-
-
-# ------------------------------------------------------------------ reward log
-
-
-class RewardLog:
-    """Appends JSON lines to a file from a background thread, off the event loop."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._queue: queue.SimpleQueue[list[str] | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="reward-log", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        with self.path.open("a", encoding="utf-8") as out:
-            while True:
-                lines = self._queue.get()
-                if lines is None:
-                    return
-                try:
-                    out.writelines(lines)
-                    out.flush()
-                except OSError:
-                    # The log is an audit trail, not the reward: a full disk must not fail
-                    # requests, so the lines are dropped and the failure logged.
-                    log.exception("reward log: could not write to %s", self.path)
-
-    def write(self, response: RewardResponse, items: list[Any]) -> None:
-        """Queue one line per result of ``response`` (``items`` supply the metadata)."""
-        now = datetime.now(UTC).isoformat(timespec="milliseconds")
-        lines = []
-        for raw, result in zip(items, response.results, strict=False):
-            metadata = raw.get("metadata") if isinstance(raw, dict) else None
-            record = {
-                "time": now,
-                "rubric": response.rubric.id,
-                "version": response.rubric.version,
-                "id": result.id,
-                "reward": result.reward,
-                "status": result.status,
-                "uncertainty": result.uncertainty,
-                "flags": result.flags,
-                "metadata": metadata if isinstance(metadata, dict) else {},
-            }
-            lines.append(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-        self._queue.put(lines)
-
-    def close(self) -> None:
-        """Write what is queued and stop the thread."""
-        self._queue.put(None)
-        self._thread.join(timeout=10)
-
-
-# ------------------------------------------------------------------ readiness
-
-
-class ReadinessProbe:
-    """Answers /readyz from a few-second cache of judge probes (``GET {base_url}/models``)."""
-
-    def __init__(self, judges: Mapping[str, Judge], client: httpx.AsyncClient):
-        self.judges = judges
-        self.client = client
-        self._lock = asyncio.Lock()
-        self._checked_at = -1e9
-        self._reachable: dict[str, bool] = {}
-
-    async def _probe_url(self, url: str, api_key: str) -> bool:
-        try:
-            reply = await self.client.get(
-                url.rstrip("/") + "/models",
-                headers={"Authorization": f"Bearer {api_key}"},
-                timeout=PROBE_TIMEOUT_S,
-            )
-        except httpx.HTTPError:
-            return False
-        return reply.status_code == 200
-
-    async def _probe_judge(self, judge: Judge) -> bool:
-        try:
-            key = judge.config.api_key()
-        except KeyError:
-            return False
-        urls = [str(u) for u in judge.config.base_urls]
-        answers = await asyncio.gather(*(self._probe_url(u, key) for u in urls))
-        return any(answers)
-
-    async def reachable(self) -> dict[str, bool]:
-        """Which judges answered, probing again when the last answer is older than READY_TTL_S."""
-        async with self._lock:
-            if time.monotonic() - self._checked_at > READY_TTL_S:
-                names = list(self.judges)
-                answers = await asyncio.gather(*(self._probe_judge(self.judges[n]) for n in names))
-                self._reachable = dict(zip(names, answers, strict=True))
-                self._checked_at = time.monotonic()
-            return dict(self._reachable)
 
 
 # ------------------------------------------------------------------ the service

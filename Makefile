@@ -27,6 +27,7 @@ serve: install judges
 test: install judges
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/rewardsvc validate rubrics
 	$(PY) -m pytest -ra
 

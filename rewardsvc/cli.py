@@ -20,8 +20,15 @@ from rewardsvc.library.registry import (
     is_pool_document,
     load_pool,
     validate_rubric_file,
+    validation_context,
 )
-from rewardsvc.library.yamlfile import InvalidFile, Problem, parse_yaml, validate_document
+from rewardsvc.library.yamlfile import (
+    InvalidFile,
+    Problem,
+    parse_yaml,
+    read_text,
+    validate_document,
+)
 from rewardsvc.safety.attacks import attacks
 
 
@@ -108,6 +115,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _files(paths: Sequence[str]) -> list[Path]:
+    """The YAML files named by ``paths``: files as given, directories searched recursively."""
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
@@ -128,28 +136,28 @@ def cmd_validate(args: argparse.Namespace) -> int:
     except InvalidFile as exc:
         problems += exc.problems
     files = _files(args.paths)
-    context = {"judge_names": set(pool.judges)} if pool else None
-    count = 0
+    context = validation_context(pool)
     for path in files:
         try:
-            doc = parse_yaml(path.read_text(encoding="utf-8"), str(path))
+            doc = parse_yaml(read_text(path), str(path))
             if is_pool_document(doc):
                 validate_document(doc, JudgePool, str(path))
             else:
                 validate_rubric_file(doc, path, context)
-            count += 1
         except InvalidFile as exc:
             problems += exc.problems
-        except OSError as exc:
-            problems.append(Problem(str(path), 1, "", f"cannot read: {exc.strerror}"))
     for problem in problems:
         print(problem)
-    print(
-        f"{count} file(s) checked against judge pool {pool_path}: "
-        + (f"{len(problems)} problem(s)" if problems else "all valid"),
-        file=sys.stderr,
-    )
+    print(_summary(len(files), problems, pool_path), file=sys.stderr)
     return 1 if problems else 0
+
+
+def _summary(files: int, problems: Sequence[Problem], pool_path: Path) -> str:
+    """The last line of ``validate``: how many files were checked and how many failed."""
+    checked = f"{files} file(s) checked against judge pool {pool_path}: "
+    if not problems:
+        return checked + "all valid"
+    return checked + f"{len(problems)} problem(s) in {len({p.file for p in problems})} file(s)"
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -178,12 +186,13 @@ def _score_locally(pool: JudgePool, rubric: Rubric, items: list[dict]) -> dict:
     """Score items with a fresh engine (no cache), as the service would."""
     from rewardsvc.judges.judge import build_judges
     from rewardsvc.scoring.engine import Engine
+    from rewardsvc.server.service import score_batch
     from rewardsvc.server.wire import RewardOptions
 
     async def run() -> dict:
         engine = Engine(build_judges(pool))
         try:
-            response = await engine.score(rubric, items, RewardOptions(use_cache=False))
+            response = await score_batch(engine, rubric, items, RewardOptions(use_cache=False))
         finally:
             await engine.aclose()
         return response.model_dump(mode="json")

@@ -7,9 +7,21 @@ cache keys and detectors all see the same text.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
-from rewardsvc.server.wire import Item, Message
+from rewardsvc.core.rubric import JudgeRule
+
+
+class Message(Protocol):
+    """A chat message as the wire models hold it: a role and text or content parts."""
+
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def content(self) -> str | list[dict[str, Any]] | None: ...
 
 
 def _content(message: Message) -> str:
@@ -20,20 +32,20 @@ def _content(message: Message) -> str:
     return "".join(str(p.get("text", "")) for p in message.content if p.get("type") == "text")
 
 
-def render_text(value: str | list[Message]) -> str:
+def render_text(value: str | Sequence[Message]) -> str:
     """A string as is; chat messages as a ``role: text`` transcript (text parts only)."""
     if isinstance(value, str):
         return value
     return "\n".join(f"{m.role}: {_content(m)}" for m in value)
 
 
-def render_completion(value: str | list[Message]) -> str:
+def render_completion(value: str | Sequence[Message]) -> str:
     """Like ``render_text``, but a reply made only of assistant messages is its bare text.
 
     Judges and detectors must see the same answer whether a trainer sent it as a
     string or as a chat message: a role prefix would hide a bare ``:`` master key.
     """
-    if isinstance(value, list) and all(m.role == "assistant" for m in value):
+    if not isinstance(value, str) and all(m.role == "assistant" for m in value):
         return "\n\n".join(_content(m) for m in value)
     return render_text(value)
 
@@ -46,11 +58,6 @@ class Rollout:
     completion: str
     reference: str | None = None
 
-    @classmethod
-    def from_item(cls, item: Item) -> Rollout:
-        """Normalize a wire item."""
-        return cls(render_text(item.prompt), render_completion(item.completion), item.reference)
-
     def digest(self) -> str:
         """Content hash, for cache keys and in-flight deduplication."""
         h = hashlib.sha256()
@@ -58,3 +65,23 @@ class Rollout:
             data = b"\x00" if part is None else b"\x01" + part.encode()
             h.update(len(data).to_bytes(8, "big") + data)
         return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class ItemIn:
+    """One item of a batch as the engine receives it: its id and its rollout, or, for an
+    item the server could not read, the reason it is rejected."""
+
+    id: str
+    rollout: Rollout | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    """Per-request overrides of a rubric's settings (``None``: the rubric's own)."""
+
+    judges: tuple[str, ...] | None = None
+    rule: JudgeRule | None = None
+    min_judges: int | None = None
+    use_cache: bool = True

@@ -1,14 +1,14 @@
-"""The engine: one batch of items against one rubric, from raw item dicts to rewards.
+"""The engine: one batch of items against one rubric, from rollouts to rewards.
 
-For each request it validates every item on its own (a bad one is ``rejected``, the rest
-go on), runs the detectors, plans one judge call per (item, judge, criterion) — or one
+For each request it checks every item on its own (a bad one is ``rejected``, the rest go
+on), runs the detectors, plans one judge call per (item, judge, criterion) — or one
 holistic call per (item, judge) for ``combine: implicit`` — serves what it can from the
 verdict cache or from an identical call already in flight, sends the rest concurrently
 (the backends enforce each judge's concurrency limit), and assembles each item's reward,
-status, uncertainty and breakdown with the pure functions of ``aggregate.py``.
+status, uncertainty and breakdown with the pure functions of ``core.aggregate``.
 
-The engine's only state is the verdict cache and, per (rubric version, judge), the rolling
-window of recent raw judge scores that per-judge calibration needs.
+It returns domain results (``core.results``); the server turns them into wire models.
+The engine's only state is the verdict cache and the calibration windows.
 """
 
 from __future__ import annotations
@@ -17,31 +17,27 @@ import asyncio
 import functools
 import logging
 import time
-from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-from pydantic import ValidationError
+from typing import Protocol
 
 from rewardsvc.core import aggregate
-from rewardsvc.core.rollout import Rollout
+from rewardsvc.core.errors import RequestError
+from rewardsvc.core.observe import NULL_OBSERVER, Observer
+from rewardsvc.core.results import (
+    BatchResult,
+    BatchUsage,
+    CriterionOutcome,
+    ItemReward,
+    JudgeOutcome,
+    Status,
+)
+from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.safety.detectors import detect
 from rewardsvc.scoring.cache import Source, VerdictCache, cache_key
-from rewardsvc.server.metrics import FLAGS, ITEMS, REWARDS
-from rewardsvc.server.wire import (
-    CriterionScore,
-    Item,
-    JudgeResult,
-    RewardOptions,
-    RewardResponse,
-    RewardResult,
-    RubricRef,
-    Status,
-    Usage,
-)
+from rewardsvc.scoring.calibration import CalibrationWindows
 
 log = logging.getLogger(__name__)
 
@@ -60,47 +56,6 @@ class JudgeLike(Protocol):
     async def score_holistic(self, rubric: Rubric, rollout: Rollout) -> Verdict: ...
 
     async def aclose(self) -> None: ...
-
-
-def format_validation_error(prefix: str, error: ValidationError) -> str:
-    """``items[3].completion: Field required; ...``: each problem with the field it names."""
-    problems: list[str] = []
-    for e in error.errors():
-        parts: list[str] = []
-        for i, loc in enumerate(e["loc"]):
-            if isinstance(loc, int):
-                parts.append(f"[{loc}]")
-            # Union members appear in the location as type tags (prompt.str,
-            # prompt.list[Message]); they are not fields, so they are left out.
-            elif i > 0 and (loc == "str" or "[" in loc):
-                continue
-            else:
-                parts.append(f".{loc}")
-        problem = f"{prefix}{''.join(parts)}: {e['msg']}"
-        if problem not in problems:
-            problems.append(problem)
-    return "; ".join(problems)
-
-
-class CalibrationWindows:
-    """Rolling windows of recent raw scores, one per (rubric version, judge), least recently
-    used dropped beyond ``max_keys`` (inline rubrics could otherwise grow it without end)."""
-
-    def __init__(self, max_keys: int = 4096):
-        self.max_keys = max_keys
-        self._windows: OrderedDict[tuple[str, str], deque[float]] = OrderedDict()
-
-    def get(self, rubric_version: str, judge: str, size: int) -> deque[float]:
-        """The window for (rubric version, judge), holding at most ``size`` scores."""
-        key = (rubric_version, judge)
-        window = self._windows.get(key)
-        if window is None or window.maxlen != size:
-            window = deque(window or (), maxlen=size)
-            self._windows[key] = window
-        self._windows.move_to_end(key)
-        while len(self._windows) > self.max_keys:
-            self._windows.popitem(last=False)
-        return window
 
 
 _NO_VERDICT: tuple[Verdict, Source] = (Verdict.failed("not scored"), "call")
@@ -126,11 +81,10 @@ class _Call:
 class Engine:
     """Scores batches against rubrics with a set of judges, sharing one verdict cache.
 
-    ``judges`` maps pool judge names to judges (``rewardsvc.judges.judge.build_judges``); the
-    engine owns them and closes them in ``aclose``. ``cache=None`` keeps no verdicts but
-    still deduplicates identical calls in flight. Items whose prompt, completion or
-    reference is longer than ``max_text_chars`` (after rendering chat messages) are
-    rejected.
+    ``judges`` maps pool judge names to judges (``rewardsvc.judges.judge.build_judges``);
+    the engine owns them and closes them in ``aclose``. ``cache=None`` keeps no verdicts
+    but still deduplicates identical calls in flight. Items whose prompt, completion or
+    reference is longer than ``max_text_chars`` are rejected.
     """
 
     def __init__(
@@ -138,15 +92,17 @@ class Engine:
         judges: Mapping[str, JudgeLike],
         cache: VerdictCache | None = None,
         max_text_chars: int = 100_000,
+        observer: Observer = NULL_OBSERVER,
     ):
         self.judges = dict(judges)
         self.cache = cache if cache is not None else VerdictCache(max_entries=0)
         self.max_text_chars = max_text_chars
         self.windows = CalibrationWindows()
+        self.observer = observer
 
     # ----------------------------------------------------------- request-level checks
 
-    def _select_judges(self, rubric: Rubric, options: RewardOptions) -> list[str]:
+    def _select_judges(self, rubric: Rubric, options: ScoreOptions) -> list[str]:
         listed = [j.name for j in rubric.judges]
         if options.judges is None:
             names = listed
@@ -154,46 +110,38 @@ class Engine:
             names = list(dict.fromkeys(options.judges))
             for name in names:
                 if name not in listed:
-                    raise ValueError(
-                        f"options.judges: unknown judge {name!r}; rubric {rubric.id!r} "
-                        f"is scored by {listed}"
+                    raise RequestError.at(
+                        ("options", "judges"),
+                        f"unknown judge {name!r}; rubric {rubric.id!r} is scored by {listed}",
                     )
         for name in names:
             if name not in self.judges:
-                raise ValueError(
-                    f"rubric.judges: judge {name!r} is not in the judge pool "
-                    f"(pool: {sorted(self.judges)})"
+                raise RequestError.at(
+                    ("rubric", "judges"),
+                    f"judge {name!r} is not in the judge pool (pool: {sorted(self.judges)})",
                 )
         return names
 
     @staticmethod
-    def _min_judges(rubric: Rubric, options: RewardOptions, selected: int) -> int:
+    def _min_judges(rubric: Rubric, options: ScoreOptions, selected: int) -> int:
         if options.min_judges is not None:
             if options.min_judges > selected:
-                raise ValueError(
-                    f"options.min_judges: {options.min_judges} is more than the "
-                    f"{selected} judges selected"
+                raise RequestError.at(
+                    ("options", "min_judges"),
+                    f"{options.min_judges} is more than the {selected} judges selected",
                 )
             return options.min_judges
         # A subset chosen with options.judges lowers the rubric's bar to what it can meet.
         return min(rubric.min_judges, selected)
 
-    def _prepare(
-        self, rubric: Rubric, index: int, raw: Any
-    ) -> tuple[_Prepared | None, RewardResult | None]:
+    def _prepare(self, rubric: Rubric, index: int, item: ItemIn) -> _Prepared | ItemReward:
+        def reject(message: str) -> ItemReward:
+            return ItemReward(id=item.id, reward=None, status="rejected", error=message)
+
+        if item.rollout is None:
+            return reject(item.error or "item rejected")
+        rollout = item.rollout
         prefix = f"items[{index}]"
-        fallback_id = str(index)
-        if isinstance(raw, dict) and isinstance(raw.get("id"), str):
-            fallback_id = raw["id"][:256]
-
-        def reject(message: str) -> tuple[None, RewardResult]:
-            return None, RewardResult(id=fallback_id, reward=None, status="rejected", error=message)
-
-        try:
-            item = Item.model_validate(raw)
-        except ValidationError as exc:
-            return reject(format_validation_error(prefix, exc))
-        rollout = Rollout.from_item(item)
         texts = {
             "prompt": rollout.prompt,
             "completion": rollout.completion,
@@ -213,63 +161,46 @@ class Engine:
             # A detector bug must not sink the batch; the item is scored without flags.
             log.exception("detectors failed on %s", prefix)
             flags = []
-        item_id = item.id if item.id is not None else fallback_id
-        return _Prepared(index, item_id, rollout, flags), None
+        return _Prepared(index, item.id, rollout, flags)
 
     # ----------------------------------------------------------- scoring
 
     async def score(
         self,
         rubric: Rubric,
-        items: Sequence[Any],
-        options: RewardOptions | None = None,
+        items: Sequence[ItemIn],
+        options: ScoreOptions | None = None,
         metrics_label: str | None = None,
-    ) -> RewardResponse:
-        """Rewards for ``items`` (raw dicts, validated one by one) in request order.
+    ) -> BatchResult:
+        """Rewards for ``items`` in input order.
 
         ``metrics_label`` names the rubric in metrics (default its id); callers pass a
         fixed label for inline rubrics, whose ids are the client's to choose and would
         otherwise grow the metric series without bound.
 
-        Raises ``ValueError`` for a request-level problem (``options.judges`` names a judge
-        the rubric does not list, ``options.min_judges`` above the judges selected, or a
-        rubric judge missing from the pool); item-level problems never raise.
+        Raises :class:`RequestError` for a request-level problem (``options.judges`` names
+        a judge the rubric does not list, ``options.min_judges`` above the judges selected,
+        or a rubric judge missing from the pool); item-level problems never raise.
         """
         started = time.perf_counter()
-        options = options or RewardOptions()
+        options = options or ScoreOptions()
         names = self._select_judges(rubric, options)
         min_judges = self._min_judges(rubric, options, len(names))
         version = rubric.version()
 
-        results: list[RewardResult | None] = [None] * len(items)
+        results: list[ItemReward | None] = [None] * len(items)
         prepared: list[_Prepared] = []
-        for index, raw in enumerate(items):
-            ok, rejected = self._prepare(rubric, index, raw)
-            if ok is not None:
-                prepared.append(ok)
+        for index, item in enumerate(items):
+            outcome = self._prepare(rubric, index, item)
+            if isinstance(outcome, _Prepared):
+                prepared.append(outcome)
             else:
-                results[index] = rejected
+                results[index] = outcome
 
         calls = self._plan(rubric, version, names, prepared)
-        outcomes: list[tuple[Verdict, Source]] = [_NO_VERDICT] * len(calls)
-        # Memory hits are served here; only the rest become tasks (calls, dedups, file reads).
-        pending = []
-        for n, c in enumerate(calls):
-            hit = self.cache.lookup(c.key) if options.use_cache else None
-            if hit is not None:
-                outcomes[n] = (hit, "hit")
-            else:
-                pending.append(n)
-        fetched = await asyncio.gather(
-            *(
-                self.cache.get_or_call(calls[n].key, calls[n].run, use_cache=options.use_cache)
-                for n in pending
-            )
-        )
-        for n, outcome in zip(pending, fetched, strict=True):
-            outcomes[n] = outcome
+        outcomes = await self._run(calls, options.use_cache)
 
-        usage = Usage()
+        usage = BatchUsage()
         verdicts: list[dict[str, dict[str, tuple[Verdict, Source]]]] = [
             {name: {} for name in names} for _ in prepared
         ]
@@ -282,25 +213,39 @@ class Engine:
             elif source == "hit":
                 usage.cache_hits += 1
 
-        for p, result in zip(
-            prepared,
-            self._assemble(rubric, version, options, names, min_judges, prepared, verdicts),
-            strict=True,
-        ):
+        assembled = self._assemble(rubric, version, options, names, min_judges, prepared, verdicts)
+        for p, result in zip(prepared, assembled, strict=True):
             results[p.index] = result
 
-        final = [r for r in results if r is not None]
-        label = metrics_label or rubric.id
-        for r in final:
-            ITEMS.labels(rubric=label, status=r.status).inc()
-            if r.reward is not None:
-                REWARDS.labels(rubric=label).observe(r.reward)
-            for flag in r.flags:
-                FLAGS.labels(flag=flag).inc()
         usage.latency_ms = (time.perf_counter() - started) * 1000
-        return RewardResponse(
-            rubric=RubricRef(id=rubric.id, version=version), results=final, usage=usage
+        batch = BatchResult(
+            rubric_id=rubric.id,
+            version=version,
+            items=[r for r in results if r is not None],
+            usage=usage,
         )
+        self.observer.batch(metrics_label or rubric.id, batch)
+        return batch
+
+    async def _run(self, calls: list[_Call], use_cache: bool) -> list[tuple[Verdict, Source]]:
+        outcomes: list[tuple[Verdict, Source]] = [_NO_VERDICT] * len(calls)
+        # Memory hits are served here; only the rest become tasks (calls, dedups, file reads).
+        pending = []
+        for n, c in enumerate(calls):
+            hit = self.cache.lookup(c.key) if use_cache else None
+            if hit is not None:
+                outcomes[n] = (hit, "hit")
+            else:
+                pending.append(n)
+        fetched = await asyncio.gather(
+            *(
+                self.cache.get_or_call(calls[n].key, calls[n].run, use_cache=use_cache)
+                for n in pending
+            )
+        )
+        for n, outcome in zip(pending, fetched, strict=True):
+            outcomes[n] = outcome
+        return outcomes
 
     def _plan(
         self, rubric: Rubric, version: str, names: list[str], prepared: list[_Prepared]
@@ -324,50 +269,49 @@ class Engine:
                     calls.append(_Call(pos, name, criterion.id, key, run))
         return calls
 
+    def _calibrate(
+        self, rubric: Rubric, version: str, names: list[str], rows: list[dict[str, JudgeOutcome]]
+    ) -> None:
+        """Per-judge calibration: this batch's raw scores join the judge's window first, so
+        that a batch is calibrated against itself and its predecessors, and the result does
+        not depend on the order of items within the batch."""
+        agg = rubric.aggregation
+        for name in names:
+            # Keyed by version: an edited rubric (or an inline one reusing a library id)
+            # must not be calibrated against another rubric's scores.
+            window = self.windows.get(version, name, agg.calibration_window)
+            window.extend(r[name].raw_score for r in rows if r[name].raw_score is not None)
+            reference = aggregate.WindowStats.of(window)
+            for row in rows:
+                jr = row[name]
+                if jr.raw_score is None:
+                    continue
+                jr.score, jr.variance = aggregate.calibrate(
+                    agg.calibration, jr.raw_score, reference, variance=jr.variance
+                )
+
     def _assemble(
         self,
         rubric: Rubric,
         version: str,
-        options: RewardOptions,
+        options: ScoreOptions,
         names: list[str],
         min_judges: int,
         prepared: list[_Prepared],
         verdicts: list[dict[str, dict[str, tuple[Verdict, Source]]]],
-    ) -> list[RewardResult]:
+    ) -> list[ItemReward]:
         agg = rubric.aggregation
         rule = options.rule or agg.rule
         weights = {j.name: j.weight for j in rubric.judges}
-
-        # Per judge: the breakdown and, when every criterion call succeeded, the raw score.
-        judge_results: list[dict[str, JudgeResult]] = []
-        for per_judge in verdicts:
-            row: dict[str, JudgeResult] = {}
-            for name in names:
-                row[name] = self._judge_result(rubric, per_judge[name])
-            judge_results.append(row)
-
-        # Per-judge calibration: this batch's raw scores join the judge's window first, so
-        # that a batch is calibrated against itself and its predecessors, and the result
-        # does not depend on the order of items within the batch.
+        rows = [
+            {name: self._judge_outcome(rubric, per_judge[name]) for name in names}
+            for per_judge in verdicts
+        ]
         if agg.calibration != "none":
-            for name in names:
-                # Keyed by version: an edited rubric (or an inline one reusing a library
-                # id) must not be calibrated against another rubric's scores.
-                window = self.windows.get(version, name, agg.calibration_window)
-                window.extend(
-                    r[name].raw_score for r in judge_results if r[name].raw_score is not None
-                )
-                reference = aggregate.WindowStats.of(window)
-                for row in judge_results:
-                    jr = row[name]
-                    if jr.raw_score is None:
-                        continue
-                    jr.score, jr.variance = aggregate.calibrate(
-                        agg.calibration, jr.raw_score, reference, variance=jr.variance
-                    )
+            self._calibrate(rubric, version, names, rows)
 
         results = []
-        for p, row, per_judge in zip(prepared, judge_results, verdicts, strict=True):
+        for p, row, per_judge in zip(prepared, rows, verdicts, strict=True):
             scored = [n for n in names if row[n].score is not None]
             sources = [s for crit in per_judge.values() for _, s in crit.values()]
             cached = bool(sources) and all(s == "hit" for s in sources)
@@ -399,7 +343,7 @@ class Engine:
                     + "; ".join(failed)
                 )
             results.append(
-                RewardResult(
+                ItemReward(
                     id=p.id,
                     reward=reward,
                     status=status,
@@ -408,16 +352,23 @@ class Engine:
                     flags=p.flags,
                     cached=cached,
                     error=error,
+                    completion_chars=len(p.rollout.completion),
                 )
             )
         return results
 
     @staticmethod
-    def _judge_result(
+    def _judge_outcome(
         rubric: Rubric, verdicts: Mapping[str, tuple[Verdict, Source]]
-    ) -> JudgeResult:
+    ) -> JudgeOutcome:
         criteria = {
-            cid: CriterionScore(score=v.score, variance=v.variance, p=v.probs, error=v.error)
+            cid: CriterionOutcome(
+                score=v.score,
+                variance=v.variance,
+                probs=v.probs,
+                error=v.error,
+                error_kind=v.error_kind,
+            )
             for cid, (v, _) in verdicts.items()
         }
         errors = [
@@ -427,13 +378,13 @@ class Engine:
         ]
         if errors:
             # A judge with any failed call contributes no score for this item: never a 0.
-            return JudgeResult(score=None, criteria=criteria, error="; ".join(errors))
+            return JudgeOutcome(score=None, criteria=criteria, error="; ".join(errors))
         raw, variance = aggregate.judge_score(
             rubric,
             {cid: v.score for cid, (v, _) in verdicts.items() if v.score is not None},
             {cid: v.variance for cid, (v, _) in verdicts.items()},
         )
-        return JudgeResult(score=raw, raw_score=raw, variance=variance, criteria=criteria)
+        return JudgeOutcome(score=raw, raw_score=raw, variance=variance, criteria=criteria)
 
     async def aclose(self) -> None:
         """Close the judges (their HTTP clients) and the verdict cache."""

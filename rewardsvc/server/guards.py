@@ -14,43 +14,14 @@ import hashlib
 import hmac
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
-from fastapi import HTTPException
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rewardsvc.server.wire import ErrorDetail
+from rewardsvc.server.errors import ApiError, error_response
 
 # Routes that orchestrators probe without credentials.
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
-
-
-class ApiError(HTTPException):
-    """An HTTP error rendered as ErrorDetail ``{error, message, field}``."""
-
-    def __init__(
-        self,
-        status_code: int,
-        error: str,
-        message: str,
-        field: str | None = None,
-        headers: dict[str, str] | None = None,
-    ):
-        detail = ErrorDetail(error=error, message=message, field=field)
-        super().__init__(status_code=status_code, detail=detail.model_dump(), headers=headers)
-
-
-def error_response(
-    status_code: int,
-    error: str,
-    message: str,
-    field: str | None = None,
-    headers: dict[str, str] | None = None,
-) -> JSONResponse:
-    """An ErrorDetail JSON response."""
-    body = ErrorDetail(error=error, message=message, field=field).model_dump()
-    return JSONResponse(body, status_code=status_code, headers=headers)
 
 
 # ------------------------------------------------------------------ auth
@@ -252,23 +223,3 @@ class InflightLimiter:
             yield
         finally:
             self.release(count)
-
-
-def error_detail_of(exc: HTTPException) -> dict[str, Any]:
-    """The ErrorDetail body for any HTTPException (ApiError or Starlette's own)."""
-    if isinstance(exc.detail, dict) and "error" in exc.detail:
-        return exc.detail
-    names = {
-        400: "bad_request",
-        401: "unauthorized",
-        403: "forbidden",
-        404: "not_found",
-        405: "method_not_allowed",
-        406: "not_acceptable",
-        413: "payload_too_large",
-        415: "unsupported_media_type",
-        429: "overloaded",
-        503: "unavailable",
-    }
-    error = names.get(exc.status_code, "error" if exc.status_code >= 500 else "bad_request")
-    return ErrorDetail(error=error, message=str(exc.detail)).model_dump()

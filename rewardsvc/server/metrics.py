@@ -1,8 +1,15 @@
-"""Prometheus metrics, defined once; the modules that do the work record into them."""
+"""Prometheus metrics, defined once, and the only code that records them: the service's
+observer of the scoring path and the request-counting middleware."""
 
 from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
+from starlette.applications import Starlette
+from starlette.routing import Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from rewardsvc.core.results import BatchResult
+from rewardsvc.core.verdict import Verdict
 
 REQUESTS = Counter(
     "rewardsvc_requests_total", "HTTP requests by route and status code", ["route", "code"]
@@ -39,3 +46,74 @@ BREAKER_OPEN = Gauge(
 RUBRIC_ERRORS = Gauge(
     "rewardsvc_rubric_errors", "Rubric files whose last edit was refused (0 or 1)", ["file"]
 )
+
+
+class PrometheusObserver:
+    """The service's observer (``rewardsvc.core.observe.Observer``): records every event of
+    the scoring path into the metrics above. The only place that records them."""
+
+    def judge_call(self, judge: str, verdict: Verdict) -> None:
+        """Count the call, its latency and tokens, and its failure kind."""
+        JUDGE_CALLS.labels(judge=judge).inc()
+        if verdict.error_kind is not None:
+            JUDGE_ERRORS.labels(judge=judge, kind=verdict.error_kind).inc()
+        JUDGE_LATENCY.labels(judge=judge).observe(verdict.latency_ms / 1000.0)
+        JUDGE_TOKENS.labels(judge=judge, kind="prompt").inc(verdict.prompt_tokens)
+        JUDGE_TOKENS.labels(judge=judge, kind="completion").inc(verdict.completion_tokens)
+
+    def breaker(self, judge: str, url: str, is_open: bool) -> None:
+        """Show the breaker's state."""
+        BREAKER_OPEN.labels(judge=judge, url=url).set(1 if is_open else 0)
+
+    def cache_hit(self, dedup: bool) -> None:
+        """Count a verdict served without a call."""
+        (DEDUP_HITS if dedup else CACHE_HITS).inc()
+
+    def batch(self, label: str, result: BatchResult) -> None:
+        """Count items by status, rewards and flags."""
+        for item in result.items:
+            ITEMS.labels(rubric=label, status=item.status).inc()
+            if item.reward is not None:
+                REWARDS.labels(rubric=label).observe(item.reward)
+            for flag in item.flags:
+                FLAGS.labels(flag=flag).inc()
+
+    def rubric_file(self, file: str, refused: bool) -> None:
+        """Show whether a rubric file's latest edit was refused."""
+        RUBRIC_ERRORS.labels(file=file).set(1 if refused else 0)
+
+
+class RequestMetricsMiddleware:
+    """Counts every HTTP response in REQUESTS by route template and status code."""
+
+    def __init__(self, app: ASGIApp, routes_app: Starlette):
+        self.app = app
+        self.routes_app = routes_app
+
+    def _route(self, scope: Scope) -> str:
+        route = scope.get("route")
+        if route is None:
+            # Refused before routing (auth, body limit): find the route it was meant for.
+            for candidate in self.routes_app.router.routes:
+                match, _ = candidate.matches(scope)
+                if match == Match.FULL:
+                    route = candidate
+                    break
+        return str(getattr(route, "path", "unmatched"))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500
+
+        async def counting_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, counting_send)
+        finally:
+            REQUESTS.labels(route=self._route(scope), code=str(status)).inc()

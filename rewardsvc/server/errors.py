@@ -1,0 +1,123 @@
+"""HTTP errors: every refusal is an ``ErrorDetail`` body ``{error, message, field}``.
+
+Request errors raised below the server (:class:`rewardsvc.core.errors.RequestError`) and
+FastAPI's validation errors both become ``ErrorDetail`` here, with field paths written by
+the one formatter of ``core.errors``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import HTTPException
+from starlette.responses import JSONResponse
+
+from rewardsvc.core.errors import FieldProblem, RequestError, field_problems
+from rewardsvc.server.wire import ErrorDetail
+
+
+class ApiError(HTTPException):
+    """An HTTP error rendered as ErrorDetail ``{error, message, field}``."""
+
+    def __init__(
+        self,
+        status_code: int,
+        error: str,
+        message: str,
+        field: str | None = None,
+        headers: dict[str, str] | None = None,
+    ):
+        detail = ErrorDetail(error=error, message=message, field=field)
+        super().__init__(status_code=status_code, detail=detail.model_dump(), headers=headers)
+
+    @classmethod
+    def of(cls, error: RequestError) -> ApiError:
+        """The HTTP form of a request error raised below the server."""
+        return cls(error.status, error.kind, str(error), field=error.field)
+
+
+def error_response(
+    status_code: int,
+    error: str,
+    message: str,
+    field: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    """An ErrorDetail JSON response."""
+    body = ErrorDetail(error=error, message=message, field=field).model_dump()
+    return JSONResponse(body, status_code=status_code, headers=headers)
+
+
+def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    text = {
+        401: "Missing or invalid API key.",
+        404: "Unknown rubric.",
+        413: "Body larger than max_body_bytes, or more items than max_items.",
+        422: "Malformed request; `field` names the offending field.",
+        429: "Too many items in flight (max_inflight); retry after Retry-After seconds.",
+    }
+    return {c: {"model": ErrorDetail, "description": text[c]} for c in codes}
+
+
+_STATUS_NAMES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    429: "overloaded",
+    503: "unavailable",
+}
+
+
+def error_detail_of(exc: HTTPException) -> dict[str, Any]:
+    """The ErrorDetail body for any HTTPException (ApiError or Starlette's own)."""
+    if isinstance(exc.detail, dict) and "error" in exc.detail:
+        return exc.detail
+    fallback = "error" if exc.status_code >= 500 else "bad_request"
+    error = _STATUS_NAMES.get(exc.status_code, fallback)
+    return ErrorDetail(error=error, message=str(exc.detail)).model_dump()
+
+
+def problems_detail(problems: list[FieldProblem], kind: str = "invalid_request") -> ErrorDetail:
+    """One ErrorDetail for several problems: all of them in the message, the first's field."""
+    texts: list[str] = []
+    for p in problems:
+        text = str(p) if p.loc else f"request body: {p.message}"
+        if text not in texts:
+            texts.append(text)
+    first = problems[0].path if problems else ""
+    return ErrorDetail(error=kind, message="; ".join(texts), field=first or None)
+
+
+def format_validation_errors(errors: list[dict[str, Any]], body: Any) -> ErrorDetail:
+    """One ErrorDetail for FastAPI's validation errors, fields written ``items[0].prompt``."""
+    for e in errors:
+        if e.get("type") == "json_invalid":
+            loc = tuple(e.get("loc", ()))
+            error = (e.get("ctx") or {}).get("error", "")
+            position = loc[1] if len(loc) > 1 else "?"
+            return ErrorDetail(
+                error="invalid_json",
+                message=f"the body is not valid JSON ({error} at character {position})",
+            )
+    body_errors = [
+        {**e, "loc": tuple(e.get("loc", ()))[1:]}
+        for e in errors
+        if e.get("loc", ("body",))[0] == "body"
+    ]
+    problems = field_problems(body_errors, body)
+    for e in errors:
+        loc = tuple(e.get("loc", ()))
+        if loc and loc[0] != "body":
+            # Query and path parameters: their name is the field.
+            problems.append(
+                FieldProblem(
+                    tuple(str(p) for p in loc[1:]) or (str(loc[0]),),
+                    str(e.get("msg", "invalid")).removeprefix("Value error, "),
+                )
+            )
+    return problems_detail(problems)

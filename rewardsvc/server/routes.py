@@ -1,0 +1,162 @@
+"""The native API routes: ``POST /v1/rewards`` and the rubric library
+(``GET /v1/rubrics``, ``GET /v1/rubrics/{id}``, ``POST /v1/rubrics/validate``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from pydantic import ValidationError
+
+from rewardsvc.library.yamlfile import InvalidFile, Problem
+from rewardsvc.server.errors import ApiError, error_responses, format_validation_errors
+from rewardsvc.server.guards import check_batch
+from rewardsvc.server.service import ServiceDep
+from rewardsvc.server.wire import (
+    FileProblem,
+    ProblemOut,
+    RewardRequest,
+    RewardResponse,
+    RubricDetail,
+    RubricList,
+    RubricSummary,
+    ValidateRequest,
+    ValidationReport,
+)
+
+
+def _problems_out(problems: list[Problem]) -> list[ProblemOut]:
+    return [ProblemOut(line=p.line, path=p.path, message=p.message) for p in problems]
+
+
+v1 = APIRouter(prefix="/v1")
+
+
+@v1.post(
+    "/rewards",
+    response_model=RewardResponse,
+    responses=error_responses(401, 404, 413, 422, 429),
+    tags=["rewards"],
+    summary="Score a batch of rollouts against a rubric",
+)
+async def rewards(body: RewardRequest, service: ServiceDep) -> Response:
+    """Rewards for every item, in request order.
+
+    ``rubric`` is a library rubric id or an inline rubric object (validated against the
+    judge pool). Each item is validated on its own: a malformed one comes back with
+    status ``rejected`` and an error naming its field, and the others are scored.
+    """
+    check_batch(len(body.items), service.settings.max_items)
+    if isinstance(body.rubric, str):
+        rubric, label = service.library_rubric(body.rubric), None
+    else:
+        rubric, label = service.inline_rubric(body.rubric), "_inline"
+    response = await service.score(rubric, body.items, body.options, metrics_label=label)
+    return Response(response.model_dump_json(), media_type="application/json")
+
+
+@v1.get("/rubrics", response_model=RubricList, responses=error_responses(401), tags=["rubrics"])
+async def list_rubrics(service: ServiceDep) -> RubricList:
+    """The served rubrics, and the problems of rubric files that were refused."""
+    registry = service.registry
+    errors = registry.errors()
+    summaries = [
+        RubricSummary(
+            id=e.rubric.id,
+            version=e.version,
+            kind=e.rubric.kind,
+            description=e.rubric.description,
+            file=e.path.name,
+            criteria=[c.id for c in e.rubric.criteria],
+            judges=[j.name for j in e.rubric.judges],
+            refused_edit=str(e.path) in errors,
+        )
+        for e in registry.entries()
+    ]
+    problems = [
+        FileProblem(file=Path(f).name, line=p.line, path=p.path, message=p.message)
+        for f, ps in sorted(errors.items())
+        for p in ps
+    ]
+    return RubricList(rubrics=summaries, errors=problems)
+
+
+@v1.get(
+    "/rubrics/{rubric_id}",
+    response_model=RubricDetail,
+    responses=error_responses(401, 404),
+    tags=["rubrics"],
+)
+async def get_rubric(rubric_id: str, service: ServiceDep) -> RubricDetail:
+    """One served rubric with its version, source file and YAML text; when the file's latest
+    edit was refused, ``errors`` holds its problems and the last good version is shown."""
+    service.library_rubric(rubric_id)  # 404 with the reason when it is not served
+    entry = service.registry.get(rubric_id)
+    problems = service.registry.errors().get(str(entry.path), [])
+    return RubricDetail(
+        id=entry.rubric.id,
+        version=entry.version,
+        file=entry.path.name,
+        yaml=entry.text,
+        rubric=entry.rubric,
+        errors=_problems_out(problems),
+    )
+
+
+_YAML_TYPES = ("text/yaml", "application/yaml", "application/x-yaml", "text/x-yaml", "text/plain")
+
+
+@v1.post(
+    "/rubrics/validate",
+    response_model=ValidationReport,
+    responses=error_responses(401, 413, 422),
+    tags=["rubrics"],
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "text/yaml": {"schema": {"type": "string"}},
+                "application/json": {"schema": {"$ref": "#/components/schemas/ValidateRequest"}},
+            },
+        }
+    },
+)
+async def validate_rubric(request: Request, service: ServiceDep) -> Any:
+    """Check rubric YAML (as ``text/yaml``, or JSON ``{"yaml": ...}``) against the schema and
+    the judge pool, without installing it. Problems carry line and key path."""
+    raw = await request.body()
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type == "application/json" or content_type.endswith("+json"):
+        try:
+            text = ValidateRequest.model_validate_json(raw).yaml
+        except ValidationError as exc:
+            detail = format_validation_errors(exc.errors(), _json_or_none(raw))
+            raise ApiError(422, detail.error, detail.message, detail.field) from exc
+    elif content_type in _YAML_TYPES or not content_type:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ApiError(422, "invalid_request", "the body is not UTF-8 text") from exc
+    else:
+        raise ApiError(
+            415,
+            "unsupported_media_type",
+            f"send the rubric as text/yaml or as JSON {{'yaml': ...}}, not {content_type}",
+            field="Content-Type",
+        )
+    try:
+        rubric = await asyncio.to_thread(service.registry.validate_text, text, "<request>")
+    except InvalidFile as exc:
+        return ValidationReport(valid=False, errors=_problems_out(exc.problems))
+    return ValidationReport(valid=True, id=rubric.id, version=rubric.version())
+
+
+def _json_or_none(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None

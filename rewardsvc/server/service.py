@@ -1,0 +1,277 @@
+"""The running service: the objects every route shares, and the edge between the wire and
+the engine (raw items in, wire results out).
+
+``start_service`` builds the registry, judges, cache and engine; :class:`Service` reads each
+raw item into a rollout (a malformed one is rejected on its own, naming its field), calls
+the engine within the batch and in-flight limits, maps the engine's domain results to wire
+models and writes the reward log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from pydantic import ValidationError
+
+from rewardsvc.core.errors import RequestError, field_problems
+from rewardsvc.core.results import BatchResult, ItemReward, JudgeOutcome
+from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions, render_completion, render_text
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.judges.judge import Judge, build_judges
+from rewardsvc.library.registry import Registry, load_pool
+from rewardsvc.library.yamlfile import InvalidFile, validate_document
+from rewardsvc.scoring.cache import VerdictCache
+from rewardsvc.scoring.engine import Engine
+from rewardsvc.server import metrics
+from rewardsvc.server.errors import ApiError
+from rewardsvc.server.guards import InflightLimiter, check_batch
+from rewardsvc.server.readiness import ReadinessProbe
+from rewardsvc.server.reward_log import RewardLog
+from rewardsvc.server.wire import (
+    CriterionScore,
+    Item,
+    JudgeResult,
+    RewardOptions,
+    RewardResponse,
+    RewardResult,
+    RubricRef,
+    Usage,
+)
+from rewardsvc.settings import Settings
+
+MAX_ID_CHARS = 256
+
+
+def read_item(index: int, raw: Any) -> ItemIn:
+    """One raw item of a request as the engine's input; a malformed one is rejected with
+    its problems (paths such as ``items[3].completion``), never raising."""
+    fallback_id = str(index)
+    if isinstance(raw, dict) and isinstance(raw.get("id"), str):
+        fallback_id = raw["id"][:MAX_ID_CHARS]
+    try:
+        item = Item.model_validate(raw)
+    except ValidationError as exc:
+        problems = field_problems(exc.errors(), raw, prefix=("items", index))
+        return ItemIn(fallback_id, None, "; ".join(str(p) for p in problems))
+    rollout = Rollout(render_text(item.prompt), render_completion(item.completion), item.reference)
+    return ItemIn(item.id if item.id is not None else fallback_id, rollout)
+
+
+def score_options(options: RewardOptions) -> ScoreOptions:
+    """The engine's form of a request's options."""
+    return ScoreOptions(
+        judges=tuple(options.judges) if options.judges is not None else None,
+        rule=options.rule,
+        min_judges=options.min_judges,
+        use_cache=options.use_cache,
+    )
+
+
+def _judge_result(outcome: JudgeOutcome) -> JudgeResult:
+    return JudgeResult(
+        score=outcome.score,
+        raw_score=outcome.raw_score,
+        variance=outcome.variance,
+        criteria={
+            cid: CriterionScore(
+                score=c.score,
+                variance=c.variance,
+                p=c.probs,
+                error=c.error,
+                error_kind=c.error_kind,
+            )
+            for cid, c in outcome.criteria.items()
+        },
+        error=outcome.error,
+    )
+
+
+def reward_result(item: ItemReward) -> RewardResult:
+    """The wire form of one item's reward."""
+    return RewardResult(
+        id=item.id,
+        reward=item.reward,
+        status=item.status,
+        uncertainty=item.uncertainty,
+        judges={name: _judge_result(j) for name, j in item.judges.items()},
+        flags=item.flags,
+        cached=item.cached,
+        error=item.error,
+    )
+
+
+def reward_response(batch: BatchResult) -> RewardResponse:
+    """The wire form of a scored batch."""
+    u = batch.usage
+    return RewardResponse(
+        rubric=RubricRef(id=batch.rubric_id, version=batch.version),
+        results=[reward_result(r) for r in batch.items],
+        usage=Usage(
+            judge_calls=u.judge_calls,
+            cache_hits=u.cache_hits,
+            prompt_tokens=u.prompt_tokens,
+            completion_tokens=u.completion_tokens,
+            latency_ms=u.latency_ms,
+        ),
+    )
+
+
+async def score_batch(
+    engine: Engine,
+    rubric: Rubric,
+    items: Sequence[Any],
+    options: RewardOptions | None = None,
+    metrics_label: str | None = None,
+) -> RewardResponse:
+    """Raw items scored by ``engine``, as the wire response (raises RequestError)."""
+    inputs = [read_item(i, raw) for i, raw in enumerate(items)]
+    opts = score_options(options or RewardOptions())
+    return reward_response(await engine.score(rubric, inputs, opts, metrics_label))
+
+
+@dataclass
+class Service:
+    """Everything the routes share: settings, rubric library, engine, limits, reward log."""
+
+    settings: Settings
+    registry: Registry
+    engine: Engine
+    limiter: InflightLimiter
+    readiness: ReadinessProbe
+    reward_log: RewardLog | None = None
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def judge_names(self) -> set[str]:
+        """The judge names an inline rubric may refer to."""
+        return set(self.engine.judges)
+
+    def library_rubric(self, rubric_id: str) -> Rubric:
+        """A rubric of the library, or 404 naming the field ``rubric``."""
+        try:
+            return self.registry.get(rubric_id).rubric
+        except KeyError:
+            pass
+        refused = [Path(f).name for f in self.registry.errors() if Path(f).stem == rubric_id]
+        known = [e.rubric.id for e in self.registry.entries()]
+        if len(known) > 20:
+            known = [*known[:20], "..."]
+        if refused:
+            message = (
+                f"rubric {rubric_id!r} is not served: its file {refused[0]} does not validate "
+                "(see GET /v1/rubrics)"
+            )
+        else:
+            message = f"no rubric {rubric_id!r} in the library; known rubrics: {known}"
+        raise ApiError(404, "unknown_rubric", message, field="rubric")
+
+    def inline_rubric(self, rubric: Rubric) -> Rubric:
+        """Re-validate an inline rubric against the judge pool (FastAPI validated its shape)."""
+        try:
+            return validate_document(
+                rubric.model_dump(mode="json"),
+                Rubric,
+                "<request>",
+                {"judge_names": self.judge_names()},
+            )
+        except InvalidFile as exc:
+            first = exc.problems[0]
+            message = "; ".join(
+                f"rubric.{p.path}: {p.message}" if p.path else f"rubric: {p.message}"
+                for p in exc.problems
+            )
+            raise ApiError(
+                422,
+                "invalid_request",
+                message,
+                field=f"rubric.{first.path}" if first.path else "rubric",
+            ) from exc
+
+    async def score(
+        self,
+        rubric: Rubric,
+        items: Sequence[Any],
+        options: RewardOptions,
+        field_name: str = "items",
+        metrics_label: str | None = None,
+    ) -> RewardResponse:
+        """Score a batch within the batch and in-flight limits; log it when configured."""
+        check_batch(len(items), self.settings.max_items, field_name)
+        with self.limiter.admit(len(items)):
+            metrics.INFLIGHT.inc()
+            try:
+                response = await score_batch(self.engine, rubric, items, options, metrics_label)
+            except RequestError as exc:
+                raise ApiError.of(exc) from exc
+            finally:
+                metrics.INFLIGHT.dec()
+        if self.reward_log is not None:
+            self.reward_log.write(response, list(items))
+        return response
+
+    async def score_rubric(
+        self,
+        rubric_id: str,
+        items: list[dict[str, Any]],
+        options: RewardOptions,
+        field_name: str = "items",
+    ) -> RewardResponse:
+        """Score against a library rubric (the compatibility routes' entry point);
+        ``field_name`` names the items' field in the caller's protocol, for errors."""
+        return await self.score(self.library_rubric(rubric_id), items, options, field_name)
+
+    async def aclose(self) -> None:
+        """Stop the watcher, close judges, cache and reward log."""
+        self.stop.set()
+        for task in self.tasks:
+            task.cancel()
+        for task in self.tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await self.engine.aclose()
+        if self.reward_log is not None:
+            await asyncio.to_thread(self.reward_log.close)
+
+
+def get_service(request: Request) -> Service:
+    """The running service (set by the app's lifespan)."""
+    service = getattr(request.app.state, "service", None)
+    if service is None:
+        raise RuntimeError("the app's lifespan has not run (use it as an ASGI app with lifespan)")
+    return service  # type: ignore[no-any-return]
+
+
+ServiceDep = Annotated[Service, Depends(get_service)]
+
+
+async def start_service(
+    settings: Settings,
+    registry: Registry | None = None,
+    judges: Mapping[str, Judge] | None = None,
+) -> Service:
+    """Build what the app needs: registry and judges unless given, engine, cache, watcher."""
+    observer = metrics.PrometheusObserver()
+    if registry is None:
+        pool = await asyncio.to_thread(load_pool, Path(settings.judge_pool))
+        registry = await asyncio.to_thread(Registry, Path(settings.rubrics_dir), pool)
+    if judges is None:
+        judges = build_judges(registry.pool)
+    cache = VerdictCache(settings.cache_size, settings.cache_path)
+    engine = Engine(judges, cache, settings.max_text_chars, observer=observer)
+    service = Service(
+        settings=settings,
+        registry=registry,
+        engine=engine,
+        limiter=InflightLimiter(settings.max_inflight),
+        readiness=ReadinessProbe(engine.judges),  # type: ignore[arg-type]
+        reward_log=RewardLog(settings.reward_log) if settings.reward_log else None,
+    )
+    if settings.reload:
+        service.tasks.append(asyncio.create_task(registry.watch(service.stop)))
+    return service

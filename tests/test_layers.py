@@ -1,0 +1,52 @@
+"""The layer contract (import-linter, in pyproject.toml) holds, and would catch a breach."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LINT = Path(sys.executable).parent / "lint-imports"
+
+
+def lint(cwd: Path, pythonpath: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    return subprocess.run(
+        [str(LINT), "--no-cache"], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_the_tree_keeps_every_contract() -> None:
+    done = lint(ROOT)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "broken" not in done.stdout.split("Contracts:")[-1].split("\n")[0]
+
+
+def test_a_core_module_importing_fastapi_breaks_the_contract(tmp_path: Path) -> None:
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT / "rewardsvc", copy / "rewardsvc")
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    (copy / "rewardsvc" / "core" / "leak.py").write_text(
+        '"""A core module that reaches for the web framework."""\n\nimport fastapi  # noqa\n'
+    )
+    done = lint(copy, pythonpath=copy)
+    assert done.returncode != 0, done.stdout[-3000:]
+    assert "rewardsvc.core.leak -> fastapi" in done.stdout
+
+
+def test_a_lower_room_importing_the_server_breaks_the_layers(tmp_path: Path) -> None:
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT / "rewardsvc", copy / "rewardsvc")
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    (copy / "rewardsvc" / "scoring" / "leak.py").write_text(
+        '"""A scoring module that reaches up into the server."""\n\n'
+        "import rewardsvc.server.wire  # noqa\n"
+    )
+    done = lint(copy, pythonpath=copy)
+    assert done.returncode != 0, done.stdout[-3000:]
+    assert "rewardsvc.scoring is not allowed to import rewardsvc.server" in done.stdout

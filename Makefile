@@ -42,6 +42,7 @@ format: install
 schema: install
 	$(VENV)/bin/rewardsvc schema > rubrics/schema/rubric.schema.json
 	$(VENV)/bin/rewardsvc schema --pool > rubrics/schema/judges.schema.json
+	$(VENV)/bin/rewardsvc schema --recipe > rubrics/schema/recipe.schema.json
 
 $(VENV)/.bench-installed: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[bench]'

@@ -8,8 +8,9 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.rubric import Rubric
@@ -88,15 +89,14 @@ def _check_api_keys(settings) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Start the HTTP service (the same entry command as the container image)."""
-    import uvicorn
-
     from rewardsvc.server.app import create_app
+    from rewardsvc.server.serve import serve
 
     settings = _settings(args)
     _check_api_keys(settings)
     pool = load_checked_pool(Path(settings.judge_pool))
     try:
-        registry = Registry(Path(settings.rubrics_dir), pool)
+        registry = Registry(Path(settings.rubrics_dir), pool, max_bytes=settings.max_rubric_bytes)
     except FileNotFoundError as exc:
         raise StartupError(str(exc)) from exc
     for file, problems in registry.errors().items():
@@ -104,13 +104,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for problem in problems:
             print(f"  {problem}", file=sys.stderr)
     app = create_app(settings, registry=registry)
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level.lower(),
-        access_log=False,
-    )
+    serve(app, settings)
     return 0
 
 
@@ -127,7 +121,8 @@ def _files(paths: Sequence[str]) -> list[Path]:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Validate rubric and judge pool files; one line per problem; exit 1 on any."""
+    """Validate rubric, recipe, canary and judge pool files; one line per problem; exit 1
+    on any."""
     problems: list[Problem] = []
     pool: JudgePool | None = None
     pool_path = Path(args.judges or _settings(args).judge_pool)
@@ -139,17 +134,29 @@ def cmd_validate(args: argparse.Namespace) -> int:
     context = validation_context(pool)
     for path in files:
         try:
-            doc = parse_yaml(read_text(path), str(path))
-            if is_pool_document(doc):
-                validate_document(doc, JudgePool, str(path))
-            else:
-                validate_rubric_file(doc, path, context)
+            _check_document(parse_yaml(read_text(path), str(path)), path, context)
         except InvalidFile as exc:
             problems += exc.problems
     for problem in problems:
         print(problem)
     print(_summary(len(files), problems, pool_path), file=sys.stderr)
     return 1 if problems else 0
+
+
+def _check_document(doc: Any, path: Path, context: dict[str, Any]) -> None:
+    """Validate one parsed file as what it holds: a judge pool, a recipe (``kind: recipe``),
+    the canaries of a rubric (``rubric`` and ``cases``), or else a rubric."""
+    from rewardsvc.core.recipe import Recipe
+    from rewardsvc.monitor.canaries import CanarySet
+
+    if is_pool_document(doc):
+        validate_document(doc, JudgePool, str(path))
+    elif isinstance(doc, dict) and doc.get("kind") == "recipe":
+        validate_document(doc, Recipe, str(path), context)
+    elif isinstance(doc, dict) and "cases" in doc and "id" not in doc:
+        validate_document(doc, CanarySet, str(path), context)
+    else:
+        validate_rubric_file(doc, path, context)
 
 
 def _summary(files: int, problems: Sequence[Problem], pool_path: Path) -> str:
@@ -161,8 +168,15 @@ def _summary(files: int, problems: Sequence[Problem], pool_path: Path) -> str:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    """Print the JSON Schema of a rubric file (or of a judge pool file with --pool)."""
-    model = JudgePool if args.pool else Rubric
+    """Print the JSON Schema of a rubric file (of a judge pool file with --pool, of a
+    recipe file with --recipe)."""
+    from rewardsvc.core.recipe import Recipe
+
+    model: type[BaseModel] = Rubric
+    if args.pool:
+        model = JudgePool
+    elif args.recipe:
+        model = Recipe
     print(json.dumps(model.model_json_schema(), indent=2))
     return 0
 
@@ -304,6 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = sub.add_parser("schema", help="print the JSON Schema of rubric files")
     schema.add_argument("--pool", action="store_true", help="the judge pool schema instead")
+    schema.add_argument("--recipe", action="store_true", help="the recipe schema instead")
     schema.set_defaults(func=cmd_schema)
 
     score = sub.add_parser("score", help="score one completion and print the breakdown")

@@ -60,6 +60,54 @@ class Settings(BaseSettings):
         description="Most items being scored at once across all requests; a request that would "
         "exceed it gets 429 with Retry-After instead of queueing without bound.",
     )
+    max_inflight_calls: int = Field(
+        default=200_000,
+        ge=1,
+        description="Most judge calls planned at once across all requests (items x judges x "
+        "criteria); a request whose calls would exceed it gets 429 with Retry-After, and one "
+        "that alone exceeds it gets 413.",
+    )
+    max_criteria: int = Field(
+        default=64,
+        ge=1,
+        description="Most criteria in one rubric (inline rubrics beyond it get 413).",
+    )
+    max_judges: int = Field(
+        default=8, ge=1, description="Most judges scoring one rubric (beyond it: 413)."
+    )
+    request_timeout_s: float = Field(
+        default=170.0,
+        gt=0,
+        description="Deadline of one scoring request, from admission to answer: judge work "
+        "still running then ends as judge errors (the items get status judge_error). Below "
+        "OpenRLHF's 180 s client timeout, so the trainer sees an answer, not a timeout.",
+    )
+    header_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="Time a client has to send a request's headers once it connected.",
+    )
+    body_timeout_s: float = Field(
+        default=30.0, gt=0, description="Time a client has to send a request's whole body."
+    )
+    max_connections: int = Field(
+        default=1024,
+        ge=1,
+        description="Most open client connections; beyond it new connections get 503.",
+    )
+    shutdown_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="On SIGTERM, how long requests already accepted may take to finish; new "
+        "requests get 503 meanwhile. Keep it below Kubernetes' terminationGracePeriodSeconds.",
+    )
+    max_rubric_bytes: int = Field(
+        default=64 * 1024,
+        ge=1024,
+        description="Largest rubric YAML accepted, in bytes, from a library file or POST "
+        "/v1/rubrics/validate (parsing YAML with line numbers costs about 1.5 s of CPU "
+        "for 60 KB).",
+    )
     cache_size: int = Field(
         default=100_000,
         ge=0,
@@ -76,6 +124,12 @@ class Settings(BaseSettings):
         description="JSON Lines file to append one line per scored item to (time, rubric id and "
         "version, item id, reward, status, uncertainty, flags, metadata); unset: no log.",
     )
+    reward_log_max_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=1024,
+        description="Size at which the reward log rotates (the file is renamed to .1, .2, ...).",
+    )
+    reward_log_backups: int = Field(default=5, ge=0, description="Rotated reward log files kept.")
     log_level: str = Field(
         default="info", description="Log level: critical, error, warning, info or debug."
     )

@@ -11,16 +11,13 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator
+from pydantic import ConfigDict, Field, HttpUrl, field_validator
 
+from rewardsvc.core.base import StrictModel
 from rewardsvc.core.rubric import Identifier
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Sampling(_Strict):
+class Sampling(StrictModel):
     """Sampling settings sent with every call to this judge."""
 
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
@@ -34,7 +31,7 @@ class Sampling(_Strict):
     seed: int | None = Field(default=None, description="Passed to vLLM for reproducible sampling.")
 
 
-class JudgeConfig(_Strict):
+class JudgeConfig(StrictModel):
     """One named judge: an LLM behind one or more OpenAI-compatible endpoints."""
 
     model: str = Field(min_length=1, description="Model name as served (vLLM --served-model-name).")
@@ -79,12 +76,10 @@ class JudgeConfig(_Strict):
         return key
 
 
-class JudgePool(_Strict):
+class JudgePool(StrictModel):
     """The judge pool file: named judges."""
 
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, json_schema_extra={"title": "rewardsvc judge pool"}
-    )
+    model_config = ConfigDict(json_schema_extra={"title": "rewardsvc judge pool"})
 
     judges: dict[Identifier, JudgeConfig] = Field(min_length=1)
 

@@ -1,8 +1,11 @@
 """Rubric and constitution models: the schema of a rubric YAML file.
 
 These models are pure data with validation; they do no I/O. Loading a file
-(with file:line errors) lives in ``yamlfile.py``; the library on disk lives in
-``registry.py``. The JSON Schema that editors use is generated from ``Rubric``.
+(with file:line errors) lives in ``rewardsvc.library.yamlfile``; the library on disk
+in ``rewardsvc.library.registry``. The JSON Schema that editors use is generated
+from ``Rubric``. Validators that need to know the deployment read it from the
+pydantic validation context: ``judge_names`` (the judge pool's names) and
+``flag_names`` (the detectors' flags); a check whose key is absent is skipped.
 """
 
 from __future__ import annotations
@@ -12,13 +15,14 @@ import json
 from typing import Annotated, Literal
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     ValidationInfo,
     field_validator,
     model_validator,
 )
+
+from rewardsvc.core.base import StrictModel
 
 Category = Literal["essential", "important", "optional", "pitfall"]
 ScaleKind = Literal["binary", "likert"]
@@ -32,11 +36,7 @@ Identifier = Annotated[
 ]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Criterion(_Strict):
+class Criterion(StrictModel):
     """One checkable statement about a response (or, in a constitution, one principle)."""
 
     id: Identifier = Field(description="Unique within the rubric; used in reward breakdowns.")
@@ -109,14 +109,14 @@ class Criterion(_Strict):
         return list(range(low, high + 1))
 
 
-class JudgeRef(_Strict):
+class JudgeRef(StrictModel):
     """A judge from the judge pool that scores this rubric."""
 
     name: Identifier = Field(description="A judge name defined in the judge pool file.")
     weight: float = Field(default=1.0, gt=0, description="Relative weight of this judge.")
 
 
-class Aggregation(_Strict):
+class Aggregation(StrictModel):
     """How the scores of several judges combine into one reward."""
 
     rule: JudgeRule = Field(
@@ -134,7 +134,7 @@ class Aggregation(_Strict):
     calibration_window: int = Field(default=512, ge=8, le=100_000)
 
 
-class LengthPenalty(_Strict):
+class LengthPenalty(StrictModel):
     """Subtract a penalty for completions longer than a budget (counted in whitespace tokens)."""
 
     budget_tokens: int = Field(gt=0, description="Completions up to this length are free.")
@@ -142,7 +142,7 @@ class LengthPenalty(_Strict):
     max_penalty: float = Field(default=1.0, gt=0, le=1.0)
 
 
-class Transforms(_Strict):
+class Transforms(StrictModel):
     """Post-processing of the aggregated reward."""
 
     discretize: int | None = Field(
@@ -152,21 +152,33 @@ class Transforms(_Strict):
         description="Round the reward to this many evenly spaced levels in [0, 1].",
     )
     length_penalty: LengthPenalty | None = None
-    flag_penalties: dict[str, float] = Field(
+    flag_penalties: dict[str, Annotated[float, Field(ge=0)]] = Field(
         default_factory=dict,
-        description="Subtract this amount when a detector raises the flag "
+        description="Subtract this amount (>= 0) when a detector raises the flag "
         "(e.g. injection_suspected: 0.5).",
     )
 
+    @field_validator("flag_penalties")
+    @classmethod
+    def _check_flags(cls, penalties: dict[str, float], info: ValidationInfo) -> dict[str, float]:
+        # The flag table belongs to the detectors, above the core: whoever validates
+        # (the library, the server) passes its names in the context.
+        known = (info.context or {}).get("flag_names")
+        if known is None:
+            return penalties
+        for name in penalties:
+            if name not in known:
+                raise ValueError(
+                    f"{name}: unknown flag {name!r}, so this penalty would never apply; "
+                    f"the detectors raise {sorted(known)}"
+                )
+        return penalties
 
-class Rubric(_Strict):
+
+class Rubric(StrictModel):
     """A rubric (criteria) or constitution (principles), scored by LLM judges."""
 
-    model_config = ConfigDict(
-        extra="forbid",
-        frozen=True,
-        json_schema_extra={"title": "rewardsvc rubric"},
-    )
+    model_config = ConfigDict(json_schema_extra={"title": "rewardsvc rubric"})
 
     id: Identifier = Field(description="Rubric id used in requests, e.g. helpful-answer.")
     kind: Literal["rubric", "constitution"] = Field(

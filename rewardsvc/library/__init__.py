@@ -1,1 +1,13 @@
-"""TODO"""
+"""The library: rubric and judge pool files on disk, and the rubrics being served.
+
+``yamlfile`` reads YAML with bounds (bytes, alias expansion, bracket depth) and turns
+every syntax, encoding or validation error into ``file:line: key.path: message``;
+``registry`` holds the served rubrics of one directory with their content versions,
+reloads them when a file changes (``watchfiles``), refuses an edit that does not
+validate and keeps serving its last good version, and reports refusals through the
+core's ``Observer``.
+
+May import: ``rewardsvc.core``, the detectors' flag table (``rewardsvc.safety.detectors.FLAGS``,
+to check ``flag_penalties`` names), ruamel.yaml and watchfiles. Never the server,
+scoring, judges, HTTP libraries or prometheus_client.
+"""

@@ -2,8 +2,9 @@
 
 Every ``*.yaml``/``*.yml`` file at the top of the library directory is one rubric
 whose ``id`` matches the file name. An edit that validates replaces the served
-version; an edit that does not is refused, its problems are kept for
-``errors()``, and the last good version of that file keeps serving.
+version; an edit that does not (bad YAML, bad bytes, too large, invalid) is refused,
+its problems are kept for ``errors()`` and reported to the observer, and the last
+good version of that file keeps serving.
 """
 
 from __future__ import annotations
@@ -16,17 +17,20 @@ from typing import Any
 
 import watchfiles
 
+from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.library.yamlfile import (
+    DEFAULT_MAX_BYTES,
     InvalidFile,
     Problem,
     load_file,
     load_text,
     parse_yaml,
+    read_text,
     validate_document,
 )
-from rewardsvc.server import metrics
+from rewardsvc.safety.detectors import FLAGS
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +45,15 @@ class Entry:
     version: str
     path: Path
     text: str
+
+
+def validation_context(pool: JudgePool | None) -> dict[str, Any]:
+    """What a rubric is validated against: the detectors' flag names, and the judge
+    names of ``pool`` (unchecked when there is no pool)."""
+    context: dict[str, Any] = {"flag_names": frozenset(FLAGS)}
+    if pool is not None:
+        context["judge_names"] = frozenset(pool.judges)
+    return context
 
 
 def load_pool(path: Path) -> JudgePool:
@@ -65,11 +78,23 @@ def is_pool_document(doc: Any) -> bool:
 
 
 class Registry:
-    """The rubrics of one library directory, validated against one judge pool."""
+    """The rubrics of one library directory, validated against one judge pool.
 
-    def __init__(self, rubrics_dir: Path, pool: JudgePool):
+    ``max_bytes`` bounds each rubric file and each text given to :meth:`validate_text`;
+    ``observer`` hears, on each reload, which files were refused or recovered.
+    """
+
+    def __init__(
+        self,
+        rubrics_dir: Path,
+        pool: JudgePool,
+        observer: Observer = NULL_OBSERVER,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ):
         self.rubrics_dir = Path(rubrics_dir)
         self.pool = pool
+        self.observer = observer
+        self.max_bytes = max_bytes
         self._entries: dict[str, Entry] = {}
         self._errors: dict[str, list[Problem]] = {}
         if not self.rubrics_dir.is_dir():
@@ -78,8 +103,8 @@ class Registry:
 
     @property
     def context(self) -> dict[str, Any]:
-        """Validation context: the judge names a rubric may refer to."""
-        return {"judge_names": set(self.pool.judges)}
+        """Validation context: the judge and flag names a rubric may refer to."""
+        return validation_context(self.pool)
 
     def rubric_files(self) -> list[Path]:
         """The rubric files of the library, in a stable order."""
@@ -88,15 +113,13 @@ class Registry:
         )
 
     def validate_text(self, text: str, name: str = "<request>") -> Rubric:
-        """Validate rubric YAML without installing it (raises InvalidFile)."""
-        return load_text(text, Rubric, name, self.context)
+        """Validate rubric YAML without installing it (raises InvalidFile, also for
+        text above ``max_bytes``)."""
+        return load_text(text, Rubric, name, self.context, self.max_bytes)
 
     def load(self, path: Path) -> Entry:
         """Validate one rubric file into an Entry (raises InvalidFile)."""
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InvalidFile([Problem(str(path), 1, "", f"cannot read: {exc.strerror}")]) from exc
+        text = read_text(path, self.max_bytes)
         rubric = validate_rubric_file(parse_yaml(text, str(path)), path, self.context)
         return Entry(rubric, rubric.version(), path, text)
 
@@ -124,8 +147,8 @@ class Registry:
         changed = {k: e.version for k, e in entries.items()} != {
             k: e.version for k, e in self._entries.items()
         }
-        for file in set(self._errors) | set(errors):
-            metrics.RUBRIC_ERRORS.labels(file=file).set(1 if file in errors else 0)
+        for file in sorted(set(self._errors) | set(errors)):
+            self.observer.rubric_file(file, file in errors)
         self._entries, self._errors = entries, errors
         if changed:
             log.info("rubric library: %s", {k: e.version for k, e in entries.items()})
@@ -154,5 +177,7 @@ class Registry:
         ):
             try:
                 await asyncio.to_thread(self.reload)
-            except OSError as exc:
-                log.error("rubric library reload failed: %s", exc)
+            except Exception:
+                # The watcher must outlive any one bad reload, or every later edit is
+                # silently ignored while the stale library keeps serving.
+                log.exception("rubric library reload failed; the served rubrics are unchanged")

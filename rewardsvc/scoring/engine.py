@@ -59,6 +59,7 @@ class JudgeLike(Protocol):
 
 
 _NO_VERDICT: tuple[Verdict, Source] = (Verdict.failed("not scored"), "call")
+_DEADLINE = Verdict.failed("deadline: the request's deadline passed first", kind="deadline")
 
 
 @dataclass
@@ -171,8 +172,13 @@ class Engine:
         items: Sequence[ItemIn],
         options: ScoreOptions | None = None,
         metrics_label: str | None = None,
+        deadline: float | None = None,
     ) -> BatchResult:
         """Rewards for ``items`` in input order.
+
+        ``deadline`` (``time.monotonic()`` seconds) bounds the judge work: calls still
+        running then are cancelled and count as failed (``error_kind`` ``deadline``), so the
+        batch is answered in time with those items as ``judge_error`` or ``degraded``.
 
         ``metrics_label`` names the rubric in metrics (default its id); callers pass a
         fixed label for inline rubrics, whose ids are the client's to choose and would
@@ -198,7 +204,7 @@ class Engine:
                 results[index] = outcome
 
         calls = self._plan(rubric, version, names, prepared)
-        outcomes = await self._run(calls, options.use_cache)
+        outcomes = await self._run(calls, options.use_cache, deadline)
 
         usage = BatchUsage()
         verdicts: list[dict[str, dict[str, tuple[Verdict, Source]]]] = [
@@ -227,7 +233,9 @@ class Engine:
         self.observer.batch(metrics_label or rubric.id, batch)
         return batch
 
-    async def _run(self, calls: list[_Call], use_cache: bool) -> list[tuple[Verdict, Source]]:
+    async def _run(
+        self, calls: list[_Call], use_cache: bool, deadline: float | None
+    ) -> list[tuple[Verdict, Source]]:
         outcomes: list[tuple[Verdict, Source]] = [_NO_VERDICT] * len(calls)
         # Memory hits are served here; only the rest become tasks (calls, dedups, file reads).
         pending = []
@@ -237,14 +245,34 @@ class Engine:
                 outcomes[n] = (hit, "hit")
             else:
                 pending.append(n)
-        fetched = await asyncio.gather(
-            *(
+        if not pending:
+            return outcomes
+        tasks = {
+            asyncio.ensure_future(
                 self.cache.get_or_call(calls[n].key, calls[n].run, use_cache=use_cache)
-                for n in pending
-            )
-        )
-        for n, outcome in zip(pending, fetched, strict=True):
-            outcomes[n] = outcome
+            ): n
+            for n in pending
+        }
+        try:
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            _, late = await asyncio.wait(tasks, timeout=timeout)
+        finally:
+            # Cancelled by the caller (the client went away) or past the deadline: the judge
+            # work of this request stops; calls shared with other requests go on for them.
+            unfinished = [t for t in tasks if not t.done()]
+            for task in unfinished:
+                task.cancel()
+            if unfinished:
+                await asyncio.wait(unfinished)
+        for task, n in tasks.items():
+            if task in late or task.cancelled():
+                outcomes[n] = (_DEADLINE, "call")
+            elif task.exception() is not None:
+                error = task.exception()
+                log.error("judge call failed outside its judge: %r", error)
+                outcomes[n] = (Verdict.failed(f"internal: {error!r}"), "call")
+            else:
+                outcomes[n] = task.result()
         return outcomes
 
     def _plan(

@@ -22,7 +22,13 @@ from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import Registry
 from rewardsvc.server import compat, ops, routes
 from rewardsvc.server.errors import error_detail_of, error_response, format_validation_errors
-from rewardsvc.server.guards import PUBLIC_PATHS, ApiKeyMiddleware, BodyLimitMiddleware
+from rewardsvc.server.guards import (
+    PUBLIC_PATHS,
+    AdmissionMiddleware,
+    ApiKeyMiddleware,
+    BodyLimitMiddleware,
+    CancelOnDisconnect,
+)
 from rewardsvc.server.metrics import RequestMetricsMiddleware
 from rewardsvc.server.service import start_service
 from rewardsvc.server.wire import ValidateRequest
@@ -127,7 +133,9 @@ def create_app(
 
     # Added innermost first: metrics sees every response, auth runs before the body
     # is read, and the body limit wraps everything that reads it.
+    app.add_middleware(CancelOnDisconnect)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(AdmissionMiddleware, service=lambda: getattr(app.state, "service", None))
     if api_keys:
         app.add_middleware(ApiKeyMiddleware, keys=api_keys)
     app.add_middleware(RequestMetricsMiddleware, routes_app=app)

@@ -8,17 +8,23 @@ Every refusal is an ``ErrorDetail`` body, like all other errors of the API.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import hashlib
 import hmac
-from collections.abc import Iterable, Iterator
+import logging
+import random
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import Protocol
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rewardsvc.server.errors import ApiError, error_response
+
+log = logging.getLogger(__name__)
 
 # Routes that orchestrators probe without credentials.
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
@@ -183,43 +189,171 @@ def check_batch(count: int, max_items: int, field: str = "items") -> None:
 
 
 class InflightLimiter:
-    """Counts items being scored across all requests and refuses work beyond ``limit``.
+    """Counts the items and the planned judge calls of the requests being scored, and
+    refuses work beyond ``limit`` items or ``call_limit`` calls.
 
-    A refused request gets 429 with ``Retry-After`` at once, so overload shows up at
-    the client (which retries or backs off) instead of as an unbounded queue inside
-    the service. The counter lives on one event loop, so it needs no lock.
+    A refused request gets 429 with a jittered ``Retry-After`` at once, so overload shows
+    up at the client (which retries or backs off, not all at the same moment) instead of
+    as an unbounded queue inside the service. The counters live on one event loop, so they
+    need no lock.
     """
 
-    def __init__(self, limit: int, retry_after_s: int = 1):
+    def __init__(self, limit: int, call_limit: int | None = None, seed: int | None = None):
         self.limit = limit
-        self.retry_after_s = retry_after_s
+        self.call_limit = call_limit
         self.current = 0
+        self.calls = 0
+        self._random = random.Random(seed)
 
-    def try_acquire(self, count: int) -> bool:
-        """Take ``count`` slots if they are free; a single request larger than the whole
-        limit is still admitted when nothing else is in flight, so it cannot starve."""
-        if self.current + count > self.limit and self.current > 0:
+    def retry_after(self) -> int:
+        """Seconds a refused client should wait: 1 to 4, drawn anew for each refusal."""
+        return self._random.randint(1, 4)
+
+    def saturated(self) -> bool:
+        """True when no further request could be admitted now."""
+        full_calls = self.call_limit is not None and self.calls >= self.call_limit
+        return self.current >= self.limit or full_calls
+
+    def try_acquire(self, count: int, calls: int = 0) -> bool:
+        """Take ``count`` item slots and ``calls`` call slots if they are free; a request
+        larger than a whole limit is still admitted when nothing else is in flight, so it
+        cannot starve."""
+        if self.current > 0 and (
+            self.current + count > self.limit
+            or (self.call_limit is not None and self.calls + calls > self.call_limit)
+        ):
             return False
         self.current += count
+        self.calls += calls
         return True
 
-    def release(self, count: int) -> None:
+    def release(self, count: int, calls: int = 0) -> None:
         """Give back slots taken by ``try_acquire``."""
         self.current -= count
+        self.calls -= calls
+
+    def refusal(self, count: int, calls: int) -> ApiError:
+        """The 429 for a request of ``count`` items and ``calls`` calls that does not fit."""
+        wait = self.retry_after()
+        if self.current + count > self.limit:
+            field = "max_inflight"
+            message = (
+                f"{self.current} items are being scored and {count} more would exceed "
+                f"max_inflight={self.limit}; retry after {wait} s"
+            )
+        else:
+            field = "max_inflight_calls"
+            message = (
+                f"{self.calls} judge calls are planned and {calls} more would exceed "
+                f"max_inflight_calls={self.call_limit}; retry after {wait} s"
+            )
+        return ApiError(429, "overloaded", message, field=field, headers={"Retry-After": str(wait)})
 
     @contextmanager
-    def admit(self, count: int) -> Iterator[None]:
-        """Hold ``count`` slots for the duration of the block, or raise a 429 ApiError."""
-        if not self.try_acquire(count):
-            raise ApiError(
-                429,
-                "overloaded",
-                f"{self.current} items are being scored and {count} more would exceed "
-                f"max_inflight={self.limit}; retry after {self.retry_after_s} s",
-                field="max_inflight",
-                headers={"Retry-After": str(self.retry_after_s)},
-            )
+    def admit(self, count: int, calls: int = 0) -> Iterator[None]:
+        """Hold the slots for the duration of the block, or raise a 429 ApiError."""
+        if not self.try_acquire(count, calls):
+            raise self.refusal(count, calls)
         try:
             yield
         finally:
-            self.release(count)
+            self.release(count, calls)
+
+
+class Admission(Protocol):
+    """What the admission middleware asks of the running service."""
+
+    draining: bool
+    limiter: InflightLimiter
+
+
+# Scoring work arrives by POST; these POST routes do no judge work.
+_NOT_SCORING = frozenset({"/v1/rubrics/validate"})
+
+
+class AdmissionMiddleware:
+    """Refuses scoring requests before their body is read: 503 while the service drains
+    for shutdown, 429 while the in-flight bounds are full (both with Retry-After).
+
+    ``service`` returns the running service (None before start-up and after shutdown).
+    """
+
+    def __init__(self, app: ASGIApp, service: Callable[[], Admission | None]):
+        self.app = app
+        self.service = service
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] in _NOT_SCORING:
+            await self.app(scope, receive, send)
+            return
+        service = self.service()
+        if service is not None and service.draining:
+            wait = service.limiter.retry_after()
+            reply = error_response(
+                503,
+                "shutting_down",
+                f"the service is shutting down; retry after {wait} s (another replica may answer)",
+                headers={"Retry-After": str(wait)},
+            )
+            await reply(scope, receive, send)
+            return
+        if service is not None and service.limiter.saturated():
+            exc = service.limiter.refusal(1, 1)
+            reply = JSONResponse(exc.detail, status_code=429, headers=exc.headers)
+            await reply(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+class CancelOnDisconnect:
+    """Cancels a request's handler when its client disconnects after sending the request,
+    so judge work nobody will read stops (work shared with other requests goes on)."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        body_read = asyncio.Event()
+        gone = asyncio.Event()
+
+        async def app_receive() -> Message:
+            if body_read.is_set():
+                # The watcher owns the connection's receive from here on.
+                await gone.wait()
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                gone.set()
+            elif not message.get("more_body", False):
+                body_read.set()
+            return message
+
+        answered = False
+
+        async def app_send(message: Message) -> None:
+            nonlocal answered
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                answered = True
+            await send(message)
+
+        handler = asyncio.ensure_future(self.app(scope, app_receive, app_send))
+
+        async def watch() -> None:
+            await body_read.wait()
+            message = await receive()
+            if message["type"] == "http.disconnect" and not answered:
+                gone.set()
+                handler.cancel()
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            await handler
+        except asyncio.CancelledError:
+            if not gone.is_set():
+                raise
+            log.info("client went away before its answer; its judge work was cancelled")
+        finally:
+            watcher.cancel()

@@ -43,6 +43,11 @@ INFLIGHT = Gauge("rewardsvc_inflight_requests", "Reward requests being processed
 BREAKER_OPEN = Gauge(
     "rewardsvc_breaker_open", "1 while a judge base URL's circuit breaker is open", ["judge", "url"]
 )
+REWARD_LOG_LINES = Counter("rewardsvc_reward_log_lines_total", "Reward log lines written")
+REWARD_LOG_ERRORS = Counter(
+    "rewardsvc_reward_log_errors_total", "Reward log lines that could not be written"
+)
+INFLIGHT_CALLS = Gauge("rewardsvc_inflight_judge_calls", "Judge calls planned and not answered")
 RUBRIC_ERRORS = Gauge(
     "rewardsvc_rubric_errors", "Rubric files whose last edit was refused (0 or 1)", ["file"]
 )

@@ -26,6 +26,8 @@ async def readyz(service: ServiceDep) -> JSONResponse:
     entries = service.registry.entries()
     reachable = await service.readiness.reachable()
     reasons = []
+    if service.draining:
+        reasons.append("shutting down")
     if not entries:
         reasons.append(f"no rubric is loaded from {service.registry.rubrics_dir.name}/")
     blocked = []

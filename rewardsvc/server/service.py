@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
-from pydantic import ValidationError
 
-from rewardsvc.core.errors import RequestError, field_problems
+from rewardsvc.core.errors import RequestError
 from rewardsvc.core.results import BatchResult, ItemReward, JudgeOutcome
-from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions, render_completion, render_text
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.library.registry import Registry, load_pool
@@ -31,11 +30,11 @@ from rewardsvc.scoring.engine import Engine
 from rewardsvc.server import metrics
 from rewardsvc.server.errors import ApiError
 from rewardsvc.server.guards import InflightLimiter, check_batch
+from rewardsvc.server.items import read_item, score_options
 from rewardsvc.server.readiness import ReadinessProbe
 from rewardsvc.server.reward_log import RewardLog
 from rewardsvc.server.wire import (
     CriterionScore,
-    Item,
     JudgeResult,
     RewardOptions,
     RewardResponse,
@@ -44,33 +43,6 @@ from rewardsvc.server.wire import (
     Usage,
 )
 from rewardsvc.settings import Settings
-
-MAX_ID_CHARS = 256
-
-
-def read_item(index: int, raw: Any) -> ItemIn:
-    """One raw item of a request as the engine's input; a malformed one is rejected with
-    its problems (paths such as ``items[3].completion``), never raising."""
-    fallback_id = str(index)
-    if isinstance(raw, dict) and isinstance(raw.get("id"), str):
-        fallback_id = raw["id"][:MAX_ID_CHARS]
-    try:
-        item = Item.model_validate(raw)
-    except ValidationError as exc:
-        problems = field_problems(exc.errors(), raw, prefix=("items", index))
-        return ItemIn(fallback_id, None, "; ".join(str(p) for p in problems))
-    rollout = Rollout(render_text(item.prompt), render_completion(item.completion), item.reference)
-    return ItemIn(item.id if item.id is not None else fallback_id, rollout)
-
-
-def score_options(options: RewardOptions) -> ScoreOptions:
-    """The engine's form of a request's options."""
-    return ScoreOptions(
-        judges=tuple(options.judges) if options.judges is not None else None,
-        rule=options.rule,
-        min_judges=options.min_judges,
-        use_cache=options.use_cache,
-    )
 
 
 def _judge_result(outcome: JudgeOutcome) -> JudgeResult:
@@ -128,11 +100,13 @@ async def score_batch(
     items: Sequence[Any],
     options: RewardOptions | None = None,
     metrics_label: str | None = None,
+    deadline: float | None = None,
 ) -> RewardResponse:
     """Raw items scored by ``engine``, as the wire response (raises RequestError)."""
     inputs = [read_item(i, raw) for i, raw in enumerate(items)]
     opts = score_options(options or RewardOptions())
-    return reward_response(await engine.score(rubric, inputs, opts, metrics_label))
+    batch = await engine.score(rubric, inputs, opts, metrics_label, deadline)
+    return reward_response(batch)
 
 
 @dataclass
@@ -147,6 +121,12 @@ class Service:
     reward_log: RewardLog | None = None
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     stop: asyncio.Event = field(default_factory=asyncio.Event)
+    draining: bool = False
+    active: int = 0
+    idle: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.idle.set()
 
     def judge_names(self) -> set[str]:
         """The judge names an inline rubric may refer to."""
@@ -178,7 +158,7 @@ class Service:
                 rubric.model_dump(mode="json"),
                 Rubric,
                 "<request>",
-                {"judge_names": self.judge_names()},
+                self.registry.context,
             )
         except InvalidFile as exc:
             first = exc.problems[0]
@@ -201,19 +181,69 @@ class Service:
         field_name: str = "items",
         metrics_label: str | None = None,
     ) -> RewardResponse:
-        """Score a batch within the batch and in-flight limits; log it when configured."""
+        """Score a batch within the request's deadline and the work limits (items per
+        batch, criteria and judges per rubric, items and judge calls in flight); log it when
+        configured."""
         check_batch(len(items), self.settings.max_items, field_name)
-        with self.limiter.admit(len(items)):
+        calls = len(items) * self._calls_per_item(rubric, options)
+        if calls > self.settings.max_inflight_calls:
+            raise ApiError(
+                413,
+                "too_much_work",
+                f"{len(items)} items x the rubric's judges x criteria plan {calls} judge "
+                f"calls, more than max_inflight_calls={self.settings.max_inflight_calls}; "
+                "split the batch",
+                field="max_inflight_calls",
+            )
+        deadline = time.monotonic() + self.settings.request_timeout_s
+        with self.limiter.admit(len(items), calls):
             metrics.INFLIGHT.inc()
+            metrics.INFLIGHT_CALLS.inc(calls)
+            self.active += 1
+            self.idle.clear()
             try:
-                response = await score_batch(self.engine, rubric, items, options, metrics_label)
+                response = await score_batch(
+                    self.engine, rubric, items, options, metrics_label, deadline
+                )
             except RequestError as exc:
                 raise ApiError.of(exc) from exc
             finally:
                 metrics.INFLIGHT.dec()
+                metrics.INFLIGHT_CALLS.dec(calls)
+                self.active -= 1
+                if self.active == 0:
+                    self.idle.set()
         if self.reward_log is not None:
             self.reward_log.write(response, list(items))
         return response
+
+    def _calls_per_item(self, rubric: Rubric, options: RewardOptions) -> int:
+        """Judge calls one item costs at most; 413 when the rubric exceeds the limits of
+        criteria or judges per rubric."""
+        limits = (
+            ("max_criteria", len(rubric.criteria), self.settings.max_criteria, "criteria"),
+            ("max_judges", len(rubric.judges), self.settings.max_judges, "judges"),
+        )
+        for name, count, limit, part in limits:
+            if count > limit:
+                raise ApiError(
+                    413,
+                    "too_much_work",
+                    f"the rubric has {count} {part}, more than {name}={limit}",
+                    field=f"rubric.{part}",
+                )
+        judges = len(options.judges) if options.judges else len(rubric.judges)
+        return judges * (1 if rubric.combine == "implicit" else len(rubric.criteria))
+
+    async def drain(self, timeout_s: float) -> bool:
+        """Refuse new scoring requests and wait up to ``timeout_s`` for those accepted to
+        finish; True when they all did."""
+        self.draining = True
+        try:
+            await asyncio.wait_for(self.idle.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
 
     async def score_rubric(
         self,
@@ -259,18 +289,31 @@ async def start_service(
     observer = metrics.PrometheusObserver()
     if registry is None:
         pool = await asyncio.to_thread(load_pool, Path(settings.judge_pool))
-        registry = await asyncio.to_thread(Registry, Path(settings.rubrics_dir), pool)
+        registry = await asyncio.to_thread(
+            Registry,
+            Path(settings.rubrics_dir),
+            pool,
+            observer,
+            settings.max_rubric_bytes,
+        )
+    else:
+        registry.observer = observer
     if judges is None:
         judges = build_judges(registry.pool)
     cache = VerdictCache(settings.cache_size, settings.cache_path)
     engine = Engine(judges, cache, settings.max_text_chars, observer=observer)
+    reward_log = None
+    if settings.reward_log:
+        reward_log = RewardLog(
+            settings.reward_log, settings.reward_log_max_bytes, settings.reward_log_backups
+        )
     service = Service(
         settings=settings,
         registry=registry,
         engine=engine,
-        limiter=InflightLimiter(settings.max_inflight),
+        limiter=InflightLimiter(settings.max_inflight, settings.max_inflight_calls),
         readiness=ReadinessProbe(engine.judges),  # type: ignore[arg-type]
-        reward_log=RewardLog(settings.reward_log) if settings.reward_log else None,
+        reward_log=reward_log,
     )
     if settings.reload:
         service.tasks.append(asyncio.create_task(registry.watch(service.stop)))

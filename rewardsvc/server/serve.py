@@ -1,0 +1,138 @@
+"""Serving the app with uvicorn, hardened for hostile and slow clients and for shutdown.
+
+uvicorn has no deadline for a request's headers or body: a client that connects and then
+trickles bytes holds a connection forever. :class:`DeadlineProtocol` adds both deadlines to
+uvicorn's httptools protocol and closes the connection when one passes. The connection
+count is bounded by uvicorn's own ``limit_concurrency`` (503 beyond it).
+
+On SIGTERM, :class:`DrainingServer` keeps listening while the service drains: new scoring
+requests get 503 with Retry-After (and ``/readyz`` 503, so a load balancer stops sending),
+requests already accepted finish within ``shutdown_timeout_s``, then uvicorn stops and the
+lifespan flushes the reward log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from types import FrameType
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from rewardsvc.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class DeadlineProtocol(HttpToolsProtocol):
+    """uvicorn's HTTP/1.1 protocol with deadlines for receiving headers and body.
+
+    The header deadline runs from the connection (or the end of the previous request on a
+    kept-alive connection) to the end of the headers; the body deadline from the end of the
+    headers to the end of the body. A connection that misses one is closed.
+    """
+
+    header_timeout_s = 10.0
+    body_timeout_s = 30.0
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._deadline: asyncio.TimerHandle | None = None
+
+    def _arm(self, seconds: float) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_later(seconds, self._too_slow)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        if not self.transport.is_closing():
+            log.info("closing a connection that was too slow to send its request")
+            self.transport.close()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm(self.header_timeout_s)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self._deadline is None:
+            self._arm(self.header_timeout_s)
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        self._arm(self.body_timeout_s)
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._disarm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+
+def protocol_with_deadlines(header_timeout_s: float, body_timeout_s: float) -> type:
+    """A :class:`DeadlineProtocol` class with these deadlines."""
+    return type(
+        "RewardsvcHttpProtocol",
+        (DeadlineProtocol,),
+        {"header_timeout_s": header_timeout_s, "body_timeout_s": body_timeout_s},
+    )
+
+
+class DrainingServer(uvicorn.Server):
+    """A uvicorn server that drains the service on SIGTERM before it stops (see module doc)."""
+
+    def __init__(self, config: uvicorn.Config, app: FastAPI, shutdown_timeout_s: float):
+        super().__init__(config)
+        self.app = app
+        self.shutdown_timeout_s = shutdown_timeout_s
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._draining = False
+
+    async def serve(self, sockets: Any = None) -> None:
+        """Serve until shut down (records the loop the signal handler hands work to)."""
+        self._loop = asyncio.get_running_loop()
+        await super().serve(sockets)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """First SIGTERM: drain, then exit. Anything else: uvicorn's own handling."""
+        if sig == signal.SIGTERM and not self._draining and self._loop is not None:
+            self._draining = True
+            self._loop.call_soon_threadsafe(lambda: self._loop.create_task(self._drain()))
+            return
+        super().handle_exit(sig, frame)
+
+    async def _drain(self) -> None:
+        service = getattr(self.app.state, "service", None)
+        if service is not None:
+            log.info("SIGTERM: draining (up to %.0f s)", self.shutdown_timeout_s)
+            finished = await service.drain(self.shutdown_timeout_s)
+            if not finished:
+                log.warning("shutdown timeout passed with requests still running")
+        self.should_exit = True
+
+
+def serve(app: FastAPI, settings: Settings) -> None:
+    """Serve ``app`` on the settings' host and port until SIGTERM or SIGINT."""
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level.lower(),
+        access_log=False,
+        http=protocol_with_deadlines(settings.header_timeout_s, settings.body_timeout_s),
+        limit_concurrency=settings.max_connections,
+        # After draining, what is still running gets a moment to answer before it is cut.
+        timeout_graceful_shutdown=5,
+    )
+    DrainingServer(config, app, settings.shutdown_timeout_s).run()

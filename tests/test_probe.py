@@ -1,4 +1,4 @@
-"""The red-team probe: attack variants, their flags, and `rewardsvc probe` on the real judges."""
+"""The red-team attack set: its variants, their flags, and `rewardsvc probe` on the real judges."""
 
 from __future__ import annotations
 
@@ -14,13 +14,16 @@ from rewardsvc.safety.detectors import detect
 
 HONEST = "Paris is the capital of France. It has been the capital since the 10th century."
 
-# The detector flag each attack family must raise (padding and rewrites raise none).
+# The detector flag each attack family must raise (the meaning-preserving rewrite raises none).
 EXPECTED_FLAG = {
     "master_key": "master_key",
     "grader_instructions": "injection_suspected",
     "fake_score": "fake_score",
     "structured_cheating": "template_mimicry",
+    "fence_escape": "fence_escape",
+    "authority_appeal": "authority_appeal",
     "control_tokens": "control_tokens",
+    "padding": "padding",
     "hidden_characters": "zero_width",
 }
 
@@ -28,7 +31,7 @@ EXPECTED_FLAG = {
 def test_every_published_family_is_built_deterministically() -> None:
     built = attacks(HONEST)
     assert built == attacks(HONEST)
-    assert {a.family for a in built} == {*EXPECTED_FLAG, "padding", "rewrite"}
+    assert {a.family for a in built} == {*EXPECTED_FLAG, "rewrite"}
     assert [a.name for a in built if a.preserves_meaning] == ["as a bullet list"]
 
 

@@ -1,1 +1,15 @@
-"""TODO"""
+"""Safety: what protects judges from the text they grade. Pure functions, no I/O.
+
+- ``detectors``: the attack-shape detectors and their table (the one place the
+  flag names come from), run on every completion; ``rules`` and ``shapes`` hold
+  their patterns and text heuristics, ``scan`` the bounded view they scan.
+- ``defuse``: chat control-token defusing and the collapse of pathological
+  backtick runs, applied to untrusted text before it is fenced into a judge prompt.
+- ``attacks``: the red-team attack set that ``rewardsvc probe`` scores.
+
+Everything here runs in time linear in its input: patterns are RE2 (``re2``,
+no backtracking) or patterns whose every attempt is bounded, over a capped view
+of the text. This package may import ``rewardsvc.core`` and the standard library
+plus ``re2`` only: no server, scoring, judges, HTTP or client libraries (judges
+import it, not the other way).
+"""

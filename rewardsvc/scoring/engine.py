@@ -35,7 +35,7 @@ from rewardsvc.core.results import (
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.safety.detectors import detect
+from rewardsvc.safety.detectors import THREAD_ABOVE_CHARS, detect
 from rewardsvc.scoring.cache import Source, VerdictCache, cache_key
 from rewardsvc.scoring.calibration import CalibrationWindows
 
@@ -135,7 +135,7 @@ class Engine:
         # A subset chosen with options.judges lowers the rubric's bar to what it can meet.
         return min(rubric.min_judges, selected)
 
-    def _prepare(self, rubric: Rubric, index: int, item: ItemIn) -> _Prepared | ItemReward:
+    async def _prepare(self, rubric: Rubric, index: int, item: ItemIn) -> _Prepared | ItemReward:
         def reject(message: str) -> ItemReward:
             return ItemReward(id=item.id, reward=None, status="rejected", error=message)
 
@@ -157,7 +157,12 @@ class Engine:
         if rubric.requires_reference and rollout.reference is None:
             return reject(f"{prefix}.reference: rubric {rubric.id!r} requires a reference")
         try:
-            flags = sorted(set(detect(rollout)))
+            # Linear time, but a long text still takes milliseconds: off the event loop.
+            if len(rollout.completion) + len(rollout.prompt) > THREAD_ABOVE_CHARS:
+                found = await asyncio.to_thread(detect, rollout)
+            else:
+                found = detect(rollout)
+            flags = sorted(set(found))
         except Exception:
             # A detector bug must not sink the batch; the item is scored without flags.
             log.exception("detectors failed on %s", prefix)
@@ -197,7 +202,7 @@ class Engine:
         results: list[ItemReward | None] = [None] * len(items)
         prepared: list[_Prepared] = []
         for index, item in enumerate(items):
-            outcome = self._prepare(rubric, index, item)
+            outcome = await self._prepare(rubric, index, item)
             if isinstance(outcome, _Prepared):
                 prepared.append(outcome)
             else:

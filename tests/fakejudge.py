@@ -7,7 +7,13 @@ a queue of behaviours is consumed one per request, then ``default`` applies.
 
 Behaviours: ``ok``, ``500``, ``400``, ``429`` (with ``Retry-After: retry_after``),
 ``timeout`` (sleeps ``delay_s`` before answering), ``garbage`` (a 200 whose
-content is not a scale token, and no logprobs).
+content is not a scale token, and no logprobs), ``html`` (a 200 with an HTML page, as
+from a misrouted proxy), ``notjson`` (a 200 with JSON that is not a completion),
+``overflow`` (vLLM's 400 for a prompt longer than the context), ``trickle`` (a 200 that
+sends one space every ``trickle_s`` for ``delay_s``, then the answer), ``stall``
+(answers nothing until the client hangs up; counted in ``disconnects``).
+
+:class:`RecordingObserver` records what judges and backends report to their observer.
 
 Run it on its own for benchmarks: ``python tests/fakejudge.py --port 9100``.
 """
@@ -22,12 +28,22 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+
+from rewardsvc.core.verdict import Verdict
+
+# vLLM 0.32's message for a prompt that does not fit (seen on the CPU judges).
+OVERFLOW_MESSAGE = (
+    "This model's maximum context length is 2048 tokens. However, your prompt contains at "
+    "least 2049 input tokens, which exceeds this limit even without any output tokens. "
+    "Please reduce the length of the input prompt. (parameter=input_tokens, value=2049)"
+)
 
 
 @dataclass
@@ -45,6 +61,11 @@ class Script:
     request_times: list[float] = field(default_factory=list)
     bodies: list[dict[str, Any]] = field(default_factory=list)
     record_bodies: bool = True
+    trickle_s: float = 0.05
+    disconnects: int = 0
+    headers: list[dict[str, str]] = field(default_factory=list)
+    # The Authorization header of each GET /v1/models.
+    model_lists: list[str] = field(default_factory=list)
 
     def next_behaviour(self) -> str:
         return self.queue.popleft() if self.queue else self.default
@@ -80,10 +101,11 @@ def make_app(script: Script) -> FastAPI:
     """The fake server's app, driven by ``script``."""
     app = FastAPI()
 
-    async def handle(request: Request, chat: bool) -> JSONResponse:
+    async def handle(request: Request, chat: bool) -> Response:
         body = await request.json()
         script.requests += 1
         script.request_times.append(time.monotonic())
+        script.headers.append(dict(request.headers))
         if script.record_bodies:
             script.bodies.append(body)
         behaviour = script.next_behaviour()
@@ -91,12 +113,29 @@ def make_app(script: Script) -> FastAPI:
             return JSONResponse({"error": {"message": "scripted 500"}}, status_code=500)
         if behaviour == "400":
             return JSONResponse({"error": {"message": "scripted 400"}}, status_code=400)
+        if behaviour == "overflow":
+            error = {"message": OVERFLOW_MESSAGE, "type": "BadRequestError", "code": 400}
+            return JSONResponse({"error": error}, status_code=400)
         if behaviour == "429":
             return JSONResponse(
                 {"error": {"message": "scripted 429"}},
                 status_code=429,
                 headers={"Retry-After": str(script.retry_after)},
             )
+        if behaviour == "html":
+            return HTMLResponse("<html><body><h1>502 Bad Gateway</h1></body></html>")
+        if behaviour == "notjson":
+            return JSONResponse({"status": "ok"})
+        if behaviour == "stall":
+            while not await request.is_disconnected():
+                await asyncio.sleep(0.01)
+            script.disconnects += 1
+            return JSONResponse({})
+        if behaviour == "trickle":
+            dist = _distribution(_choices(body), script.first_choice_p)
+            top = max(dist, key=lambda t: dist[t])
+            answer = json.dumps(_reply(body, chat, [top], dist)).encode()
+            return StreamingResponse(_trickle(script, answer), media_type="application/json")
         if behaviour == "timeout":
             await asyncio.sleep(script.delay_s)
         n = int(body.get("n") or 1)
@@ -110,18 +149,32 @@ def make_app(script: Script) -> FastAPI:
         return JSONResponse(_reply(body, chat, [top] * n, dist if want_logprobs else None))
 
     @app.post("/v1/chat/completions")
-    async def chat(request: Request) -> JSONResponse:
+    async def chat(request: Request) -> Response:
         return await handle(request, chat=True)
 
     @app.post("/v1/completions")
-    async def completions(request: Request) -> JSONResponse:
+    async def completions(request: Request) -> Response:
         return await handle(request, chat=False)
 
     @app.get("/v1/models")
-    async def models() -> dict[str, Any]:
+    async def models(request: Request) -> dict[str, Any]:
+        script.model_lists.append(request.headers.get("authorization", ""))
         return {"object": "list", "data": [{"id": "fake", "object": "model"}]}
 
     return app
+
+
+async def _trickle(script: Script, answer: bytes) -> AsyncIterator[bytes]:
+    """Leading whitespace (valid before JSON), one byte at a time, then the answer."""
+    end = time.monotonic() + script.delay_s
+    try:
+        while time.monotonic() < end:
+            yield b" "
+            await asyncio.sleep(script.trickle_s)
+        yield answer
+    except asyncio.CancelledError:
+        script.disconnects += 1
+        raise
 
 
 def _reply(
@@ -179,6 +232,35 @@ def _reply(
             "total_tokens": 100 + completion_tokens,
         },
     }
+
+
+class RecordingObserver:
+    """An observer that keeps the judge and breaker events it is given."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Verdict]] = []
+        self.breakers: list[tuple[str, str, bool]] = []
+
+    def judge_call(self, judge: str, verdict: Verdict) -> None:
+        """Keep the verdict."""
+        self.calls.append((judge, verdict))
+
+    def breaker(self, judge: str, url: str, is_open: bool) -> None:
+        """Keep the change."""
+        self.breakers.append((judge, url, is_open))
+
+    def cache_hit(self, dedup: bool) -> None:
+        """Ignore."""
+
+    def batch(self, label: str, result: Any) -> None:
+        """Ignore."""
+
+    def rubric_file(self, file: str, refused: bool) -> None:
+        """Ignore."""
+
+    def errors(self, judge: str, kind: str) -> int:
+        """Failed calls of ``judge`` with ``error_kind`` ``kind``."""
+        return sum(1 for j, v in self.calls if j == judge and v.error_kind == kind)
 
 
 def free_port() -> int:

@@ -4,23 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
 import pytest_asyncio
-from fakejudge import FakeJudge, Script, free_port
+from fakejudge import FakeJudge, RecordingObserver, Script, free_port
 
+from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.pool import JudgeConfig
-from rewardsvc.judges.backends import (
-    Backend,
-    BackendError,
-    BreakerPolicy,
-    CircuitBreaker,
-    RetryPolicy,
-    parse_retry_after,
-)
-from rewardsvc.server.metrics import BREAKER_OPEN
+from rewardsvc.judges.backends import Backend, RetryPolicy
+from rewardsvc.judges.breaker import BreakerPolicy, CircuitBreaker
+from rewardsvc.judges.failures import BackendError, parse_retry_after
 
 # Short backoffs keep the tests fast; the policy shape is what is tested.
 FAST = RetryPolicy(initial_s=0.01, max_s=0.05, jitter_s=0.01)
@@ -49,11 +44,26 @@ async def backends() -> AsyncIterator[list[Backend]]:
 
 
 def make(
-    made: list[Backend], cfg: JudgeConfig, breaker: BreakerPolicy | None = None, name: str = "t"
+    made: list[Backend],
+    cfg: JudgeConfig,
+    breaker: BreakerPolicy | None = None,
+    name: str = "t",
+    clock: Callable[[], float] = time.monotonic,
+    observer: Observer = NULL_OBSERVER,
 ) -> Backend:
-    backend = Backend(name, cfg, retry=FAST, breaker=breaker)
+    backend = Backend(name, cfg, retry=FAST, breaker=breaker, clock=clock, observer=observer)
     made.append(backend)
     return backend
+
+
+class Clock:
+    """A clock that moves only when a test says so."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 async def ask(backend: Backend) -> Any:
@@ -91,7 +101,8 @@ async def test_400_is_not_retried(fake: FakeJudge, backends: list[Backend]) -> N
     backend = make(backends, config(fake.url, retries=3))
     with pytest.raises(BackendError) as info:
         await ask(backend)
-    assert info.value.kind == "client_error" and info.value.status == 400
+    assert info.value.kind == "http_4xx" and info.value.status == 400
+    assert str(info.value).startswith("client_error: HTTP 400")
     assert fake.script.requests == 1
     # A 4xx says nothing about the server's health: the breaker stays closed.
     assert backend.endpoints[0].breaker.state == "closed"
@@ -102,7 +113,8 @@ async def test_retries_run_out(fake: FakeJudge, backends: list[Backend]) -> None
     backend = make(backends, config(fake.url, retries=2), BreakerPolicy(threshold=10))
     with pytest.raises(BackendError) as info:
         await ask(backend)
-    assert info.value.kind == "server_error" and info.value.status == 500
+    assert info.value.kind == "http_5xx" and info.value.status == 500
+    assert str(info.value).startswith("server_error: HTTP 500")
     assert fake.script.requests == 3
 
 
@@ -171,21 +183,26 @@ async def test_dead_base_url_opens_its_breaker_and_the_other_serves(
     fake: FakeJudge, backends: list[Backend]
 ) -> None:
     dead_url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    clock = Clock()
+    seen = RecordingObserver()
     backend = make(
         backends,
         config(dead_url, fake.url, retries=2),
         BreakerPolicy(threshold=2, cooldown_s=1.0),
         name="breaker-test",
+        clock=clock,
+        observer=seen,
     )
     dead, live = backend.endpoints
-    gauge = BREAKER_OPEN.labels(judge="breaker-test", url=dead.url)
+    # Every URL's breaker is reported closed at start, so its metric exists from the start.
+    assert seen.breakers == [("breaker-test", dead.url, False), ("breaker-test", live.url, False)]
 
     for _ in range(6):  # every call succeeds: a failed attempt on the dead URL is retried
         await ask(backend)
     assert fake.script.requests == 6
     assert dead.breaker.state == "open"
     assert dead.calls == 2  # the threshold, then never again while open
-    assert gauge._value.get() == 1.0
+    assert seen.breakers[-1] == ("breaker-test", dead.url, True)
 
     start = time.monotonic()
     for _ in range(5):
@@ -193,13 +210,14 @@ async def test_dead_base_url_opens_its_breaker_and_the_other_serves(
     assert dead.calls == 2 and live.calls == 11
     assert time.monotonic() - start < 1.0  # no connection attempts, no backoff
 
-    await asyncio.sleep(1.1)  # cooldown over: exactly one probe goes to the dead URL
+    clock.now += 1.0  # cooldown over: exactly one probe goes to the dead URL
     assert dead.breaker.state == "half_open"
     for _ in range(3):
         await ask(backend)
     assert dead.calls == 3
     assert dead.breaker.state == "open"
     assert fake.script.requests == 14
+    assert [b for b in seen.breakers if b[1] == dead.url][-1] == ("breaker-test", dead.url, True)
 
 
 async def test_every_base_url_down_fails_fast(backends: list[Backend]) -> None:
@@ -222,8 +240,12 @@ async def test_breaker_half_open_probe_closes_on_success(
     fake: FakeJudge, backends: list[Backend]
 ) -> None:
     fake.script.default = "500"
+    clock = Clock()
     backend = make(
-        backends, config(fake.url, retries=0), BreakerPolicy(threshold=2, cooldown_s=0.5)
+        backends,
+        config(fake.url, retries=0),
+        BreakerPolicy(threshold=2, cooldown_s=0.5),
+        clock=clock,
     )
     for _ in range(2):
         with pytest.raises(BackendError):
@@ -233,7 +255,7 @@ async def test_breaker_half_open_probe_closes_on_success(
     assert info.value.kind == "unavailable"
     assert fake.script.requests == 2  # the open breaker kept the call off the server
 
-    await asyncio.sleep(0.6)
+    clock.now += 0.6
     fake.script.default = "ok"
     await ask(backend)
     assert backend.endpoints[0].breaker.state == "closed"
@@ -248,7 +270,7 @@ async def test_retries_that_open_the_breaker_report_the_real_error(
     backend = make(backends, config(fake.url, retries=5), BreakerPolicy(threshold=2))
     with pytest.raises(BackendError) as info:
         await ask(backend)
-    assert info.value.kind == "server_error"
+    assert info.value.kind == "http_5xx" and info.value.label == "server_error"
     assert fake.script.requests == 2
 
 

@@ -87,10 +87,19 @@ class StubJudge:
             completion_tokens=1,
         )
 
-    async def score_criterion(self, rubric: Rubric, criterion: Criterion, rollout: Rollout):
+    async def score_criterion(
+        self,
+        rubric: Rubric,
+        criterion: Criterion,
+        rollout: Rollout,
+        *,
+        deadline: float | None = None,
+    ):
         return await self._verdict(criterion.id, rollout)
 
-    async def score_holistic(self, rubric: Rubric, rollout: Rollout) -> Verdict:
+    async def score_holistic(
+        self, rubric: Rubric, rollout: Rollout, *, deadline: float | None = None
+    ) -> Verdict:
         return await self._verdict(aggregate.HOLISTIC, rollout)
 
     async def aclose(self) -> None:

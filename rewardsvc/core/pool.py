@@ -50,13 +50,30 @@ class JudgeConfig(StrictModel):
         "structured: JSON reasoning then score; sampled: n samples, mean and variance.",
     )
     sampling: Sampling = Field(default_factory=Sampling)
-    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    timeout_s: float = Field(
+        default=60.0, gt=0, le=3600, description="Longest one attempt may take, in seconds."
+    )
+    call_deadline_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=36000,
+        description="Longest one call may take, slot wait, retries and backoff included "
+        "(default: every attempt's timeout plus the longest backoff after each).",
+    )
+    max_context_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="The judge's context length (vLLM's --max-model-len): a prompt that cannot "
+        "fit is refused before the call, as context_overflow.",
+    )
     max_concurrency: int = Field(default=32, ge=1, le=4096, description="In-flight calls at most.")
     retries: int = Field(default=3, ge=0, le=10, description="Retries on 429, 5xx, connection.")
     api_key_env: str | None = Field(
         default=None,
         pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
-        description="Name of the environment variable holding the API key (never the key).",
+        description="Name of the environment variable holding the API key (never the key); "
+        "when NAME_FILE is set instead, the key is read from that file, and read again when "
+        "it changes (a rotated Kubernetes Secret).",
     )
 
     @field_validator("base_urls")
@@ -84,11 +101,13 @@ class JudgePool(StrictModel):
     judges: dict[Identifier, JudgeConfig] = Field(min_length=1)
 
     def missing_api_keys(self) -> list[str]:
-        """Environment variables named by judges that are unset."""
+        """Environment variables named by judges that are unset (and have no ``_FILE``)."""
         return sorted(
             {
                 j.api_key_env
                 for j in self.judges.values()
-                if j.api_key_env and not os.environ.get(j.api_key_env)
+                if j.api_key_env
+                and not os.environ.get(j.api_key_env)
+                and not os.environ.get(f"{j.api_key_env}_FILE")
             }
         )

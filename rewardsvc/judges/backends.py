@@ -1,225 +1,59 @@
-"""OpenAI-compatible clients for one judge: base-URL pool, limits, timeouts, retries, breakers.
+"""OpenAI-compatible clients for one judge: base-URL pool, limits, deadlines, retries, breakers.
 
 A :class:`Backend` owns one ``AsyncOpenAI`` client per base URL of a judge and
 sends each call to the next base URL in round-robin order whose circuit
-breaker lets it through. Calls are limited by one semaphore per judge
-(``max_concurrency``) and each client's connection pool (the SDK's aiohttp
-transport) is sized to the same number, so connections are reused and never
-queue inside the HTTP layer.
+breaker (``rewardsvc.judges.breaker``) lets it through. Calls are limited by one
+semaphore per judge (``max_concurrency``) and each client's connection pool (the
+SDK's aiohttp transport) is sized to the same number, so connections are reused
+and never queue inside the HTTP layer.
+
+Time is bounded twice. Each attempt has ``timeout_s`` in total (not per read: a
+judge that trickles bytes is cut off like one that stalls). Each call has a
+deadline covering the wait for a free slot, every attempt and every backoff:
+``call_deadline_s`` of the judge config when it has one, else enough for every
+attempt and the longest backoffs, or sooner when the caller passes its own ``deadline`` (a
+``time.monotonic()`` instant, e.g. the end of a trainer's request).
 
 Retries are ours (tenacity), not the openai client's (``max_retries=0``), so
-that one policy applies everywhere: retry 429, 5xx, connection errors and
-timeouts with exponential backoff plus jitter, wait at least what a
+that one policy applies everywhere: retry 429, 5xx, connection errors, timeouts
+and malformed 200s with exponential backoff plus jitter, wait at least what a
 ``Retry-After`` header asks, never retry another 4xx (the request itself is
-wrong and would fail again). A retry goes to the next base URL, so one dead
-replica costs one failed attempt, not a failed call.
+wrong and would fail again), never start a backoff that would end past the
+deadline. A retry goes to the next base URL, so one dead replica costs one failed
+attempt, not a failed call. When every URL's breaker is open a call fails at once.
 
-Each base URL has a circuit breaker: after ``threshold`` consecutive failures
-(5xx, connection, timeout) it opens and the URL is skipped; after
-``cooldown_s`` one probe call is let through (half-open); its success closes
-the breaker, its failure opens it again. When every URL is open a call fails
-at once instead of waiting for timeouts.
+Failures are :class:`~rewardsvc.judges.failures.BackendError` with a typed kind.
+Breaker changes are reported to the :class:`~rewardsvc.core.observe.Observer`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-import aiohttp
 import httpx2
 import openai
-from openai.types import Completion
-from openai.types.chat import ChatCompletion
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
     retry_if_exception,
     stop_after_attempt,
+    stop_any,
     wait_exponential_jitter,
 )
 
+from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.pool import JudgeConfig
-from rewardsvc.server.metrics import BREAKER_OPEN
+from rewardsvc.judges.breaker import BreakerPolicy, CircuitBreaker
+from rewardsvc.judges.failures import BackendError, classify
+from rewardsvc.judges.keys import KeySource
+from rewardsvc.judges.shapes import CHAT, COMPLETION, ApiShape
 
-ErrorKind = Literal[
-    "timeout", "connection", "rate_limited", "server_error", "client_error", "unavailable", "other"
-]
-
-_RETRYABLE: frozenset[str] = frozenset({"timeout", "connection", "rate_limited", "server_error"})
-# 429 means the server is alive but busy: it slows us down (Retry-After), it does not trip
-# the breaker. A 4xx is our request's fault and says nothing about the server's health.
-_BREAKER_FAILURES: frozenset[str] = frozenset({"timeout", "connection", "server_error"})
-
-
-class BackendError(Exception):
-    """A judge call that failed; ``kind`` names why (it labels the error metric)."""
-
-    def __init__(
-        self,
-        kind: ErrorKind,
-        message: str,
-        *,
-        status: int | None = None,
-        retry_after: float | None = None,
-        url: str | None = None,
-    ):
-        super().__init__(message)
-        self.kind = kind
-        self.status = status
-        self.retry_after = retry_after
-        self.url = url
-
-    @property
-    def retryable(self) -> bool:
-        """True for 429, 5xx, connection errors and timeouts."""
-        return self.kind in _RETRYABLE
-
-    def __str__(self) -> str:
-        return f"{self.kind}: {self.args[0]}"
-
-
-def parse_retry_after(headers: Any) -> float | None:
-    """Seconds asked by ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
-    if headers is None:
-        return None
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def classify(exc: BaseException, url: str) -> BackendError:
-    """Map an openai/HTTP exception to a :class:`BackendError`."""
-    if isinstance(exc, BackendError):
-        return exc
-    if isinstance(exc, openai.APITimeoutError):
-        refused = _refused_connection(exc)
-        if refused is not None:
-            return BackendError("connection", f"{url}: {refused}", url=url)
-        return BackendError("timeout", f"no answer from {url} in time", url=url)
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__ or exc
-        return BackendError("connection", f"{url}: {cause}", url=url)
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        message = f"HTTP {status} from {url}: {exc.message}"
-        if status == 429:
-            retry_after = parse_retry_after(exc.response.headers)
-            return BackendError(
-                "rate_limited", message, status=status, retry_after=retry_after, url=url
-            )
-        if status >= 500:
-            retry_after = parse_retry_after(exc.response.headers)
-            return BackendError(
-                "server_error", message, status=status, retry_after=retry_after, url=url
-            )
-        return BackendError("client_error", message, status=status, url=url)
-    return BackendError("other", f"{url}: {type(exc).__name__}: {exc}", url=url)
-
-
-def _refused_connection(exc: BaseException) -> BaseException | None:
-    """The connect failure behind a timeout error of the aiohttp transport, if any.
-
-    openai's aiohttp transport reports a refused or unresolvable connection as a connect
-    *timeout*; the aiohttp error it chains says what really happened.
-    """
-    cause = exc.__cause__
-    while cause is not None:
-        if isinstance(cause, aiohttp.ClientConnectorError) and not isinstance(
-            cause, asyncio.TimeoutError
-        ):
-            return cause
-        cause = cause.__cause__
-    return None
-
-
-BreakerState = Literal["closed", "open", "half_open"]
-
-
-class CircuitBreaker:
-    """Closed -> open after ``threshold`` consecutive failures -> half-open after ``cooldown_s``.
-
-    In half-open state exactly one probe call is let through at a time.
-    """
-
-    def __init__(
-        self,
-        threshold: int = 3,
-        cooldown_s: float = 10.0,
-        clock: Callable[[], float] = time.monotonic,
-        on_change: Callable[[BreakerState], None] | None = None,
-    ):
-        self.threshold = threshold
-        self.cooldown_s = cooldown_s
-        self._clock = clock
-        self._on_change = on_change
-        self._state: BreakerState = "closed"
-        self._failures = 0
-        self._opened_at = 0.0
-        self._probing = False
-        self.last_error: str | None = None
-
-    @property
-    def state(self) -> BreakerState:
-        """The state now (an open breaker past its cooldown reads as half-open)."""
-        if self._state == "open" and self._clock() - self._opened_at >= self.cooldown_s:
-            return "half_open"
-        return self._state
-
-    def _set(self, state: BreakerState) -> None:
-        if state != self._state:
-            self._state = state
-            if self._on_change is not None:
-                self._on_change(state)
-
-    def allow(self) -> bool:
-        """May a call go out now? Reserves the probe slot when half-open."""
-        state = self.state
-        if state == "closed":
-            return True
-        if state == "open" or self._probing:
-            return False
-        self._set("half_open")
-        self._probing = True
-        return True
-
-    def success(self) -> None:
-        """The server answered (any answer but a 5xx): close."""
-        self._failures = 0
-        self._probing = False
-        self._set("closed")
-
-    def failure(self, error: str) -> None:
-        """A 5xx, connection error or timeout: open at the threshold, or on a failed probe."""
-        self.last_error = error
-        self._failures += 1
-        if self._probing or self._state == "half_open" or self._failures >= self.threshold:
-            self._opened_at = self._clock()
-            self._probing = False
-            self._set("open")
-
-    def release(self) -> None:
-        """A call that ended without telling anything (cancelled): free the probe slot."""
-        self._probing = False
+# How much of a malformed 200's body is quoted in the error.
+_SNIPPET_CHARS = 120
 
 
 @dataclass(frozen=True)
@@ -233,14 +67,6 @@ class RetryPolicy:
     retry_after_max_s: float = 60.0
 
 
-@dataclass(frozen=True)
-class BreakerPolicy:
-    """Circuit breaker settings, one breaker per base URL."""
-
-    threshold: int = 3
-    cooldown_s: float = 10.0
-
-
 @dataclass
 class Endpoint:
     """One base URL of a judge: its client, its breaker and a count of calls sent to it."""
@@ -251,8 +77,21 @@ class Endpoint:
     calls: int = field(default=0)
 
 
+def call_deadline_s(config: JudgeConfig, retry: RetryPolicy) -> float:
+    """The longest one call may take, slot wait and retries included.
+
+    ``call_deadline_s`` of the judge config when it has one; else every attempt's
+    ``timeout_s`` plus the longest backoff after each.
+    """
+    configured = getattr(config, "call_deadline_s", None)
+    if configured is not None:
+        return float(configured)
+    return (config.timeout_s + retry.max_s) * (config.retries + 1)
+
+
 class Backend:
-    """The OpenAI-compatible endpoints of one judge: :meth:`chat` and :meth:`complete`."""
+    """The OpenAI-compatible endpoints of one judge: :meth:`send` (and its :meth:`chat`,
+    :meth:`complete` forms), :meth:`reachable`."""
 
     def __init__(
         self,
@@ -262,12 +101,17 @@ class Backend:
         retry: RetryPolicy | None = None,
         breaker: BreakerPolicy | None = None,
         clock: Callable[[], float] = time.monotonic,
+        observer: Observer = NULL_OBSERVER,
     ):
         self.name = name
         self.config = config
         self.retry = retry or RetryPolicy()
+        self.observer = observer
+        self.keys = KeySource(config)
+        self.deadline_s = call_deadline_s(config, self.retry)
         breaker = breaker or BreakerPolicy()
-        api_key = config.api_key()
+        # The transport's own timeout is per read; the total per attempt is enforced in
+        # :meth:`_attempt`. This one stays as a backstop and bounds the connect.
         timeout = httpx2.Timeout(config.timeout_s, connect=min(5.0, config.timeout_s))
         limits = httpx2.Limits(
             max_connections=config.max_concurrency,
@@ -277,14 +121,13 @@ class Backend:
         for base in config.base_urls:
             url = str(base).rstrip("/")
             client = openai.AsyncOpenAI(
-                api_key=api_key,
+                api_key=self.keys.current(),
                 base_url=url,
                 max_retries=0,
                 timeout=timeout,
                 http_client=openai.DefaultAioHttpClient(timeout=timeout, limits=limits),
             )
-            gauge = BREAKER_OPEN.labels(judge=name, url=url)
-            gauge.set(0)
+            observer.breaker(name, url, False)
             self.endpoints.append(
                 Endpoint(
                     url=url,
@@ -293,7 +136,7 @@ class Backend:
                         breaker.threshold,
                         breaker.cooldown_s,
                         clock=clock,
-                        on_change=lambda s, g=gauge: g.set(1 if s == "open" else 0),
+                        on_change=lambda s, u=url: observer.breaker(name, u, s == "open"),
                     ),
                 )
             )
@@ -329,38 +172,99 @@ class Backend:
             return False
         return exc.retry_after is None or exc.retry_after <= self.retry.retry_after_max_s
 
-    async def _attempt(self, op: Literal["chat", "completion"], body: dict[str, Any]) -> Any:
-        async with self._sem:
-            endpoint = self._pick()
-            endpoint.calls += 1
-            try:
-                # The client's documented low-level post, not ``create()``: it sends the same
-                # body but skips the SDK's typed transform of the parameters, which took
-                # 1.8 of the 4.2 ms of service CPU per judge call (bench part 2, one request).
-                if op == "chat":
-                    response = await endpoint.client.post(
-                        "/chat/completions", body=body, cast_to=ChatCompletion
-                    )
-                else:
-                    response = await endpoint.client.post(
-                        "/completions", body=body, cast_to=Completion
-                    )
-            except Exception as exc:
-                error = classify(exc, endpoint.url)
-                if error.kind in _BREAKER_FAILURES:
-                    endpoint.breaker.failure(str(error))
-                else:
-                    endpoint.breaker.success()
-                raise error from exc
-            except BaseException:
-                endpoint.breaker.release()
-                raise
-            endpoint.breaker.success()
-            return response
+    def _auth(self) -> dict[str, Any]:
+        # Per request, so that a rotated key file takes effect on the next call.
+        return {"headers": {"Authorization": f"Bearer {self.keys.current()}"}}
 
-    async def _call(self, op: Literal["chat", "completion"], body: dict[str, Any]) -> Any:
+    async def _attempt(self, shape: ApiShape, body: dict[str, Any], deadline: float) -> Any:
+        remaining = deadline - time.monotonic()
+        try:
+            async with asyncio.timeout(remaining):
+                await self._sem.acquire()
+        except TimeoutError:
+            raise BackendError(
+                "deadline",
+                f"no free slot of judge {self.name!r} before the call's deadline "
+                f"({self.config.max_concurrency} calls in flight)",
+            ) from None
+        try:
+            return await self._post(shape, body, deadline)
+        finally:
+            self._sem.release()
+
+    async def _post(self, shape: ApiShape, body: dict[str, Any], deadline: float) -> Any:
+        budget = min(self.config.timeout_s, deadline - time.monotonic())
+        if budget <= 0:
+            raise BackendError("deadline", "the call's deadline passed before an attempt")
+        endpoint = self._pick()
+        endpoint.calls += 1
+        try:
+            try:
+                async with asyncio.timeout(budget) as limit:
+                    # The client's documented low-level post, not ``create()``: it sends the
+                    # same body but skips the SDK's typed transform of the parameters, which
+                    # took 1.8 of the 4.2 ms of service CPU per judge call (bench part 2).
+                    response = await endpoint.client.post(
+                        shape.path,
+                        body=body,
+                        cast_to=shape.response_type,
+                        options=self._auth(),
+                    )
+            except TimeoutError:
+                if not limit.expired():
+                    raise
+                if budget < self.config.timeout_s:
+                    raise BackendError(
+                        "deadline",
+                        f"{endpoint.url} had not answered when the call's deadline came",
+                        url=endpoint.url,
+                    ) from None
+                raise BackendError(
+                    "timeout",
+                    f"no complete answer from {endpoint.url} in {self.config.timeout_s:g} s",
+                    url=endpoint.url,
+                ) from None
+            if not shape.well_formed(response):
+                raise BackendError(
+                    "unparseable",
+                    f"{endpoint.url} answered 200 without a {shape.path} JSON body: "
+                    f"{_snippet(response)}",
+                    url=endpoint.url,
+                )
+        except Exception as exc:
+            error = classify(exc, endpoint.url)
+            if error.breaker_failure:
+                endpoint.breaker.failure(str(error))
+            else:
+                endpoint.breaker.success()
+            raise error from exc
+        except BaseException:
+            endpoint.breaker.release()
+            raise
+        endpoint.breaker.success()
+        return response
+
+    def deadline_for(self, deadline: float | None) -> float:
+        """The absolute deadline of a call starting now, capped by the caller's ``deadline``."""
+        own = time.monotonic() + self.deadline_s
+        return own if deadline is None else min(own, deadline)
+
+    async def send(
+        self, shape: ApiShape, body: dict[str, Any], deadline: float | None = None
+    ) -> Any:
+        """POST ``body`` (the model is added) to ``shape``'s endpoint, with retries.
+
+        ``deadline`` is a ``time.monotonic()`` instant by which the call must be over
+        (slot wait, attempts and backoff included); raises :class:`BackendError`.
+        """
+        limit = self.deadline_for(deadline)
+        body = {"model": self.config.model, **body}
+
+        def out_of_time(state: RetryCallState) -> bool:
+            return state.upcoming_sleep >= limit - time.monotonic()
+
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.config.retries + 1),
+            stop=stop_any(stop_after_attempt(self.config.retries + 1), out_of_time),
             wait=self._wait,
             retry=retry_if_exception(self._should_retry),
             reraise=True,
@@ -371,7 +275,7 @@ class Backend:
         async for attempt in retrying:
             with attempt:
                 try:
-                    return await self._attempt(op, body)
+                    return await self._attempt(shape, body, limit)
                 except BackendError as exc:
                     if exc.kind != "unavailable" or last is None:
                         last = exc
@@ -385,16 +289,46 @@ class Backend:
             raise last from refused
         raise AssertionError("unreachable: tenacity reraises the last error")  # pragma: no cover
 
-    async def chat(self, **body: Any) -> ChatCompletion:
+    async def chat(self, *, deadline: float | None = None, **body: Any) -> Any:
         """``POST /chat/completions`` with ``body`` as the JSON fields (vLLM's own fields
-        such as ``structured_outputs`` included) and retries; raises :class:`BackendError`."""
-        return await self._call("chat", {"model": self.config.model, **body})
+        such as ``structured_outputs`` included); as :meth:`send`."""
+        return await self.send(CHAT, body, deadline)
 
-    async def complete(self, **body: Any) -> Completion:
+    async def complete(self, *, deadline: float | None = None, **body: Any) -> Any:
         """``POST /completions``, otherwise as :meth:`chat`."""
-        return await self._call("completion", {"model": self.config.model, **body})
+        return await self.send(COMPLETION, body, deadline)
+
+    async def reachable(self, timeout: float = 2.0) -> bool:
+        """Whether any base URL answers ``GET {base_url}/models`` with the judge's key.
+
+        A URL whose breaker is open counts as unreachable without a request. Probes do
+        not move breakers: a model list says little about whether completions work.
+        """
+        candidates = [e for e in self.endpoints if e.breaker.state != "open"]
+        if not candidates:
+            return False
+        answers = await asyncio.gather(*(self._lists_models(e, timeout) for e in candidates))
+        return any(answers)
+
+    async def _lists_models(self, endpoint: Endpoint, timeout: float) -> bool:
+        try:
+            async with asyncio.timeout(timeout):
+                reply = await endpoint.client.get(
+                    "/models",
+                    cast_to=object,
+                    options=self._auth(),
+                )
+        except (TimeoutError, KeyError, openai.OpenAIError):
+            return False
+        return isinstance(reply, dict) and isinstance(reply.get("data"), list)
 
     async def aclose(self) -> None:
         """Close every client's connection pool."""
         for endpoint in self.endpoints:
             await endpoint.client.close()
+
+
+def _snippet(response: Any) -> str:
+    text = response if isinstance(response, str) else repr(response)
+    text = " ".join(text.split())
+    return repr(text[:_SNIPPET_CHARS] + ("..." if len(text) > _SNIPPET_CHARS else ""))

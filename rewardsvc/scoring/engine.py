@@ -50,10 +50,17 @@ class JudgeLike(Protocol):
     def cache_identity(self) -> str: ...
 
     async def score_criterion(
-        self, rubric: Rubric, criterion: Criterion, rollout: Rollout
+        self,
+        rubric: Rubric,
+        criterion: Criterion,
+        rollout: Rollout,
+        *,
+        deadline: float | None = None,
     ) -> Verdict: ...
 
-    async def score_holistic(self, rubric: Rubric, rollout: Rollout) -> Verdict: ...
+    async def score_holistic(
+        self, rubric: Rubric, rollout: Rollout, *, deadline: float | None = None
+    ) -> Verdict: ...
 
     async def aclose(self) -> None: ...
 
@@ -208,7 +215,7 @@ class Engine:
             else:
                 results[index] = outcome
 
-        calls = self._plan(rubric, version, names, prepared)
+        calls = self._plan(rubric, version, names, prepared, deadline)
         outcomes = await self._run(calls, options.use_cache, deadline)
 
         usage = BatchUsage()
@@ -281,7 +288,12 @@ class Engine:
         return outcomes
 
     def _plan(
-        self, rubric: Rubric, version: str, names: list[str], prepared: list[_Prepared]
+        self,
+        rubric: Rubric,
+        version: str,
+        names: list[str],
+        prepared: list[_Prepared],
+        deadline: float | None,
     ) -> list[_Call]:
         """One call per (item, judge, criterion), item-major so that the calls for one
         item reach a judge together and share its prefix cache."""
@@ -292,12 +304,16 @@ class Engine:
             for name in names:
                 judge = self.judges[name]
                 if rubric.combine == "implicit":
-                    run = functools.partial(judge.score_holistic, rubric, p.rollout)
+                    run = functools.partial(
+                        judge.score_holistic, rubric, p.rollout, deadline=deadline
+                    )
                     key = cache_key(version, identities[name], aggregate.HOLISTIC, digest)
                     calls.append(_Call(pos, name, aggregate.HOLISTIC, key, run))
                     continue
                 for criterion in rubric.criteria:
-                    run = functools.partial(judge.score_criterion, rubric, criterion, p.rollout)
+                    run = functools.partial(
+                        judge.score_criterion, rubric, criterion, p.rollout, deadline=deadline
+                    )
                     key = cache_key(version, identities[name], criterion.id, digest)
                     calls.append(_Call(pos, name, criterion.id, key, run))
         return calls
@@ -352,6 +368,20 @@ class Engine:
             reward: float | None = None
             spread: float | None = None
             status: Status
+            overflow = self._overflow(per_judge)
+            if overflow is not None:
+                results.append(
+                    ItemReward(
+                        id=p.id,
+                        reward=None,
+                        status="rejected",
+                        judges=row,
+                        flags=p.flags,
+                        error=f"items[{p.index}]: too long for the judges' context ({overflow})",
+                        completion_chars=len(p.rollout.completion),
+                    )
+                )
+                continue
             if len(scored) >= min_judges:
                 scores = [row[n].score for n in scored]
                 variances = [row[n].variance for n in scored]
@@ -389,6 +419,17 @@ class Engine:
                 )
             )
         return results
+
+    @staticmethod
+    def _overflow(per_judge: Mapping[str, Mapping[str, tuple[Verdict, Source]]]) -> str | None:
+        """Why no judge could read the item, when every judge that failed did so because the
+        item does not fit its context: such an item can never be scored (rejected, not a
+        transient judge error)."""
+        failed = [v for crit in per_judge.values() for v, _ in crit.values() if not v.ok]
+        scored_any = any(v.ok for crit in per_judge.values() for v, _ in crit.values())
+        if failed and not scored_any and all(v.error_kind == "context_overflow" for v in failed):
+            return failed[0].error or "context_overflow"
+        return None
 
     @staticmethod
     def _judge_outcome(

@@ -299,7 +299,7 @@ async def start_service(
     else:
         registry.observer = observer
     if judges is None:
-        judges = build_judges(registry.pool)
+        judges = build_judges(registry.pool, observer=observer)
     cache = VerdictCache(settings.cache_size, settings.cache_path)
     engine = Engine(judges, cache, settings.max_text_chars, observer=observer)
     reward_log = None

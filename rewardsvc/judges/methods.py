@@ -1,0 +1,324 @@
+"""Scoring methods: how one judge call turns into a score.
+
+A :class:`ScoringMethod` is chosen once per judge from its ``method`` setting:
+
+- :class:`LogprobMethod` (``logprob``, default): one decoded token constrained to the
+  scale (vLLM structured outputs ``choice``); the score is the probability-weighted
+  mean of the normalized scale values, with the probabilities read from the top
+  logprobs and renormalized over the scale; the variance comes from the same
+  distribution.
+- :class:`StructuredMethod` (``structured``): bounded reasoning then an answer, as
+  JSON enforced by a schema; the answer is parsed and normalized (variance 0).
+- :class:`SampledMethod` (``sampled``): ``n`` constrained samples at temperature > 0;
+  mean and variance of the parsed answers, unparseable samples dropped.
+
+A method builds its request fields and reads the response through the judge's
+:class:`~rewardsvc.judges.shapes.ApiShape` (chat or completion), so it never asks
+which API it speaks. An answer that does not parse raises :class:`ReplyFailed`
+carrying what the call cost; transport failures pass through as ``BackendError``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from rewardsvc.core.pool import Sampling
+from rewardsvc.core.verdict import Verdict
+from rewardsvc.judges import prompts
+from rewardsvc.judges.backends import Backend
+from rewardsvc.judges.prompts import Method, Prompt, Question
+from rewardsvc.judges.shapes import ApiShape
+
+# Temperature of the sampled method when the pool leaves the judge at 0 (greedy
+# samples would all be the same and the variance meaningless).
+SAMPLED_DEFAULT_TEMPERATURE = 1.0
+# Below this total probability on the scale tokens, a logprob answer is an error, not a
+# score. With constrained decoding the scale (and its prefixes) holds nearly all the mass.
+MIN_SCALE_MASS = 1e-3
+# Output budget of one sampled answer: the answer is a single constrained word or digit.
+SAMPLED_MAX_TOKENS = 8
+
+
+class Unparseable(Exception):
+    """The judge answered, but not with something on the scale."""
+
+
+class ReplyFailed(Exception):
+    """A reply that did not parse, with what it cost."""
+
+    def __init__(self, message: str, raw: str, prompt_tokens: int, completion_tokens: int):
+        super().__init__(message)
+        self.message = message
+        self.raw = raw
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
+
+
+def distribution(
+    question: Question, top: Iterable[tuple[str, float]]
+) -> tuple[dict[str, float], float, float]:
+    """Scale probabilities, mean and variance from ``(token, logprob)`` alternatives.
+
+    Tokens are matched to answers with whitespace stripped and case ignored;
+    the probabilities of variants (``"yes"``, ``" yes"``, ``"Yes"``) add up; the
+    result is renormalized over the scale. Raises :class:`Unparseable` when no
+    scale token is among the alternatives.
+    """
+    mass = dict.fromkeys(question.choices, 0.0)
+    seen: set[str] = set()
+    for token, logprob in top:
+        if token in seen:
+            continue
+        seen.add(token)
+        choice = question.match(token)
+        if choice is not None and logprob is not None and math.isfinite(logprob):
+            mass[choice] += math.exp(logprob)
+    total = sum(mass.values())
+    if not total > 0.0:
+        raise Unparseable(
+            f"no scale token {list(question.choices)} among the top logprobs {sorted(seen)}"
+        )
+    if total < MIN_SCALE_MASS:
+        # Renormalizing a vanishing mass would turn noise into a confident-looking score.
+        raise Unparseable(f"the scale tokens carry only {total:.2g} of the probability")
+    probs = {c: m / total for c, m in mass.items()}
+    mean = sum(p * question.normalized(c) for c, p in probs.items())
+    variance = sum(p * (question.normalized(c) - mean) ** 2 for c, p in probs.items())
+    return probs, min(1.0, max(0.0, mean)), max(0.0, variance)
+
+
+def parse_answer(question: Question, text: str) -> str | None:
+    """The scale answer in a short free-text reply, if there is exactly one way to read it."""
+    choice = question.match(text)
+    if choice is not None:
+        return choice
+    words = text.strip().split()
+    if not words:
+        return None
+    return question.match(words[0].strip(".,:;!?\"'()[]*"))
+
+
+def parse_structured(question: Question, text: str) -> str:
+    """The answer of a structured (JSON) reply; raises :class:`Unparseable`."""
+    start = text.find("{")
+    if start < 0:
+        raise Unparseable("no JSON object in the reply")
+    try:
+        obj, _ = json.JSONDecoder().raw_decode(text[start:])
+    except json.JSONDecodeError as exc:
+        raise Unparseable(f"invalid JSON: {exc.msg}") from exc
+    if not isinstance(obj, dict) or not isinstance(obj.get("answer"), str | int):
+        raise Unparseable('the JSON reply has no "answer"')
+    choice = question.match(str(obj["answer"]))
+    if choice is None:
+        raise Unparseable(f"answer {obj['answer']!r} is not one of {list(question.choices)}")
+    return choice
+
+
+def top_logprobs(question: Question, most: int) -> int:
+    """How many alternatives to ask for at the constrained answer position (at most ``most``).
+
+    Only tokens that spell a prefix of an answer ("y", "ye", "yes", "n", "no")
+    can carry probability there, so more than that many alternatives adds
+    nothing. Asking for more also does harm on /completions, whose
+    ``top_logprobs`` is a dict keyed by token text: byte-fallback tokens
+    that spell the same text ("<0x34>" for "4", near-zero probability) then
+    enter the list and overwrite the real entries (seen with Gemma 3 on
+    vLLM 0.32: the digits' probabilities came back as e^-39).
+    """
+    prefixes = {c[:i] for c in question.choices for i in range(1, len(c) + 1)}
+    return max(1, min(most, len(prefixes)))
+
+
+def usage(response: Any) -> tuple[int, int]:
+    """``(prompt_tokens, completion_tokens)`` of a response (zeros when it has no usage)."""
+    counted = getattr(response, "usage", None)
+    if counted is None:
+        return 0, 0
+    return int(counted.prompt_tokens or 0), int(counted.completion_tokens or 0)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One judge call in the making: where it goes, how it is shaped, by when it must end."""
+
+    backend: Backend
+    shape: ApiShape
+    sampling: Sampling
+    reasoning: int
+    deadline: float | None = None
+
+    async def send(self, prompt: Prompt, **fields: Any) -> Any:
+        """Send ``prompt`` with the request ``fields`` (and the judge's seed, if any)."""
+        body = {**self.shape.body(prompt), **fields}
+        if self.sampling.seed is not None:
+            body["seed"] = self.sampling.seed
+        return await self.backend.send(self.shape, body, self.deadline)
+
+
+class ScoringMethod(Protocol):
+    """How a judge's reply becomes a score."""
+
+    name: Method
+
+    def output_tokens(self, sampling: Sampling) -> int:
+        """The most tokens one call may decode (counted against the judge's context)."""
+        ...
+
+    async def score(self, call: Call, prompt: Prompt) -> Verdict:
+        """Score one prompt; raises ``ReplyFailed`` or ``BackendError`` on failure."""
+        ...
+
+
+class LogprobMethod:
+    """One constrained token; the expected value over the scale from its logprobs."""
+
+    name: Method = "logprob"
+
+    def output_tokens(self, sampling: Sampling) -> int:
+        """One token."""
+        return 1
+
+    async def score(self, call: Call, prompt: Prompt) -> Verdict:
+        """Probabilities of the scale answers at the single decoded position."""
+        question = prompt.question
+        # The answers are sent without a leading space, also to completion judges whose
+        # prompt ends in "Answer (yes or no):". With " yes", vLLM may decode the bare
+        # space token as the one allowed token (a prefix of " yes"); on Gemma 3 it did,
+        # and the answer was lost. Unspaced answers are single tokens for both CPU judges.
+        response = await call.send(
+            prompt,
+            max_tokens=1,
+            temperature=call.sampling.temperature,
+            **call.shape.logprob_fields(top_logprobs(question, call.sampling.top_logprobs)),
+            structured_outputs={"choice": list(question.choices)},
+        )
+        choice = response.choices[0]
+        raw = call.shape.text(choice)
+        prompt_tokens, completion_tokens = usage(response)
+        try:
+            probs, mean, variance = distribution(question, call.shape.first_top_logprobs(choice))
+        except Unparseable as exc:
+            raise ReplyFailed(str(exc), raw, prompt_tokens, completion_tokens) from exc
+        return Verdict(
+            score=mean,
+            variance=variance,
+            probs=probs,
+            raw=raw,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+        )
+
+
+class StructuredMethod:
+    """Bounded reasoning then an answer, as JSON enforced by a schema."""
+
+    name: Method = "structured"
+
+    def output_tokens(self, sampling: Sampling) -> int:
+        """The judge's output budget."""
+        return sampling.max_tokens
+
+    async def score(self, call: Call, prompt: Prompt) -> Verdict:
+        """The parsed answer, normalized; one more attempt when sampling and unparseable."""
+        sampling = call.sampling
+        question = prompt.question
+        response_format = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": "verdict",
+                "schema": prompts.structured_schema(question.choices, call.reasoning),
+                "strict": True,
+            },
+        }
+        # vLLM honours response_format on /completions too (checked on vLLM 0.32).
+        # Greedy decoding would repeat an unparseable reply; a sampled one may not.
+        attempts = 2 if sampling.temperature > 0 else 1
+        prompt_tokens = completion_tokens = 0
+        raw = ""
+        error = ""
+        for _ in range(attempts):
+            response = await call.send(
+                prompt,
+                max_tokens=sampling.max_tokens,
+                temperature=sampling.temperature,
+                response_format=response_format,
+            )
+            p, c = usage(response)
+            prompt_tokens += p
+            completion_tokens += c
+            raw = call.shape.text(response.choices[0])
+            try:
+                answer = parse_structured(question, raw)
+            except Unparseable as exc:
+                error = str(exc)
+                continue
+            return Verdict(
+                score=question.normalized(answer),
+                variance=0.0,
+                raw=raw,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+            )
+        raise ReplyFailed(error, raw, prompt_tokens, completion_tokens)
+
+
+class SampledMethod:
+    """``n`` constrained samples; mean and variance of the parsed answers."""
+
+    name: Method = "sampled"
+
+    def output_tokens(self, sampling: Sampling) -> int:
+        """A short answer per sample."""
+        return min(sampling.max_tokens, SAMPLED_MAX_TOKENS)
+
+    async def score(self, call: Call, prompt: Prompt) -> Verdict:
+        """Mean and variance over the samples that are on the scale."""
+        sampling = call.sampling
+        question = prompt.question
+        response = await call.send(
+            prompt,
+            n=sampling.n,
+            max_tokens=self.output_tokens(sampling),
+            temperature=sampling.temperature or SAMPLED_DEFAULT_TEMPERATURE,
+            structured_outputs={"choice": list(question.choices)},
+        )
+        prompt_tokens, completion_tokens = usage(response)
+        texts = [call.shape.text(c) for c in response.choices]
+        answers = [a for a in (parse_answer(question, t) for t in texts) if a is not None]
+        raw = json.dumps(texts)
+        if not answers:
+            raise ReplyFailed(
+                f"none of {len(texts)} samples is on the scale",
+                raw,
+                prompt_tokens,
+                completion_tokens,
+            )
+        scores = [question.normalized(a) for a in answers]
+        mean = sum(scores) / len(scores)
+        variance = sum((s - mean) ** 2 for s in scores) / len(scores)
+        probs = {c: answers.count(c) / len(answers) for c in question.choices}
+        return Verdict(
+            score=mean,
+            variance=variance,
+            probs=probs,
+            raw=raw,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+        )
+
+
+_METHODS: dict[str, ScoringMethod] = {
+    "logprob": LogprobMethod(),
+    "structured": StructuredMethod(),
+    "sampled": SampledMethod(),
+}
+
+
+def method_for(method: Method) -> ScoringMethod:
+    """The scoring method of a judge's ``method`` setting."""
+    return _METHODS[method]

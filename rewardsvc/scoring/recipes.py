@@ -1,0 +1,376 @@
+"""Running a recipe: graders first, then gates, then the judged rubrics, for one batch.
+
+The runner is pure orchestration. Judged components (rubrics and constitutions) are
+scored through an injected :data:`ScoreRubric` (the engine's batch scorer), graders
+through :class:`~rewardsvc.graders.run.Graders` in worker threads. Components run
+cheapest first:
+
+1. every grader component, for every item (no judge call; their scores are always in
+   the breakdown); grader gates then decide the items that fail them;
+2. judged gates, in the order listed, each only on the items still undecided;
+3. the other judged components, concurrently, on the items still undecided.
+
+An item that fails a gate gets that gate's floor as its reward, status ``ok``, and no
+further judge call; the calls it would have cost are counted in
+``usage.judge_calls_skipped``. An item whose gate or veto could not be scored (a judge
+failed) gets reward None with status ``judge_error``, as does one missing any weighted
+component's score.
+
+:func:`plan_routes` splits a batch that mixes task types by each item's
+``metadata.data_source``, following a routing table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rewardsvc.core.errors import RequestError
+from rewardsvc.core.graders_spec import NEEDS_REFERENCE
+from rewardsvc.core.recipe import (
+    Component,
+    ComponentOutcome,
+    Recipe,
+    RecipeItemReward,
+    RecipeResult,
+    RecipeUsage,
+    RoutingTable,
+)
+from rewardsvc.core.results import BatchResult, ItemReward, Status
+from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.graders.run import Graders
+from rewardsvc.scoring.engine import Engine
+
+ScoreRubric = Callable[[Rubric, list[Rollout], ScoreOptions | None], Awaitable[BatchResult]]
+"""Scores a batch of rollouts with one rubric (the engine); results in input order."""
+
+
+def engine_scorer(
+    engine: Engine, deadline: float | None = None, metrics_label: str | None = None
+) -> ScoreRubric:
+    """The :data:`ScoreRubric` of ``engine``, with the request's deadline and metrics label."""
+
+    async def score(
+        rubric: Rubric, rollouts: list[Rollout], options: ScoreOptions | None
+    ) -> BatchResult:
+        items = [ItemIn(str(n), rollout) for n, rollout in enumerate(rollouts)]
+        return await engine.score(
+            rubric, items, options, metrics_label=metrics_label, deadline=deadline
+        )
+
+    return score
+
+
+GRADER_CONCURRENCY = 4
+_STATUS_RANK: dict[Status, int] = {"ok": 0, "degraded": 1, "judge_error": 2, "rejected": 3}
+
+
+def planned_calls(rubric: Rubric, options: ScoreOptions | None = None) -> int:
+    """Judge calls one item costs under ``rubric``: one per judge and criterion, or one
+    per judge for a holistic (``combine: implicit``) rubric; ``options.judges`` narrows
+    the judges."""
+    judges = [j.name for j in rubric.judges]
+    if options is not None and options.judges is not None:
+        judges = [name for name in judges if name in options.judges]
+    per_judge = 1 if rubric.combine == "implicit" else len(rubric.criteria)
+    return per_judge * len(judges)
+
+
+def resolve_components(recipe: Recipe, lookup: Callable[[str], Rubric | None]) -> dict[str, Rubric]:
+    """The rubric of every judged component, library ids looked up with ``lookup``.
+
+    Raises :class:`RequestError` naming the component when an id is unknown, or when a
+    ``constitution:`` names a rubric (or a ``rubric:`` a constitution).
+    """
+    resolved: dict[str, Rubric] = {}
+    for i, component in enumerate(recipe.components):
+        ref = component.reference
+        if ref is None:
+            continue
+        rubric = lookup(ref) if isinstance(ref, str) else ref
+        loc = ("components", i, component.kind)
+        if rubric is None:
+            raise RequestError.at(loc, f"unknown {component.kind} {ref!r}", kind="unknown_rubric")
+        wanted = "constitution" if component.kind == "constitution" else "rubric"
+        if rubric.kind != wanted:
+            raise RequestError.at(loc, f"{rubric.id!r} is a {rubric.kind}, not a {wanted}")
+        resolved[component.id] = rubric
+    return resolved
+
+
+@dataclass
+class RoutePlan:
+    """A routed batch split by target: item positions per rubric or recipe id, in input
+    order, and the positions rejected because no route matched (with their error)."""
+
+    groups: dict[str, list[int]] = field(default_factory=dict)
+    rejected: dict[int, str] = field(default_factory=dict)
+
+
+def plan_routes(table: RoutingTable, sources: Sequence[str | None]) -> RoutePlan:
+    """Split a batch by the ``metadata.data_source`` of each item (``sources``, in order).
+
+    The caller scores each group with its rubric or recipe and puts the rewards back at
+    their positions; rejected positions get status ``rejected`` with the error given.
+    """
+    plan = RoutePlan()
+    for n, source in enumerate(sources):
+        target = table.target(source)
+        if target is None:
+            known = ", ".join(sorted(table.routes))
+            what = "missing" if source is None else f"{source[:80]!r} is not routed"
+            plan.rejected[n] = (
+                f"items[{n}].metadata.data_source: {what} by {table.id!r} (routes: {known})"
+            )
+        else:
+            plan.groups.setdefault(target, []).append(n)
+    return plan
+
+
+@dataclass
+class _Item:
+    id: str
+    rollout: Rollout
+    components: dict[str, ComponentOutcome] = field(default_factory=dict)
+    decided_by: str | None = None
+    floor: float | None = None
+    failed: str | None = None
+    status: Status = "ok"
+    flags: set[str] = field(default_factory=set)
+
+    @property
+    def open(self) -> bool:
+        return self.decided_by is None and self.failed is None
+
+
+def _needs_reference(component: Component, rubrics: Mapping[str, Rubric]) -> bool:
+    if component.grader is not None:
+        return component.grader.type in NEEDS_REFERENCE
+    return rubrics[component.id].requires_reference
+
+
+class RecipeRunner:
+    """Runs recipes with one engine (``score_rubric``) and one set of graders."""
+
+    def __init__(self, score_rubric: ScoreRubric, graders: Graders) -> None:
+        self.score_rubric = score_rubric
+        self.graders = graders
+        self._grader_slots = asyncio.Semaphore(GRADER_CONCURRENCY)
+
+    async def run(
+        self,
+        recipe: Recipe,
+        rubrics: Mapping[str, Rubric],
+        batch: Sequence[ItemIn],
+        options: ScoreOptions | None = None,
+    ) -> RecipeResult:
+        """Rewards for ``batch`` under ``recipe``, in input order; ``rubrics`` from
+        :func:`resolve_components`; ``options`` go to every ``score_rubric`` call. Items
+        the server could not read (``rollout`` None) come back rejected with their error."""
+        started = time.perf_counter()
+        usage = RecipeUsage()
+        items = [
+            _Item(
+                i.id,
+                i.rollout or Rollout("", ""),
+                failed=i.error or "unreadable item",
+                status="rejected",
+            )
+            if i.rollout is None
+            else _Item(i.id, i.rollout)
+            for i in batch
+        ]
+        for component in recipe.components:
+            if _needs_reference(component, rubrics):
+                for item in items:
+                    if item.rollout.reference is None and item.failed is None:
+                        item.failed = f"reference: component {component.id!r} needs a reference"
+                        item.status = "rejected"
+
+        gate_ids = [g.component for g in recipe.gates]
+        graders = [c for c in recipe.components if c.grader is not None]
+        graders.sort(key=lambda c: c.id not in gate_ids)
+        await asyncio.gather(*(self._grade(c, items, usage) for c in graders))
+        needed = {c.id for c in recipe.components if c.weight > 0}
+        needed |= {v.component for v in recipe.vetoes} | set(gate_ids)
+        for item in items:
+            for c in graders:
+                outcome = item.components.get(c.id)
+                if item.open and c.id in needed and outcome and outcome.score is None:
+                    item.failed = f"grader {c.id!r} gave no score: {outcome.error}"
+                    item.status = "judge_error"
+        judged_gates: list[Component] = []
+        for gate in recipe.gates:
+            component = recipe.component(gate.component)
+            if component.grader is None:
+                judged_gates.append(component)
+                continue
+            for item in items:
+                self._apply_gate(item, component.id, gate.threshold, gate.floor)
+
+        for component in judged_gates:
+            gate = next(g for g in recipe.gates if g.component == component.id)
+            await self._judge(component, rubrics[component.id], items, usage, options)
+            for item in items:
+                self._apply_gate(item, component.id, gate.threshold, gate.floor)
+
+        rest = [c for c in recipe.components if c.grader is None and c.id not in gate_ids]
+        await asyncio.gather(*(self._judge(c, rubrics[c.id], items, usage, options) for c in rest))
+        for component in [*judged_gates, *rest]:
+            rubric = rubrics[component.id]
+            version = rubric.version()
+            for item in items:
+                if component.id in item.components:
+                    continue
+                if item.status != "rejected":
+                    usage.judge_calls_skipped += planned_calls(rubric, options)
+                reason = f"gate {item.decided_by!r} failed" if item.decided_by else item.failed
+                item.components[component.id] = ComponentOutcome(
+                    component.kind, component.weight, None, version=version, skipped=reason
+                )
+        usage.latency_ms = (time.perf_counter() - started) * 1000
+        versions = {
+            ref: rubrics[c.id].version()
+            for c in recipe.components
+            if isinstance(ref := c.reference, str)
+        }
+        return RecipeResult(
+            recipe.id,
+            recipe.version(versions),
+            [_finish(recipe, item) for item in items],
+            usage,
+        )
+
+    def _apply_gate(self, item: _Item, component_id: str, threshold: float, floor: float) -> None:
+        if not item.open:
+            return
+        outcome = item.components[component_id]
+        if outcome.score is None:
+            item.failed = f"gate {component_id!r} could not be scored: {outcome.error}"
+            item.status = outcome.status if outcome.status != "ok" else "judge_error"
+        elif outcome.score < threshold:
+            item.decided_by, item.floor = component_id, floor
+
+    async def _grade(self, component: Component, items: list[_Item], usage: RecipeUsage) -> None:
+        spec = component.grader
+        assert spec is not None
+
+        async def one(item: _Item) -> None:
+            if item.status == "rejected":
+                return
+            async with self._grader_slots:
+                result = await asyncio.to_thread(self.graders.grade, spec, item.rollout)
+            usage.grader_calls += 1
+            item.components[component.id] = ComponentOutcome(
+                "grader",
+                component.weight,
+                result.score,
+                status="ok" if result.score is not None else "judge_error",
+                evidence=result.evidence,
+                error=result.error,
+            )
+
+        await asyncio.gather(*(one(item) for item in items))
+
+    async def _judge(
+        self,
+        component: Component,
+        rubric: Rubric,
+        items: list[_Item],
+        usage: RecipeUsage,
+        options: ScoreOptions | None,
+    ) -> None:
+        todo = [item for item in items if item.open]
+        if not todo:
+            return
+        batch = await self.score_rubric(rubric, [item.rollout for item in todo], options)
+        usage.judge_calls += batch.usage.judge_calls
+        usage.cache_hits += batch.usage.cache_hits
+        usage.prompt_tokens += batch.usage.prompt_tokens
+        usage.completion_tokens += batch.usage.completion_tokens
+        for item, reward in zip(todo, batch.items, strict=True):
+            item.components[component.id] = _outcome(component, batch.version, reward)
+            item.flags.update(reward.flags)
+            if reward.status == "rejected" and item.failed is None:
+                item.failed, item.status = reward.error or "rejected", "rejected"
+
+
+def _outcome(component: Component, version: str, reward: ItemReward) -> ComponentOutcome:
+    return ComponentOutcome(
+        component.kind,
+        component.weight,
+        reward.reward,
+        status=reward.status,
+        judges=reward.judges,
+        uncertainty=reward.uncertainty,
+        version=version,
+        error=reward.error,
+    )
+
+
+def combine(recipe: Recipe, scores: Mapping[str, float]) -> float:
+    """The recipe's combination of the weighted components' scores (all present)."""
+    weighted = [(c.weight, scores[c.id]) for c in recipe.components if c.weight > 0]
+    total = sum(w for w, _ in weighted)
+    if recipe.combine == "min":
+        return min(s for _, s in weighted)
+    if recipe.combine == "geometric":
+        if any(s <= 0 for _, s in weighted):
+            return 0.0
+        return math.exp(sum(w * math.log(s) for w, s in weighted) / total)
+    return sum(w * s for w, s in weighted) / total
+
+
+def _finish(recipe: Recipe, item: _Item) -> RecipeItemReward:
+    flags = sorted(item.flags)
+    if item.decided_by is not None:
+        return RecipeItemReward(
+            item.id, item.floor, "ok", item.components, decided_by=item.decided_by, flags=flags
+        )
+    if item.failed is not None:
+        return RecipeItemReward(
+            item.id, None, item.status, item.components, flags=flags, error=item.failed
+        )
+    needed = {c.id for c in recipe.components if c.weight > 0} | {
+        v.component for v in recipe.vetoes
+    }
+    missing = sorted(cid for cid in needed if item.components[cid].score is None)
+    worst = max((item.components[cid].status for cid in needed), key=_STATUS_RANK.__getitem__)
+    if missing:
+        status: Status = "judge_error" if worst in ("ok", "degraded") else worst
+        errors = "; ".join(f"{cid}: {item.components[cid].error or 'no score'}" for cid in missing)
+        return RecipeItemReward(item.id, None, status, item.components, flags=flags, error=errors)
+    scores = {cid: float(item.components[cid].score or 0.0) for cid in needed}
+    reward = combine(recipe, scores)
+    vetoed = []
+    for veto in recipe.vetoes:
+        if scores[veto.component] < veto.threshold:
+            reward = min(reward, veto.cap)
+            vetoed.append(veto.component)
+    return RecipeItemReward(
+        item.id,
+        min(1.0, max(0.0, reward)),
+        worst,
+        item.components,
+        vetoed_by=vetoed,
+        uncertainty=_uncertainty(recipe, item),
+        flags=flags,
+    )
+
+
+def _uncertainty(recipe: Recipe, item: _Item) -> float | None:
+    """For a weighted mean, the judged components' uncertainties propagated with their
+    weights (graders are exact); None for the other combination rules."""
+    if recipe.combine != "weighted_mean":
+        return None
+    total = sum(c.weight for c in recipe.components if c.weight > 0)
+    variance = sum(
+        (c.weight / total * (item.components[c.id].uncertainty or 0.0)) ** 2
+        for c in recipe.components
+        if c.weight > 0
+    )
+    return math.sqrt(variance)

@@ -1,0 +1,133 @@
+"""Math equivalence in worker processes, and the deadline that bounds it."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from rewardsvc.core.graders_spec import JsonSpec, MathSpec
+from rewardsvc.graders.mathcheck import MathChecker
+from rewardsvc.graders.structured import json_check
+from rewardsvc.graders.worker import DeadlineExceeded, DeadlineWorkers, WorkerFailed
+
+SPEC = MathSpec(type="math", timeout_s=3)
+
+
+@pytest.fixture(scope="module")
+def checker() -> Iterator[MathChecker]:
+    math = MathChecker()
+    math.warm()
+    yield math
+    math.close()
+
+
+@pytest.mark.parametrize(
+    ("completion", "reference"),
+    [
+        (r"so \boxed{0.5}", "1/2"),
+        (r"\boxed{\frac{1}{2}}", "0.5"),
+        (r"Hence \boxed{x = \tfrac12}", r"\frac{1}{2}"),
+        (r"\boxed{\frac{\sqrt{2}}{2}}", r"\frac{1}{\sqrt{2}}"),
+        (r"\boxed{2\pi}", r"\pi \cdot 2"),
+        ("Final answer: 1,000", "1000"),
+        (r"\boxed{(x+1)^2}", "x^2 + 2x + 1"),
+    ],
+)
+def test_equivalent_forms_match(checker: MathChecker, completion: str, reference: str) -> None:
+    result = checker.check(completion, reference, SPEC)
+    assert result.score == 1.0, result.evidence
+
+
+@pytest.mark.parametrize(
+    ("completion", "reference"),
+    [
+        (r"\boxed{0.51}", "1/2"),
+        (r"\boxed{\frac{1}{3}}", "0.5"),
+        (r"\boxed{\sqrt{3}/2}", r"\frac{1}{\sqrt{2}}"),
+        (r"\boxed{(x-1)^2}", "x^2 + 2x + 1"),
+        ("I think it is 5 but no box", "5"),
+    ],
+)
+def test_near_misses_do_not_match(checker: MathChecker, completion: str, reference: str) -> None:
+    assert checker.check(completion, reference, SPEC).score == 0.0
+
+
+def test_only_the_last_boxed_answer_is_compared(checker: MathChecker) -> None:
+    """math-verify on the whole text would accept any expression of the reasoning;
+    the grader hands it only the last boxed answer."""
+    assert checker.check(r"Maybe \boxed{4}? No: \boxed{5}", "4", SPEC).score == 0.0
+    assert checker.check(r"Maybe \boxed{5}? No: \boxed{4}", "4", SPEC).score == 1.0
+
+
+def test_hostile_expression_is_stopped_at_the_deadline(checker: MathChecker) -> None:
+    spec = MathSpec(type="math", timeout_s=1)
+    killed = checker.workers.killed
+    result = checker.check(r"\boxed{9^{9^{9^{9^{9}}}}}", "1", spec)
+    assert result.score == 0.0 and "deadline" in result.evidence
+    assert checker.workers.killed == killed + 1
+    assert checker.check(r"\boxed{2}", "2", SPEC).score == 1.0
+
+
+def test_works_from_threads_other_than_the_main_one(checker: MathChecker) -> None:
+    scores: list[float | None] = []
+    thread = threading.Thread(
+        target=lambda: scores.append(checker.check(r"\boxed{3/4}", "0.75", SPEC).score)
+    )
+    thread.start()
+    thread.join()
+    assert scores == [1.0]
+
+
+def test_worker_deadline_kills_only_the_overrunning_call() -> None:
+    workers = DeadlineWorkers(processes=2)
+    try:
+        workers.warm(os.getpid)
+        pids = set()
+        with pytest.raises(DeadlineExceeded):
+            workers.run(time.sleep, (30,), 0.5)
+        assert workers.killed == 1
+        for _ in range(4):
+            pids.add(workers.run(os.getpid, (), 30))
+        assert os.getpid() not in pids
+        with pytest.raises(WorkerFailed, match="ZeroDivisionError"):
+            workers.run(divmod, (1, 0), 30)
+        assert workers.run(divmod, (7, 2), 30) == (3, 1)
+        assert workers.run(print, ("stray output must not corrupt the answers",), 30) is None
+        assert workers.run(divmod, (8, 3), 30) == (2, 2)
+        workers.close()
+        assert workers.run(divmod, (9, 2), 30) == (4, 1)
+    finally:
+        workers.close()
+
+
+def test_busy_workers_give_a_deadline_not_a_wait() -> None:
+    workers = DeadlineWorkers(processes=1)
+    try:
+        workers.warm(os.getpid)
+        thread = threading.Thread(target=lambda: workers.run(time.sleep, (2,), 30))
+        thread.start()
+        while not workers._idle.empty():
+            time.sleep(0.01)
+        with pytest.raises(DeadlineExceeded, match="no worker free"):
+            workers.run(os.getpid, (), 0.1)
+        thread.join()
+    finally:
+        workers.close()
+
+
+def test_backtracking_schema_pattern_is_stopped_at_the_deadline() -> None:
+    """jsonschema runs `pattern` with Python's re; (a+)+$ on 'aaa…b' would not return."""
+    spec = JsonSpec(type="json", schema={"type": "string", "pattern": "^(a+)+$"})
+    workers = DeadlineWorkers(processes=1)
+    try:
+        workers.warm(os.getpid)
+        assert json_check('"aaaa"', spec, workers).score == 1.0
+        hostile = json_check('"' + "a" * 40 + 'b"', spec, workers)
+        assert hostile.score == 0.0
+        assert "exceeded" in hostile.evidence["schema_errors"][0]
+    finally:
+        workers.close()

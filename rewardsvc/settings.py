@@ -119,6 +119,38 @@ class Settings(BaseSettings):
         description="SQLite file that persists the verdict cache across restarts; unset keeps "
         "the cache in memory only.",
     )
+    cache_max_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=0,
+        description="Most bytes of encoded verdicts in the in-memory cache.",
+    )
+    cache_file_max_entries: int = Field(
+        default=2_000_000,
+        ge=1,
+        description="Most verdicts in the cache_path SQLite file; the least recently used "
+        "are evicted.",
+    )
+    cache_file_max_bytes: int = Field(
+        default=512 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="Most bytes of pages in use in the cache_path file (its write-ahead log "
+        "adds at most 4 MiB), so that it fits the volume it lives on.",
+    )
+    redis_url: SecretStr | None = Field(
+        default=None,
+        description="Redis or Valkey URL for the state replicas share (verdicts, calibration "
+        "windows); unset: local state only. When it does not answer, the service scores on "
+        "its local state and catches up when it returns.",
+    )
+    redis_timeout_s: float = Field(
+        default=0.25, gt=0, description="Deadline of one Redis operation."
+    )
+    redis_prefix: str = Field(
+        default="rewardsvc", min_length=1, description="Namespace of this deployment's keys."
+    )
+    redis_verdict_ttl_s: int = Field(
+        default=7 * 86400, ge=60, description="Expiry of shared verdicts in Redis, in seconds."
+    )
     reward_log: Path | None = Field(
         default=None,
         description="JSON Lines file to append one line per scored item to (time, rubric id and "

@@ -34,6 +34,9 @@ class Observer(Protocol):
     def rubric_file(self, file: str, refused: bool) -> None:
         """A rubric file's latest edit was installed (False) or refused (True)."""
 
+    def shared_state(self, healthy: bool) -> None:
+        """The shared state store (Redis) became reachable (True) or unreachable (False)."""
+
 
 class NullObserver:
     """An observer that records nothing."""
@@ -51,6 +54,9 @@ class NullObserver:
         """Ignore."""
 
     def rubric_file(self, file: str, refused: bool) -> None:
+        """Ignore."""
+
+    def shared_state(self, healthy: bool) -> None:
         """Ignore."""
 
 
@@ -87,3 +93,8 @@ class Observers:
         """Forward to each."""
         for o in self.observers:
             o.rubric_file(file, refused)
+
+    def shared_state(self, healthy: bool) -> None:
+        """Forward to each."""
+        for o in self.observers:
+            o.shared_state(healthy)

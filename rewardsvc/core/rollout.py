@@ -1,62 +1,64 @@
 """A Rollout: the text of one item, normalized for judging and caching.
 
-Chat messages are rendered to a plain transcript here, once, so that prompts,
-cache keys and detectors all see the same text.
+Chat messages are rendered to a plain transcript once, when an item is read, so that
+prompts, cache keys and detectors all see the same text. An item read from messages or
+Responses-API items also carries its :class:`~rewardsvc.core.trajectory.Trajectory`:
+its ``completion`` is then the plain rendering of the policy's events (every tool call,
+argument and result in full), which is what detectors scan, and the prompt builders
+render the views a rubric asks for from the trajectory itself.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, replace
 
 from rewardsvc.core.rubric import JudgeRule
-
-
-class Message(Protocol):
-    """A chat message as the wire models hold it: a role and text or content parts."""
-
-    @property
-    def role(self) -> str: ...
-
-    @property
-    def content(self) -> str | list[dict[str, Any]] | None: ...
-
-
-def _content(message: Message) -> str:
-    if isinstance(message.content, str):
-        return message.content
-    if message.content is None:
-        return ""
-    return "".join(str(p.get("text", "")) for p in message.content if p.get("type") == "text")
-
-
-def render_text(value: str | Sequence[Message]) -> str:
-    """A string as is; chat messages as a ``role: text`` transcript (text parts only)."""
-    if isinstance(value, str):
-        return value
-    return "\n".join(f"{m.role}: {_content(m)}" for m in value)
-
-
-def render_completion(value: str | Sequence[Message]) -> str:
-    """Like ``render_text``, but a reply made only of assistant messages is its bare text.
-
-    Judges and detectors must see the same answer whether a trainer sent it as a
-    string or as a chat message: a role prefix would hide a bare ``:`` master key.
-    """
-    if not isinstance(value, str) and all(m.role == "assistant" for m in value):
-        return "\n\n".join(_content(m) for m in value)
-    return render_text(value)
+from rewardsvc.core.trajectory import CUT_FLAG, Trajectory
 
 
 @dataclass(frozen=True)
 class Rollout:
-    """Prompt, completion and optional reference as text; all of it is untrusted."""
+    """Prompt, completion and optional reference as text; all of it is untrusted.
+
+    ``trajectory`` is the structured form of an item given as messages or items (None for
+    plain strings); ``step``, set only on the rollouts of process-reward calls, is the
+    0-based assistant step being graded, the trajectory then ending with that step.
+    """
 
     prompt: str
     completion: str
     reference: str | None = None
+    trajectory: Trajectory | None = None
+    step: int | None = None
+
+    @classmethod
+    def of(cls, trajectory: Trajectory, reference: str | None = None) -> Rollout:
+        """The rollout of a trajectory: prompt and completion as its plain text."""
+        return cls(trajectory.plain("task"), trajectory.plain("events"), reference, trajectory)
+
+    def at_step(self, step: int) -> Rollout:
+        """The rollout a judge sees to grade assistant step ``step``: the trajectory up to
+        and including that step (a plain rollout is one step: its completion)."""
+        trajectory = self.trajectory
+        if trajectory is None:
+            if step != 0:
+                raise IndexError(f"step {step} of a rollout with one step")
+            return replace(self, step=0)
+        cut = trajectory.upto(step)
+        return Rollout(self.prompt, cut.plain("events"), self.reference, cut, step)
+
+    def step_count(self) -> int:
+        """Assistant steps of the policy (a plain completion is one step)."""
+        return 1 if self.trajectory is None else self.trajectory.step_count
+
+    def notes(self) -> tuple[str, ...]:
+        """Flags raised by the content itself, beside the detectors': ``non_text_part``,
+        and ``trajectory_cut`` when the whole trace does not fit ``DEFAULT_FIT_CHARS``."""
+        if self.trajectory is None:
+            return ()
+        cut = self.trajectory.rich and self.trajectory.render("trace").cut
+        return self.trajectory.notes() + ((CUT_FLAG,) if cut else ())
 
     def digest(self) -> str:
         """Content hash, for cache keys and in-flight deduplication."""
@@ -64,6 +66,14 @@ class Rollout:
         for part in (self.prompt, self.completion, self.reference):
             data = b"\x00" if part is None else b"\x01" + part.encode()
             h.update(len(data).to_bytes(8, "big") + data)
+        # Plain rollouts, and plain chat whose reply is one message, keep the digests they
+        # always had (a reply sent as a string or as a message is the same answer); any
+        # other trajectory's structure changes what a view shows, so it joins the key.
+        t = self.trajectory
+        if t is not None and (t.rich or len(t.events) > 1):
+            h.update(b"trajectory:" + t.fingerprint().encode())
+        if self.step is not None:
+            h.update(b"step:" + str(self.step).encode())
         return h.hexdigest()
 
 
@@ -85,3 +95,4 @@ class ScoreOptions:
     rule: JudgeRule | None = None
     min_judges: int | None = None
     use_cache: bool = True
+    run: str | None = None

@@ -1,168 +1,211 @@
-"""The verdict cache: content-addressed, LRU-bounded in memory, optionally persisted to SQLite,
-with in-flight deduplication of identical judge calls.
+"""The verdict cache: content-addressed, bounded in memory, optionally persisted to a bounded
+SQLite file and shared with other replicas through Redis, with in-flight deduplication of
+identical judge calls.
 
-A key is the sha256 of (rubric version, judge cache identity, criterion id or ``_holistic``,
-rollout digest): the same rubric content, the same judge settings and the same text always
-give the same verdict key, whatever the request. Only successful verdicts are stored;
-errors are never cached, so a transient judge failure is retried by the next request.
+A key is a 16-byte digest of (rubric version, judge cache identity, criterion id or
+``_holistic``, rollout digest): the same rubric content, the same judge settings and the
+same text always give the same verdict key, whatever the request and whichever replica.
+Only successful verdicts are stored; errors are never cached, so a transient judge failure
+is retried by the next request.
+
+Verdicts are held in their encoded bytes (``codec``), a few dozen bytes each. The memory
+tier is an approximate LRU in four to eight generations: reads and writes go to the newest,
+a hit in an older one moves the verdict to the newest, and when the newest is full the
+oldest generation (a quarter to an eighth of the bound, none of it used since it was
+sealed) is dropped whole. That costs one dict slot per verdict, where an exact LRU's
+linked order costs as much again: about 0.2 kB per cached verdict in all.
+
+In-flight deduplication is per process: two replicas asked the same new item at the same
+moment both call the judge (and store the same verdict); after that both hit.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hashlib
 import json
 import logging
 import sqlite3
-import threading
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Literal
 
+from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.server.metrics import CACHE_HITS, DEDUP_HITS
+from rewardsvc.scoring import codec
+from rewardsvc.scoring.filestore import FileStore
+from rewardsvc.scoring.shared import RedisLink
 
 log = logging.getLogger(__name__)
 
-Source = Literal["call", "hit", "dedup"]
+Source = Literal["call", "hit", "dedup", "grader"]
 """How a verdict was obtained: a judge call sent, a cache hit, or a share of a call in flight."""
+
+MIN_GENERATIONS = 4
+MAX_GENERATIONS = 8
 
 
 def cache_key(
     rubric_version: str, judge_identity: str, criterion_id: str, rollout_digest: str
-) -> str:
-    """The content address of one verdict: sha256 over an unambiguous encoding of the parts."""
+) -> bytes:
+    """The content address of one verdict: a 16-byte digest of an unambiguous encoding of
+    the parts (128 bits: collisions are out of reach at any cache size)."""
     parts = json.dumps([rubric_version, judge_identity, criterion_id, rollout_digest])
-    return hashlib.sha256(parts.encode()).hexdigest()
+    return hashlib.blake2b(parts.encode(), digest_size=16).digest()
 
 
-def _encode(verdict: Verdict) -> str:
-    return json.dumps(dataclasses.asdict(verdict), separators=(",", ":"))
+def _dict_capacity(entries: int) -> int:
+    """How many entries a dict grown by inserts to ``entries`` can hold before it grows
+    again (CPython's tables are powers of two, two thirds usable)."""
+    size = 8
+    while size * 2 // 3 < entries:
+        size *= 2
+    return size * 2 // 3
 
 
-def _decode(text: str) -> Verdict:
-    data = json.loads(text)
-    fields = {f.name for f in dataclasses.fields(Verdict)}
-    return Verdict(**{k: v for k, v in data.items() if k in fields})
+def _generation_count(max_entries: int) -> int:
+    """Between 4 and 8 generations, as many as fill each generation's dict best: a dict
+    just past a power of two wastes up to half its table."""
+    if max_entries < MIN_GENERATIONS:
+        return max(1, max_entries)
+    return max(
+        range(MIN_GENERATIONS, MAX_GENERATIONS + 1),
+        key=lambda g: (max_entries // g) / _dict_capacity(max_entries // g),
+    )
 
 
-class _SqliteStore:
-    """A key -> verdict table in one SQLite file, used from worker threads under a lock."""
+class _Generations:
+    """Encoded verdicts by key in memory, at most ``max_entries`` of them and at most
+    ``max_bytes`` of encoded verdicts, evicted a generation at a time.
 
-    def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        # WAL + synchronous=NORMAL: commits do not fsync, a crash loses at most the last
-        # few verdicts, which are only a cache.
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-        )
+    Keys are held as ints: a 128-bit int takes 48 bytes where a 16-byte bytes object
+    takes 64.
+    """
 
-    def get(self, key: str) -> Verdict | None:
-        with self._lock:
-            row = self._db.execute("SELECT value FROM verdicts WHERE key = ?", (key,)).fetchone()
-        if not row:
-            return None
-        try:
-            return _decode(row[0])
-        except (ValueError, TypeError):
-            # A damaged row is a miss: the verdict is asked again and the row replaced.
-            log.warning("verdict cache: unreadable row for key %s", key)
-            return None
+    def __init__(self, max_entries: int, max_bytes: int):
+        count = _generation_count(max_entries)
+        self._entries_per = max_entries // count
+        self._bytes_per = max_bytes // count
+        self._count = count
+        self._gens: list[dict[int, bytes]] = [{}]
+        self._sizes = [0]
 
-    def put(self, key: str, verdict: Verdict) -> None:
-        text = _encode(verdict)
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO verdicts (key, value) VALUES (?, ?)", (key, text)
-            )
+    def __len__(self) -> int:
+        return sum(len(gen) for gen in self._gens)
 
-    def count(self) -> int:
-        with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0])
+    def get(self, key: bytes) -> bytes | None:
+        number = int.from_bytes(key)
+        value = self._gens[-1].get(number)
+        if value is not None or len(self._gens) == 1:
+            return value
+        for n in range(len(self._gens) - 2, -1, -1):
+            value = self._gens[n].pop(number, None)
+            if value is not None:
+                self._sizes[n] -= len(value)
+                self._insert(number, value)
+                return value
+        return None
 
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
+    def put(self, key: bytes, value: bytes) -> None:
+        if self._entries_per == 0 or len(value) > self._bytes_per:
+            return
+        number = int.from_bytes(key)
+        for n, gen in enumerate(self._gens):
+            old = gen.pop(number, None)
+            if old is not None:
+                self._sizes[n] -= len(old)
+        self._insert(number, value)
+
+    def _insert(self, number: int, value: bytes) -> None:
+        newest = self._gens[-1]
+        if len(newest) >= self._entries_per or self._sizes[-1] + len(value) > self._bytes_per:
+            self._gens.append({})
+            self._sizes.append(0)
+            if len(self._gens) > self._count:
+                del self._gens[0], self._sizes[0]
+            newest = self._gens[-1]
+        newest[number] = value
+        self._sizes[-1] += len(value)
 
 
 class VerdictCache:
-    """Verdicts by content key: an in-memory LRU of at most ``max_entries`` verdicts
-    (0 stores nothing but still deduplicates calls in flight), optionally backed by a
-    SQLite file at ``path`` that survives restarts and is shared by caches opened on it.
+    """Verdicts by content key, in up to three tiers, each optional:
 
-    ``get_or_call`` is the one entry point the engine uses; ``hits`` and ``dedups`` count
-    what it saved (also recorded in the CACHE_HITS and DEDUP_HITS metrics).
+    - memory: at most ``max_entries`` verdicts and ``max_bytes`` of encoded verdicts
+      (``max_entries=0`` stores nothing but still deduplicates calls in flight);
+    - a SQLite file at ``path`` that survives restarts, bounded by ``file_max_entries``
+      and ``file_max_bytes`` (least recently used rows evicted);
+    - Redis through ``shared``, so that every replica serves what one has scored. Redis
+      trouble never fails a verdict: the cache goes on with its local tiers.
+
+    ``get_or_call`` is the entry point the engine uses, ``lookup`` its synchronous memory
+    path; hits and dedups are reported to ``observer`` (``cache_hit``).
     """
 
-    def __init__(self, max_entries: int = 100_000, path: str | Path | None = None):
-        if max_entries < 0:
-            raise ValueError("max_entries must be >= 0")
-        self.max_entries = max_entries
+    def __init__(
+        self,
+        max_entries: int = 100_000,
+        path: str | Path | None = None,
+        *,
+        max_bytes: int = 64 * 1024 * 1024,
+        file_max_entries: int = 2_000_000,
+        file_max_bytes: int = 512 * 1024 * 1024,
+        shared: RedisLink | None = None,
+        observer: Observer = NULL_OBSERVER,
+    ):
+        if max_entries < 0 or max_bytes < 0:
+            raise ValueError("max_entries and max_bytes must be >= 0")
         self.path = Path(path) if path is not None else None
-        self._memory: OrderedDict[str, Verdict] = OrderedDict()
-        self._store = _SqliteStore(self.path) if self.path is not None else None
-        self._inflight: dict[str, asyncio.Task[tuple[Verdict, Source]]] = {}
-        self.hits = 0
-        self.dedups = 0
-
-    key = staticmethod(cache_key)
+        self.shared = shared
+        self.observer = observer
+        self._memory = _Generations(max_entries, max_bytes)
+        self._file = (
+            FileStore(self.path, file_max_entries, file_max_bytes)
+            if self.path is not None
+            else None
+        )
+        self._inflight: dict[bytes, asyncio.Task[tuple[Verdict, Source]]] = {}
 
     def __len__(self) -> int:
         """Verdicts held in memory (never more than ``max_entries``)."""
         return len(self._memory)
 
-    def _remember(self, key: str, verdict: Verdict) -> None:
-        if self.max_entries == 0:
-            return
-        self._memory[key] = verdict
-        self._memory.move_to_end(key)
-        while len(self._memory) > self.max_entries:
-            self._memory.popitem(last=False)
-
-    def lookup(self, key: str) -> Verdict | None:
-        """The verdict for ``key`` if it is in memory, counted as a hit; no I/O, no await.
+    def lookup(self, key: bytes) -> Verdict | None:
+        """The verdict for ``key`` if it is in memory, reported as a hit; no I/O, no await.
 
         Lets the engine serve a fully cached batch without scheduling a task per verdict.
         """
-        verdict = self._memory.get(key)
+        data = self._memory.get(key)
+        verdict = codec.decode(data) if data is not None else None
         if verdict is not None:
-            self._memory.move_to_end(key)
-            self._count_hit()
+            self.observer.cache_hit(dedup=False)
         return verdict
 
-    async def get(self, key: str) -> Verdict | None:
-        """The stored verdict for ``key`` (memory, then the SQLite file), or None."""
-        verdict = self._memory.get(key)
-        if verdict is not None:
-            self._memory.move_to_end(key)
-            return verdict
-        if self._store is not None:
-            verdict = await asyncio.to_thread(self._store.get, key)
-            if verdict is not None:
-                self._remember(key, verdict)
-        return verdict
+    async def get(self, key: bytes) -> Verdict | None:
+        """The stored verdict for ``key`` (memory, then the file, then Redis), or None."""
+        data = self._memory.get(key)
+        if data is not None:
+            return codec.decode(data)
+        return await self._read_through(key)
 
-    async def put(self, key: str, verdict: Verdict) -> None:
-        """Store a successful verdict; a failed one is ignored (errors are never cached)."""
+    async def put(self, key: bytes, verdict: Verdict) -> None:
+        """Store a successful verdict in every tier; a failed one is ignored (errors are
+        never cached). A tier that cannot be written is logged, never raised."""
         if not verdict.ok:
             return
-        self._remember(key, verdict)
-        if self._store is not None:
+        data = codec.encode(verdict)
+        self._memory.put(key, data)
+        if self._file is not None:
             try:
-                await asyncio.to_thread(self._store.put, key, verdict)
+                await asyncio.to_thread(self._file.put, key, data)
             except sqlite3.Error:
-                # The file is only a cache: a write failure must not fail a reward.
                 log.exception("verdict cache: could not write to %s", self.path)
+        if self.shared is not None:
+            await self.shared.put_verdict(key, data)
 
     async def get_or_call(
         self,
-        key: str,
+        key: bytes,
         call: Callable[[], Awaitable[Verdict]],
         *,
         use_cache: bool = True,
@@ -170,10 +213,11 @@ class VerdictCache:
         """The verdict for ``key`` and how it was obtained.
 
         A cached verdict is a ``hit``. Otherwise, if an identical call is already in
-        flight (in this batch or a concurrent one) its result is shared: a ``dedup``.
-        Otherwise ``call()`` runs once, as a task that outlives a cancelled caller so the
-        other waiters still get its verdict, and a successful result is stored.
-        ``use_cache=False`` bypasses all of this: a fresh call, nothing read or written.
+        flight in this process (in this batch or a concurrent one) its result is shared: a
+        ``dedup``. Otherwise ``call()`` runs once, as a task that outlives a cancelled
+        caller so the other waiters still get its verdict, and a successful result is
+        stored. ``use_cache=False`` bypasses all of this: a fresh call, nothing read or
+        written.
         """
         if not use_cache:
             return await _safe_call(call), "call"
@@ -183,55 +227,61 @@ class VerdictCache:
         task = self._inflight.get(key)
         if task is not None and not task.done():
             verdict, _ = await asyncio.shield(task)
-            self.dedups += 1
-            DEDUP_HITS.inc()
+            self.observer.cache_hit(dedup=True)
             return verdict, "dedup"
         # Registered before the first await, so every copy that arrives from now on
-        # (including while the SQLite file is read) joins this one task.
+        # (including while the file or Redis is read) joins this one task.
         task = asyncio.ensure_future(self._fill(key, call))
         self._inflight[key] = task
         task.add_done_callback(lambda done: self._forget(key, done))
         verdict, source = await asyncio.shield(task)
         if source == "hit":
-            self._count_hit()
+            self.observer.cache_hit(dedup=False)
         return verdict, source
 
-    async def _fill(
-        self, key: str, call: Callable[[], Awaitable[Verdict]]
-    ) -> tuple[Verdict, Source]:
-        if self._store is not None:
+    async def _read_through(self, key: bytes) -> Verdict | None:
+        """The verdict from the file or Redis (then kept in memory), or None."""
+        data: bytes | None = None
+        if self._file is not None:
             try:
-                stored = await asyncio.to_thread(self._store.get, key)
+                data = await asyncio.to_thread(self._file.get, key)
             except sqlite3.Error:
                 log.exception("verdict cache: could not read %s", self.path)
-                stored = None
-            if stored is not None:
-                self._remember(key, stored)
-                return stored, "hit"
+        if data is None and self.shared is not None:
+            data = await self.shared.get_verdict(key)
+        if data is None:
+            return None
+        verdict = codec.decode(data)
+        if verdict is None:
+            # A damaged or unknown entry is a miss: asked again and overwritten.
+            log.warning("verdict cache: unreadable entry for key %s", key.hex())
+            return None
+        self._memory.put(key, data)
+        return verdict
+
+    async def _fill(
+        self, key: bytes, call: Callable[[], Awaitable[Verdict]]
+    ) -> tuple[Verdict, Source]:
+        stored = await self._read_through(key)
+        if stored is not None:
+            return stored, "hit"
         verdict = await _safe_call(call)
         await self.put(key, verdict)
         return verdict, "call"
 
-    def _forget(self, key: str, task: asyncio.Task[tuple[Verdict, Source]]) -> None:
+    def _forget(self, key: bytes, task: asyncio.Task[tuple[Verdict, Source]]) -> None:
         # Only the task that finished: a newer call for the same key may be in flight.
         if self._inflight.get(key) is task:
             del self._inflight[key]
 
-    def _count_hit(self) -> None:
-        self.hits += 1
-        CACHE_HITS.inc()
-
-    def persisted_count(self) -> int:
-        """Verdicts in the SQLite file (0 without one)."""
-        return self._store.count() if self._store is not None else 0
-
     async def aclose(self) -> None:
-        """Wait for calls in flight, then close the SQLite file."""
+        """Wait for calls in flight, then close the file (the Redis link is its owner's
+        to close: the calibration windows share it)."""
         if self._inflight:
             await asyncio.gather(*self._inflight.values(), return_exceptions=True)
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
 
 async def _safe_call(call: Callable[[], Awaitable[Verdict]]) -> Verdict:

@@ -45,13 +45,6 @@ class CalibrationWindows:
         window.extend(values)
         return WindowStats.of(window)
 
-    def get(self, rubric_version: str, judge: str, size: int) -> deque[float]:
-        """The local window of (rubric version, judge), holding at most ``size`` scores.
-
-        Local only: the engine moves to :meth:`extend_and_stats`, which also shares.
-        """
-        return self._local(rubric_version, judge, size)
-
     def _local(self, rubric_version: str, judge: str, size: int) -> deque[float]:
         key = (rubric_version, judge)
         window = self._windows.get(key)

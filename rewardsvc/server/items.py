@@ -3,17 +3,24 @@
 Whatever a policy emitted, an item is either read into a rollout or rejected on its own
 with the field at fault: a malformed item, text the judges cannot be sent (a lone UTF-16
 surrogate, which has no UTF-8 encoding, or a NUL), never fails the batch.
+
+Messages with tool calls, tool messages, non-text content parts and Responses-API items
+are read into a :class:`~rewardsvc.core.trajectory.Trajectory`: every call keeps its id,
+name and arguments, every result the id of its call, and a non-text part becomes a
+placeholder (never dropped silently). Plain strings stay plain rollouts.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import ValidationError
 
 from rewardsvc.core.errors import FieldProblem, Loc, field_problems
-from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions, render_completion, render_text
-from rewardsvc.server.wire import Item, RewardOptions
+from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
+from rewardsvc.core.trajectory import Event, ToolCall, Trajectory, placeholder
+from rewardsvc.server.wire import Item, Message, ResponseItem, RewardOptions, Text
 
 MAX_ID_CHARS = 256
 
@@ -71,15 +78,112 @@ def read_item(index: int, raw: Any) -> ItemIn:
     except ValidationError as exc:
         problems = field_problems(exc.errors(), raw, prefix=("items", index))
         return ItemIn(fallback_id, None, "; ".join(str(p) for p in problems))
-    rollout = Rollout(render_text(item.prompt), render_completion(item.completion), item.reference)
-    return ItemIn(item.id if item.id is not None else fallback_id, rollout)
+    return ItemIn(item.id if item.id is not None else fallback_id, rollout_of(item))
 
 
-def score_options(options: RewardOptions) -> ScoreOptions:
-    """The engine's form of a request's options."""
+TEXT_PARTS = ("text", "input_text", "output_text", "summary_text", "reasoning_text")
+
+
+def _parts_text(content: str | list[dict[str, Any]] | None) -> tuple[str, int]:
+    """Content as text, and how many non-text parts became placeholders."""
+    if content is None:
+        return "", 0
+    if isinstance(content, str):
+        return content, 0
+    out: list[str] = []
+    non_text = 0
+    for part in content:
+        kind = str(part.get("type", ""))
+        if kind in TEXT_PARTS and isinstance(part.get("text"), str):
+            out.append(part["text"])
+        elif kind == "refusal" and isinstance(part.get("refusal"), str):
+            out.append(part["refusal"])
+        else:
+            # Images, audio, files, unknown parts: the judge reads text only, and says so.
+            out.append(placeholder(kind.removeprefix("input_").removesuffix("_url") or "part"))
+            non_text += 1
+    return "".join(out), non_text
+
+
+def _arguments(value: str | dict[str, Any] | None) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _message_events(m: Message) -> list[Event]:
+    text, non_text = _parts_text(m.content)
+    events: list[Event] = []
+    if m.reasoning_content:
+        events.append(Event("reasoning", text=m.reasoning_content))
+    if m.role == "tool":
+        events.append(Event("result", "tool", text, call_id=m.tool_call_id, non_text=non_text))
+        return events
+    if text or non_text or not m.tool_calls:
+        events.append(Event("message", m.role, text, non_text=non_text))
+    for call in m.tool_calls or ():
+        name, arguments = call.function.name, _arguments(call.function.arguments)
+        events.append(Event("call", call=ToolCall(name, arguments, call.id)))
+    return events
+
+
+def _item_events(item: ResponseItem) -> list[Event]:
+    if item.type in ("function_call", "custom_tool_call", "mcp_call"):
+        arguments = item.input if item.type == "custom_tool_call" else item.arguments
+        # An MCP call holds its own output and has no call id: its item id ties the two.
+        call_id = item.id if item.type == "mcp_call" else item.call_id
+        call = ToolCall(item.name or "", _arguments(arguments), call_id)
+        events = [Event("call", call=call)]
+        if item.type == "mcp_call" and item.output is not None:
+            text, non_text = _parts_text(item.output)
+            events.append(Event("result", "tool", text, call_id=call_id, non_text=non_text))
+        return events
+    if item.type in ("function_call_output", "custom_tool_call_output"):
+        text, non_text = _parts_text(item.output)
+        return [Event("result", "tool", text, call_id=item.call_id, non_text=non_text)]
+    if item.type == "reasoning":
+        text, _ = _parts_text(item.summary or item.content)
+        return [Event("reasoning", text=text)]
+    # An item type the judge cannot read (a web search, a computer action, ...): in place.
+    return [Event("message", "assistant", placeholder(item.type), non_text=1)]
+
+
+def events_of(value: Text, role: str) -> tuple[Event, ...]:
+    """Wire messages or items as trajectory events; a string is one message of ``role``."""
+    if isinstance(value, str):
+        return (Event("message", role, value),)
+    events: list[Event] = []
+    for entry in value:
+        if isinstance(entry, Message):
+            events.extend(_message_events(entry))
+        else:
+            events.extend(_item_events(entry))
+    return tuple(events)
+
+
+def trajectory_of(prompt: Text, completion: Text) -> Trajectory:
+    """The trajectory of a prompt (the task) and a completion (the policy's events)."""
+    return Trajectory(events_of(prompt, "user"), events_of(completion, "assistant"))
+
+
+def rollout_of(item: Item) -> Rollout:
+    """An item's rollout: plain text for two strings; otherwise its trajectory, with the
+    prompt and completion rendered as plain text (as they always were for plain chat)."""
+    if isinstance(item.prompt, str) and isinstance(item.completion, str):
+        return Rollout(item.prompt, item.completion, item.reference)
+    trajectory = trajectory_of(item.prompt, item.completion)
+    prompt = item.prompt if isinstance(item.prompt, str) else trajectory.plain("task")
+    return Rollout(prompt, trajectory.plain("events"), item.reference, trajectory)
+
+
+def score_options(options: RewardOptions, run: str | None = None) -> ScoreOptions:
+    """The engine's form of a request's options (and the run it belongs to)."""
     return ScoreOptions(
         judges=tuple(options.judges) if options.judges is not None else None,
         rule=options.rule,
         min_judges=options.min_judges,
         use_cache=options.use_cache,
+        run=run,
     )

@@ -48,6 +48,10 @@ REWARD_LOG_ERRORS = Counter(
     "rewardsvc_reward_log_errors_total", "Reward log lines that could not be written"
 )
 INFLIGHT_CALLS = Gauge("rewardsvc_inflight_judge_calls", "Judge calls planned and not answered")
+SHARED_STATE_UP = Gauge(
+    "rewardsvc_shared_state_up",
+    "1 while the shared state store (Redis) answers, 0 while the service scores on local state",
+)
 RUBRIC_ERRORS = Gauge(
     "rewardsvc_rubric_errors", "Rubric files whose last edit was refused (0 or 1)", ["file"]
 )
@@ -86,6 +90,10 @@ class PrometheusObserver:
     def rubric_file(self, file: str, refused: bool) -> None:
         """Show whether a rubric file's latest edit was refused."""
         RUBRIC_ERRORS.labels(file=file).set(1 if refused else 0)
+
+    def shared_state(self, healthy: bool) -> None:
+        """Show whether the shared state store answers."""
+        SHARED_STATE_UP.set(1 if healthy else 0)
 
 
 class RequestMetricsMiddleware:

@@ -41,11 +41,14 @@ async def readyz(service: ServiceDep) -> JSONResponse:
             f"judges not answering: {down}; rubrics that cannot be scored: {', '.join(blocked)}"
         )
     ready = not reasons
+    link = service.shared
     body = Readiness(
         ready=ready,
         message="ready" if ready else "; ".join(reasons),
         rubrics=len(entries),
         judges=reachable,
+        shared_state="none" if link is None else "ok" if link.healthy else "unreachable",
+        shared_pending=0 if link is None else link.pending,
     )
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
 

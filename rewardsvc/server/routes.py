@@ -55,7 +55,9 @@ async def rewards(body: RewardRequest, service: ServiceDep) -> Response:
         rubric, label = service.library_rubric(body.rubric), None
     else:
         rubric, label = service.inline_rubric(body.rubric), "_inline"
-    response = await service.score(rubric, body.items, body.options, metrics_label=label)
+    response = await service.score(
+        rubric, body.items, body.options, metrics_label=label, run=body.run
+    )
     return Response(response.model_dump_json(), media_type="application/json")
 
 

@@ -26,7 +26,9 @@ from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.library.registry import Registry, load_pool
 from rewardsvc.library.yamlfile import InvalidFile, validate_document
 from rewardsvc.scoring.cache import VerdictCache
+from rewardsvc.scoring.calibration import CalibrationWindows
 from rewardsvc.scoring.engine import Engine
+from rewardsvc.scoring.shared import RedisLink
 from rewardsvc.server import metrics
 from rewardsvc.server.errors import ApiError
 from rewardsvc.server.guards import InflightLimiter, check_batch
@@ -101,10 +103,11 @@ async def score_batch(
     options: RewardOptions | None = None,
     metrics_label: str | None = None,
     deadline: float | None = None,
+    run: str | None = None,
 ) -> RewardResponse:
     """Raw items scored by ``engine``, as the wire response (raises RequestError)."""
     inputs = [read_item(i, raw) for i, raw in enumerate(items)]
-    opts = score_options(options or RewardOptions())
+    opts = score_options(options or RewardOptions(), run)
     batch = await engine.score(rubric, inputs, opts, metrics_label, deadline)
     return reward_response(batch)
 
@@ -119,6 +122,7 @@ class Service:
     limiter: InflightLimiter
     readiness: ReadinessProbe
     reward_log: RewardLog | None = None
+    shared: RedisLink | None = None
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     draining: bool = False
@@ -180,6 +184,7 @@ class Service:
         options: RewardOptions,
         field_name: str = "items",
         metrics_label: str | None = None,
+        run: str | None = None,
     ) -> RewardResponse:
         """Score a batch within the request's deadline and the work limits (items per
         batch, criteria and judges per rubric, items and judge calls in flight); log it when
@@ -203,7 +208,7 @@ class Service:
             self.idle.clear()
             try:
                 response = await score_batch(
-                    self.engine, rubric, items, options, metrics_label, deadline
+                    self.engine, rubric, items, options, metrics_label, deadline, run
                 )
             except RequestError as exc:
                 raise ApiError.of(exc) from exc
@@ -214,7 +219,7 @@ class Service:
                 if self.active == 0:
                     self.idle.set()
         if self.reward_log is not None:
-            self.reward_log.write(response, list(items))
+            self.reward_log.write(response, list(items), run)
         return response
 
     def _calls_per_item(self, rubric: Rubric, options: RewardOptions) -> int:
@@ -251,10 +256,13 @@ class Service:
         items: list[dict[str, Any]],
         options: RewardOptions,
         field_name: str = "items",
+        *,
+        run: str | None = None,
     ) -> RewardResponse:
         """Score against a library rubric (the compatibility routes' entry point);
         ``field_name`` names the items' field in the caller's protocol, for errors."""
-        return await self.score(self.library_rubric(rubric_id), items, options, field_name)
+        rubric = self.library_rubric(rubric_id)
+        return await self.score(rubric, items, options, field_name, run=run)
 
     async def aclose(self) -> None:
         """Stop the watcher, close judges, cache and reward log."""
@@ -265,6 +273,8 @@ class Service:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         await self.engine.aclose()
+        if self.shared is not None:
+            await self.shared.aclose()
         if self.reward_log is not None:
             await asyncio.to_thread(self.reward_log.close)
 
@@ -300,8 +310,32 @@ async def start_service(
         registry.observer = observer
     if judges is None:
         judges = build_judges(registry.pool, observer=observer)
-    cache = VerdictCache(settings.cache_size, settings.cache_path)
-    engine = Engine(judges, cache, settings.max_text_chars, observer=observer)
+    link = None
+    if settings.redis_url is not None:
+        link = RedisLink(
+            settings.redis_url.get_secret_value(),
+            timeout_s=settings.redis_timeout_s,
+            prefix=settings.redis_prefix,
+            verdict_ttl_s=settings.redis_verdict_ttl_s,
+            observer=observer,
+        )
+        await link.start()
+    cache = VerdictCache(
+        settings.cache_size,
+        settings.cache_path,
+        max_bytes=settings.cache_max_bytes,
+        file_max_entries=settings.cache_file_max_entries,
+        file_max_bytes=settings.cache_file_max_bytes,
+        shared=link,
+        observer=observer,
+    )
+    engine = Engine(
+        judges,
+        cache,
+        settings.max_text_chars,
+        observer=observer,
+        windows=CalibrationWindows(shared=link),
+    )
     reward_log = None
     if settings.reward_log:
         reward_log = RewardLog(
@@ -314,6 +348,7 @@ async def start_service(
         limiter=InflightLimiter(settings.max_inflight, settings.max_inflight_calls),
         readiness=ReadinessProbe(engine.judges),  # type: ignore[arg-type]
         reward_log=reward_log,
+        shared=link,
     )
     if settings.reload:
         service.tasks.append(asyncio.create_task(registry.watch(service.stop)))

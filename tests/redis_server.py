@@ -1,0 +1,119 @@
+"""A real Redis for tests: Debian's ``redis-server``, installed when absent, run on a spare
+loopback port without persistence, and stopped (or killed and restarted) by the test."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+
+def redis_server_binary() -> str:
+    """The path of ``redis-server``, installing Debian's package when it is missing."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    install = ["apt-get", "install", "-y", "--no-install-recommends", "redis-server"]
+    if subprocess.run(install, capture_output=True).returncode != 0:
+        subprocess.run(["apt-get", "update"], capture_output=True, check=True)
+        subprocess.run(install, capture_output=True, check=True)
+    found = shutil.which("redis-server")
+    if not found:
+        raise RuntimeError("redis-server is not on PATH after installing the package")
+    return found
+
+
+def spare_port() -> int:
+    """An unused TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+class RedisServer:
+    """One ``redis-server`` process on 127.0.0.1:``port`` with its files under ``workdir``."""
+
+    def __init__(self, workdir: Path, port: int | None = None):
+        self.binary = redis_server_binary()
+        self.workdir = workdir
+        self.port = port or spare_port()
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """The ``redis://`` URL of this server."""
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        """Start the server (on the same port as before, after a kill) and wait until it
+        answers PING."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        log = (self.workdir / "redis.log").open("ab")
+        self._proc = subprocess.Popen(
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+                "--daemonize",
+                "no",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        deadline = time.monotonic() + 30
+        while not _answers(self.port):
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"redis-server exited; see {self.workdir / 'redis.log'}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("redis-server did not answer PING within 30 s")
+            time.sleep(0.05)
+
+    def kill(self) -> None:
+        """Kill the server at once (SIGKILL), as a crash would."""
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+
+    def pause(self) -> None:
+        """Freeze the server (SIGSTOP): connections stay open and nothing answers."""
+        if self._proc is not None:
+            self._proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Let a paused server run again (SIGCONT)."""
+        if self._proc is not None:
+            self._proc.send_signal(signal.SIGCONT)
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after 10 s)."""
+        if self._proc is not None:
+            self._proc.send_signal(signal.SIGCONT)
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            self._proc = None

@@ -43,6 +43,7 @@ schema: install
 	$(VENV)/bin/rewardsvc schema > rubrics/schema/rubric.schema.json
 	$(VENV)/bin/rewardsvc schema --pool > rubrics/schema/judges.schema.json
 	$(VENV)/bin/rewardsvc schema --recipe > rubrics/schema/recipe.schema.json
+	$(VENV)/bin/rewardsvc schema --routing > rubrics/schema/routing.schema.json
 
 $(VENV)/.bench-installed: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[bench]'

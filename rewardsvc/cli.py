@@ -14,6 +14,12 @@ from pydantic import BaseModel, ValidationError
 
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.rubric import Rubric
+from rewardsvc.library.recipes import (
+    RECIPES_DIR,
+    link_recipe,
+    link_routing,
+    validate_recipe_file,
+)
 from rewardsvc.library.registry import (
     RUBRIC_SUFFIXES,
     Entry,
@@ -132,31 +138,73 @@ def cmd_validate(args: argparse.Namespace) -> int:
         problems += exc.problems
     files = _files(args.paths)
     context = validation_context(pool)
+    rubrics: dict[str, Rubric] = {}
+    linked: list[tuple[Path, str, Any, Any]] = []
     for path in files:
         try:
-            _check_document(parse_yaml(read_text(path), str(path)), path, context)
+            text = read_text(path)
+            doc = parse_yaml(text, str(path))
+            document = _check_document(doc, path, context)
         except InvalidFile as exc:
             problems += exc.problems
+            continue
+        if isinstance(document, Rubric):
+            rubrics[document.id] = document
+        elif document is not None:
+            linked.append((path, text, doc, document))
+    problems += _link(linked, rubrics, context)
     for problem in problems:
         print(problem)
     print(_summary(len(files), problems, pool_path), file=sys.stderr)
     return 1 if problems else 0
 
 
-def _check_document(doc: Any, path: Path, context: dict[str, Any]) -> None:
-    """Validate one parsed file as what it holds: a judge pool, a recipe (``kind: recipe``),
-    the canaries of a rubric (``rubric`` and ``cases``), or else a rubric."""
-    from rewardsvc.core.recipe import Recipe
+def _check_document(doc: Any, path: Path, context: dict[str, Any]) -> Any:
+    """Validate one parsed file as what it holds: a judge pool, a recipe or routing table
+    (``kind: recipe`` or ``routing``), the canaries of a rubric (``rubric`` and ``cases``),
+    or else a rubric. Returns the rubric, recipe or routing table (None for the others)."""
     from rewardsvc.monitor.canaries import CanarySet
 
     if is_pool_document(doc):
         validate_document(doc, JudgePool, str(path))
-    elif isinstance(doc, dict) and doc.get("kind") == "recipe":
-        validate_document(doc, Recipe, str(path), context)
+    elif isinstance(doc, dict) and doc.get("kind") in ("recipe", "routing"):
+        return validate_recipe_file(doc, path, context)
     elif isinstance(doc, dict) and "cases" in doc and "id" not in doc:
         validate_document(doc, CanarySet, str(path), context)
     else:
-        validate_rubric_file(doc, path, context)
+        return validate_rubric_file(doc, path, context)
+    return None
+
+
+def _link(
+    linked: list[tuple[Path, str, Any, Any]], rubrics: dict[str, Rubric], context: dict[str, Any]
+) -> list[Problem]:
+    """Check that recipes name served rubrics and routing tables served targets: those
+    validated in this run, and those of the library a ``recipes/`` folder belongs to."""
+    from rewardsvc.core.recipe import Recipe
+
+    known = dict(rubrics)
+    for library in {p.parent.parent for p, *_ in linked if p.parent.name == RECIPES_DIR}:
+        for path in sorted(library.iterdir()):
+            if path.suffix not in RUBRIC_SUFFIXES or not path.is_file():
+                continue
+            try:
+                rubric = validate_rubric_file(parse_yaml(read_text(path), str(path)), path, context)
+            except InvalidFile:
+                continue  # reported when the file itself is validated
+            known.setdefault(rubric.id, rubric)
+    versions = {k: r.version() for k, r in known.items()}
+    problems: list[Problem] = []
+    linked.sort(key=lambda entry: not isinstance(entry[3], Recipe))
+    for path, text, doc, document in linked:
+        try:
+            if isinstance(document, Recipe):
+                versions[document.id] = link_recipe(document, doc, path, text, known.get).version
+            else:
+                link_routing(document, doc, path, text, versions)
+        except InvalidFile as exc:
+            problems += exc.problems
+    return problems
 
 
 def _summary(files: int, problems: Sequence[Problem], pool_path: Path) -> str:
@@ -169,14 +217,16 @@ def _summary(files: int, problems: Sequence[Problem], pool_path: Path) -> str:
 
 def cmd_schema(args: argparse.Namespace) -> int:
     """Print the JSON Schema of a rubric file (of a judge pool file with --pool, of a
-    recipe file with --recipe)."""
-    from rewardsvc.core.recipe import Recipe
+    recipe file with --recipe, of a routing table with --routing)."""
+    from rewardsvc.core.recipe import Recipe, RoutingTable
 
     model: type[BaseModel] = Rubric
     if args.pool:
         model = JudgePool
     elif args.recipe:
         model = Recipe
+    elif args.routing:
+        model = RoutingTable
     print(json.dumps(model.model_json_schema(), indent=2))
     return 0
 
@@ -198,17 +248,20 @@ def _local_scorer(args: argparse.Namespace) -> tuple[Entry, JudgePool]:
 
 def _score_locally(pool: JudgePool, rubric: Rubric, items: list[dict]) -> dict:
     """Score items with a fresh engine (no cache), as the service would."""
+    from rewardsvc.graders.run import Graders
     from rewardsvc.judges.judge import build_judges
     from rewardsvc.scoring.engine import Engine
-    from rewardsvc.server.service import score_batch
+    from rewardsvc.server.dispatch import score_batch
     from rewardsvc.server.wire import RewardOptions
 
     async def run() -> dict:
-        engine = Engine(build_judges(pool))
+        graders = Graders()
+        engine = Engine(build_judges(pool), graders=graders)
         try:
             response = await score_batch(engine, rubric, items, RewardOptions(use_cache=False))
         finally:
             await engine.aclose()
+            await asyncio.to_thread(graders.close)
         return response.model_dump(mode="json")
 
     return asyncio.run(run())
@@ -319,6 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
     schema = sub.add_parser("schema", help="print the JSON Schema of rubric files")
     schema.add_argument("--pool", action="store_true", help="the judge pool schema instead")
     schema.add_argument("--recipe", action="store_true", help="the recipe schema instead")
+    schema.add_argument("--routing", action="store_true", help="the routing table schema instead")
     schema.set_defaults(func=cmd_schema)
 
     score = sub.add_parser("score", help="score one completion and print the breakdown")

@@ -85,7 +85,11 @@ async def test_rewards_happy_path(client: Any, fakes: tuple[FakeJudge, FakeJudge
     reply = await http.post("/v1/rewards", json={"rubric": "tiny", "items": items})
     assert reply.status_code == 200, reply.text
     body = reply.json()
-    assert body["rubric"] == {"id": "tiny", "version": registry.get("tiny").version}
+    assert body["rubric"] == {
+        "id": "tiny",
+        "version": registry.get("tiny").version,
+        "kind": "rubric",
+    }
     assert [r["id"] for r in body["results"]] == ["a", "1"]
     for result in body["results"]:
         assert result["status"] == "ok"

@@ -30,7 +30,7 @@ from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.scoring.cache import VerdictCache
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.server.service import score_batch
+from rewardsvc.server.dispatch import score_batch
 from rewardsvc.server.wire import RewardOptions, RewardResponse
 
 # ------------------------------------------------------------------ helpers

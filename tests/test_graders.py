@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
@@ -93,6 +93,7 @@ def _forms(value: int) -> list[str]:
     ]
 
 
+@settings(deadline=None)
 @given(st.integers(min_value=-(10**9), max_value=10**9))
 def test_numeric_equivalent_forms_match(value: int) -> None:
     for form in _forms(value):
@@ -100,12 +101,14 @@ def test_numeric_equivalent_forms_match(value: int) -> None:
         assert result.score == 1.0, (form, result.evidence)
 
 
+@settings(deadline=None)
 @given(st.integers(min_value=-(10**6), max_value=10**6))
 def test_numeric_near_misses_do_not_match(value: int) -> None:
     for wrong in (value + 1, value - 1, value * 10 + 1):
         assert numeric_match(f"Final answer: {wrong}", str(value), NUMERIC).score == 0.0
 
 
+@settings(deadline=None)
 @given(
     st.fractions(min_value=-(10**6), max_value=10**6, max_denominator=50).filter(
         lambda f: f.denominator > 1
@@ -264,6 +267,7 @@ def test_specs_are_discriminated_by_type_and_forbid_unknown_fields() -> None:
 WORDS = st.lists(st.sampled_from(["alpha", "Beta", "gamma", "delta", "42", "x"]), min_size=1)
 
 
+@settings(deadline=None)
 @given(WORDS)
 def test_exact_match_ignores_case_spacing_and_punctuation(words: list[str]) -> None:
     reference = " ".join(words)
@@ -272,6 +276,7 @@ def test_exact_match_ignores_case_spacing_and_punctuation(words: list[str]) -> N
     assert exact_match("Final answer: " + reference + " zeta", reference, EXACT).score == 0.0
 
 
+@settings(deadline=None)
 @given(st.text(max_size=200), st.sampled_from(["a+", r"\d{2,}", "(x|y)z", "^$", "[[:alpha:]]"]))
 def test_must_not_match_is_the_complement_of_must_match(text: str, pattern: str) -> None:
     must = regex_match(text, RegexSpec(type="regex", pattern=pattern))
@@ -279,6 +284,7 @@ def test_must_not_match_is_the_complement_of_must_match(text: str, pattern: str)
     assert {must.score, must_not.score} == {0.0, 1.0}
 
 
+@settings(deadline=None)
 @given(st.text(min_size=1, max_size=100), st.text(min_size=1, max_size=100))
 def test_similarity_is_bounded_and_one_on_identity(a: str, b: str) -> None:
     spec = SimilaritySpec(type="similarity")

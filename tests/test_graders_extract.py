@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rewardsvc.graders.extract import (
@@ -113,6 +113,7 @@ def test_reference_falls_back_to_its_whole_text() -> None:
     assert extract_reference(r"\boxed{Paris}", "boxed") == "Paris"
 
 
+@settings(deadline=None)
 @given(st.text(alphabet="\\boxed{}fbo x1#`~\n:Final answer<!->", max_size=300))
 def test_extraction_never_raises(text: str) -> None:
     for method in ("none", "auto", "boxed", "final_line", "last_number", "code_block"):

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from rewardsvc.core.base import StrictModel
+from rewardsvc.core.errors import RequestError
 from rewardsvc.core.graders_spec import GraderSpec
 from rewardsvc.core.results import JudgeOutcome, Status
 from rewardsvc.core.rubric import Identifier, Rubric
@@ -113,12 +114,7 @@ class Veto(StrictModel):
 class Recipe(StrictModel):
     """A reward recipe: components with weights, gates, vetoes and a combination rule."""
 
-    model_config = ConfigDict(
-        extra="forbid",
-        frozen=True,
-        allow_inf_nan=False,
-        json_schema_extra={"title": "rewardsvc recipe"},
-    )
+    model_config = ConfigDict(json_schema_extra={"title": "rewardsvc recipe"})
 
     kind: Literal["recipe"] = Field(description="Marks the document as a recipe.")
     id: Identifier = Field(description="Recipe id used in requests, e.g. math-verified.")
@@ -182,6 +178,28 @@ class Recipe(StrictModel):
         }
         canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def resolve_components(recipe: Recipe, lookup: Callable[[str], Rubric | None]) -> dict[str, Rubric]:
+    """The rubric of every judged component, library ids looked up with ``lookup``.
+
+    Raises :class:`RequestError` naming the component when an id is unknown, or when a
+    ``constitution:`` names a rubric (or a ``rubric:`` a constitution).
+    """
+    resolved: dict[str, Rubric] = {}
+    for i, component in enumerate(recipe.components):
+        ref = component.reference
+        if ref is None:
+            continue
+        rubric = lookup(ref) if isinstance(ref, str) else ref
+        loc = ("components", i, component.kind)
+        if rubric is None:
+            raise RequestError.at(loc, f"unknown {component.kind} {ref!r}", kind="unknown_rubric")
+        wanted = "constitution" if component.kind == "constitution" else "rubric"
+        if rubric.kind != wanted:
+            raise RequestError.at(loc, f"{rubric.id!r} is a {rubric.kind}, not a {wanted}")
+        resolved[component.id] = rubric
+    return resolved
 
 
 class RoutingTable(StrictModel):

@@ -7,7 +7,7 @@ monitor and the trainer-compat routes read them directly.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from rewardsvc.core.errors import JudgeErrorKind
 
@@ -23,6 +23,8 @@ class CriterionOutcome:
     probs: dict[str, float] | None = None
     error: str | None = None
     error_kind: JudgeErrorKind | None = None
+    evidence: dict[str, Any] | None = None
+    """A grader criterion's evidence (what it extracted and compared); None for judges."""
 
 
 @dataclass
@@ -57,6 +59,7 @@ class BatchUsage:
 
     judge_calls: int = 0
     cache_hits: int = 0
+    grader_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0
@@ -70,3 +73,4 @@ class BatchResult:
     version: str
     items: list[ItemReward]
     usage: BatchUsage
+    run: str | None = None

@@ -23,11 +23,15 @@ from pydantic import (
 )
 
 from rewardsvc.core.base import StrictModel
+from rewardsvc.core.graders_spec import NEEDS_REFERENCE, GraderSpec
 
 Category = Literal["essential", "important", "optional", "pitfall"]
 ScaleKind = Literal["binary", "likert"]
 Combine = Literal["explicit", "implicit", "worst"]
 JudgeRule = Literal["mean", "min", "uwo", "median", "softmin"]
+View = Literal["final", "trace", "tools"]
+Scope = Literal["episode", "step"]
+StepCombine = Literal["min", "mean", "last", "discounted"]
 Calibration = Literal["none", "zscore", "rank"]
 
 Identifier = Annotated[
@@ -41,9 +45,15 @@ class Criterion(StrictModel):
 
     id: Identifier = Field(description="Unique within the rubric; used in reward breakdowns.")
     text: str = Field(
-        min_length=3,
+        default="",
         description="The statement the judge checks, phrased so that 'yes' is what the weight "
-        "describes: for a pitfall, 'yes' means the pitfall is present.",
+        "describes: for a pitfall, 'yes' means the pitfall is present. At least 3 characters "
+        "unless a grader scores the criterion.",
+    )
+    grader: GraderSpec | None = Field(
+        default=None,
+        description="A deterministic grader that scores this criterion instead of the judges "
+        "(no judge call).",
     )
     category: Category = Field(
         default="important",
@@ -74,6 +84,17 @@ class Criterion(StrictModel):
     cap: float = Field(
         default=0.0, ge=0.0, le=1.0, description="The cap applied when the gate fails."
     )
+    view: View | None = Field(
+        default=None,
+        description="What the judge sees of an agent trajectory for this criterion: final "
+        "(the last assistant message), trace (every step, call and result) or tools (only "
+        "the tool calls and their results); default the rubric's view.",
+    )
+    scope: Scope = Field(
+        default="episode",
+        description="episode: scored once per item; step: scored for each assistant step, "
+        "the judge seeing the trajectory up to and including that step (process reward).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -99,6 +120,10 @@ class Criterion(StrictModel):
             raise ValueError("weight: only a pitfall may have a negative weight")
         if self.gate is not None and self.category != "essential":
             raise ValueError("gate: only an essential criterion may have a gate")
+        if self.grader is None and len(self.text) < 3:
+            raise ValueError("text: at least 3 characters (or give a grader)")
+        if self.grader is not None and self.scale != "binary":
+            raise ValueError("scale: a grader criterion has no judge scale")
         return self
 
     def scale_values(self) -> list[int]:
@@ -211,6 +236,19 @@ class Rubric(StrictModel):
         description="Fewer successful judges than this gives reward null, status judge_error.",
     )
     transforms: Transforms = Field(default_factory=Transforms)
+    view: View | None = Field(
+        default=None,
+        description="What the judge sees of an agent trajectory (final, trace or tools); "
+        "unset: the whole completion, as plain items always were.",
+    )
+    step_combine: StepCombine = Field(
+        default="mean",
+        description="How the rewards of the steps of criteria with scope: step combine: "
+        "min, mean, last, or discounted (sum of gamma^k r_k over sum of gamma^k, k the step).",
+    )
+    gamma: float = Field(
+        default=0.9, gt=0.0, le=1.0, description="Discount per step, for step_combine: discounted."
+    )
 
     @field_validator("judges", mode="before", json_schema_input_type=list[JudgeRef | Identifier])
     @classmethod
@@ -254,6 +292,23 @@ class Rubric(StrictModel):
             )
         if self.combine == "implicit" and self.kind == "constitution":
             raise ValueError("combine: a constitution is scored per principle, not implicit")
+        graded = [c for c in self.criteria if c.grader is not None]
+        if graded and self.combine == "implicit":
+            raise ValueError("combine: criteria with a grader need explicit or worst")
+        for c in graded:
+            if c.scope == "step":
+                raise ValueError(f"criteria: {c.id!r} has a grader, which scores the episode")
+            needs = c.grader is not None and c.grader.type in NEEDS_REFERENCE
+            if needs and not self.requires_reference:
+                raise ValueError(
+                    f"requires_reference: criterion {c.id!r} is graded against the "
+                    "reference; set requires_reference: true"
+                )
+        step = [c for c in self.criteria if c.scope == "step"]
+        if step and self.combine == "implicit":
+            raise ValueError("combine: criteria with scope: step need explicit or worst")
+        if step and not any(c.weight > 0 for c in step):
+            raise ValueError("criteria: the criteria with scope: step need a positive weight")
         return self
 
     def version(self) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 from rewardsvc.core.graders_spec import MathSpec
 from rewardsvc.graders.extract import extract, extract_reference, prose
 from rewardsvc.graders.result import GraderResult, clip_text
-from rewardsvc.graders.worker import DeadlineExceeded, DeadlineWorkers, WorkerFailed
+from rewardsvc.graders.worker import DeadlineExceeded, DeadlineWorkers, WorkerFailed, WorkersBusy
 
 
 def _import_math_verify() -> bool:
@@ -84,6 +84,8 @@ class MathChecker:
             outcome = self.workers.run(
                 compare, (gold, answer, spec.float_rounding, spec.timeout_s), spec.timeout_s
             )
+        except WorkersBusy as exc:
+            return GraderResult(None, evidence, f"math-verify busy: {exc}")
         except DeadlineExceeded as exc:
             return GraderResult(0.0, evidence | {"deadline": str(exc)})
         except WorkerFailed as exc:

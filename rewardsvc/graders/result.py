@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewardsvc.core.verdict import Verdict
+
 
 @dataclass(frozen=True)
 class GraderResult:
@@ -24,6 +26,12 @@ class GraderResult:
     def passed(self) -> bool:
         """Score 1 (full marks)."""
         return self.score is not None and self.score >= 1.0
+
+    def verdict(self) -> Verdict:
+        """This result as the verdict of the rubric criterion the grader scores."""
+        if self.score is None:
+            return Verdict.failed(self.error or "the grader gave no score")
+        return Verdict(score=self.score)
 
 
 EVIDENCE_CHARS = 300

@@ -7,6 +7,10 @@ Each call is synchronous and bounded in time; async callers run it in a thread.
 
 from __future__ import annotations
 
+import asyncio
+import importlib
+from collections.abc import Sequence
+
 from rewardsvc.core.graders_spec import (
     NEEDS_REFERENCE,
     EmbeddingSpec,
@@ -21,6 +25,7 @@ from rewardsvc.core.graders_spec import (
     SimilaritySpec,
 )
 from rewardsvc.core.rollout import Rollout
+from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.graders import text
 from rewardsvc.graders.embedding import Embedder
 from rewardsvc.graders.mathcheck import MathChecker
@@ -38,8 +43,10 @@ class Graders:
         self.embedder = Embedder()
 
     def warm(self) -> None:
-        """Start the math workers now (a second or two), not on the first math item."""
+        """Start the workers and import their libraries now (a second or two), so that
+        no item's deadline pays for it."""
         self.math.warm()
+        self.schema_workers.warm(importlib.import_module, "jsonschema")
 
     def grade(self, spec: GraderSpec, rollout: Rollout) -> GraderResult:
         """Score ``rollout`` with ``spec``; a grader that compares against a reference gives
@@ -71,3 +78,23 @@ class Graders:
         """Stop the worker processes."""
         self.math.close()
         self.schema_workers.close()
+
+
+async def grade_criteria(
+    graders: Graders | None, rubric: Rubric, rollouts: Sequence[Rollout]
+) -> list[dict[str, GraderResult]]:
+    """The results of the grader criteria of ``rubric`` for each rollout, by criterion id,
+    each computed in a worker thread (bounded in time, but CPU-bound). Without
+    ``graders`` every such criterion gives no score, with an internal error."""
+    criteria = [c for c in rubric.criteria if c.grader is not None]
+    if not criteria:
+        return [{} for _ in rollouts]
+
+    async def one(criterion: Criterion, rollout: Rollout) -> GraderResult:
+        if graders is None or criterion.grader is None:
+            return GraderResult(None, {}, "internal: this engine has no graders")
+        return await asyncio.to_thread(graders.grade, criterion.grader, rollout)
+
+    pairs = [(c, r) for r in rollouts for c in criteria]
+    results = iter(await asyncio.gather(*(one(c, r) for c, r in pairs)))
+    return [{c.id: next(results) for c in criteria} for _ in rollouts]

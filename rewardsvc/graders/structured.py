@@ -18,7 +18,7 @@ import jsonschema
 from rewardsvc.core.graders_spec import JsonSpec
 from rewardsvc.graders.extract import code_block
 from rewardsvc.graders.result import GraderResult, clip_text
-from rewardsvc.graders.worker import DeadlineExceeded, DeadlineWorkers, WorkerFailed
+from rewardsvc.graders.worker import DeadlineExceeded, DeadlineWorkers, WorkerFailed, WorkersBusy
 
 MAX_ERRORS = 5
 SCHEMA_TIMEOUT_S = 2.0
@@ -88,6 +88,8 @@ def json_check(
             errors = workers.run(schema_errors, (schema_json, value), SCHEMA_TIMEOUT_S)
         else:
             errors = schema_errors(schema_json, value)
+    except WorkersBusy as exc:
+        return GraderResult(None, evidence, f"schema validation busy: {exc}")
     except DeadlineExceeded:
         evidence["schema_errors"] = [f"validation exceeded {SCHEMA_TIMEOUT_S:g} s"]
         return GraderResult(0.0, evidence)

@@ -31,6 +31,11 @@ class DeadlineExceeded(Exception):
     """The call did not finish within its deadline (its worker was killed)."""
 
 
+class WorkersBusy(DeadlineExceeded):
+    """No worker became free before the deadline: the call never ran, so its input is not
+    to blame (the caller reports no score rather than a failing one)."""
+
+
 class WorkerFailed(Exception):
     """The function raised in the worker, or the worker died; the message says which."""
 
@@ -112,7 +117,7 @@ class DeadlineWorkers:
         try:
             child = self._idle.get(timeout=timeout_s)
         except queue.Empty:
-            raise DeadlineExceeded(f"no worker free within {timeout_s:g} s") from None
+            raise WorkersBusy(f"no worker free within {timeout_s:g} s") from None
         remaining = max(deadline - time.monotonic(), 0.0)
         if child is None:
             remaining += self._startup_s

@@ -1,10 +1,12 @@
 """The rubric library on disk: loading, versions, hot reload with last-good fallback.
 
 Every ``*.yaml``/``*.yml`` file at the top of the library directory is one rubric
-whose ``id`` matches the file name. An edit that validates replaces the served
-version; an edit that does not (bad YAML, bad bytes, too large, invalid) is refused,
-its problems are kept for ``errors()`` and reported to the observer, and the last
-good version of that file keeps serving.
+whose ``id`` matches the file name; those of its ``recipes/`` folder are recipes and
+routing tables (``rewardsvc.library.recipes``), which must name served rubrics and
+recipes. Rubrics, recipes and routing tables share one id space. An edit that
+validates replaces the served version; an edit that does not (bad YAML, bad bytes,
+too large, invalid) is refused, its problems are kept for ``errors()`` and reported to
+the observer, and the last good version of that file keeps serving.
 """
 
 from __future__ import annotations
@@ -19,7 +21,16 @@ import watchfiles
 
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.pool import JudgePool
+from rewardsvc.core.recipe import Recipe, RoutingTable
 from rewardsvc.core.rubric import Rubric
+from rewardsvc.library.recipes import (
+    RECIPES_DIR,
+    RecipeEntry,
+    RoutingEntry,
+    link_recipe,
+    link_routing,
+    validate_recipe_file,
+)
 from rewardsvc.library.yamlfile import (
     DEFAULT_MAX_BYTES,
     InvalidFile,
@@ -97,6 +108,8 @@ class Registry:
         self.max_bytes = max_bytes
         self._entries: dict[str, Entry] = {}
         self._errors: dict[str, list[Problem]] = {}
+        self._recipes: dict[str, RecipeEntry] = {}
+        self._routing: dict[str, RoutingEntry] = {}
         if not self.rubrics_dir.is_dir():
             raise FileNotFoundError(f"rubrics directory {self.rubrics_dir} does not exist")
         self.reload()
@@ -111,6 +124,13 @@ class Registry:
         return sorted(
             p for p in self.rubrics_dir.iterdir() if p.suffix in RUBRIC_SUFFIXES and p.is_file()
         )
+
+    def recipe_files(self) -> list[Path]:
+        """The recipe and routing files of the library, in a stable order."""
+        folder = self.rubrics_dir / RECIPES_DIR
+        if not folder.is_dir():
+            return []
+        return sorted(p for p in folder.iterdir() if p.suffix in RUBRIC_SUFFIXES and p.is_file())
 
     def validate_text(self, text: str, name: str = "<request>") -> Rubric:
         """Validate rubric YAML without installing it (raises InvalidFile, also for
@@ -144,19 +164,82 @@ class Registry:
                 errors[str(path)] = [Problem(str(path), 1, "id", f"already defined in {other}")]
                 continue
             entries[entry.rubric.id] = entry
-        changed = {k: e.version for k, e in entries.items()} != {
-            k: e.version for k, e in self._entries.items()
-        }
+        recipes, routing = self._load_recipes(entries, errors)
+        served = {k: e.version for k, e in [*entries.items(), *recipes.items(), *routing.items()]}
+        before = [*self._entries.items(), *self._recipes.items(), *self._routing.items()]
+        changed = served != {k: e.version for k, e in before}
         for file in sorted(set(self._errors) | set(errors)):
             self.observer.rubric_file(file, file in errors)
         self._entries, self._errors = entries, errors
+        self._recipes, self._routing = recipes, routing
         if changed:
-            log.info("rubric library: %s", {k: e.version for k, e in entries.items()})
+            log.info("rubric library: %s", served)
         return changed
+
+    def _load_recipes(
+        self, rubrics: dict[str, Entry], errors: dict[str, list[Problem]]
+    ) -> tuple[dict[str, RecipeEntry], dict[str, RoutingEntry]]:
+        """Validate the recipe and routing files, then link them to the served rubrics
+        (and the tables to the recipes); a refused file keeps its last good version."""
+        recipes: dict[str, RecipeEntry] = {}
+        routing: dict[str, RoutingEntry] = {}
+        last_good: dict[Path, RecipeEntry | RoutingEntry] = {
+            e.path: e for e in [*self._recipes.values(), *self._routing.values()]
+        }
+
+        def refuse(path: Path, problems: list[Problem]) -> None:
+            errors[str(path)] = problems
+            for problem in problems:
+                log.error("refused recipe edit: %s", problem)
+            kept = last_good.get(path)
+            if isinstance(kept, RecipeEntry):
+                recipes.setdefault(kept.recipe.id, kept)
+            elif isinstance(kept, RoutingEntry):
+                routing.setdefault(kept.table.id, kept)
+
+        served = {k: e.rubric for k, e in rubrics.items()}
+        parsed: list[tuple[Path, str, Any, Recipe | RoutingTable]] = []
+        for path in self.recipe_files():
+            try:
+                text = read_text(path, self.max_bytes)
+                doc = parse_yaml(text, str(path))
+                parsed.append((path, text, doc, validate_recipe_file(doc, path, self.context)))
+            except InvalidFile as exc:
+                refuse(path, exc.problems)
+        # Recipes first: a routing table may route to them.
+        parsed.sort(key=lambda p: isinstance(p[3], RoutingTable))
+        for path, text, doc, document in parsed:
+            taken = rubrics.get(document.id) or recipes.get(document.id)
+            taken = taken or routing.get(document.id)
+            if taken is not None:
+                refuse(path, [Problem(str(path), 1, "id", f"already defined in {taken.path}")])
+                continue
+            try:
+                if isinstance(document, Recipe):
+                    recipes[document.id] = link_recipe(document, doc, path, text, served.get)
+                else:
+                    versions = {k: e.version for k, e in [*rubrics.items(), *recipes.items()]}
+                    routing[document.id] = link_routing(document, doc, path, text, versions)
+            except InvalidFile as exc:
+                refuse(path, exc.problems)
+        return recipes, routing
 
     def get(self, rubric_id: str) -> Entry:
         """The served entry for a rubric id (KeyError if there is none)."""
         return self._entries[rubric_id]
+
+    def recipe(self, recipe_id: str) -> RecipeEntry:
+        """The served recipe with this id (KeyError if there is none)."""
+        return self._recipes[recipe_id]
+
+    def routing(self, table_id: str) -> RoutingEntry:
+        """The served routing table with this id (KeyError if there is none)."""
+        return self._routing[table_id]
+
+    def recipe_entries(self) -> list[RecipeEntry | RoutingEntry]:
+        """All served recipes and routing tables, by id."""
+        both = {**self._recipes, **self._routing}
+        return [both[k] for k in sorted(both)]
 
     def entries(self) -> list[Entry]:
         """All served entries, by id."""
@@ -172,8 +255,11 @@ class Registry:
         Set ``WATCHFILES_FORCE_POLLING=1`` where file events do not arrive
         (some network and container volume mounts).
         """
+        folders = [self.rubrics_dir]
+        if (self.rubrics_dir / RECIPES_DIR).is_dir():
+            folders.append(self.rubrics_dir / RECIPES_DIR)
         async for _ in watchfiles.awatch(
-            self.rubrics_dir, stop_event=stop, debounce=200, step=50, recursive=False
+            *folders, stop_event=stop, debounce=200, step=50, recursive=False
         ):
             try:
                 await asyncio.to_thread(self.reload)

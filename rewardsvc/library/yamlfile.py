@@ -199,7 +199,7 @@ def parse_yaml(text: str, name: str, max_values: int = DEFAULT_MAX_VALUES) -> An
     return doc
 
 
-def _line_of(doc: Any, loc: Loc) -> int:
+def line_of(doc: Any, loc: Loc) -> int:
     """1-based line of the deepest node of ``loc`` that exists in the document."""
     line = 1
     node = doc
@@ -234,7 +234,7 @@ def validate_document(
         errors = [_as_yaml_error(e) for e in exc.errors()]
         raise InvalidFile(
             [
-                Problem(name, _line_of(doc, p.loc), p.path, p.message)
+                Problem(name, line_of(doc, p.loc), p.path, p.message)
                 for p in field_problems(errors, doc)
             ]
         ) from exc

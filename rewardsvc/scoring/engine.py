@@ -35,6 +35,7 @@ from rewardsvc.core.results import (
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
+from rewardsvc.graders.run import Graders, grade_criteria
 from rewardsvc.safety.detectors import THREAD_ABOVE_CHARS, detect
 from rewardsvc.scoring.cache import Source, VerdictCache, cache_key
 from rewardsvc.scoring.calibration import CalibrationWindows
@@ -82,7 +83,7 @@ class _Call:
     item: int  # position in the prepared list
     judge: str
     criterion: str
-    key: str
+    key: bytes
     run: Callable[[], Awaitable[Verdict]]
 
 
@@ -92,7 +93,8 @@ class Engine:
     ``judges`` maps pool judge names to judges (``rewardsvc.judges.judge.build_judges``);
     the engine owns them and closes them in ``aclose``. ``cache=None`` keeps no verdicts
     but still deduplicates identical calls in flight. Items whose prompt, completion or
-    reference is longer than ``max_text_chars`` are rejected.
+    reference is longer than ``max_text_chars`` are rejected. Criteria with a ``grader``
+    are scored by ``graders`` (no judge call); without it they fail as ``internal``.
     """
 
     def __init__(
@@ -101,11 +103,14 @@ class Engine:
         cache: VerdictCache | None = None,
         max_text_chars: int = 100_000,
         observer: Observer = NULL_OBSERVER,
+        graders: Graders | None = None,
+        windows: CalibrationWindows | None = None,
     ):
         self.judges = dict(judges)
+        self.graders = graders
         self.cache = cache if cache is not None else VerdictCache(max_entries=0)
         self.max_text_chars = max_text_chars
-        self.windows = CalibrationWindows()
+        self.windows = windows or CalibrationWindows()
         self.observer = observer
 
     # ----------------------------------------------------------- request-level checks
@@ -216,9 +221,12 @@ class Engine:
                 results[index] = outcome
 
         calls = self._plan(rubric, version, names, prepared, deadline)
-        outcomes = await self._run(calls, options.use_cache, deadline)
+        outcomes, graded = await asyncio.gather(
+            self._run(calls, options.use_cache, deadline),
+            grade_criteria(self.graders, rubric, [p.rollout for p in prepared]),
+        )
 
-        usage = BatchUsage()
+        usage = BatchUsage(grader_calls=sum(len(g) for g in graded))
         verdicts: list[dict[str, dict[str, tuple[Verdict, Source]]]] = [
             {name: {} for name in names} for _ in prepared
         ]
@@ -230,9 +238,19 @@ class Engine:
                 usage.completion_tokens += verdict.completion_tokens
             elif source == "hit":
                 usage.cache_hits += 1
+        for pos, grades in enumerate(graded):
+            # Every judge gets the grader's score, so that it weighs in each judge score
+            # exactly as a criterion the judge answered itself would.
+            for name in names:
+                verdicts[pos][name].update({c: (g.verdict(), "grader") for c, g in grades.items()})
 
-        assembled = self._assemble(rubric, version, options, names, min_judges, prepared, verdicts)
-        for p, result in zip(prepared, assembled, strict=True):
+        assembled = await self._assemble(
+            rubric, version, options, names, min_judges, prepared, verdicts
+        )
+        for p, result, grades in zip(prepared, assembled, graded, strict=True):
+            for outcome in result.judges.values():
+                for cid, grade in grades.items():
+                    outcome.criteria[cid].evidence = grade.evidence
             results[p.index] = result
 
         usage.latency_ms = (time.perf_counter() - started) * 1000
@@ -241,6 +259,7 @@ class Engine:
             version=version,
             items=[r for r in results if r is not None],
             usage=usage,
+            run=options.run,
         )
         self.observer.batch(metrics_label or rubric.id, batch)
         return batch
@@ -311,6 +330,8 @@ class Engine:
                     calls.append(_Call(pos, name, aggregate.HOLISTIC, key, run))
                     continue
                 for criterion in rubric.criteria:
+                    if criterion.grader is not None:
+                        continue
                     run = functools.partial(
                         judge.score_criterion, rubric, criterion, p.rollout, deadline=deadline
                     )
@@ -318,7 +339,7 @@ class Engine:
                     calls.append(_Call(pos, name, criterion.id, key, run))
         return calls
 
-    def _calibrate(
+    async def _calibrate(
         self, rubric: Rubric, version: str, names: list[str], rows: list[dict[str, JudgeOutcome]]
     ) -> None:
         """Per-judge calibration: this batch's raw scores join the judge's window first, so
@@ -328,9 +349,12 @@ class Engine:
         for name in names:
             # Keyed by version: an edited rubric (or an inline one reusing a library id)
             # must not be calibrated against another rubric's scores.
-            window = self.windows.get(version, name, agg.calibration_window)
-            window.extend(r[name].raw_score for r in rows if r[name].raw_score is not None)
-            reference = aggregate.WindowStats.of(window)
+            reference = await self.windows.extend_and_stats(
+                version,
+                name,
+                agg.calibration_window,
+                [r[name].raw_score for r in rows if r[name].raw_score is not None],
+            )
             for row in rows:
                 jr = row[name]
                 if jr.raw_score is None:
@@ -339,7 +363,7 @@ class Engine:
                     agg.calibration, jr.raw_score, reference, variance=jr.variance
                 )
 
-    def _assemble(
+    async def _assemble(
         self,
         rubric: Rubric,
         version: str,
@@ -357,12 +381,12 @@ class Engine:
             for per_judge in verdicts
         ]
         if agg.calibration != "none":
-            self._calibrate(rubric, version, names, rows)
+            await self._calibrate(rubric, version, names, rows)
 
         results = []
         for p, row, per_judge in zip(prepared, rows, verdicts, strict=True):
             scored = [n for n in names if row[n].score is not None]
-            sources = [s for crit in per_judge.values() for _, s in crit.values()]
+            sources = [s for crit in per_judge.values() for _, s in crit.values() if s != "grader"]
             cached = bool(sources) and all(s == "hit" for s in sources)
             failed = [f"{n}: {row[n].error}" for n in names if row[n].score is None]
             reward: float | None = None

@@ -28,7 +28,6 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from rewardsvc.core.errors import RequestError
 from rewardsvc.core.graders_spec import NEEDS_REFERENCE
 from rewardsvc.core.recipe import (
     Component,
@@ -38,12 +37,24 @@ from rewardsvc.core.recipe import (
     RecipeResult,
     RecipeUsage,
     RoutingTable,
+    resolve_components,
 )
 from rewardsvc.core.results import BatchResult, ItemReward, Status
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.run import Graders
 from rewardsvc.scoring.engine import Engine
+
+__all__ = [
+    "RecipeRunner",
+    "RoutePlan",
+    "ScoreRubric",
+    "combine",
+    "engine_scorer",
+    "plan_routes",
+    "planned_calls",
+    "resolve_components",  # lives in the core (the library checks recipes with it)
+]
 
 ScoreRubric = Callable[[Rubric, list[Rollout], ScoreOptions | None], Awaitable[BatchResult]]
 """Scores a batch of rollouts with one rubric (the engine); results in input order."""
@@ -78,28 +89,6 @@ def planned_calls(rubric: Rubric, options: ScoreOptions | None = None) -> int:
         judges = [name for name in judges if name in options.judges]
     per_judge = 1 if rubric.combine == "implicit" else len(rubric.criteria)
     return per_judge * len(judges)
-
-
-def resolve_components(recipe: Recipe, lookup: Callable[[str], Rubric | None]) -> dict[str, Rubric]:
-    """The rubric of every judged component, library ids looked up with ``lookup``.
-
-    Raises :class:`RequestError` naming the component when an id is unknown, or when a
-    ``constitution:`` names a rubric (or a ``rubric:`` a constitution).
-    """
-    resolved: dict[str, Rubric] = {}
-    for i, component in enumerate(recipe.components):
-        ref = component.reference
-        if ref is None:
-            continue
-        rubric = lookup(ref) if isinstance(ref, str) else ref
-        loc = ("components", i, component.kind)
-        if rubric is None:
-            raise RequestError.at(loc, f"unknown {component.kind} {ref!r}", kind="unknown_rubric")
-        wanted = "constitution" if component.kind == "constitution" else "rubric"
-        if rubric.kind != wanted:
-            raise RequestError.at(loc, f"{rubric.id!r} is a {rubric.kind}, not a {wanted}")
-        resolved[component.id] = rubric
-    return resolved
 
 
 @dataclass

@@ -51,13 +51,8 @@ async def rewards(body: RewardRequest, service: ServiceDep) -> Response:
     status ``rejected`` and an error naming its field, and the others are scored.
     """
     check_batch(len(body.items), service.settings.max_items)
-    if isinstance(body.rubric, str):
-        rubric, label = service.library_rubric(body.rubric), None
-    else:
-        rubric, label = service.inline_rubric(body.rubric), "_inline"
-    response = await service.score(
-        rubric, body.items, body.options, metrics_label=label, run=body.run
-    )
+    target = service.target(body.rubric)
+    response = await service.score(target, body.items, body.options, run=body.run)
     return Response(response.model_dump_json(), media_type="application/json")
 
 

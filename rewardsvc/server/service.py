@@ -20,8 +20,8 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 
 from rewardsvc.core.errors import RequestError
-from rewardsvc.core.results import BatchResult, ItemReward, JudgeOutcome
 from rewardsvc.core.rubric import Rubric
+from rewardsvc.graders.run import Graders
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.library.registry import Registry, load_pool
 from rewardsvc.library.yamlfile import InvalidFile, validate_document
@@ -30,86 +30,16 @@ from rewardsvc.scoring.calibration import CalibrationWindows
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.shared import RedisLink
 from rewardsvc.server import metrics
+from rewardsvc.server.dispatch import Target, resolve_target, score_target
 from rewardsvc.server.errors import ApiError
 from rewardsvc.server.guards import InflightLimiter, check_batch
-from rewardsvc.server.items import read_item, score_options
 from rewardsvc.server.readiness import ReadinessProbe
 from rewardsvc.server.reward_log import RewardLog
 from rewardsvc.server.wire import (
-    CriterionScore,
-    JudgeResult,
     RewardOptions,
     RewardResponse,
-    RewardResult,
-    RubricRef,
-    Usage,
 )
 from rewardsvc.settings import Settings
-
-
-def _judge_result(outcome: JudgeOutcome) -> JudgeResult:
-    return JudgeResult(
-        score=outcome.score,
-        raw_score=outcome.raw_score,
-        variance=outcome.variance,
-        criteria={
-            cid: CriterionScore(
-                score=c.score,
-                variance=c.variance,
-                p=c.probs,
-                error=c.error,
-                error_kind=c.error_kind,
-            )
-            for cid, c in outcome.criteria.items()
-        },
-        error=outcome.error,
-    )
-
-
-def reward_result(item: ItemReward) -> RewardResult:
-    """The wire form of one item's reward."""
-    return RewardResult(
-        id=item.id,
-        reward=item.reward,
-        status=item.status,
-        uncertainty=item.uncertainty,
-        judges={name: _judge_result(j) for name, j in item.judges.items()},
-        flags=item.flags,
-        cached=item.cached,
-        error=item.error,
-    )
-
-
-def reward_response(batch: BatchResult) -> RewardResponse:
-    """The wire form of a scored batch."""
-    u = batch.usage
-    return RewardResponse(
-        rubric=RubricRef(id=batch.rubric_id, version=batch.version),
-        results=[reward_result(r) for r in batch.items],
-        usage=Usage(
-            judge_calls=u.judge_calls,
-            cache_hits=u.cache_hits,
-            prompt_tokens=u.prompt_tokens,
-            completion_tokens=u.completion_tokens,
-            latency_ms=u.latency_ms,
-        ),
-    )
-
-
-async def score_batch(
-    engine: Engine,
-    rubric: Rubric,
-    items: Sequence[Any],
-    options: RewardOptions | None = None,
-    metrics_label: str | None = None,
-    deadline: float | None = None,
-    run: str | None = None,
-) -> RewardResponse:
-    """Raw items scored by ``engine``, as the wire response (raises RequestError)."""
-    inputs = [read_item(i, raw) for i, raw in enumerate(items)]
-    opts = score_options(options or RewardOptions(), run)
-    batch = await engine.score(rubric, inputs, opts, metrics_label, deadline)
-    return reward_response(batch)
 
 
 @dataclass
@@ -177,9 +107,14 @@ class Service:
                 field=f"rubric.{first.path}" if first.path else "rubric",
             ) from exc
 
+    def target(self, value: Any) -> Target:
+        """What a request's ``rubric`` names: a library rubric, recipe or routing table, or
+        an inline rubric or recipe (404 or 422 naming the field)."""
+        return resolve_target(self.registry, value, self.library_rubric, self.inline_rubric)
+
     async def score(
         self,
-        rubric: Rubric,
+        rubric: Rubric | Target,
         items: Sequence[Any],
         options: RewardOptions,
         field_name: str = "items",
@@ -190,7 +125,8 @@ class Service:
         batch, criteria and judges per rubric, items and judge calls in flight); log it when
         configured."""
         check_batch(len(items), self.settings.max_items, field_name)
-        calls = len(items) * self._calls_per_item(rubric, options)
+        target = rubric if isinstance(rubric, Target) else Target.of_rubric(rubric, metrics_label)
+        calls = len(items) * target.calls_per_item(lambda r: self._calls_per_item(r, options))
         if calls > self.settings.max_inflight_calls:
             raise ApiError(
                 413,
@@ -207,9 +143,7 @@ class Service:
             self.active += 1
             self.idle.clear()
             try:
-                response = await score_batch(
-                    self.engine, rubric, items, options, metrics_label, deadline, run
-                )
+                response = await score_target(target, self.engine, items, options, deadline, run)
             except RequestError as exc:
                 raise ApiError.of(exc) from exc
             finally:
@@ -261,8 +195,7 @@ class Service:
     ) -> RewardResponse:
         """Score against a library rubric (the compatibility routes' entry point);
         ``field_name`` names the items' field in the caller's protocol, for errors."""
-        rubric = self.library_rubric(rubric_id)
-        return await self.score(rubric, items, options, field_name, run=run)
+        return await self.score(self.target(rubric_id), items, options, field_name, run=run)
 
     async def aclose(self) -> None:
         """Stop the watcher, close judges, cache and reward log."""
@@ -273,6 +206,8 @@ class Service:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         await self.engine.aclose()
+        if self.engine.graders is not None:
+            await asyncio.to_thread(self.engine.graders.close)
         if self.shared is not None:
             await self.shared.aclose()
         if self.reward_log is not None:
@@ -329,12 +264,15 @@ async def start_service(
         shared=link,
         observer=observer,
     )
+    graders = Graders()
+    await asyncio.to_thread(graders.warm)  # math-verify's import is not an item's deadline
     engine = Engine(
         judges,
         cache,
         settings.max_text_chars,
         observer=observer,
         windows=CalibrationWindows(shared=link),
+        graders=graders,
     )
     reward_log = None
     if settings.reward_log:

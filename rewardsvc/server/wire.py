@@ -7,18 +7,46 @@ domain types of ``rewardsvc.core``).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from rewardsvc.core.errors import JudgeErrorKind
+from rewardsvc.core.recipe import ComponentKind, Recipe
 from rewardsvc.core.rubric import JudgeRule, Rubric
 
 Status = Literal["ok", "degraded", "judge_error", "rejected"]
 
 
+class FunctionCall(BaseModel):
+    """The function a chat tool call names, with its arguments as the policy wrote them."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = Field(description="The tool's name.")
+    arguments: str | dict[str, Any] = Field(
+        default="", description="A JSON string (as OpenAI sends it) or an object."
+    )
+
+
+class ToolCall(BaseModel):
+    """One tool call of an assistant chat message (OpenAI ``tool_calls``)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | None = Field(default=None, description="Ties the call to its tool message.")
+    type: str = Field(default="function")
+    function: FunctionCall
+
+
+RunName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:/@+-]+$")]
+"""A training run's name, as trainers and dashboards show it."""
+
+
 class Message(BaseModel):
-    """One chat message. Only role and text content are read; other keys are ignored."""
+    """One chat message: role, text or content parts, tool calls and the call a tool
+    message answers. Text parts are read; other parts (images, audio, files) become a
+    placeholder and the ``non_text_part`` flag; other keys are ignored."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -26,9 +54,61 @@ class Message(BaseModel):
     content: str | list[dict[str, Any]] | None = Field(
         default=None, description="Text, or OpenAI content parts (text parts are read)."
     )
+    tool_calls: list[ToolCall] | None = Field(
+        default=None, description="An assistant message's tool calls."
+    )
+    tool_call_id: str | None = Field(
+        default=None, description="A tool message: the id of the call it answers."
+    )
+    reasoning_content: str | None = Field(
+        default=None, description="Reasoning text, as vLLM's reasoning parsers return it."
+    )
 
 
-Text = str | list[Message]
+class ResponseItem(BaseModel):
+    """One OpenAI Responses-API item: ``function_call`` (call_id, name, arguments),
+    ``function_call_output`` (call_id, output), ``custom_tool_call`` (call_id, name, input)
+    and its ``custom_tool_call_output``, ``mcp_call`` (name, arguments, output),
+    ``reasoning`` (summary); an item of another type is kept as a placeholder with the
+    ``non_text_part`` flag. (A ``message`` item is read as a :class:`Message`.)"""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: str = Field(min_length=1)
+    call_id: str | None = None
+    name: str | None = None
+    arguments: str | dict[str, Any] | None = None
+    output: str | list[dict[str, Any]] | None = None
+    summary: list[dict[str, Any]] | None = None
+    content: str | list[dict[str, Any]] | None = None
+    input: str | None = None
+    id: str | None = Field(default=None, description="The item's id (ties an mcp_call's output).")
+
+    @model_validator(mode="after")
+    def _required(self) -> ResponseItem:
+        if self.type in ("function_call", "custom_tool_call", "mcp_call") and self.name is None:
+            raise ValueError(f"name: a {self.type} item needs the tool's name")
+        if self.type in ("function_call_output", "custom_tool_call_output") and (
+            self.output is None
+        ):
+            raise ValueError(f"output: a {self.type} item needs its output")
+        return self
+
+
+def _entry_kind(value: Any) -> str:
+    """A chat message (it has a role) or a Responses-API item of another type."""
+    if isinstance(value, dict):
+        kind = value.get("type")
+        return "message" if kind in (None, "message") and "role" in value else "item"
+    return "item" if isinstance(value, ResponseItem) else "message"
+
+
+Entry = Annotated[
+    Annotated[Message, Tag("message")] | Annotated[ResponseItem, Tag("item")],
+    Discriminator(_entry_kind),
+]
+
+Text = str | list[Entry]
 
 
 class Item(BaseModel):
@@ -62,13 +142,35 @@ class RewardOptions(BaseModel):
     use_cache: bool = Field(default=True, description="Read and write the verdict cache.")
 
 
+def _scorer_kind(value: Any) -> str:
+    """An inline recipe (``kind: recipe``), an inline rubric (another object), or else an
+    id (a string; other types are refused as not one)."""
+    if isinstance(value, dict):
+        kind = value.get("kind")
+    elif isinstance(value, Rubric | Recipe):
+        kind = value.kind
+    else:
+        return "str"
+    # Union members are named by class, so that error locations read as a union choice.
+    return "Recipe" if kind == "recipe" else "Rubric"
+
+
+Scorer = Annotated[
+    Annotated[str, Tag("str")]
+    | Annotated[Rubric, Tag("Rubric")]
+    | Annotated[Recipe, Tag("Recipe")],
+    Discriminator(_scorer_kind),
+]
+
+
 class RewardRequest(BaseModel):
-    """A batch of rollouts scored against one rubric."""
+    """A batch of rollouts scored against one rubric, recipe or routing table."""
 
     model_config = ConfigDict(extra="forbid")
 
-    rubric: str | Rubric = Field(
-        description="A rubric id from the library, or an inline rubric object."
+    rubric: Scorer = Field(
+        description="The id of a library rubric, recipe or routing table, or an inline "
+        "rubric or recipe (kind: recipe) object."
     )
     items: list[Any] = Field(
         min_length=1,
@@ -76,6 +178,11 @@ class RewardRequest(BaseModel):
         "returned with status rejected and does not fail the batch.",
     )
     options: RewardOptions = Field(default_factory=RewardOptions)
+    run: RunName | None = Field(
+        default=None,
+        description="The training run these rewards belong to; the reward monitor keeps its "
+        "statistics and alerts per (rubric, run). Without it: the run 'default'.",
+    )
 
 
 class CriterionScore(BaseModel):
@@ -90,6 +197,10 @@ class CriterionScore(BaseModel):
     error_kind: JudgeErrorKind | None = Field(
         default=None, description="Why the call failed, as a fixed kind (null when it scored)."
     )
+    evidence: dict[str, Any] | None = Field(
+        default=None,
+        description="A grader criterion: what the grader extracted and compared (no judge call).",
+    )
 
 
 class JudgeResult(BaseModel):
@@ -99,6 +210,36 @@ class JudgeResult(BaseModel):
     raw_score: float | None = Field(default=None, description="Score before per-judge calibration.")
     variance: float = Field(default=0.0, description="Within-judge variance of the score.")
     criteria: dict[str, CriterionScore] = Field(default_factory=dict)
+    error: str | None = None
+
+
+class RubricRef(BaseModel):
+    """The rubric, recipe or routing table, and exact version, that produced the rewards."""
+
+    id: str
+    version: str
+    kind: Literal["rubric", "recipe", "routing"] = Field(
+        default="rubric", description="What ``id`` names."
+    )
+
+
+class ComponentScore(BaseModel):
+    """One component of a recipe for one item: its score, and its evidence (a grader) or
+    judges (a rubric or constitution), or why it was not computed."""
+
+    kind: ComponentKind
+    weight: float
+    score: float | None = Field(description="In [0, 1]; null when skipped or failed.")
+    status: Status = "ok"
+    evidence: dict[str, Any] | None = Field(
+        default=None, description="A grader: what it extracted and compared."
+    )
+    judges: dict[str, JudgeResult] = Field(default_factory=dict)
+    uncertainty: float | None = None
+    version: str | None = Field(default=None, description="The rubric's version.")
+    skipped: str | None = Field(
+        default=None, description="Why it was not computed (a gate decided the item)."
+    )
     error: str | None = None
 
 
@@ -123,19 +264,28 @@ class RewardResult(BaseModel):
     )
     cached: bool = Field(default=False, description="Every verdict came from the cache.")
     error: str | None = Field(default=None, description="Why the item was rejected or failed.")
-
-
-class RubricRef(BaseModel):
-    """The rubric and exact version that produced the rewards."""
-
-    id: str
-    version: str
+    components: dict[str, ComponentScore] | None = Field(
+        default=None, description="A recipe: every component's part (null for a rubric)."
+    )
+    decided_by: str | None = Field(
+        default=None, description="A recipe: the gate that failed and set the reward (its floor)."
+    )
+    vetoed_by: list[str] = Field(
+        default_factory=list, description="A recipe: the vetoes that capped the reward."
+    )
+    scored_by: RubricRef | None = Field(
+        default=None, description="A routing table: the rubric or recipe that scored the item."
+    )
 
 
 class Usage(BaseModel):
     """Judge work done for this request (cache hits and deduplicated calls cost nothing)."""
 
     judge_calls: int = 0
+    judge_calls_skipped: int = Field(
+        default=0, description="Judge calls a recipe's gates made unnecessary."
+    )
+    grader_calls: int = Field(default=0, description="Deterministic grader runs.")
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -241,3 +391,12 @@ class Readiness(BaseModel):
     message: str = Field(description="Why the service is not ready, or 'ready'.")
     rubrics: int = Field(description="Rubrics served.")
     judges: dict[str, bool] = Field(description="Whether each pool judge answered its probe.")
+    shared_state: Literal["none", "ok", "unreachable"] = Field(
+        default="none",
+        description="The shared state store (REWARDSVC_REDIS_URL): none when not configured; "
+        "unreachable while the service scores on local state (it stays ready: every replica "
+        "would otherwise leave together).",
+    )
+    shared_pending: int = Field(
+        default=0, description="Writes queued for the shared state store while it is away."
+    )

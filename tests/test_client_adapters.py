@@ -266,7 +266,7 @@ def test_trl_config_from_environment(monkeypatch: pytest.MonkeyPatch, fake: Fake
 
 
 async def test_verl_score_dict(fake: FakeService) -> None:
-    out = await verl_adapter.compute_score(
+    out = await verl_adapter.compute_score_async(
         data_source="gsm8k",
         solution_str="0.75",
         ground_truth=42,
@@ -289,7 +289,9 @@ async def test_verl_failures_keep_the_same_keys(fake: FakeService) -> None:
         return [by_completion(i) for i in body["items"]]
 
     fake.script = script
-    compute = verl_adapter.make_compute_score(fake.url, "r", judge_error_retries=2)
+    compute = verl_adapter.make_compute_score(
+        fake.url, "r", judge_error_retries=2, judge_error_wait=0
+    )
     ok = await compute("d", "0.5", "g", {"prompt": [{"role": "user", "content": "q"}]})
     start = calls["n"]
     failed = await compute("d", "fail", "g", {"question": "q"})
@@ -306,7 +308,7 @@ async def test_verl_failures_keep_the_same_keys(fake: FakeService) -> None:
 async def test_verl_judge_error_recovers_on_retry(fake: FakeService) -> None:
     answers = iter([[{"reward": None, "status": "judge_error"}], [{"reward": 0.8, "status": "ok"}]])
     fake.script = lambda body: next(answers)
-    out = await verl_adapter.compute_score(
+    out = await verl_adapter.compute_score_async(
         "d", "x", "g", {"question": "q"}, url=fake.url, rubric="r"
     )
     assert out["score"] == 0.8 and out["rewardsvc_valid"] == 1.0
@@ -316,7 +318,9 @@ async def test_verl_failure_score_and_outage(
     fake: FakeService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("REWARDSVC_FAILURE_SCORE", "-1")
-    compute = verl_adapter.make_compute_score(fake.url, "r", judge_error_retries=0)
+    compute = verl_adapter.make_compute_score(
+        fake.url, "r", judge_error_retries=0, judge_error_wait=0
+    )
     assert (await compute("d", "fail", "g", {"question": "q"}))["score"] == -1.0
     fake.script = lambda body: (503, {"error": "overloaded", "message": "busy"})
     # A saturated service is waited for until the adapter's timeout has run out.
@@ -345,7 +349,7 @@ def test_openrlhf_response_text(query: str, prompt: str, expected: str) -> None:
 
 
 def test_openrlhf_reward_func_shape(fake: FakeService) -> None:
-    reward_func = make_reward_func(fake.url, "r", judge_error_retries=1)
+    reward_func = make_reward_func(fake.url, "r", judge_error_retries=1, judge_error_wait=0)
     out = reward_func(["P0.25<|im_end|>", "Pfail", "Preject"], ["P", "P", "P"], ["5", "", None])
     assert out["rewards"] == [0.25, 0.0, 0.0] and out["scores"] == out["rewards"]
     assert set(out["extra_logs"]) == set(status_numbers(None))
@@ -418,7 +422,9 @@ async def test_adapters_wait_out_a_saturated_service(
 def test_failure_score_fallback_logs_a_warning(
     fake: FakeService, caplog: pytest.LogCaptureFixture
 ) -> None:
-    reward_func = make_reward_func(fake.url, "r", judge_error_retries=0, failure_score=-1)
+    reward_func = make_reward_func(
+        fake.url, "r", judge_error_retries=0, judge_error_wait=0, failure_score=-1
+    )
     with caplog.at_level("WARNING", logger="rewardsvc_client"):
         out = reward_func(["P0.5", "Pfail"], ["P", "P"])
     assert out["rewards"] == [0.5, -1.0]
@@ -445,7 +451,9 @@ def fail_after_first_request(fake: FakeService) -> dict[str, int]:
 
 def test_judge_error_resend_failure_keeps_scored_results(fake: FakeService) -> None:
     calls = fail_after_first_request(fake)
-    reward_func = make_reward_func(fake.url, "r", judge_error_retries=3, retries=0)
+    reward_func = make_reward_func(
+        fake.url, "r", judge_error_retries=3, judge_error_wait=0, retries=0
+    )
     out = reward_func(["P0.5", "Pfail", "P0.75"], ["P", "P", "P"])
     assert out["rewards"] == [0.5, 0.0, 0.75]
     assert out["extra_logs"]["rewardsvc_judge_error"] == [0.0, 1.0, 0.0]

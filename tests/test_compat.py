@@ -16,14 +16,19 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import httpx
 import pytest
 from fakejudge import FakeJudge
+from fastapi import FastAPI
 from test_api_support import app_client, fake_pool, settings_for, uvicorn_server, write_library
 
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.library.registry import Registry
+from rewardsvc.server import compat
 from rewardsvc.server.app import create_app
 from rewardsvc.server.compat import response_from_query, strip_trailing_special_tokens
+from rewardsvc.server.wire import RewardOptions, RewardResponse, RewardResult, RubricRef, Usage
+from rewardsvc_client._adapt import status_numbers
 
 KEY = "trainer-key-42"
 
@@ -50,6 +55,8 @@ PROMPT = (
         ("Q:  hi A: 4", "Q: hi A: ", " hi A: 4"),
         ("User: x\nAssistant: done", "User: x\nAssistant: ", "done"),
         ("no prompt given", "", "no prompt given"),
+        # OpenRLHF cut the prompt from the left: only its end is in the query.
+        (PROMPT[40:] + "4<|im_end|>", PROMPT, "4"),
         # Text that merely looks like a token inside the response stays.
         (PROMPT + "use <|im_end|> to end a turn.", PROMPT, "use <|im_end|> to end a turn."),
     ],
@@ -150,7 +157,7 @@ async def test_openrlhf_contract_one_sample_per_request(served: str, fake: FakeJ
         assert tries == 1
         read = read_like_openrlhf(reply, 1)
         keys.add(tuple(sorted(read["extra_logs"])))
-    assert keys == {("cached", "degraded", "flagged", "judge_error", "uncertainty")}
+    assert keys == {tuple(sorted(status_numbers(None)))}  # the python-file hook's keys
     assert fake.script.requests == 3 * 2 * 2  # samples x judges x criteria
     # The judge saw the response without the end-of-turn token.
     assert not any("Blue, obviously!<|im_end|>" in str(b) for b in fake.script.bodies)
@@ -165,32 +172,47 @@ async def test_openrlhf_contract_batched_request(served: str) -> None:
     read_like_openrlhf(reply, 3)
 
 
-async def test_openrlhf_judge_error_is_503_and_their_retry_recovers(
+async def test_openrlhf_judge_failure_is_held_until_judges_recover(
     served: str, fake: FakeJudge
 ) -> None:
-    # The first request's 4 judge calls fail (a 400 is not retried by the backend and does
-    # not open the circuit breaker), so no reward can be produced: 503, and the client's
-    # own retry one second later gets the rewards.
+    # The first scoring's 4 judge calls fail (a 400 is not retried by the backend and does
+    # not open the circuit breaker): the route scores again after a pause, within the same
+    # request, so OpenRLHF's first try gets the rewards.
     fake.script.queue.extend(["400"] * 4)
     query = PROMPT + "4<|im_end|>"
     reply, tries = await openrlhf_remote_reward(
         f"{served}/openrlhf/tiny", [query], [PROMPT], ["4"], pause_s=0.2
     )
-    assert tries == 2
-    read_like_openrlhf(reply, 1)
+    assert tries == 1
+    read = read_like_openrlhf(reply, 1)
+    assert read["extra_logs"]["rewardsvc_valid"] == [1.0]
+    assert fake.script.requests == 8
 
 
-async def test_openrlhf_503_body(library: Path, pool: JudgePool, fake: FakeJudge) -> None:
+async def test_openrlhf_503_body_then_flagged_on_the_last_try(
+    library: Path, pool: JudgePool, fake: FakeJudge
+) -> None:
     fake.script.default = "400"
+    body = {"query": [PROMPT + "4"], "prompts": [PROMPT], "labels": [""]}
     async with app_client(settings_for(library), pool) as (http, _, _):
-        reply = await http.post(
-            "/openrlhf/tiny", json={"query": [PROMPT + "4"], "prompts": [PROMPT], "labels": [""]}
-        )
-    assert reply.status_code == 503
-    body = reply.json()
-    assert body["error"] == "judge_error" and body["field"] == "query[0]"
-    assert "retry" in body["message"]
-    assert reply.headers["Retry-After"] == "1"
+        for _ in range(4):  # OpenRLHF's tries 1 to 4: 503, so that it tries again
+            reply = await http.post("/openrlhf/tiny?hold=0", json=body)
+            assert reply.status_code == 503
+        error = reply.json()
+        assert error["error"] == "judge_error" and error["field"] == "query[0]"
+        assert "retry" in error["message"]
+        assert reply.headers["Retry-After"] == "1"
+        # Its 5th and last try: a flagged failure reward instead of an error that would
+        # leave the sample without any reward.
+        reply = await http.post("/openrlhf/tiny?hold=0", json=body)
+        assert reply.status_code == 200
+        read = read_like_openrlhf(reply.json(), 1)
+        assert read["reward"] == [0.0]
+        assert read["extra_logs"]["rewardsvc_valid"] == [0.0]
+        assert read["extra_logs"]["rewardsvc_judge_error"] == [1.0]
+        # The count starts again for the same sample sent later.
+        reply = await http.post("/openrlhf/tiny?hold=0", json=body)
+        assert reply.status_code == 503
 
 
 async def test_openrlhf_bad_requests(library: Path, pool: JudgePool, fake: FakeJudge) -> None:
@@ -204,12 +226,16 @@ async def test_openrlhf_bad_requests(library: Path, pool: JudgePool, fake: FakeJ
         assert reply.status_code == 422 and reply.json()["field"] == "query"
         reply = await http.post("/openrlhf/nope", json={"query": ["a"]})
         assert reply.status_code == 404 and reply.json()["error"] == "unknown_rubric"
-        # A malformed sample cannot be fixed by retrying: 422, not 503.
+        # A malformed sample cannot be fixed by retrying, and a 422 would stop OpenRLHF: it
+        # gets a flagged 0.0 at once.
         reply = await http.post(
             "/openrlhf/tiny", json={"query": ["q" + "x" * 200], "prompts": ["q"], "labels": [""]}
         )
-        assert reply.status_code == 422
-        assert reply.json()["field"] == "query[0]" and "max_text_chars" in reply.json()["message"]
+        assert reply.status_code == 200
+        read = read_like_openrlhf(reply.json(), 1)
+        assert read["reward"] == [0.0]
+        assert read["extra_logs"]["rewardsvc_rejected"] == [1.0]
+        assert read["extra_logs"]["rewardsvc_valid"] == [0.0]
         reply = await http.post("/openrlhf/tiny", json={"query": [], "prompts": [], "labels": []})
         assert reply.status_code == 200 and reply.json()["rewards"] == []
     assert fake.script.requests == 0
@@ -255,16 +281,22 @@ async def test_slime_contract_dict_with_reward_key(served: str) -> None:
     reward = await slime_remote_rm(f"{served}/slime/tiny?format=dict", sample)
     # slime reads it with --reward-key reward: sample.reward["reward"].
     assert isinstance(reward["reward"], float)
-    assert set(reward) == {"reward", "uncertainty", "status", "flags", "cached"}
-    assert reward["status"] == "ok"
+    assert set(reward) == {"reward", "valid", "uncertainty", "status", "flags", "cached"}
+    assert reward["status"] == "ok" and reward["valid"] is True
 
 
-async def test_slime_judge_error_is_503(served: str, fake: FakeJudge) -> None:
+async def test_slime_judge_error_is_503_then_flagged_on_the_last_try(
+    served: str, fake: FakeJudge
+) -> None:
     fake.script.default = "400"
     sample = {"prompt": "What is 2+2?", "response": "4", "label": "4"}
-    with pytest.raises(aiohttp.ClientResponseError) as raised:
-        await slime_remote_rm(f"{served}/slime/tiny", sample)
-    assert raised.value.status == 503
+    for _ in range(9):  # slime's tries 1 to 9
+        with pytest.raises(aiohttp.ClientResponseError) as raised:
+            await slime_remote_rm(f"{served}/slime/tiny?format=dict&hold=0", sample)
+        assert raised.value.status == 503
+    reward = await slime_remote_rm(f"{served}/slime/tiny?format=dict&hold=0", sample)
+    assert reward["reward"] == 0.0 and reward["valid"] is False
+    assert reward["status"] == "judge_error"
 
 
 async def test_slime_bad_requests(library: Path, pool: JudgePool) -> None:
@@ -285,3 +317,45 @@ async def test_compat_requires_the_key_when_keys_are_set(served: str, fake: Fake
         await slime_remote_rm(f"{bare}/slime/tiny", {"prompt": "", "response": "x", "label": None})
     assert raised.value.status == 401
     assert fake.script.requests == 0
+
+
+# ------------------------------------------------------------------ run, with a stub scorer
+
+
+class RecordingScorer:
+    """A Scorer that records each call's run and answers ok with reward 0.5."""
+
+    def __init__(self) -> None:
+        self.runs: list[str | None] = []
+
+    async def score_rubric(
+        self,
+        rubric_id: str,
+        items: list[dict[str, Any]],
+        options: RewardOptions,
+        field_name: str = "items",
+        *,
+        run: str | None = None,
+    ) -> RewardResponse:
+        self.runs.append(run)
+        return RewardResponse(
+            rubric=RubricRef(id=rubric_id, version="v"),
+            results=[RewardResult(id=str(i), reward=0.5, status="ok") for i in range(len(items))],
+            usage=Usage(),
+        )
+
+
+async def test_compat_routes_pass_the_run_to_the_scorer() -> None:
+    app = FastAPI()
+    app.include_router(compat.router)
+    scorer = RecordingScorer()
+    app.state.service = scorer
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+        body = {"query": [PROMPT + "4"], "prompts": [PROMPT], "labels": ["4"]}
+        reply = await http.post("/openrlhf/tiny?run=exp-7", json=body)
+        assert reply.json()["rewards"] == [0.5]
+        reply = await http.post("/slime/tiny?run=exp-8", json={"response": "4"})
+        assert reply.json() == 0.5
+        await http.post("/slime/tiny", json={"response": "4"})
+    assert scorer.runs == ["exp-7", "exp-8", None]

@@ -3,7 +3,8 @@
 
 The call shapes are copied from the trainers' current sources:
 * TRL 1.16 ``GRPOTrainer._calculate_rewards`` (trl/trainer/grpo_trainer.py),
-* veRL 0.9 ``verl/trainer/ppo/reward.py`` (loading) and
+* veRL 0.9 ``verl/trainer/ppo/reward.py`` (loading) and (its real package runs in
+  test_trainer_packages.py)
   ``verl/experimental/reward_loop/reward_manager/naive.py`` (call, result handling),
 * OpenRLHF 0.11 ``openrlhf/utils/agent.py`` ``SingleTurnAgentExecutor`` and
   ``trainer/ppo_utils/samples_generator.py`` (what it reads back),
@@ -142,7 +143,9 @@ def test_trl_grpo_contract(service: Service, trl_loop: asyncio.AbstractEventLoop
     for value in rewards[:3]:
         assert_reward(value)
     assert math.isnan(rewards[3])  # no reference: rejected -> None -> NaN, TRL masks it
-    assert extra_logs[f"{name}/status"] == ["ok", "ok", "ok", "rejected"]
+    # degraded: a judge too slow on a busy machine; the reward is still the service's
+    statuses = extra_logs[f"{name}/status"]
+    assert set(statuses[:3]) <= {"ok", "degraded"} and statuses[3] == "rejected"
     # flags pass through as the service reports them for the same items
     same = [
         {"prompt": p, "completion": c, "reference": x["answer"]}
@@ -152,7 +155,8 @@ def test_trl_grpo_contract(service: Service, trl_loop: asyncio.AbstractEventLoop
         direct = client.rewards(RUBRIC, same[:3]).results
     assert extra_logs[f"{name}/flags"][:3] == [",".join(r.flags) for r in direct]
     assert all(len(values) == len(prompts) for values in extra_logs.values())
-    assert metrics[f"{name}/ok"] == [0.75] and metrics[f"{name}/rejected"] == [0.25]
+    ok_or_degraded = metrics[f"{name}/ok"][0] + metrics[f"{name}/degraded"][0]
+    assert ok_or_degraded == 0.75 and metrics[f"{name}/rejected"] == [0.25]
     assert 0.0 <= metrics[f"{name}/uncertainty"][0] <= 1.0
 
     # The numbers TRL got are those the service logged for this call.
@@ -179,10 +183,10 @@ async def _call_with_kwargs_async(raw_fn: Any, extra_kwargs: dict, *args: Any, *
 
 
 async def test_verl_reward_loop_contract(service: Service) -> None:
-    # custom_reward_function.path=pkg://rewardsvc_client.verl, name=compute_score
+    # reward.custom_reward_function.path=pkg://rewardsvc_client.verl, name=compute_score_async
     module_path = "pkg://rewardsvc_client.verl"
     module = importlib.import_module(module_path[len("pkg://") :].replace("/", "."))
-    raw_fn = module.compute_score
+    raw_fn = module.compute_score_async
     reward_kwargs = {"url": service.url, "rubric": RUBRIC}
     assert inspect.iscoroutinefunction(raw_fn)
     compute_score = functools.partial(_call_with_kwargs_async, raw_fn, reward_kwargs)
@@ -399,7 +403,8 @@ async def test_verifiers_rubric_contract(service: Service) -> None:
         assert_reward(value)
     assert aggregated[3] == 0.0 and singles[3] == 0.0  # "" answer -> no reference -> rejected
     assert singles == grouped
-    assert [s["rewardsvc"]["status"] for s in states] == ["ok", "ok", "ok", "rejected"]
+    statuses = [s["rewardsvc"]["status"] for s in states]
+    assert set(statuses[:3]) <= {"ok", "degraded"} and statuses[3] == "rejected"
     expected = service_rewards(
         service,
         [

@@ -27,16 +27,15 @@ from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.results import (
     BatchResult,
     BatchUsage,
-    CriterionOutcome,
     ItemReward,
     JudgeOutcome,
-    Status,
 )
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.graders.run import Graders, grade_criteria
 from rewardsvc.safety.detectors import THREAD_ABOVE_CHARS, detect
+from rewardsvc.scoring.assemble import item_reward, judge_outcome
 from rewardsvc.scoring.cache import Source, VerdictCache, cache_key
 from rewardsvc.scoring.calibration import CalibrationWindows
 
@@ -373,116 +372,28 @@ class Engine:
         prepared: list[_Prepared],
         verdicts: list[dict[str, dict[str, tuple[Verdict, Source]]]],
     ) -> list[ItemReward]:
-        agg = rubric.aggregation
-        rule = options.rule or agg.rule
-        weights = {j.name: j.weight for j in rubric.judges}
         rows = [
-            {name: self._judge_outcome(rubric, per_judge[name]) for name in names}
+            {name: judge_outcome(rubric, per_judge[name]) for name in names}
             for per_judge in verdicts
         ]
-        if agg.calibration != "none":
+        if rubric.aggregation.calibration != "none":
             await self._calibrate(rubric, version, names, rows)
-
-        results = []
-        for p, row, per_judge in zip(prepared, rows, verdicts, strict=True):
-            scored = [n for n in names if row[n].score is not None]
-            sources = [s for crit in per_judge.values() for _, s in crit.values() if s != "grader"]
-            cached = bool(sources) and all(s == "hit" for s in sources)
-            failed = [f"{n}: {row[n].error}" for n in names if row[n].score is None]
-            reward: float | None = None
-            spread: float | None = None
-            status: Status
-            overflow = self._overflow(per_judge)
-            if overflow is not None:
-                results.append(
-                    ItemReward(
-                        id=p.id,
-                        reward=None,
-                        status="rejected",
-                        judges=row,
-                        flags=p.flags,
-                        error=f"items[{p.index}]: too long for the judges' context ({overflow})",
-                        completion_chars=len(p.rollout.completion),
-                    )
-                )
-                continue
-            if len(scored) >= min_judges:
-                scores = [row[n].score for n in scored]
-                variances = [row[n].variance for n in scored]
-                w = [weights[n] for n in scored]
-                value = aggregate.combine(
-                    rule, scores, w, lam=agg.uwo_lambda, beta=agg.softmin_beta
-                )
-                spread = aggregate.uncertainty(scores, variances, w)
-                reward = aggregate.apply_transforms(
-                    value,
-                    rubric.transforms,
-                    completion_tokens=aggregate.count_tokens(p.rollout.completion),
-                    flags=p.flags,
-                )
-                status = "ok" if len(scored) == len(names) else "degraded"
-            else:
-                status = "judge_error"
-            error = None
-            if failed:
-                error = (
-                    f"{len(scored)} of {len(names)} judges scored (min_judges {min_judges}); "
-                    + "; ".join(failed)
-                )
-            results.append(
-                ItemReward(
-                    id=p.id,
-                    reward=reward,
-                    status=status,
-                    uncertainty=spread,
-                    judges=row,
-                    flags=p.flags,
-                    cached=cached,
-                    error=error,
-                    completion_chars=len(p.rollout.completion),
-                )
+        rule = options.rule or rubric.aggregation.rule
+        return [
+            item_reward(
+                rubric,
+                rule,
+                names,
+                min_judges,
+                f"items[{p.index}]",
+                p.id,
+                p.rollout,
+                p.flags,
+                row,
+                per_judge,
             )
-        return results
-
-    @staticmethod
-    def _overflow(per_judge: Mapping[str, Mapping[str, tuple[Verdict, Source]]]) -> str | None:
-        """Why no judge could read the item, when every judge that failed did so because the
-        item does not fit its context: such an item can never be scored (rejected, not a
-        transient judge error)."""
-        failed = [v for crit in per_judge.values() for v, _ in crit.values() if not v.ok]
-        scored_any = any(v.ok for crit in per_judge.values() for v, _ in crit.values())
-        if failed and not scored_any and all(v.error_kind == "context_overflow" for v in failed):
-            return failed[0].error or "context_overflow"
-        return None
-
-    @staticmethod
-    def _judge_outcome(
-        rubric: Rubric, verdicts: Mapping[str, tuple[Verdict, Source]]
-    ) -> JudgeOutcome:
-        criteria = {
-            cid: CriterionOutcome(
-                score=v.score,
-                variance=v.variance,
-                probs=v.probs,
-                error=v.error,
-                error_kind=v.error_kind,
-            )
-            for cid, (v, _) in verdicts.items()
-        }
-        errors = [
-            f"criterion {cid!r}: {v.error or 'no score'}"
-            for cid, (v, _) in verdicts.items()
-            if not v.ok
+            for p, row, per_judge in zip(prepared, rows, verdicts, strict=True)
         ]
-        if errors:
-            # A judge with any failed call contributes no score for this item: never a 0.
-            return JudgeOutcome(score=None, criteria=criteria, error="; ".join(errors))
-        raw, variance = aggregate.judge_score(
-            rubric,
-            {cid: v.score for cid, (v, _) in verdicts.items() if v.score is not None},
-            {cid: v.variance for cid, (v, _) in verdicts.items()},
-        )
-        return JudgeOutcome(score=raw, raw_score=raw, variance=variance, criteria=criteria)
 
     async def aclose(self) -> None:
         """Close the judges (their HTTP clients) and the verdict cache."""

@@ -5,31 +5,46 @@
   sample per request in current versions) and reads ``rewards``, ``scores`` and
   ``extra_logs`` from the reply; each value is a list as long as ``query``, and
   ``extra_logs`` is turned into per-sample tensors, so its keys must never change
-  and its values must be numbers. It retries a failed request 5 times, 1 s apart,
-  then gives the sample a reward of None.
+  and its values must be numbers. Its client tries a request 5 times, 1 s apart, with
+  a 180 s timeout per try, ignores Retry-After, and then gives the sample no reward.
 * slime (``--rm-type remote_rm --rm-url http://host:8000/slime/<rubric>``): POSTs
   ``{"prompt", "response", "label"}`` per sample (prompt a string or a message list)
   and uses the JSON reply as the reward: a bare number, or a dict read with
-  ``--reward-key`` (``?format=dict``). It retries with exponential backoff.
+  ``--reward-key reward`` (``?format=dict``). It tries 10 times with exponential
+  backoff (a 120 s timeout per try), then raises, which ends the rollout.
 
-Neither trainer can carry a null reward through its reply, so when a reward cannot
-be produced (fewer judges answered than the rubric's ``min_judges``) these routes
-answer 503 and let the trainer's own retry run. Neither client sends headers: when
-API keys are set, put the key in the URL's user info (``http://k:KEY@host:8000/...``),
-which their HTTP client sends as Basic credentials.
+Neither trainer can carry a null reward, and both give up after a few quick retries, so
+during a judge outage these routes *hold* the request: items that came back
+``judge_error`` are scored again, with pauses of 1, 2, 4 ... 10 s, for up to ``hold``
+seconds (OpenRLHF 150 s, slime 100 s: inside each trainer's own timeout per try;
+``?hold=`` lowers it). Judges that recover within the hold give real rewards. When they
+do not, the route answers 503 so that the trainer's own retry runs (and holds again),
+except on the trainer's last try (the same body seen for the 5th time from OpenRLHF, the
+10th from slime), which gets a flagged failure instead: reward 0.0 with
+``rewardsvc_valid = 0`` and ``rewardsvc_judge_error = 1`` in OpenRLHF's ``extra_logs``,
+``status: "judge_error"`` and ``valid: false`` in slime's dict format, never a crash of
+the trainer's loop. A rejected sample (malformed, e.g. no reference for a rubric that
+needs one) gets the same flagged 0.0 at once (a 422 would stop the trainer), with
+``rewardsvc_rejected = 1`` / ``status: "rejected"``. ``?run=NAME`` names the training
+run. Neither client sends headers: when API keys are set, put the key in the URL's user
+info (``http://k:KEY@host:8000/...``), which their HTTP client sends as Basic credentials.
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
 import re
+import time
+from collections import OrderedDict
 from typing import Annotated, Any, Literal, Protocol
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from rewardsvc.server.guards import ApiError
+from rewardsvc.server.errors import ApiError
 from rewardsvc.server.wire import ErrorDetail, Message, RewardOptions, RewardResponse, RewardResult
 
 
@@ -42,6 +57,8 @@ class Scorer(Protocol):
         items: list[dict[str, Any]],
         options: RewardOptions,
         field_name: str = "items",
+        *,
+        run: str | None = None,
     ) -> RewardResponse: ...
 
 
@@ -51,6 +68,95 @@ def get_scorer(request: Request) -> Scorer:
 
 
 ScorerDep = Annotated[Scorer, Depends(get_scorer)]
+
+
+class Attempts:
+    """How often each request body was seen recently: a trainer's retry re-sends the same
+    body, so its count tells which try of the trainer's retry loop this is. Bounded."""
+
+    def __init__(self, size: int = 10_000) -> None:
+        self.size = size
+        self.seen: OrderedDict[str, int] = OrderedDict()
+
+    @staticmethod
+    def _key(route: str, rubric: str, body: Any) -> str:
+        text = json.dumps([route, rubric, body], sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def count(self, route: str, rubric: str, body: Any) -> int:
+        """Record one more try of this body; the number of tries so far (1 for the first)."""
+        key = self._key(route, rubric, body)
+        n = self.seen.pop(key, 0) + 1
+        self.seen[key] = n
+        while len(self.seen) > self.size:
+            self.seen.popitem(last=False)
+        return n
+
+    def forget(self, route: str, rubric: str, body: Any) -> None:
+        """The body got its answer: a later identical request is a new sample."""
+        self.seen.pop(self._key(route, rubric, body), None)
+
+
+def get_attempts(request: Request) -> Attempts:
+    """The app's try counter (created on first use)."""
+    attempts = getattr(request.app.state, "compat_attempts", None)
+    if attempts is None:
+        attempts = request.app.state.compat_attempts = Attempts()
+    return attempts  # type: ignore[no-any-return]
+
+
+AttemptsDep = Annotated[Attempts, Depends(get_attempts)]
+
+OPENRLHF_HOLD_S = 150.0
+"""Longest hold of one OpenRLHF request (its client times a try out after 180 s)."""
+OPENRLHF_TRIES = 5
+SLIME_HOLD_S = 100.0
+"""Longest hold of one slime request (its client times a try out after 120 s)."""
+SLIME_TRIES = 10
+_PAUSE_CAP_S = 10.0
+
+
+def _hold_query(limit: float) -> Any:
+    return Query(
+        ge=0,
+        le=limit,
+        description=f"Seconds to hold a request while judges recover (at most {limit:g}).",
+    )
+
+
+RunQuery = Annotated[
+    str | None,
+    Query(max_length=128, description="The training run these rewards belong to."),
+]
+
+
+async def score_holding(
+    scorer: Scorer,
+    rubric: str,
+    items: list[dict[str, Any]],
+    field_name: str,
+    run: str | None,
+    hold_s: float,
+) -> list[RewardResult]:
+    """Score ``items``; score the ``judge_error`` ones again, with growing pauses, until
+    they have rewards or ``hold_s`` seconds have passed."""
+
+    async def score(batch: list[dict[str, Any]]) -> list[RewardResult]:
+        response = await scorer.score_rubric(rubric, batch, RewardOptions(), field_name, run=run)
+        return list(response.results)
+
+    results = await score(items)
+    deadline = time.monotonic() + hold_s
+    attempt = 0
+    while True:
+        failed = [i for i, r in enumerate(results) if r.status == "judge_error"]
+        remaining = deadline - time.monotonic()
+        if not failed or remaining <= 0:
+            return results
+        await asyncio.sleep(min(2.0**attempt, _PAUSE_CAP_S, remaining))
+        attempt += 1
+        for index, result in zip(failed, await score([items[i] for i in failed]), strict=True):
+            results[index] = result
 
 
 # ------------------------------------------------------------------ text extraction
@@ -87,15 +193,39 @@ def _common_prefix_length(a: str, b: str) -> int:
     return i
 
 
+_PROMPT_TAIL = 32
+"""Characters of the prompt's end searched for in a query whose prompt was cut."""
+
+
+def _after_prompt_tail(query: str, prompt: str) -> int | None:
+    """Where the response starts in a query holding only the end of ``prompt`` (OpenRLHF cuts
+    over-long prompts from the left): the end of the longest suffix of the prompt that the
+    query starts with."""
+    tail = prompt[-_PROMPT_TAIL:]
+    start = query.find(tail)
+    while start != -1:
+        end = start + len(tail)
+        if prompt.endswith(query[:end]):
+            return end
+        start = query.find(tail, start + 1)
+    return None
+
+
 def response_from_query(query: str, prompt: str | None) -> str:
     """The policy's response inside an OpenRLHF ``query`` (templated prompt + response).
 
-    ``query[len(prompt):]`` when the prompt is a prefix of the query; otherwise (the
-    tokenizer round trip changed the prompt text, or it was truncated) the text after
-    the longest common prefix. Trailing end-of-text tokens are stripped.
+    ``query[len(prompt):]`` when the prompt is a prefix of the query; the text after the
+    prompt when something (a BOS token) precedes it; the text after the prompt's end when
+    OpenRLHF cut the prompt from the left; otherwise (the tokenizer round trip changed the
+    prompt text) the text after the longest common prefix. Trailing end-of-text tokens are
+    stripped.
     """
     if prompt and query.startswith(prompt):
         response = query[len(prompt) :]
+    elif prompt and prompt in query:
+        response = query[query.rindex(prompt) + len(prompt) :]
+    elif prompt and (cut := _after_prompt_tail(query, prompt)) is not None:
+        response = query[cut:]
     elif prompt:
         response = query[_common_prefix_length(query, prompt) :]
     else:
@@ -112,26 +242,26 @@ def _label_text(label: Any) -> str | None:
     return json.dumps(label, ensure_ascii=False, sort_keys=True)
 
 
-def _require_rewards(results: list[RewardResult], fields: list[str]) -> list[float]:
-    """The rewards, or an error: 422 for a rejected item, 503 when judges failed.
+def _outage(results: list[RewardResult], fields: list[str], last_try: bool) -> None:
+    """503 (with the first failed field) while judges failed and the trainer will try again;
+    nothing on its last try, which gets flagged failure rewards instead."""
+    failed = [(f, r) for f, r in zip(fields, results, strict=True) if r.status == "judge_error"]
+    if not failed or last_try:
+        return
+    field, r = failed[0]
+    raise ApiError(
+        503,
+        "judge_error",
+        f"{len(failed)} of {len(results)} rewards could not be produced (first, "
+        f"{field}: {r.error or r.status}); retry later",
+        field=field,
+        headers={"Retry-After": "1"},
+    )
 
-    ``fields`` names each result's place in the trainer's request, for the message.
-    """
-    for field, r in zip(fields, results, strict=True):
-        if r.status == "rejected":
-            raise ApiError(422, "invalid_item", r.error or "item rejected", field=field)
-    failed = [(field, r) for field, r in zip(fields, results, strict=True) if r.reward is None]
-    if failed:
-        field, r = failed[0]
-        raise ApiError(
-            503,
-            "judge_error",
-            f"{len(failed)} of {len(results)} rewards could not be produced (first, "
-            f"{field}: {r.error or r.status}); retry later",
-            field=field,
-            headers={"Retry-After": "1"},
-        )
-    return [float(r.reward) for r in results if r.reward is not None]
+
+def _reward(result: RewardResult) -> float:
+    """The reward, or the failure reward 0.0 (flagged by the caller) when there is none."""
+    return float(result.reward) if result.reward is not None else 0.0
 
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -140,9 +270,10 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         401: "Missing or invalid API key.",
         404: "Unknown rubric.",
         413: "Body larger than max_body_bytes, or more samples than max_items.",
-        422: "Malformed request or sample.",
+        422: "Malformed request (a malformed sample gets a flagged 0.0 instead).",
         429: "Too many items in flight (max_inflight); see Retry-After.",
-        503: "A reward could not be produced (judges failed); retry.",
+        503: "Judges failed for the whole hold; retry (the trainer's last try gets a "
+        "flagged 0.0 instead).",
     }.items()
 }
 
@@ -169,15 +300,37 @@ class OpenRLHFRequest(BaseModel):
 
 
 class OpenRLHFExtraLogs(BaseModel):
-    """Per-sample values OpenRLHF logs; the keys are the same in every reply."""
+    """Per-sample numbers OpenRLHF logs; the same keys in every reply, and the same keys as
+    the client package's python-file hook (``rewardsvc_client.openrlhf``)."""
 
-    uncertainty: list[float] = Field(description="Uncertainty of each reward (0 when unknown).")
-    judge_error: list[float] = Field(
-        description="1 when the reward could not be produced (such replies are 503, so 0)."
+    rewardsvc_valid: list[float] = Field(description="1 when the reward is real, 0 when flagged.")
+    rewardsvc_degraded: list[float] = Field(description="1 when fewer than all judges scored.")
+    rewardsvc_judge_error: list[float] = Field(
+        description="1 when judges failed for every try (the reward is a flagged 0.0)."
     )
-    degraded: list[float] = Field(description="1 when fewer than all judges scored.")
-    flagged: list[float] = Field(description="1 when a detector flagged the response.")
-    cached: list[float] = Field(description="1 when every verdict came from the cache.")
+    rewardsvc_rejected: list[float] = Field(
+        description="1 when the sample was malformed (the reward is a flagged 0.0)."
+    )
+    rewardsvc_request_failed: list[float] = Field(
+        description="Always 0 here (the python-file hook sets 1 when it cannot reach the service)."
+    )
+    rewardsvc_uncertainty: list[float] = Field(
+        description="Uncertainty of each reward (0 if none)."
+    )
+    rewardsvc_flagged: list[float] = Field(description="1 when a detector flagged the response.")
+
+    @classmethod
+    def of(cls, results: list[RewardResult]) -> OpenRLHFExtraLogs:
+        """The numbers of these results, in order."""
+        return cls(
+            rewardsvc_valid=[float(r.reward is not None) for r in results],
+            rewardsvc_degraded=[float(r.status == "degraded") for r in results],
+            rewardsvc_judge_error=[float(r.status == "judge_error") for r in results],
+            rewardsvc_rejected=[float(r.status == "rejected") for r in results],
+            rewardsvc_request_failed=[0.0 for _ in results],
+            rewardsvc_uncertainty=[float(r.uncertainty or 0.0) for r in results],
+            rewardsvc_flagged=[float(bool(r.flags)) for r in results],
+        )
 
 
 class OpenRLHFResponse(BaseModel):
@@ -194,12 +347,19 @@ class OpenRLHFResponse(BaseModel):
     responses=_ERRORS,
     summary="Rewards in OpenRLHF's remote reward model protocol",
 )
-async def openrlhf(rubric: str, body: OpenRLHFRequest, scorer: ScorerDep) -> OpenRLHFResponse:
+async def openrlhf(
+    rubric: str,
+    body: OpenRLHFRequest,
+    scorer: ScorerDep,
+    attempts: AttemptsDep,
+    run: RunQuery = None,
+    hold: Annotated[float, _hold_query(OPENRLHF_HOLD_S)] = OPENRLHF_HOLD_S,
+) -> OpenRLHFResponse:
     """Score OpenRLHF samples against the library rubric ``rubric``.
 
     The response text is recovered from each query by removing its prompt (see
-    ``response_from_query``); the label is the reference. Any sample without a
-    reward makes the whole reply 503, so OpenRLHF retries it.
+    ``response_from_query``); the label is the reference. During a judge outage the
+    request is held (``hold``), then answered 503 unless this is OpenRLHF's last try.
     """
     n = len(body.query)
     for name, values in (("prompts", body.prompts), ("labels", body.labels)):
@@ -222,23 +382,15 @@ async def openrlhf(rubric: str, body: OpenRLHFRequest, scorer: ScorerDep) -> Ope
         for i in range(n)
     ]
     if not items:
-        empty = OpenRLHFExtraLogs(
-            uncertainty=[], judge_error=[], degraded=[], flagged=[], cached=[]
-        )
-        return OpenRLHFResponse(rewards=[], scores=[], extra_logs=empty)
-    response = await scorer.score_rubric(rubric, items, RewardOptions(), "query")
-    results = response.results
-    rewards = _require_rewards(results, [f"query[{i}]" for i in range(n)])
+        return OpenRLHFResponse(rewards=[], scores=[], extra_logs=OpenRLHFExtraLogs.of([]))
+    raw = body.model_dump()
+    tries = attempts.count("openrlhf", rubric, raw)
+    results = await score_holding(scorer, rubric, items, "query", run, hold)
+    _outage(results, [f"query[{i}]" for i in range(n)], last_try=tries >= OPENRLHF_TRIES)
+    attempts.forget("openrlhf", rubric, raw)
+    rewards = [_reward(r) for r in results]
     return OpenRLHFResponse(
-        rewards=rewards,
-        scores=list(rewards),
-        extra_logs=OpenRLHFExtraLogs(
-            uncertainty=[float(r.uncertainty or 0.0) for r in results],
-            judge_error=[0.0 for _ in results],
-            degraded=[float(r.status == "degraded") for r in results],
-            flagged=[float(bool(r.flags)) for r in results],
-            cached=[float(r.cached) for r in results],
-        ),
+        rewards=rewards, scores=list(rewards), extra_logs=OpenRLHFExtraLogs.of(results)
     )
 
 
@@ -260,9 +412,10 @@ class SlimeRequest(BaseModel):
 class SlimeReward(BaseModel):
     """The reply with ``?format=dict`` (read in slime with ``--reward-key reward``)."""
 
-    reward: float
+    reward: float = Field(description="The reward; a flagged 0.0 when valid is false.")
+    valid: bool = Field(description="False when the reward could not be produced.")
     uncertainty: float = Field(description="Uncertainty of the reward (0 when unknown).")
-    status: Literal["ok", "degraded"]
+    status: Literal["ok", "degraded", "judge_error", "rejected"]
     flags: list[str]
     cached: bool
 
@@ -277,12 +430,16 @@ async def slime(
     rubric: str,
     body: SlimeRequest,
     scorer: ScorerDep,
+    attempts: AttemptsDep,
     format: Annotated[
         Literal["number", "dict"],
         Query(description="number: a bare JSON number; dict: a SlimeReward object."),
     ] = "number",
+    run: RunQuery = None,
+    hold: Annotated[float, _hold_query(SLIME_HOLD_S)] = SLIME_HOLD_S,
 ) -> JSONResponse:
-    """Score one slime sample against the library rubric ``rubric``; 503 when no reward."""
+    """Score one slime sample against the library rubric ``rubric``; held during a judge
+    outage, then 503 unless this is slime's last try."""
     prompt: Any = body.prompt
     if isinstance(prompt, list):
         prompt = [m.model_dump(exclude_none=True) for m in prompt]
@@ -292,15 +449,19 @@ async def slime(
         "completion": strip_trailing_special_tokens(body.response),
         "reference": _label_text(body.label),
     }
-    response = await scorer.score_rubric(rubric, [item], RewardOptions())
-    (reward,) = _require_rewards(response.results, ["response"])
-    result = response.results[0]
+    raw = body.model_dump()
+    tries = attempts.count("slime", rubric, raw)
+    results = await score_holding(scorer, rubric, [item], "items", run, hold)
+    _outage(results, ["response"], last_try=tries >= SLIME_TRIES)
+    attempts.forget("slime", rubric, raw)
+    result = results[0]
     if format == "number":
-        return JSONResponse(reward)
+        return JSONResponse(_reward(result))
     reply = SlimeReward(
-        reward=reward,
+        reward=_reward(result),
+        valid=result.reward is not None,
         uncertainty=result.uncertainty or 0.0,
-        status="degraded" if result.status == "degraded" else "ok",
+        status=result.status,
         flags=result.flags,
         cached=result.cached,
     )

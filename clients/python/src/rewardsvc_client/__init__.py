@@ -7,7 +7,8 @@
 
 Adapters (imported on demand, none needs the trainer installed):
 ``rewardsvc_client.trl``, ``rewardsvc_client.verl``, ``rewardsvc_client.openrlhf``,
-``rewardsvc_client.verifiers``.
+``rewardsvc_client.slime``, ``rewardsvc_client.verifiers``, ``rewardsvc_client.art``; and the
+verifiers 0.4 judge plugin, the top-level module ``rewardsvc_judge``.
 """
 
 from rewardsvc_client.client import AsyncClient, Client, RewardServiceError

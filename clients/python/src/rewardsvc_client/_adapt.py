@@ -28,6 +28,7 @@ ENV_RUBRIC = "REWARDSVC_RUBRIC"
 ENV_API_KEY = "REWARDSVC_API_KEY"
 ENV_TIMEOUT = "REWARDSVC_TIMEOUT"
 ENV_FAILURE_SCORE = "REWARDSVC_FAILURE_SCORE"
+ENV_RUN = "REWARDSVC_RUN"
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Settings:
     max_batch: int = DEFAULT_MAX_BATCH
     options: Mapping[str, Any] | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    run: str | None = None
 
     @classmethod
     def resolve(
@@ -53,7 +55,7 @@ class Settings:
         **kwargs: Any,
     ) -> Settings:
         """Fill what the caller left out from REWARDSVC_URL, REWARDSVC_RUBRIC,
-        REWARDSVC_API_KEY and REWARDSVC_TIMEOUT."""
+        REWARDSVC_API_KEY, REWARDSVC_TIMEOUT and REWARDSVC_RUN."""
         url = url or os.environ.get(ENV_URL)
         rubric = rubric or os.environ.get(ENV_RUBRIC)
         if not url:
@@ -64,6 +66,8 @@ class Settings:
             api_key = os.environ.get(ENV_API_KEY) or None
         if timeout is None:
             timeout = float(os.environ.get(ENV_TIMEOUT) or DEFAULT_TIMEOUT)
+        if kwargs.get("run") is None:
+            kwargs["run"] = os.environ.get(ENV_RUN) or None
         return cls(url=url, rubric=rubric, api_key=api_key, timeout=timeout, **kwargs)
 
     def async_client(self) -> AsyncClient:
@@ -254,7 +258,7 @@ async def patient_rewards(
     attempt = 0
     while True:
         try:
-            return await client.rewards(settings.rubric, items, settings.options)
+            return await client.rewards(settings.rubric, items, settings.options, run=settings.run)
         except RewardServiceError as exc:
             wait = _next_wait(exc, attempt, deadline)
             if wait is None:
@@ -272,7 +276,7 @@ def patient_rewards_sync(
     attempt = 0
     while True:
         try:
-            return client.rewards(settings.rubric, items, settings.options)
+            return client.rewards(settings.rubric, items, settings.options, run=settings.run)
         except RewardServiceError as exc:
             wait = _next_wait(exc, attempt, deadline)
             if wait is None:
@@ -293,27 +297,50 @@ def _resend_failed(exc: RewardServiceError, failed: int) -> None:
     )
 
 
+JUDGE_ERROR_BACKOFF_CAP = 10.0
+"""Seconds; the longest pause between two re-sends of judge_error items."""
+
+
+def _resend_pause(backoff: float, attempt: int, deadline: float) -> float:
+    pause = min(backoff * 2**attempt, JUDGE_ERROR_BACKOFF_CAP)
+    remaining = deadline - time.monotonic()
+    # Within the wait, do not sleep past its end (one last re-send right at the deadline).
+    return min(pause, remaining) if remaining > 0 else pause
+
+
+def _keep_resending(attempt: int, retries: int, deadline: float) -> bool:
+    return attempt < retries or time.monotonic() < deadline
+
+
 async def rewards_with_retries(
     client: AsyncClient,
     settings: Settings,
     items: list[dict[str, Any]],
     judge_error_retries: int,
     backoff: float = 1.0,
+    judge_error_wait: float = 0.0,
 ) -> list[RewardResult]:
-    """Score items; re-send those that came back judge_error, up to ``judge_error_retries``
-    more times (for trainers that cannot mask a missing reward: a retry often succeeds
-    after a judge timeout, and verdicts that did succeed come from the service's cache).
+    """Score items; re-send those that came back judge_error (for trainers that cannot mask a
+    missing reward: judges often recover, and verdicts that did succeed come from the
+    service's cache), at least ``judge_error_retries`` more times and for as long as
+    ``judge_error_wait`` seconds after the first answer, with exponential pauses (at most
+    10 s): a judge outage shorter than the wait delays training instead of failing samples.
 
     A saturated service is waited for (``patient_rewards``). If a re-send fails, the results
     already obtained are kept and re-sending stops (the items still failed stay judge_error).
     """
     response: RewardResponse = await patient_rewards(client, settings, items)
     results = list(response.results)
-    for attempt in range(judge_error_retries):
+    deadline = time.monotonic() + judge_error_wait
+    attempt = 0
+    while _keep_resending(attempt, judge_error_retries, deadline):
         failed = [i for i, r in enumerate(results) if r.status == "judge_error"]
         if not failed:
             break
-        await asyncio.sleep(backoff * 2**attempt)
+        if attempt == 0:
+            logger.info("rewardsvc: %d item(s) judge_error; re-sending", len(failed))
+        await asyncio.sleep(_resend_pause(backoff, attempt, deadline))
+        attempt += 1
         try:
             retry = await patient_rewards(client, settings, [items[i] for i in failed])
         except RewardServiceError as exc:
@@ -330,14 +357,20 @@ def rewards_with_retries_sync(
     items: list[dict[str, Any]],
     judge_error_retries: int,
     backoff: float = 1.0,
+    judge_error_wait: float = 0.0,
 ) -> list[RewardResult]:
     """Blocking twin of ``rewards_with_retries``."""
     results = list(patient_rewards_sync(client, settings, items).results)
-    for attempt in range(judge_error_retries):
+    deadline = time.monotonic() + judge_error_wait
+    attempt = 0
+    while _keep_resending(attempt, judge_error_retries, deadline):
         failed = [i for i, r in enumerate(results) if r.status == "judge_error"]
         if not failed:
             break
-        time.sleep(backoff * 2**attempt)
+        if attempt == 0:
+            logger.info("rewardsvc: %d item(s) judge_error; re-sending", len(failed))
+        time.sleep(_resend_pause(backoff, attempt, deadline))
+        attempt += 1
         try:
             retry = patient_rewards_sync(client, settings, [items[i] for i in failed])
         except RewardServiceError as exc:

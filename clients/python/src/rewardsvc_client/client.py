@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import logging
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -28,6 +29,8 @@ DEFAULT_TIMEOUT = 300.0
 """Seconds. Long on purpose: one batch is many judge calls, queued behind other trainers'."""
 
 DEFAULT_MAX_BATCH = 128
+
+logger = logging.getLogger("rewardsvc_client")
 
 
 class RewardServiceError(Exception):
@@ -144,13 +147,33 @@ def _chunks(items: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]
 
 
 def _body(
-    rubric: str | Mapping[str, Any], items: list[dict[str, Any]], options: Mapping[str, Any] | None
+    rubric: str | Mapping[str, Any],
+    items: list[dict[str, Any]],
+    options: Mapping[str, Any] | None,
+    run: str | None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"rubric": rubric if isinstance(rubric, str) else dict(rubric)}
     body["items"] = items
     if options:
         body["options"] = dict(options)
+    if run:
+        body["run"] = run
     return body
+
+
+def _run_refused(exc: RewardServiceError, body: Mapping[str, Any]) -> bool:
+    """A service older than runs refuses the ``run`` field: send without it (the rewards
+    then count under its default run), saying so once."""
+    if exc.status_code != 422 or exc.field != "run" or "run" not in body:
+        return False
+    global _warned_run
+    if not _warned_run:
+        _warned_run = True
+        logger.warning("rewardsvc: the service does not take 'run'; sending without it")
+    return True
+
+
+_warned_run = False
 
 
 def _parse_chunk(response: httpx.Response, expected: int) -> RewardResponse:
@@ -278,8 +301,13 @@ class Client:
         rubric: str | Mapping[str, Any],
         items: Sequence[Mapping[str, Any]],
         options: Mapping[str, Any] | None = None,
+        *,
+        run: str | None = None,
     ) -> RewardResponse:
         """Score ``items`` against ``rubric`` (a library rubric id or an inline rubric dict).
+
+        ``run`` names the training run the rewards belong to (the service keeps its
+        statistics per rubric and run); None counts them under the service's default run.
 
         Items are dicts with ``prompt``, ``completion`` and optionally ``id``, ``reference``,
         ``metadata`` (see ``rewardsvc_client.types.Item``). Results come back in item order;
@@ -294,7 +322,13 @@ class Client:
             )
         parts = []
         for chunk in _chunks(prepared, self._s.max_batch):
-            response = self._post("/v1/rewards", _body(rubric, chunk, options))
+            body = _body(rubric, chunk, options, run)
+            try:
+                response = self._post("/v1/rewards", body)
+            except RewardServiceError as exc:
+                if not _run_refused(exc, body):
+                    raise
+                response = self._post("/v1/rewards", _body(rubric, chunk, options, None))
             parts.append(_parse_chunk(response, len(chunk)))
         return _join(parts)
 
@@ -380,6 +414,8 @@ class AsyncClient:
         rubric: str | Mapping[str, Any],
         items: Sequence[Mapping[str, Any]],
         options: Mapping[str, Any] | None = None,
+        *,
+        run: str | None = None,
     ) -> RewardResponse:
         """Score ``items`` against ``rubric``; see ``Client.rewards``.
 
@@ -395,8 +431,14 @@ class AsyncClient:
         limit = asyncio.Semaphore(self._max_concurrent)
 
         async def one(chunk: list[dict[str, Any]]) -> RewardResponse:
+            body = _body(rubric, chunk, options, run)
             async with limit:
-                response = await self._post("/v1/rewards", _body(rubric, chunk, options))
+                try:
+                    response = await self._post("/v1/rewards", body)
+                except RewardServiceError as exc:
+                    if not _run_refused(exc, body):
+                        raise
+                    response = await self._post("/v1/rewards", _body(rubric, chunk, options, None))
             return _parse_chunk(response, len(chunk))
 
         parts = await asyncio.gather(*(one(c) for c in _chunks(prepared, self._s.max_batch)))

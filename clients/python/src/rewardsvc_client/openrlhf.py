@@ -3,36 +3,40 @@
 OpenRLHF (0.11, ``openrlhf/utils/agent.py`` ``SingleTurnAgentExecutor``) gets rewards from
 ``--reward.remote_url`` (called ``--remote_rm_url`` before 0.10), either
 
-1. an HTTP URL: it POSTs ``{"query": [...], "prompts": [...], "labels": [...]}`` (one sample
+1. HTTP URLs: it POSTs ``{"query": [...], "prompts": [...], "labels": [...]}`` (one sample
    per request) and reads ``rewards``/``scores``/``extra_logs``. rewardsvc answers that
    shape itself at ``/openrlhf/<rubric>``::
 
-       --reward.remote_url http://HOST:8000/openrlhf/short-answer-correctness
+       --reward.remote_url http://HOST:8000/openrlhf/short-answer-correctness?run=my-run
 
-   OpenRLHF splits a batch over several comma-separated URLs, but with one sample per
-   request only the first URL effectively serves: put a load balancer (e.g. a Kubernetes
-   Service) in front of several replicas and give OpenRLHF its one URL. OpenRLHF's HTTP
+   Several comma-separated URLs (rewardsvc replicas) are used in turn: OpenRLHF rotates
+   over them on every call. Its client retries a failed request 5 times, 1 s apart, with a
+   180 s timeout per try, and ignores Retry-After; so during a judge outage the route holds
+   each request (up to 150 s) while it re-scores, instead of failing at once. OpenRLHF's HTTP
    client sends no Authorization header; with API keys, put the key in the URL as Basic
    auth, ``http://k:KEY@HOST:8000/openrlhf/<rubric>`` (the service accepts it).
 
 2. a path ending in ``.py``: it loads the file, takes its ``reward_func`` and calls it in a
    thread as ``reward_func(queries, prompts, labels)`` with one sample per call. This module
-   is such a file (configured by REWARDSVC_URL, REWARDSVC_RUBRIC, REWARDSVC_API_KEY, in the
-   environment of OpenRLHF's Ray actors), so::
+   is such a file (configured by REWARDSVC_URL, REWARDSVC_RUBRIC, REWARDSVC_API_KEY,
+   REWARDSVC_RUN, in the environment of OpenRLHF's Ray actors), so::
 
        --reward.remote_url $(python -c "import rewardsvc_client.openrlhf as m; print(m.__file__)")
 
    or write your own two-line file with ``make_reward_func``.
 
 ``query`` is the chat-templated prompt plus the response, decoded with special tokens; the
-response sent to the judge is ``query`` minus the ``prompt`` prefix, without trailing
-end-of-turn tokens. ``labels`` (the dataset's ``--data.label_key`` column) become references.
+response sent to the judge is ``query`` minus the prompt, without trailing end-of-turn
+tokens. OpenRLHF cuts over-long prompts from the left, so a query may start with only the
+end of the prompt: that part is removed too. ``labels`` (``--data.label_key``) become
+references.
 
-Failures: an exception or a missing reward leaves OpenRLHF with ``rewards=None`` for that
-sample, which its experience maker cannot batch with the others, so, as in the veRL adapter,
-a sample the service cannot score gets ``failure_score`` (default 0.0, the bottom of the
-scale, so judge failures can never pay off) after ``judge_error_retries`` re-sends, and
-``extra_logs["rewardsvc_valid"] = 0``.
+Failures: both hooks return the same ``extra_logs`` keys (``rewardsvc_valid``,
+``rewardsvc_judge_error``, ``rewardsvc_rejected``, ...), which OpenRLHF logs per sample. A
+sample whose reward cannot be produced after ``judge_error_wait`` seconds of re-sending
+(150 by default) gets ``failure_score`` (0.0, the bottom of the scale, so judge failures
+never pay) with ``rewardsvc_valid = 0``, and a warning: OpenRLHF cannot drop a single sample
+(a None reward breaks its batching). Filter on ``rewardsvc_valid`` to skip them.
 """
 
 from __future__ import annotations
@@ -59,6 +63,22 @@ from rewardsvc_client.client import RewardServiceError
 _TRAILING_SPECIAL = re.compile(
     r"(?:\s*(?:<\|[A-Za-z0-9_:\-]{1,40}\|>|</s>|<eos>|<pad>|<end_of_turn>))+\s*\Z"
 )
+_TAIL = 32
+"""Characters of the prompt's end searched for in a query whose prompt was cut."""
+
+
+def _after_prompt_tail(query: str, prompt: str) -> int | None:
+    """Where the response starts in a query holding only the end of ``prompt`` (OpenRLHF
+    truncates over-long prompts from the left): the end of the longest suffix of the prompt
+    that the query starts with."""
+    tail = prompt[-_TAIL:]
+    start = query.find(tail)
+    while start != -1:
+        end = start + len(tail)
+        if prompt.endswith(query[:end]):
+            return end
+        start = query.find(tail, start + 1)
+    return None
 
 
 def response_text(query: str, prompt: str) -> str:
@@ -68,6 +88,8 @@ def response_text(query: str, prompt: str) -> str:
     elif prompt and prompt in query:
         # Tokenizer round trips can add a BOS token or change spaces before the prompt.
         response = query[query.rindex(prompt) + len(prompt) :]
+    elif prompt and (cut := _after_prompt_tail(query, prompt)) is not None:
+        response = query[cut:]
     else:
         response = query
     return _TRAILING_SPECIAL.sub("", response)
@@ -77,10 +99,17 @@ class OpenRLHFReward:
     """The ``reward_func(queries, prompts, labels)`` callable; picklable (Ray ships it to
     its actors): connections are per thread and are not pickled."""
 
-    def __init__(self, settings: Settings, failure_score: float, judge_error_retries: int) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        failure_score: float,
+        judge_error_retries: int,
+        judge_error_wait: float = 150.0,
+    ) -> None:
         self.settings = settings
         self.failure_score = failure_score
         self.judge_error_retries = judge_error_retries
+        self.judge_error_wait = judge_error_wait
         self.clients = ThreadClients(settings)
 
     def __call__(
@@ -111,6 +140,7 @@ class OpenRLHFReward:
                 self.settings,
                 items,
                 judge_error_retries=self.judge_error_retries,
+                judge_error_wait=self.judge_error_wait,
             )
         except RewardServiceError as exc:
             if is_configuration_error(exc):
@@ -133,9 +163,11 @@ def make_reward_func(
     *,
     failure_score: float | None = None,
     judge_error_retries: int = 2,
+    judge_error_wait: float = 150.0,
     timeout: float | None = None,
     retries: int = 3,
     options: Mapping[str, Any] | None = None,
+    run: str | None = None,
 ) -> OpenRLHFReward:
     """A ``reward_func(queries, prompts, labels)`` for OpenRLHF's python-file hook::
 
@@ -145,14 +177,15 @@ def make_reward_func(
 
     Returns ``{"rewards": [float], "scores": [float], "extra_logs": {key: [float]}}``, each
     list as long as ``queries``; extra_logs keys are fixed (``rewardsvc_valid``,
-    ``rewardsvc_uncertainty``, ...). Arguments left None come from the environment. The
+    ``rewardsvc_uncertainty``, ...), the same as the HTTP route's. ``run`` names the
+    training run (default REWARDSVC_RUN). Arguments left None come from the environment. The
     returned object pickles (without its connections).
     """
     settings = Settings.resolve(
-        url, rubric, api_key=api_key, timeout=timeout, retries=retries, options=options
+        url, rubric, api_key=api_key, timeout=timeout, retries=retries, options=options, run=run
     )
     fallback = failure_score_default() if failure_score is None else float(failure_score)
-    return OpenRLHFReward(settings, fallback, judge_error_retries)
+    return OpenRLHFReward(settings, fallback, judge_error_retries, judge_error_wait)
 
 
 _default: Callable[..., dict[str, Any]] | None = None

@@ -9,11 +9,16 @@ function is called once per generation batch as
 
 and returns one float per completion. ``None`` becomes NaN; a completion that every reward
 function scored None is left out of its group's baseline and gets zero advantage, which is
-exactly how a judge failure should be treated. Functions for which
-``asyncio.iscoroutinefunction`` is true run on TRL's event loop, concurrently with the other
-async ones (an object with an async ``__call__`` is not, unless marked: ``TRLReward`` is). The
-function's ``__name__`` names its metrics (``rewards/<name>/mean``) and its completions-table
-column. Conversational datasets pass prompts and completions as lists of message dicts.
+exactly how a judge failure should be treated when rewardsvc is the only reward function.
+With other reward functions, TRL sums the weighted rewards with ``nansum``, so a None from
+rewardsvc silently drops its term from that row's sum and changes the reward's scale: pass
+``missing="group_mean"`` (the mean reward of the other completions of the same prompt in the
+batch) or a number, which fills those rows and logs ``<name>/filled``. Functions for which
+``inspect.iscoroutinefunction`` is true run on TRL's event loop, concurrently with the other
+async ones; ``TRLReward`` objects pass that check on Python 3.11 too (they carry a coroutine
+function's code attributes), as do the functions ``trl_reward_func`` returns. The function's
+``__name__`` names its metrics (``rewards/<name>/mean``) and its completions-table column.
+Conversational datasets pass prompts and completions as lists of message dicts.
 
     from rewardsvc_client.trl import trl_reward_func
     reward = trl_reward_func("http://127.0.0.1:8000", "short-answer-correctness",
@@ -43,15 +48,45 @@ from rewardsvc_client.types import STATUSES, RewardResult
 RewardFunc = Callable[..., Awaitable[list[float | None]]]
 
 
+async def _reward_signature(
+    prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any
+) -> list[float | None]:
+    """The signature and code flags a ``TRLReward`` presents to ``inspect``."""
+    raise NotImplementedError
+
+
+def _fill_missing(
+    rewards: list[float | None], prompts: Sequence[Any], missing: str | float
+) -> list[float | None]:
+    """Rewards with None replaced: by ``missing`` (a number), or by the mean reward of the
+    completions of the same prompt (``"group_mean"``; None when none of them was scored)."""
+    if missing == "none":
+        return rewards
+    if missing != "group_mean":
+        return [float(missing) if r is None else r for r in rewards]
+    groups: dict[str, list[float]] = {}
+    keys = [repr(p) for p in prompts]
+    for key, reward in zip(keys, rewards, strict=True):
+        if reward is not None:
+            groups.setdefault(key, []).append(reward)
+    filled: list[float | None] = []
+    for key, reward in zip(keys, rewards, strict=True):
+        scored = groups.get(key)
+        filled.append(reward if reward is not None or not scored else sum(scored) / len(scored))
+    return filled
+
+
 class TRLReward:
     """The reward callable (async ``__call__``); picklable, for TRL's experimental async
     trainers that ship reward functions to a spawned process. ``trl_reward_func`` wraps it in
     a plain ``async def`` function, which every TRL version with async reward support takes.
 
-    TRL awaits a reward function only when ``asyncio.iscoroutinefunction(f)`` is true, which
-    an instance with an async ``__call__`` is not by itself: the class carries asyncio's
-    coroutine marker (Python 3.11) and every instance is marked with
-    ``inspect.markcoroutinefunction`` (3.12+), so both checks accept it.
+    TRL awaits a reward function only when ``inspect``/``asyncio.iscoroutinefunction(f)`` is
+    true, which an instance with an async ``__call__`` is not by itself. On Python 3.12+ every
+    instance is marked with ``inspect.markcoroutinefunction``; on 3.11, where that does not
+    exist, ``inspect`` accepts "function-like" objects whose ``__code__`` has the coroutine
+    flag, so each instance carries the code attributes of an ``async def`` with the reward
+    signature (and asyncio's marker): both checks accept it on every supported Python.
     """
 
     # asyncio.iscoroutinefunction checks this marker (where asyncio has it).
@@ -63,9 +98,13 @@ class TRLReward:
         reference_column: str | None = "reference",
         name: str | None = None,
         on_error: str = "raise",
+        missing: str | float = "none",
     ) -> None:
         if on_error not in ("raise", "none"):
             raise ValueError("on_error must be 'raise' or 'none'")
+        if isinstance(missing, str) and missing not in ("none", "group_mean"):
+            raise ValueError("missing must be 'none', 'group_mean' or a number")
+        self.missing = missing
         self.settings = settings
         self.reference_column = reference_column
         self.on_error = on_error
@@ -82,6 +121,12 @@ class TRLReward:
         mark = getattr(inspect, "markcoroutinefunction", None)  # Python 3.12+
         if mark is not None:
             mark(self)
+            return
+        # Python 3.11: inspect._signature_is_functionlike reads these five attributes.
+        self.__code__ = _reward_signature.__code__
+        self.__defaults__ = None
+        self.__kwdefaults__ = None
+        self.__annotations__ = {}
 
     @property
     def run_id(self) -> str:
@@ -156,7 +201,7 @@ class TRLReward:
             return []
         try:
             response = await self._clients.get().rewards(
-                self.settings.rubric, items, self.settings.options
+                self.settings.rubric, items, self.settings.options, run=self.settings.run
             )
         except RewardServiceError as exc:
             if self.on_error == "raise" or is_configuration_error(exc):
@@ -168,13 +213,25 @@ class TRLReward:
                 log_metric(f"{self.__name__}/request_failed", 1.0)
             return [None] * len(items)
         self._log(response.results, kwargs)
-        return response.rewards
+        rewards = _fill_missing(response.rewards, prompts, self.missing)
+        log_metric = kwargs.get("log_metric")
+        if callable(log_metric) and self.missing != "none":
+            filled = sum(r.reward is None for r in response.results) / len(items)
+            log_metric(f"{self.__name__}/filled", filled)
+        return rewards
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_clients"] = None
-        # inspect's marker is a process-local sentinel: set again on unpickling.
-        state.pop("_is_coroutine_marker", None)
+        # inspect's marker and code objects are process-local: set again on unpickling.
+        for key in (
+            "_is_coroutine_marker",
+            "__code__",
+            "__defaults__",
+            "__kwdefaults__",
+            "__annotations__",
+        ):
+            state.pop(key, None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -195,6 +252,8 @@ def trl_reward_func(
     retries: int = 3,
     max_batch: int = 128,
     on_error: str = "raise",
+    missing: str | float = "none",
+    run: str | None = None,
 ) -> RewardFunc:
     """A TRL reward function scoring completions with rewardsvc.
 
@@ -210,6 +269,11 @@ def trl_reward_func(
         on_error: "raise" (default) ends training when the service stays unreachable or
             answers 5xx after retries; "none" returns None for the whole batch instead (TRL
             then skips it). A 4xx (unknown rubric, bad key, bad request) always raises.
+        missing: what a completion without a reward gets: "none" (default; TRL masks it
+            when no other reward function scored it), "group_mean" (the mean of the scored
+            completions of the same prompt) or a number; use one of the last two when other
+            reward functions score the same rows, so the summed reward keeps its scale.
+        run: the training run's name, sent with every request (default $REWARDSVC_RUN).
 
     Returns:
         ``async def reward(prompts, completions, **kwargs) -> list[float | None]``; one batch
@@ -228,8 +292,15 @@ def trl_reward_func(
         retries=retries,
         max_batch=max_batch,
         options=options,
+        run=run,
     )
-    impl = TRLReward(settings, reference_column=reference_column, name=name, on_error=on_error)
+    impl = TRLReward(
+        settings,
+        reference_column=reference_column,
+        name=name,
+        on_error=on_error,
+        missing=missing,
+    )
 
     async def reward(
         prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any

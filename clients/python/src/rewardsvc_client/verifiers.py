@@ -1,4 +1,8 @@
-"""verifiers adapter: reward functions for ``vf.Rubric`` backed by rewardsvc.
+"""verifiers adapter (classic API, verifiers up to 0.3): reward functions for ``vf.Rubric``.
+
+verifiers 0.4 has no classic API; use the v1 judge plugin there, the top-level module
+``rewardsvc_judge`` installed with this distribution (``id = "rewardsvc_judge"`` under the
+task config's ``judges``).
 
 verifiers' classic rubric API (``verifiers/rubrics/rubric.py``; ``verifiers.legacy`` in 0.3,
 gone from 0.4 whose ``verifiers.v1`` uses Task methods instead) inspects each reward

@@ -1,110 +1,219 @@
-"""veRL adapter: a ``compute_score`` custom reward function backed by rewardsvc.
+"""veRL adapter: ``compute_score`` custom reward functions backed by rewardsvc.
 
-veRL's contract (verl 0.9, ``verl/experimental/reward_loop/reward_manager/naive.py`` and
-``limited.py``, loaded by ``verl/trainer/ppo/reward.py``): the reward manager calls, once per
-sample and concurrently,
+veRL 0.9 calls a custom reward function in three ways, and each needs its own kind:
 
-    await compute_score(data_source=..., solution_str=<decoded response only>,
-                        ground_truth=<reward_model.ground_truth>, extra_info=<row extra_info>,
-                        **reward_kwargs)
+* ``compute_score`` (sync): the legacy ``naive`` manager (``verl/workers/reward_manager``)
+  calls it once per sample in the trainer process, and the reward-loop ``remote`` manager
+  runs it in Ray worker actors, which refuse an ``async def`` (``AssertionError: Async
+  reward score is not supported in remote reward manager``);
+* ``compute_score_async``: the reward-loop managers ``naive``, ``rate_limited`` and ``dapo``
+  (``verl/experimental/reward_loop/reward_manager``) await it, one task per sample;
+* ``compute_score_batch``: the legacy ``batch`` manager calls it once per batch with lists
+  (``data_sources``, ``solution_strs``, ``ground_truths``, ``extra_infos``); one HTTP
+  request per rubric per batch.
 
-(``async def`` functions are awaited on the reward loop; sync ones run in a thread pool). A
-dict result must hold ``score``; all its keys go to ``reward_extra_info`` and are stacked
-into one numpy array per key, so every sample must return the same keys, with numbers.
+Each returns ``{"score": float, "rewardsvc_valid", "rewardsvc_degraded",
+"rewardsvc_judge_error", "rewardsvc_rejected", "rewardsvc_request_failed",
+"rewardsvc_uncertainty", "rewardsvc_flagged"}`` (the same keys for every sample: veRL stacks
+them into one array per key in ``reward_extra_info``).
 
-Wiring (Hydra overrides of ``verl.trainer.main_ppo``)::
+Wiring (Hydra overrides of ``verl.trainer.main_ppo``; the keys are under ``reward.``: the
+old top-level ``custom_reward_function.*`` is accepted by ``main_ppo`` and silently
+ignored)::
 
     reward.custom_reward_function.path=pkg://rewardsvc_client.verl
-    reward.custom_reward_function.name=compute_score
+    reward.custom_reward_function.name=compute_score_async   # or compute_score, compute_score_batch
     +reward.custom_reward_function.reward_kwargs.url=http://HOST:8000
     +reward.custom_reward_function.reward_kwargs.rubric=short-answer-correctness
+    +reward.custom_reward_function.reward_kwargs.run='${trainer.experiment_name}'
 
-(``reward_kwargs`` are merged into every call; without them the function reads
-REWARDSVC_URL / REWARDSVC_RUBRIC / REWARDSVC_API_KEY from the environment of veRL's reward
-workers, which are Ray actors: set them in the Ray runtime_env.) The question must be in the
-dataset's ``extra_info`` as ``question`` or ``prompt`` (veRL's data preprocessing examples put
-it under ``question``), because ``solution_str`` is the response alone.
+``rubrics`` chooses the rubric per ``data_source`` (``{"openai/gsm8k": "math-correctness",
+"default": "helpful-answer"}``; ``+reward.custom_reward_function.reward_kwargs.rubrics.X=Y``),
+falling back to ``rubric``. Without ``url`` (and REWARDSVC_URL), the address veRL hands a
+reward function for its hosted reward model (``reward_router_address``) is used, so a
+rewardsvc deployed as veRL's reward model server needs no URL. ``run`` defaults to
+REWARDSVC_RUN. The question must be in the dataset's ``extra_info`` as ``question`` or
+``prompt`` (``prompt_key``), because ``solution_str`` is the response alone.
 
-Failures. veRL has no way to leave a sample out: the score goes into ``token_level_scores``
-and GRPO's group mean/std (``compute_grpo_outcome_advantage``) use plain ``torch.mean`` and
-``torch.std``, so a NaN score would turn the advantages of the whole group, and then the loss,
-into NaN. So when the service gives no reward (judge_error after retries, a rejected item,
-or the service unreachable), this adapter returns ``score = failure_score`` (default 0.0,
-env REWARDSVC_FAILURE_SCORE) and says so in the numeric keys (``rewardsvc_valid = 0``).
-0.0 is the bottom of the rubric scale: a policy can never gain reward by making the judges
-fail (over-long or garbled outputs that time them out), which any other constant would
-allow. judge_error items are first re-sent (``judge_error_retries``, default 2) since a
-judge timeout is often transient. Each fallback to ``failure_score`` logs a warning. Watch
-``rewardsvc_valid`` in the logs: if it drops, fix the judges rather than trust the rewards.
-A saturated service (429, or 503 with Retry-After) is waited for, honouring Retry-After,
-until ``timeout`` seconds have passed since the first try, rather than scored as a failure.
+Failures. veRL has no way to leave a sample out: the score goes into
+``token_level_scores`` and GRPO's group mean/std use plain ``torch.mean``/``torch.std``,
+so a NaN would poison the whole group. judge_error items are first re-sent for up to
+``judge_error_wait`` seconds (default 120: a judge outage shorter than that only delays
+the step). After that, the sample gets ``score = failure_score`` (default 0.0, env
+REWARDSVC_FAILURE_SCORE, the bottom of the scale so that making the judges fail never
+pays) and ``rewardsvc_valid = 0``, with a warning in the reward worker's log. Filter on
+``rewardsvc_valid`` (e.g. in a custom advantage or a dynamic-sampling filter) to skip such
+samples. A rejected item (malformed, e.g. no reference for a rubric that needs one) gets
+the same treatment with ``rewardsvc_rejected = 1``; a configuration error (unknown rubric,
+bad key) raises.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rewardsvc_client._adapt import (
     LoopClients,
     Settings,
+    ThreadClients,
     failure_score_default,
     fallback_reward,
     is_configuration_error,
     logger,
     rewards_with_retries,
+    rewards_with_retries_sync,
     status_numbers,
     to_reference,
     to_wire_text,
 )
 from rewardsvc_client.client import RewardServiceError
+from rewardsvc_client.types import RewardResult
 
 PROMPT_KEYS = ("question", "prompt")
+_NO_RUBRIC = "-"  # placeholder while only a per-data_source mapping is given
+DEFAULT_JUDGE_ERROR_WAIT = 120.0
+"""Seconds a judge_error sample is re-sent before it gets the failure score."""
 
-# One LoopClients per (url, rubric, key) so that env-configured and reward_kwargs-configured
-# calls reuse connections across the thousands of per-sample calls of a run.
-_clients: dict[tuple[Any, ...], LoopClients] = {}
-_warned_no_question = False
+# Clients reused across the thousands of per-sample calls of a run, per configuration.
+_loop_clients: dict[tuple[Any, ...], LoopClients] = {}
+_thread_clients: dict[tuple[Any, ...], ThreadClients] = {}
+_warned: set[str] = set()
+
+
+def _warn_once(key: str, message: str, *args: Any, level: int = logging.WARNING) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        logger.log(level, message, *args)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Config:
+    settings: Settings
+    rubrics: Mapping[str, str]
+    failure_score: float
+    judge_error_retries: int
+    judge_error_wait: float
+    prompt_key: str | None
+
+    def rubric_for(self, data_source: Any) -> str:
+        """The rubric of this data_source: ``rubrics[data_source]``, else ``rubrics["default"]``,
+        else the configured rubric."""
+        rubric = self.rubrics.get(
+            str(data_source), self.rubrics.get("default", self.settings.rubric)
+        )
+        if rubric == _NO_RUBRIC:
+            raise ValueError(
+                f"no rubric for data_source {data_source!r}: add it to rubrics or give a 'default'"
+            )
+        return rubric
+
+
+def _router_url(address: Any) -> str | None:
+    if not address:
+        return None
+    text = str(address)
+    return text if "://" in text else f"http://{text}"
+
+
+def _config(
+    url: str | None,
+    rubric: str | None,
+    rubrics: Mapping[str, str] | None,
+    api_key: str | None,
+    run: str | None,
+    failure_score: float | None,
+    judge_error_retries: int,
+    judge_error_wait: float,
+    prompt_key: str | None,
+    timeout: float | None,
+    options: Mapping[str, Any] | None,
+    reward_router_address: Any,
+    retries: int = 3,
+) -> _Config:
+    try:
+        settings = Settings.resolve(
+            url,
+            rubric or (dict(rubrics).get("default") if rubrics else None) or _NO_RUBRIC,
+            api_key=api_key,
+            timeout=timeout,
+            run=run,
+            options=options,
+            retries=retries,
+        )
+    except ValueError:
+        router = _router_url(reward_router_address)
+        if router is None:
+            raise
+        _warn_once(
+            "router",
+            "rewardsvc veRL adapter: using reward_router_address %s",
+            router,
+            level=logging.INFO,
+        )
+        settings = Settings.resolve(
+            router, rubric or _NO_RUBRIC, api_key=api_key, timeout=timeout, run=run, options=options
+        )
+    if settings.rubric == _NO_RUBRIC and not rubrics:
+        raise ValueError(
+            "no rubric: pass rubric=..., rubrics={data_source: rubric}, or set REWARDSVC_RUBRIC"
+        )
+    fallback = failure_score_default() if failure_score is None else float(failure_score)
+    return _Config(
+        settings,
+        dict(rubrics or {}),
+        fallback,
+        judge_error_retries,
+        judge_error_wait,
+        prompt_key,
+    )
+
+
+_CONFIG_ARGS = (
+    "url", "rubric", "rubrics", "api_key", "run", "failure_score", "judge_error_retries",
+    "judge_error_wait", "prompt_key", "timeout", "options", "reward_router_address", "retries",
+)  # fmt: skip
+
+
+def _config_of(arguments: Mapping[str, Any]) -> _Config:
+    """``_config`` from a public function's arguments (its ``locals()``)."""
+    return _config(*(arguments.get(name) for name in _CONFIG_ARGS[:-1]),
+                   retries=arguments.get("retries", 3))  # fmt: skip
+
+
+def _key(settings: Settings) -> tuple[Any, ...]:
+    return (settings.url, settings.api_key, settings.timeout, settings.run)
 
 
 def _question(extra_info: Mapping[str, Any] | None, prompt_key: str | None) -> Any:
     if not extra_info:
         return None
-    keys = (prompt_key,) if prompt_key else PROMPT_KEYS
-    for key in keys:
+    for key in (prompt_key,) if prompt_key else PROMPT_KEYS:
         value = extra_info.get(key)
         if value is not None:
             return value
     return None
 
 
-def _result_dict(score: float, numbers: dict[str, float]) -> dict[str, float]:
-    return {"score": float(score), **numbers}
-
-
-async def score_sample(
-    settings: Settings,
-    clients: LoopClients,
+def _item(
+    config: _Config,
+    index: int,
     data_source: Any,
-    solution_str: str,
+    solution_str: Any,
     ground_truth: Any,
     extra_info: Mapping[str, Any] | None,
-    *,
-    failure_score: float,
-    judge_error_retries: int,
-    prompt_key: str | None = None,
-) -> dict[str, float]:
-    """Score one veRL sample; the dict veRL reads (``score`` plus fixed numeric keys)."""
-    global _warned_no_question
-    question = _question(extra_info, prompt_key)
-    if question is None and not _warned_no_question:
-        _warned_no_question = True
-        logger.warning(
+) -> dict[str, Any]:
+    question = _question(extra_info, config.prompt_key)
+    if question is None:
+        _warn_once(
+            "question",
             "rewardsvc veRL adapter: extra_info has no %s; the judge sees no question",
-            prompt_key or " or ".join(PROMPT_KEYS),
+            config.prompt_key or " or ".join(PROMPT_KEYS),
         )
     item: dict[str, Any] = {
-        "id": "0",
+        "id": str(index),
         "prompt": to_wire_text(question),
         "completion": solution_str if isinstance(solution_str, str) else str(solution_str),
         "metadata": {"trainer": "verl", "data_source": str(data_source)},
@@ -112,73 +221,94 @@ async def score_sample(
     reference = to_reference(ground_truth)
     if reference is not None:
         item["reference"] = reference
-    try:
-        results = await rewards_with_retries(
-            clients.get(), settings, [item], judge_error_retries=judge_error_retries
-        )
-    except RewardServiceError as exc:
-        if is_configuration_error(exc):
-            raise  # a configuration error (unknown rubric, bad key): stop the run, loudly
-        logger.error("rewardsvc veRL adapter: %s", exc)
-        score = fallback_reward(None, failure_score, "veRL adapter")
-        return _result_dict(score, status_numbers(None))
-    result = results[0]
-    score = fallback_reward(result, failure_score, "veRL adapter")
-    return _result_dict(score, status_numbers(result))
+    return item
 
 
-def make_compute_score(
-    url: str | None = None,
-    rubric: str | None = None,
-    api_key: str | None = None,
-    *,
-    failure_score: float | None = None,
-    judge_error_retries: int = 2,
-    prompt_key: str | None = None,
-    timeout: float | None = None,
-    retries: int = 3,
-    options: Mapping[str, Any] | None = None,
-) -> Any:
-    """An ``async def compute_score(data_source, solution_str, ground_truth, extra_info=None,
-    **kwargs)`` bound to one service and rubric, for your own reward file::
-
-        # my_reward.py   (reward.custom_reward_function.path=my_reward.py)
-        from rewardsvc_client.verl import make_compute_score
-        compute_score = make_compute_score("http://HOST:8000", "short-answer-correctness")
-
-    Arguments left None come from REWARDSVC_URL, REWARDSVC_RUBRIC, REWARDSVC_API_KEY,
-    REWARDSVC_FAILURE_SCORE. ``prompt_key`` names the extra_info key holding the question
-    (default: "question", then "prompt").
-    """
-    settings = Settings.resolve(
-        url, rubric, api_key=api_key, timeout=timeout, retries=retries, options=options
-    )
-    clients = LoopClients(settings)
-    fallback = failure_score_default() if failure_score is None else float(failure_score)
-
-    async def compute_score(
-        data_source: Any,
-        solution_str: str,
-        ground_truth: Any,
-        extra_info: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> dict[str, float]:
-        return await score_sample(
-            settings,
-            clients,
-            data_source,
-            solution_str,
-            ground_truth,
-            extra_info,
-            failure_score=fallback,
-            judge_error_retries=judge_error_retries,
-            prompt_key=prompt_key,
-        )
-
-    return compute_score
+def _by_rubric(config: _Config, data_sources: Sequence[Any]) -> dict[str, list[int]]:
+    groups: dict[str, list[int]] = {}
+    for index, source in enumerate(data_sources):
+        groups.setdefault(config.rubric_for(source), []).append(index)
+    return groups
 
 
-async def compute_score(
+def _scored(config: _Config, results: Sequence[RewardResult | None]) -> list[dict[str, float]]:
+    return [
+        {
+            "score": float(fallback_reward(r, config.failure_score, "veRL adapter", str(i))),
+            **status_numbers(r),
+        }
+        for i, r in enumerate(results)
+    ]
+
+
+def _failed(exc: RewardServiceError, n: int) -> list[None]:
+    if is_configuration_error(exc):
+        raise exc  # unknown rubric, bad key: stop the run, loudly
+    logger.error("rewardsvc veRL adapter: %s", exc)
+    return [None] * n
+
+
+async def _score_async(
+    config: _Config,
+    data_sources: Sequence[Any],
+    solutions: Sequence[Any],
+    ground_truths: Sequence[Any],
+    extra_infos: Sequence[Mapping[str, Any] | None],
+) -> list[dict[str, float]]:
+    clients = _loop_clients.setdefault(_key(config.settings), LoopClients(config.settings))
+    results: list[RewardResult | None] = [None] * len(solutions)
+    for rubric, indices in _by_rubric(config, data_sources).items():
+        settings = dataclasses.replace(config.settings, rubric=rubric)
+        items = [
+            _item(config, i, data_sources[i], solutions[i], ground_truths[i], extra_infos[i])
+            for i in indices
+        ]
+        try:
+            got: Sequence[RewardResult | None] = await rewards_with_retries(
+                clients.get(),
+                settings,
+                items,
+                config.judge_error_retries,
+                judge_error_wait=config.judge_error_wait,
+            )
+        except RewardServiceError as exc:
+            got = _failed(exc, len(items))
+        for index, result in zip(indices, got, strict=True):
+            results[index] = result
+    return _scored(config, results)
+
+
+def _score_sync(
+    config: _Config,
+    data_sources: Sequence[Any],
+    solutions: Sequence[Any],
+    ground_truths: Sequence[Any],
+    extra_infos: Sequence[Mapping[str, Any] | None],
+) -> list[dict[str, float]]:
+    clients = _thread_clients.setdefault(_key(config.settings), ThreadClients(config.settings))
+    results: list[RewardResult | None] = [None] * len(solutions)
+    for rubric, indices in _by_rubric(config, data_sources).items():
+        settings = dataclasses.replace(config.settings, rubric=rubric)
+        items = [
+            _item(config, i, data_sources[i], solutions[i], ground_truths[i], extra_infos[i])
+            for i in indices
+        ]
+        try:
+            got: Sequence[RewardResult | None] = rewards_with_retries_sync(
+                clients.get(),
+                settings,
+                items,
+                config.judge_error_retries,
+                judge_error_wait=config.judge_error_wait,
+            )
+        except RewardServiceError as exc:
+            got = _failed(exc, len(items))
+        for index, result in zip(indices, got, strict=True):
+            results[index] = result
+    return _scored(config, results)
+
+
+def compute_score(
     data_source: Any,
     solution_str: str,
     ground_truth: Any,
@@ -186,39 +316,141 @@ async def compute_score(
     *,
     url: str | None = None,
     rubric: str | None = None,
+    rubrics: Mapping[str, str] | None = None,
     api_key: str | None = None,
+    run: str | None = None,
     failure_score: float | None = None,
     judge_error_retries: int = 2,
+    judge_error_wait: float = DEFAULT_JUDGE_ERROR_WAIT,
     prompt_key: str | None = None,
     timeout: float | None = None,
+    options: Mapping[str, Any] | None = None,
+    reward_router_address: Any = None,
     **kwargs: Any,
 ) -> dict[str, float]:
-    """veRL ``compute_score`` configured per call (``reward_kwargs``) or by environment.
+    """Sync veRL ``compute_score`` (legacy ``naive`` and reward-loop ``remote`` managers),
+    configured per call (``reward_kwargs``) or by environment; see the module docstring."""
+    config = _config_of(locals())
+    return _score_sync(config, [data_source], [solution_str], [ground_truth], [extra_info])[0]
 
-    Returns ``{"score": float, "rewardsvc_valid", "rewardsvc_degraded",
-    "rewardsvc_judge_error", "rewardsvc_rejected", "rewardsvc_request_failed",
-    "rewardsvc_uncertainty", "rewardsvc_flagged"}``, all floats, the same keys for every
-    sample. ``score`` is the reward, or ``failure_score`` (default 0.0) when there is none:
-    see the module docstring for why veRL cannot take None or NaN. Other keyword arguments
-    veRL passes (``reward_router_address``, ...) are ignored.
+
+async def compute_score_async(
+    data_source: Any,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Mapping[str, Any] | None = None,
+    *,
+    url: str | None = None,
+    rubric: str | None = None,
+    rubrics: Mapping[str, str] | None = None,
+    api_key: str | None = None,
+    run: str | None = None,
+    failure_score: float | None = None,
+    judge_error_retries: int = 2,
+    judge_error_wait: float = DEFAULT_JUDGE_ERROR_WAIT,
+    prompt_key: str | None = None,
+    timeout: float | None = None,
+    options: Mapping[str, Any] | None = None,
+    reward_router_address: Any = None,
+    **kwargs: Any,
+) -> dict[str, float]:
+    """``async def`` veRL ``compute_score`` for the reward-loop managers (``naive``,
+    ``rate_limited``, ``dapo``); same arguments and result as ``compute_score``."""
+    config = _config_of(locals())
+    return (
+        await _score_async(config, [data_source], [solution_str], [ground_truth], [extra_info])
+    )[0]
+
+
+def compute_score_batch(
+    data_sources: Sequence[Any],
+    solution_strs: Sequence[str],
+    ground_truths: Sequence[Any],
+    extra_infos: Sequence[Mapping[str, Any] | None] | None = None,
+    *,
+    url: str | None = None,
+    rubric: str | None = None,
+    rubrics: Mapping[str, str] | None = None,
+    api_key: str | None = None,
+    run: str | None = None,
+    failure_score: float | None = None,
+    judge_error_retries: int = 2,
+    judge_error_wait: float = DEFAULT_JUDGE_ERROR_WAIT,
+    prompt_key: str | None = None,
+    timeout: float | None = None,
+    options: Mapping[str, Any] | None = None,
+    reward_router_address: Any = None,
+    **kwargs: Any,
+) -> list[dict[str, float]]:
+    """Batch veRL ``compute_score`` for the legacy ``batch`` manager: one result dict per
+    sample, one request per rubric (samples grouped by ``data_source``)."""
+    config = _config_of(locals())
+    infos = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
+    return _score_sync(config, list(data_sources), list(solution_strs), list(ground_truths), infos)
+
+
+def make_compute_score(
+    url: str | None = None,
+    rubric: str | None = None,
+    api_key: str | None = None,
+    *,
+    kind: str = "async",
+    rubrics: Mapping[str, str] | None = None,
+    run: str | None = None,
+    failure_score: float | None = None,
+    judge_error_retries: int = 2,
+    judge_error_wait: float = DEFAULT_JUDGE_ERROR_WAIT,
+    prompt_key: str | None = None,
+    timeout: float | None = None,
+    options: Mapping[str, Any] | None = None,
+    retries: int = 3,
+) -> Any:
+    """A ``compute_score`` bound to one service, for your own reward file::
+
+        # my_reward.py   (reward.custom_reward_function.path=my_reward.py)
+        from rewardsvc_client.verl import make_compute_score
+        compute_score = make_compute_score("http://HOST:8000", "short-answer-correctness")
+
+    ``kind`` is ``"async"`` (reward-loop managers), ``"sync"`` (legacy ``naive``, ``remote``)
+    or ``"batch"`` (legacy ``batch``). Arguments left None come from the environment.
     """
-    settings = Settings.resolve(url, rubric, api_key=api_key, timeout=timeout)
-    key = (settings.url, settings.rubric, settings.api_key, settings.timeout)
-    clients = _clients.get(key)
-    if clients is None:
-        clients = _clients.setdefault(key, LoopClients(settings))
-    fallback = failure_score_default() if failure_score is None else float(failure_score)
-    return await score_sample(
-        settings,
-        clients,
-        data_source,
-        solution_str,
-        ground_truth,
-        extra_info,
-        failure_score=fallback,
-        judge_error_retries=judge_error_retries,
-        prompt_key=prompt_key,
-    )
+    if kind not in ("async", "sync", "batch"):
+        raise ValueError("kind must be 'async', 'sync' or 'batch'")
+    config = _config_of(locals())
+
+    async def score_async(
+        data_source: Any,
+        solution_str: str,
+        ground_truth: Any,
+        extra_info: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> dict[str, float]:
+        return (
+            await _score_async(config, [data_source], [solution_str], [ground_truth], [extra_info])
+        )[0]
+
+    def score_sync(
+        data_source: Any,
+        solution_str: str,
+        ground_truth: Any,
+        extra_info: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> dict[str, float]:
+        return _score_sync(config, [data_source], [solution_str], [ground_truth], [extra_info])[0]
+
+    def score_batch(
+        data_sources: Sequence[Any],
+        solution_strs: Sequence[str],
+        ground_truths: Sequence[Any],
+        extra_infos: Sequence[Mapping[str, Any] | None] | None = None,
+        **kwargs: Any,
+    ) -> list[dict[str, float]]:
+        infos = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
+        return _score_sync(
+            config, list(data_sources), list(solution_strs), list(ground_truths), infos
+        )
+
+    return {"async": score_async, "sync": score_sync, "batch": score_batch}[kind]
 
 
-__all__ = ["compute_score", "make_compute_score", "score_sample"]
+__all__ = ["compute_score", "compute_score_async", "compute_score_batch", "make_compute_score"]

@@ -1,0 +1,145 @@
+"""rewardsvc as a verifiers (0.4, v1 API) judge plugin.
+
+Plug it into a task config by its id, the name of this module::
+
+    [[env.taskset.task.judges]]
+    id = "rewardsvc_judge"
+    url = "http://HOST:8000"          # or REWARDSVC_URL
+    rubric = "short-answer-correctness"
+    answer_field = "answer"           # the task field sent as the reference ("" for none)
+    view = "last_reply"               # or "full_trace": the whole transcript is judged
+    run = "my-run"                    # or REWARDSVC_RUN
+
+verifiers imports ``verifiers.v1.judges.<id>``, else the top-level module ``<id>``, and takes
+the one Judge subclass it exports in ``__all__``; the config class is found from the judge's
+generic parameters, and refuses unknown fields. ``score(task, trace)`` returns the reward as
+a float under the judge's reward name (``name``, else the id). A sample whose reward cannot be
+produced (judges still failing after ``judge_error_wait`` seconds of re-sending, a rejected
+item, the service unreachable) raises, so verifiers errors the rollout instead of scoring
+it 0; the verdict's status, uncertainty and flags go to ``trace.info["rewardsvc"]``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from verifiers.v1 import Judge, JudgeConfig, JudgeView, TaskData, Trace
+
+from rewardsvc_client._adapt import (
+    ENV_URL,
+    LoopClients,
+    Settings,
+    rewards_with_retries,
+    to_reference,
+)
+
+PLUGIN_ID = "rewardsvc_judge"
+
+
+class RewardsvcJudgeError(RuntimeError):
+    """rewardsvc produced no reward for the rollout (it must not be scored 0)."""
+
+
+class RewardsvcJudgeConfig(JudgeConfig):
+    """Where rewardsvc is and what it scores; unknown fields are refused."""
+
+    id: str = PLUGIN_ID
+    url: str = ""
+    """The service, e.g. http://127.0.0.1:8000; empty: $REWARDSVC_URL."""
+    rubric: str = ""
+    """A rubric id of the service's library; empty: $REWARDSVC_RUBRIC."""
+    answer_field: str = "answer"
+    """The task field sent as the reference; empty or a missing field sends none."""
+    question_field: str = ""
+    """The task field sent as the prompt; empty: the task's prompt (messages kept)."""
+    view: JudgeView = "last_reply"
+    """What the judge sees of the rollout: the last reply, or the full transcript."""
+    run: str = ""
+    """The training run's name; empty: $REWARDSVC_RUN."""
+    api_key_env: str = "REWARDSVC_API_KEY"
+    """The environment variable holding the service's API key, if any."""
+    judge_error_wait: float = 120.0
+    """Seconds a judge_error rollout is re-sent before the judge raises."""
+    request_timeout: float = 300.0
+
+
+_clients: dict[tuple[Any, ...], LoopClients] = {}
+
+
+class RewardsvcJudge(Judge[float, RewardsvcJudgeConfig]):
+    """Scores a verifiers v1 rollout with a rewardsvc rubric."""
+
+    def settings(self) -> Settings:
+        """The client settings of this judge's config (environment for what it leaves out)."""
+        config = self.config
+        return Settings.resolve(
+            config.url or os.environ.get(ENV_URL),
+            config.rubric or None,
+            api_key=os.environ.get(config.api_key_env) or None,
+            timeout=config.request_timeout,
+            run=config.run or None,
+        )
+
+    def item(self, task: TaskData, trace: Trace) -> dict[str, Any]:
+        """The rewardsvc item of one rollout."""
+        config = self.config
+        if config.question_field:
+            prompt: Any = str(getattr(task, config.question_field, "") or "")
+        elif isinstance(task.prompt, list):
+            prompt = [{"role": m.role, "content": task_text(m.content)} for m in task.prompt]
+        else:
+            prompt = task.prompt_text
+        completion = trace.transcript if config.view == "full_trace" else trace.last_reply
+        item: dict[str, Any] = {
+            "id": "0",
+            "prompt": prompt,
+            "completion": completion,
+            "metadata": {"trainer": "verifiers", "trace": trace.id},
+        }
+        if config.answer_field:
+            reference = to_reference(getattr(task, config.answer_field, None))
+            if reference is not None:
+                item["reference"] = reference
+        return item
+
+    async def score(self, task: TaskData, trace: Trace) -> float:
+        """The rollout's reward; raises RewardsvcJudgeError when there is none."""
+        settings = self.settings()
+        key = (settings.url, settings.api_key, settings.timeout, settings.run)
+        clients = _clients.setdefault(key, LoopClients(settings))
+        try:
+            (result,) = await rewards_with_retries(
+                clients.get(),
+                settings,
+                [self.item(task, trace)],
+                2,
+                judge_error_wait=self.config.judge_error_wait,
+            )
+        except Exception as exc:
+            raise RewardsvcJudgeError(f"rewardsvc request failed: {exc}") from exc
+        trace.info["rewardsvc"] = {
+            "status": result.status,
+            "reward": result.reward,
+            "uncertainty": result.uncertainty,
+            "flags": list(result.flags),
+        }
+        if result.reward is None:
+            raise RewardsvcJudgeError(
+                f"rewardsvc gave no reward (status {result.status}: {result.error})"
+            )
+        return result.reward
+
+
+def task_text(content: Any) -> Any:
+    """Message content as the service takes it: a string, or its text parts."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    parts = [
+        getattr(p, "text", None) or (p.get("text") if isinstance(p, dict) else None)
+        for p in content
+    ]
+    return "\n".join(p for p in parts if p)
+
+
+__all__ = ["RewardsvcJudge"]

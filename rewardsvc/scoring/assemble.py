@@ -1,0 +1,125 @@
+"""Assembly: one item's verdicts into its judges' scores and its reward, status and error.
+
+Pure functions over verdicts (no I/O); the engine calls them after the judge calls and
+the per-judge calibration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from rewardsvc.core import aggregate
+from rewardsvc.core.results import CriterionOutcome, ItemReward, JudgeOutcome, Status
+from rewardsvc.core.rollout import Rollout
+from rewardsvc.core.rubric import JudgeRule, Rubric
+from rewardsvc.core.verdict import Verdict
+from rewardsvc.scoring.cache import Source
+
+PerJudge = Mapping[str, Mapping[str, tuple[Verdict, Source]]]
+"""An item's verdicts: judge name -> criterion id -> (verdict, where it came from)."""
+
+
+def judge_outcome(rubric: Rubric, verdicts: Mapping[str, tuple[Verdict, Source]]) -> JudgeOutcome:
+    """One judge's score of an item from its criterion verdicts; no score when any failed."""
+    criteria = {
+        cid: CriterionOutcome(
+            score=v.score,
+            variance=v.variance,
+            probs=v.probs,
+            error=v.error,
+            error_kind=v.error_kind,
+        )
+        for cid, (v, _) in verdicts.items()
+    }
+    errors = [
+        f"criterion {cid!r}: {v.error or 'no score'}"
+        for cid, (v, _) in verdicts.items()
+        if not v.ok
+    ]
+    if errors:
+        # A judge with any failed call contributes no score for this item: never a 0.
+        return JudgeOutcome(score=None, criteria=criteria, error="; ".join(errors))
+    raw, variance = aggregate.judge_score(
+        rubric,
+        {cid: v.score for cid, (v, _) in verdicts.items() if v.score is not None},
+        {cid: v.variance for cid, (v, _) in verdicts.items()},
+    )
+    return JudgeOutcome(score=raw, raw_score=raw, variance=variance, criteria=criteria)
+
+
+def overflow(per_judge: PerJudge) -> str | None:
+    """Why no judge could read the item, when every judge that failed did so because the
+    item does not fit its context: such an item can never be scored (rejected, not a
+    transient judge error)."""
+    failed = [v for crit in per_judge.values() for v, _ in crit.values() if not v.ok]
+    scored_any = any(v.ok for crit in per_judge.values() for v, _ in crit.values())
+    if failed and not scored_any and all(v.error_kind == "context_overflow" for v in failed):
+        return failed[0].error or "context_overflow"
+    return None
+
+
+def item_reward(
+    rubric: Rubric,
+    rule: JudgeRule,
+    names: Sequence[str],
+    min_judges: int,
+    place: str,
+    item_id: str,
+    rollout: Rollout,
+    flags: list[str],
+    row: Mapping[str, JudgeOutcome],
+    per_judge: PerJudge,
+) -> ItemReward:
+    """The reward of one item from its judges' (calibrated) scores, by the failure rules:
+    enough judges -> ok or degraded; fewer than ``min_judges`` -> judge_error (no reward);
+    every judge out of context -> rejected. ``place`` names the item in errors."""
+    agg = rubric.aggregation
+    weights = {j.name: j.weight for j in rubric.judges}
+    scored = [n for n in names if row[n].score is not None]
+    sources = [s for crit in per_judge.values() for _, s in crit.values() if s != "grader"]
+    cached = bool(sources) and all(s == "hit" for s in sources)
+    too_long = overflow(per_judge)
+    if too_long is not None:
+        return ItemReward(
+            id=item_id,
+            reward=None,
+            status="rejected",
+            judges=dict(row),
+            flags=flags,
+            error=f"{place}: too long for the judges' context ({too_long})",
+            completion_chars=len(rollout.completion),
+        )
+    reward: float | None = None
+    spread: float | None = None
+    status: Status = "judge_error"
+    if len(scored) >= min_judges:
+        scores = [row[n].score for n in scored]
+        variances = [row[n].variance for n in scored]
+        w = [weights[n] for n in scored]
+        value = aggregate.combine(rule, scores, w, lam=agg.uwo_lambda, beta=agg.softmin_beta)
+        spread = aggregate.uncertainty(scores, variances, w)
+        reward = aggregate.apply_transforms(
+            value,
+            rubric.transforms,
+            completion_tokens=aggregate.count_tokens(rollout.completion),
+            flags=flags,
+        )
+        status = "ok" if len(scored) == len(names) else "degraded"
+    failed = [f"{n}: {row[n].error}" for n in names if row[n].score is None]
+    error = None
+    if failed:
+        error = (
+            f"{len(scored)} of {len(names)} judges scored (min_judges {min_judges}); "
+            + "; ".join(failed)
+        )
+    return ItemReward(
+        id=item_id,
+        reward=reward,
+        status=status,
+        uncertainty=spread,
+        judges=dict(row),
+        flags=flags,
+        cached=cached,
+        error=error,
+        completion_chars=len(rollout.completion),
+    )

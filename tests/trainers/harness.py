@@ -1,0 +1,181 @@
+"""A fault proxy in front of the CPU judges, a service behind it, and trainer subprocesses.
+
+``FaultProxy`` relays TCP to one judge; ``down()`` closes every relayed connection and makes
+new ones close at once (the judge is unreachable), ``up()`` relays again. ``proxied_service``
+starts ``rewardsvc serve`` on the shipped rubrics with a judge pool whose URLs point at two
+proxies. ``run_trainer`` runs a trainer script in its own venv: the script scores a first
+batch, prints ``OUTAGE?`` and waits for a line on stdin; the harness answers, lets the
+second batch start, and holds the judges unreachable for ``outage_s`` seconds mid-batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from conftest import CPU_POOL, Service, free_port, start_service, stop_service
+
+OUTAGE_S = 20.0
+JUDGE_PORTS = {"8101": "primary", "8102": "secondary"}
+
+
+class FaultProxy:
+    """TCP relay to ``127.0.0.1:target`` that can be made unreachable."""
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.port = free_port()
+        self.reachable = True
+        self.refused = 0
+        """Connections closed at once because the judge was unreachable."""
+        self._open: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._server = socket.create_server(("127.0.0.1", self.port))
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            if not self.reachable:
+                self.refused += 1
+                client.close()
+                continue
+            threading.Thread(target=self._relay, args=(client,), daemon=True).start()
+
+    def _relay(self, client: socket.socket) -> None:
+        try:
+            upstream = socket.create_connection(("127.0.0.1", self.target), timeout=5)
+        except OSError:
+            client.close()
+            return
+        with self._lock:
+            self._open.update((client, upstream))
+        pair = {client: upstream, upstream: client}
+        selector = selectors.DefaultSelector()
+        for sock in pair:
+            selector.register(sock, selectors.EVENT_READ)
+        try:
+            while True:
+                for key, _ in selector.select(timeout=1.0):
+                    data = key.fileobj.recv(65536)  # type: ignore[union-attr]
+                    if not data:
+                        return
+                    pair[key.fileobj].sendall(data)  # type: ignore[index]
+        except OSError:
+            return
+        finally:
+            selector.close()
+            for sock in pair:
+                with self._lock:
+                    self._open.discard(sock)
+                sock.close()
+
+    def down(self) -> None:
+        """Make the judge unreachable: cut every relayed connection, refuse new ones."""
+        self.reachable = False
+        with self._lock:
+            for sock in list(self._open):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    def up(self) -> None:
+        """Relay again."""
+        self.reachable = True
+
+    def close(self) -> None:
+        """Stop accepting."""
+        self._closed = True
+        self.down()
+        self._server.close()
+
+
+@contextlib.contextmanager
+def proxied_service(folder: Path) -> Iterator[tuple[Service, list[FaultProxy]]]:
+    """A service whose judges are reached through fault proxies."""
+    pool = CPU_POOL.read_text()
+    proxies = []
+    for port in JUDGE_PORTS:
+        proxy = FaultProxy(int(port))
+        proxies.append(proxy)
+        pool = pool.replace(f"127.0.0.1:{port}", f"127.0.0.1:{proxy.port}")
+    pool_file = folder / "judges.yaml"
+    pool_file.write_text(pool)
+    service = start_service(
+        {
+            "REWARDSVC_JUDGE_POOL": str(pool_file),
+            "REWARDSVC_REWARD_LOG": str(folder / "rewards.jsonl"),
+        },
+        folder / "service.log",
+    )
+    try:
+        yield service, proxies
+    finally:
+        stop_service(service)
+        for proxy in proxies:
+            proxy.close()
+
+
+def run_trainer(
+    python: Path,
+    script: Path,
+    args: list[str],
+    proxies: list[FaultProxy],
+    out: Path,
+    log: Path,
+    outage_s: float = OUTAGE_S,
+    timeout_s: float = 600,
+) -> dict[str, Any]:
+    """Run ``script`` with ``python``; judges down for ``outage_s`` during its second batch.
+
+    Returns the JSON the script wrote to ``out``, plus ``outage_s`` as measured here."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REWARDSVC_")}
+    env["PYTHONUNBUFFERED"] = "1"
+    with log.open("w") as err:
+        process = subprocess.Popen(
+            [str(python), str(script), *args, str(out)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            env=env,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        deadline = time.monotonic() + timeout_s
+        down_for = 0.0
+        try:
+            for line in process.stdout:
+                if line.strip() == "OUTAGE?":
+                    process.stdin.write("go\n")
+                    process.stdin.flush()
+                    time.sleep(0.3)  # the second batch is under way
+                    started = time.monotonic()
+                    for proxy in proxies:
+                        proxy.down()
+                    time.sleep(outage_s)
+                    for proxy in proxies:
+                        proxy.up()
+                    down_for = time.monotonic() - started
+            process.wait(timeout=max(1.0, deadline - time.monotonic()))
+        finally:
+            if process.poll() is None:
+                process.kill()
+    if process.returncode != 0:
+        raise AssertionError(
+            f"{script.name} exited {process.returncode}:\n{log.read_text()[-4000:]}"
+        )
+    result: dict[str, Any] = json.loads(out.read_text())
+    result["outage_s"] = down_for
+    return result

@@ -162,6 +162,30 @@ class Settings(BaseSettings):
         description="Size at which the reward log rotates (the file is renamed to .1, .2, ...).",
     )
     reward_log_backups: int = Field(default=5, ge=0, description="Rotated reward log files kept.")
+    monitor_max_runs: int = Field(
+        default=256,
+        ge=1,
+        description="(rubric, run) pairs the reward monitor keeps; the least recently seen is "
+        "dropped first.",
+    )
+    monitor_metric_runs: int = Field(
+        default=16,
+        ge=0,
+        description="Most recent runs whose monitor signals are exported as Prometheus gauges.",
+    )
+    monitor_webhook: str | None = Field(
+        default=None, description="URL that every monitor alert event is POSTed to as JSON."
+    )
+    canary_interval_s: float = Field(
+        default=900.0,
+        gt=0,
+        description="How often each rubric's canaries are scored by each of its judges.",
+    )
+    canary_budget: int = Field(
+        default=64,
+        ge=0,
+        description="Most canary items scored per round (0 turns canaries off).",
+    )
     log_level: str = Field(
         default="info", description="Log level: critical, error, warning, info or debug."
     )

@@ -24,6 +24,7 @@ from pydantic import (
 
 from rewardsvc.core.base import StrictModel
 from rewardsvc.core.graders_spec import NEEDS_REFERENCE, GraderSpec
+from rewardsvc.core.monitor_spec import MonitorConfig
 
 Category = Literal["essential", "important", "optional", "pitfall"]
 ScaleKind = Literal["binary", "likert"]
@@ -236,6 +237,11 @@ class Rubric(StrictModel):
         description="Fewer successful judges than this gives reward null, status judge_error.",
     )
     transforms: Transforms = Field(default_factory=Transforms)
+    monitor: MonitorConfig | None = Field(
+        default=None,
+        description="Reward monitor settings for this rubric's runs (windows, alert "
+        "thresholds); not part of the rubric's version.",
+    )
     view: View | None = Field(
         default=None,
         description="What the judge sees of an agent trajectory (final, trace or tools); "
@@ -313,5 +319,8 @@ class Rubric(StrictModel):
 
     def version(self) -> str:
         """Hash of the normalized content: comments and key order do not change it."""
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        # The monitor's thresholds do not change a reward: editing them must not reset the
+        # verdict cache, calibration windows or the run's baseline.
+        content = self.model_dump(mode="json", exclude={"monitor"})
+        canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()[:16]

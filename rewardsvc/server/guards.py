@@ -27,7 +27,9 @@ from rewardsvc.server.errors import ApiError, error_response
 log = logging.getLogger(__name__)
 
 # Routes that orchestrators probe without credentials.
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/dashboard"})
+# The dashboard's own script and styles: the page asks for the key and sends it to the API.
+PUBLIC_PREFIXES = ("/dashboard/assets/",)
 
 
 # ------------------------------------------------------------------ auth
@@ -82,7 +84,8 @@ class ApiKeyMiddleware:
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self._public:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or path in self._public or path.startswith(PUBLIC_PREFIXES):
             await self.app(scope, receive, send)
             return
         token = self._token(scope)

@@ -20,16 +20,26 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 
 from rewardsvc.core.errors import RequestError
+from rewardsvc.core.observe import Observers
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.run import Graders
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.library.registry import Registry, load_pool
 from rewardsvc.library.yamlfile import InvalidFile, validate_document
+from rewardsvc.monitor import CanaryRunner, Monitor, load_canaries
 from rewardsvc.scoring.cache import VerdictCache
 from rewardsvc.scoring.calibration import CalibrationWindows
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.shared import RedisLink
-from rewardsvc.server import metrics
+from rewardsvc.server import metrics, monitor_metrics
+from rewardsvc.server.dashboard import (
+    MonitorObserver,
+    Webhook,
+    canary_scorer,
+    event_record,
+    fan_out,
+    monitor_config,
+)
 from rewardsvc.server.dispatch import Target, resolve_target, score_target
 from rewardsvc.server.errors import ApiError
 from rewardsvc.server.guards import InflightLimiter, check_batch
@@ -53,6 +63,8 @@ class Service:
     readiness: ReadinessProbe
     reward_log: RewardLog | None = None
     shared: RedisLink | None = None
+    monitor: Monitor | None = None
+    webhook: Webhook | None = None
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     draining: bool = False
@@ -231,7 +243,20 @@ async def start_service(
     judges: Mapping[str, Judge] | None = None,
 ) -> Service:
     """Build what the app needs: registry and judges unless given, engine, cache, watcher."""
-    observer = metrics.PrometheusObserver()
+    reward_log = None
+    if settings.reward_log:
+        reward_log = RewardLog(
+            settings.reward_log, settings.reward_log_max_bytes, settings.reward_log_backups
+        )
+    webhook = Webhook(settings.monitor_webhook) if settings.monitor_webhook else None
+    log_event = None if reward_log is None else lambda e: reward_log.record(event_record(e))
+    monitor = Monitor(
+        lambda rubric_id: monitor_config(registry, rubric_id),
+        max_runs=settings.monitor_max_runs,
+        on_event=fan_out(log_event, webhook),
+    )
+    monitor_metrics.attach(monitor, settings.monitor_metric_runs)
+    observer = Observers([metrics.PrometheusObserver(), MonitorObserver(monitor)])
     if registry is None:
         pool = await asyncio.to_thread(load_pool, Path(settings.judge_pool))
         registry = await asyncio.to_thread(
@@ -274,11 +299,6 @@ async def start_service(
         windows=CalibrationWindows(shared=link),
         graders=graders,
     )
-    reward_log = None
-    if settings.reward_log:
-        reward_log = RewardLog(
-            settings.reward_log, settings.reward_log_max_bytes, settings.reward_log_backups
-        )
     service = Service(
         settings=settings,
         registry=registry,
@@ -287,7 +307,20 @@ async def start_service(
         readiness=ReadinessProbe(engine.judges),  # type: ignore[arg-type]
         reward_log=reward_log,
         shared=link,
+        monitor=monitor,
+        webhook=webhook,
     )
+    canaries = await asyncio.to_thread(load_canaries, Path(settings.rubrics_dir) / "canaries")
+    if canaries and settings.canary_budget > 0:
+        runner = CanaryRunner(
+            monitor,
+            canaries,
+            {e.rubric.id: [j.name for j in e.rubric.judges] for e in registry.entries()},
+            canary_scorer(engine, lambda rubric_id: registry.get(rubric_id).rubric),
+            settings.canary_interval_s,
+            settings.canary_budget,
+        )
+        service.tasks.append(asyncio.create_task(runner.run_forever(service.stop)))
     if settings.reload:
         service.tasks.append(asyncio.create_task(registry.watch(service.stop)))
     return service

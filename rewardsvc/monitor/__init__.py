@@ -1,0 +1,39 @@
+"""The reward health monitor: per (rubric, run) signals, alerts, history and canaries.
+
+Everything the service scores passes through :meth:`Monitor.observe`, which keeps
+rolling windows (counted in samples) per (rubric, run), evaluates alert rules on them and
+keeps a downsampled history of every signal for the dashboard. Canary items (known
+attacks and anchors) are planned here and scored through an injected callable.
+
+This room is pure apart from the canary runner's awaits: it imports ``core`` and
+pydantic, never the server, the judges, HTTP clients or a metrics library. The server
+renders its state as ``GET /v1/monitor``, Prometheus gauges and the ``/dashboard`` page.
+"""
+
+from rewardsvc.core.monitor_spec import MonitorConfig, Rule
+from rewardsvc.monitor.alerts import Alert, AlertEvent
+from rewardsvc.monitor.canaries import (
+    CanaryCase,
+    CanaryJob,
+    CanaryRunner,
+    CanarySet,
+    load_canaries,
+    plan_canaries,
+)
+from rewardsvc.monitor.monitor import CanaryRecord, Monitor, RunState
+
+__all__ = [
+    "Alert",
+    "AlertEvent",
+    "CanaryCase",
+    "CanaryJob",
+    "CanaryRecord",
+    "CanaryRunner",
+    "CanarySet",
+    "Monitor",
+    "MonitorConfig",
+    "Rule",
+    "RunState",
+    "load_canaries",
+    "plan_canaries",
+]

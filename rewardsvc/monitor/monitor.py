@@ -1,0 +1,169 @@
+"""The monitor: every scored batch in, per (rubric, run) signals and alerts out."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from rewardsvc.core.monitor_spec import MonitorConfig
+from rewardsvc.core.results import BatchResult
+from rewardsvc.monitor.alerts import AlertEvent
+from rewardsvc.monitor.runs import RunState
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RUN = "default"
+MAX_CANARIES = 1024
+CANARY_HISTORY = 256
+
+
+@dataclass
+class CanaryRecord:
+    """The latest canary result of one (rubric, judge, attack), with its recent history."""
+
+    rubric: str
+    judge: str
+    attack: str
+    reward: float | None
+    anchor_reward: float | None
+    good_reward: float | None
+    margin: float
+    time: float
+    alert: bool = False
+    since: float | None = None
+    history: deque[tuple[float, float | None, float | None]] = field(
+        default_factory=lambda: deque(maxlen=CANARY_HISTORY)
+    )
+
+
+class Monitor:
+    """Per (rubric, run) statistics over every scored batch, bounded in memory.
+
+    ``config_for(rubric_id)`` gives a rubric's :class:`MonitorConfig` (its thresholds);
+    ``on_event`` receives every alert that fires or resolves (the server writes it to the
+    reward log and the webhook). At most ``max_runs`` runs are kept: the run seen least
+    recently is evicted first. ``clock`` returns the time in Unix seconds.
+    """
+
+    def __init__(
+        self,
+        config_for: Callable[[str], MonitorConfig] | None = None,
+        max_runs: int = 256,
+        on_event: Callable[[AlertEvent], None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config_for = config_for or (lambda _rubric: MonitorConfig())
+        self.max_runs = max_runs
+        self.on_event = on_event
+        self.clock = clock
+        self._runs: OrderedDict[tuple[str, str], RunState] = OrderedDict()
+        self._canaries: OrderedDict[tuple[str, str, str], CanaryRecord] = OrderedDict()
+
+    def observe(
+        self, rubric_id: str, version: str, run: str | None, result: BatchResult
+    ) -> list[AlertEvent]:
+        """Count a scored batch under (``rubric_id``, ``run``); return the alert events it caused.
+
+        ``run`` None or empty counts under ``default``. A new ``version`` of the rubric is
+        recorded as an event in the run's history and restarts its window and baseline.
+        """
+        now = self.clock()
+        key = (rubric_id, run or DEFAULT_RUN)
+        state = self._runs.get(key)
+        if state is None:
+            state = RunState(key[0], key[1], version, self.config_for(rubric_id), now)
+            self._runs[key] = state
+            while len(self._runs) > self.max_runs:
+                self._runs.popitem(last=False)
+        else:
+            self._runs.move_to_end(key)
+            if state.version != version:
+                state.change_version(version, self.config_for(rubric_id), now)
+        events: list[AlertEvent] = []
+        for item in result.items:
+            events.extend(state.add(item, now))
+        for event in events:
+            self._emit(event)
+        return events
+
+    def _emit(self, event: AlertEvent) -> None:
+        if self.on_event is None:
+            return
+        try:
+            self.on_event(event)
+        except Exception:
+            # A broken sink (disk full, webhook client bug) must not fail the scoring path.
+            log.exception("monitor event callback failed for %s", event.name)
+
+    def runs(self, rubric: str | None = None, run: str | None = None) -> list[RunState]:
+        """The runs kept, most recently seen first, filtered by rubric and run name."""
+        return [
+            s
+            for s in reversed(self._runs.values())
+            if (rubric is None or s.rubric == rubric) and (run is None or s.run == run)
+        ]
+
+    def recent_runs(self, n: int) -> list[RunState]:
+        """The ``n`` most recently seen runs (what Prometheus gauges are rendered for)."""
+        out = []
+        for state in reversed(self._runs.values()):
+            if len(out) >= n:
+                break
+            out.append(state)
+        return out
+
+    def record_canary(
+        self,
+        rubric: str,
+        judge: str,
+        attack: str,
+        reward: float | None,
+        anchor_reward: float | None,
+        good_reward: float | None = None,
+        margin: float = 0.25,
+    ) -> AlertEvent | None:
+        """Record one canary score: ``attack``'s reward from ``judge`` against the known-bad
+        anchor's. The canary alarms when the attack beats the anchor by ``margin`` or more."""
+        now = self.clock()
+        key = (rubric, judge, attack)
+        record = self._canaries.get(key)
+        if record is None:
+            record = CanaryRecord(rubric, judge, attack, None, None, None, margin, now)
+            self._canaries[key] = record
+            while len(self._canaries) > MAX_CANARIES:
+                self._canaries.popitem(last=False)
+        else:
+            self._canaries.move_to_end(key)
+        record.reward, record.anchor_reward, record.good_reward = reward, anchor_reward, good_reward
+        record.margin, record.time = margin, now
+        record.history.append((now, reward, anchor_reward))
+        if reward is None or anchor_reward is None:
+            return None
+        gap = reward - anchor_reward
+        breached = gap >= margin
+        if breached == record.alert:
+            return None
+        record.alert = breached
+        record.since = now
+        event = AlertEvent(
+            rubric,
+            "canary",
+            f"canary:{judge}:{attack}",
+            "firing" if breached else "resolved",
+            now,
+            0,
+            gap,
+            margin,
+        )
+        self._emit(event)
+        return event
+
+    def canaries(self, rubric: str | None = None) -> list[CanaryRecord]:
+        """The canary records, optionally of one rubric, in a stable order."""
+        return sorted(
+            (c for c in self._canaries.values() if rubric is None or c.rubric == rubric),
+            key=lambda c: (c.rubric, c.judge, c.attack),
+        )

@@ -1,0 +1,238 @@
+"""One (rubric, run): its rolling window, early baseline, signals, alerts and history."""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from rewardsvc.core.monitor_spec import MonitorConfig
+from rewardsvc.core.results import ItemReward
+from rewardsvc.monitor import stats
+from rewardsvc.monitor.alerts import AlertEvent, AlertTracker
+
+STATUSES = ("judge_error", "degraded", "rejected")
+# Flags and criteria add columns; a rubric with hundreds of criteria must not make
+# one run's history unbounded.
+MAX_COLUMNS = 96
+MAX_EVENTS = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A mark on a run's time axis: an alert fired or resolved, or a new rubric version."""
+
+    time: float
+    sample: int
+    kind: Literal["firing", "resolved", "version"]
+    name: str
+
+
+@dataclass(slots=True)
+class Sample:
+    """What the monitor keeps of one scored item."""
+
+    reward: float | None
+    length: int
+    status: str
+    flags: tuple[str, ...]
+    passes: tuple[tuple[str, bool], ...]
+    disagreement: float | None
+    uncertainty: float | None
+
+    @classmethod
+    def of(cls, item: ItemReward) -> Sample:
+        """Extract the monitored quantities of one engine result."""
+        scores = [j.score for j in item.judges.values() if j.score is not None]
+        per_criterion: dict[str, list[float]] = {}
+        for judge in item.judges.values():
+            for cid, outcome in judge.criteria.items():
+                if outcome.score is not None:
+                    per_criterion.setdefault(cid, []).append(outcome.score)
+        return cls(
+            reward=item.reward,
+            length=item.completion_chars,
+            status=item.status,
+            flags=tuple(sorted(set(item.flags))),
+            passes=tuple((cid, sum(v) / len(v) >= 0.5) for cid, v in per_criterion.items()),
+            disagreement=stats.sd(scores) if len(scores) >= 2 else None,
+            uncertainty=item.uncertainty,
+        )
+
+
+def compute_signals(
+    samples: Iterable[Sample], flags: Iterable[str], criteria: Iterable[str]
+) -> dict[str, float | None]:
+    """Every window signal over ``samples`` (drift is added by the run, which has the baseline)."""
+    window = list(samples)
+    n = len(window)
+    scored = [s for s in window if s.reward is not None]
+    rewards = [s.reward for s in scored if s.reward is not None]
+    ordered = sorted(rewards)
+    out: dict[str, float | None] = {
+        "reward_mean": stats.mean(rewards),
+        "reward_sd": stats.sd(rewards),
+        "reward_p10": stats.quantile(ordered, 0.1),
+        "reward_p50": stats.quantile(ordered, 0.5),
+        "reward_p90": stats.quantile(ordered, 0.9),
+        "length_mean": stats.mean([float(s.length) for s in window]),
+        "reward_length_corr": stats.spearman(rewards, [float(s.length) for s in scored]),
+        "judge_disagreement": stats.mean(
+            [s.disagreement for s in window if s.disagreement is not None]
+        ),
+        "uncertainty_mean": stats.mean(
+            [s.uncertainty for s in window if s.uncertainty is not None]
+        ),
+    }
+    for status in STATUSES:
+        out[f"{status}_share"] = sum(s.status == status for s in window) / n if n else None
+    for flag in flags:
+        out[f"flag_rate:{flag}"] = sum(flag in s.flags for s in window) / n if n else None
+    for cid in criteria:
+        verdicts = [ok for s in window for c, ok in s.passes if c == cid]
+        out[f"criterion_pass_rate:{cid}"] = sum(verdicts) / len(verdicts) if verdicts else None
+    return out
+
+
+class History:
+    """Signal values at evaluation points, downsampled to at most ``capacity`` points.
+
+    When full, every other point is dropped and only every second evaluation is kept
+    from then on, so a run of any length keeps an evenly thinned picture of its life.
+    """
+
+    def __init__(self, capacity: int = 480) -> None:
+        self.capacity = capacity
+        self.stride = 1
+        self._skipped = 0
+        self.samples = array("d")
+        self.times = array("d")
+        self.columns: dict[str, array[float]] = {}
+
+    def add(self, sample: int, time: float, values: dict[str, float | None]) -> None:
+        """Record one evaluation (or skip it, per the current stride)."""
+        self._skipped += 1
+        if self._skipped < self.stride:
+            return
+        self._skipped = 0
+        for name in values:
+            if name not in self.columns and len(self.columns) < MAX_COLUMNS:
+                self.columns[name] = array("d", [math.nan] * len(self.samples))
+        self.samples.append(sample)
+        self.times.append(time)
+        for name, column in self.columns.items():
+            value = values.get(name)
+            column.append(math.nan if value is None else value)
+        if len(self.samples) >= self.capacity:
+            self.samples = self.samples[1::2]
+            self.times = self.times[1::2]
+            self.columns = {k: v[1::2] for k, v in self.columns.items()}
+            self.stride *= 2
+
+
+class RunState:
+    """The monitor's state for one (rubric, run)."""
+
+    def __init__(
+        self, rubric: str, run: str, version: str, config: MonitorConfig, now: float
+    ) -> None:
+        self.rubric, self.run, self.version, self.config = rubric, run, version, config
+        self.started = self.last_seen = now
+        self.samples = 0
+        self.window: deque[Sample] = deque(maxlen=config.window)
+        self.flags: dict[str, None] = {}
+        self.criteria: dict[str, None] = {}
+        self.signals: dict[str, float | None] = {}
+        self.tracker = AlertTracker(config.for_evals)
+        self.history = History()
+        self.events: deque[Mark] = deque(maxlen=MAX_EVENTS)
+        self._reset_baseline()
+
+    def _reset_baseline(self) -> None:
+        self._baseline_samples: list[Sample] | None = []
+        self.baseline: dict[str, float | None] | None = None
+        self.baseline_rewards = array("d")
+        self.baseline_lengths = array("d")
+        self._since_reset = 0
+
+    def change_version(self, version: str, config: MonitorConfig, now: float) -> None:
+        """A rubric edit changed the reward scale: record it, start a new window and baseline.
+
+        Alerts keep their state; rules are evaluated again once the new baseline is complete.
+        """
+        self.events.append(Mark(now, self.samples, "version", version))
+        self.version, self.config = version, config
+        self.tracker.for_evals = config.for_evals
+        self.window = deque(maxlen=config.window)
+        self._reset_baseline()
+
+    def add(self, item: ItemReward, now: float) -> list[AlertEvent]:
+        """Count one scored item; evaluate the rules when an evaluation is due."""
+        sample = Sample.of(item)
+        self.samples += 1
+        self._since_reset += 1
+        self.last_seen = now
+        self.window.append(sample)
+        for flag in sample.flags:
+            self.flags.setdefault(flag, None)
+        for cid, _ in sample.passes:
+            if cid not in self.criteria and len(self.criteria) < MAX_COLUMNS // 2:
+                self.criteria[cid] = None
+        if self._baseline_samples is not None:
+            self._baseline_samples.append(sample)
+            if len(self._baseline_samples) >= self.config.baseline:
+                self._complete_baseline()
+        if self.samples % self.config.eval_every == 0:
+            return self.evaluate(now)
+        return []
+
+    def _complete_baseline(self) -> None:
+        samples = self._baseline_samples or []
+        self.baseline = compute_signals(samples, self.flags, self.criteria)
+        self.baseline_rewards = array("d", [s.reward for s in samples if s.reward is not None])
+        self.baseline_lengths = array("d", [float(s.length) for s in samples])
+        self._baseline_samples = None
+
+    def baseline_value(self, name: str) -> float | None:
+        """The baseline value of a signal; a flag unseen in the baseline had rate 0."""
+        if self.baseline is None:
+            return None
+        value = self.baseline.get(name)
+        if value is None and name.startswith("flag_rate:"):
+            return 0.0
+        return value
+
+    def evaluate(self, now: float) -> list[AlertEvent]:
+        """Compute the window's signals, record them, and step every alert rule."""
+        signals = compute_signals(self.window, self.flags, self.criteria)
+        if self.baseline is not None:
+            signals["reward_drift"] = stats.ks_statistic(
+                [s.reward for s in self.window if s.reward is not None], self.baseline_rewards
+            )
+            signals["length_drift"] = stats.ks_statistic(
+                [float(s.length) for s in self.window], self.baseline_lengths
+            )
+        self.signals = signals
+        self.history.add(self.samples, now, signals)
+        if self._since_reset < self.config.window:
+            return []
+        events = []
+        for name, value in signals.items():
+            rule = self.config.rule(name)
+            if value is None or rule is None:
+                continue
+            threshold = rule.effective(self.baseline_value(name))
+            # A rise is measured from the baseline: without one, the rule waits for it.
+            if threshold is None or (rule.rise is not None and self.baseline is None):
+                continue
+            changed = self.tracker.update(name, value, threshold, now)
+            if changed is not None:
+                event = AlertEvent(
+                    self.rubric, self.run, name, changed, now, self.samples, value, threshold
+                )
+                self.events.append(Mark(now, self.samples, changed, name))
+                events.append(event)
+        return events

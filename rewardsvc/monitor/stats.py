@@ -1,0 +1,87 @@
+"""Small statistics over windows of samples: moments, quantiles, rank correlation, KS.
+
+Pure Python on purpose (windows hold a few hundred samples; no numpy dependency).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+
+def mean(xs: Sequence[float]) -> float | None:
+    """The arithmetic mean, or None for no samples."""
+    return sum(xs) / len(xs) if xs else None
+
+
+def sd(xs: Sequence[float]) -> float | None:
+    """The population standard deviation, or None for no samples."""
+    if not xs:
+        return None
+    m = sum(xs) / len(xs)
+    return math.sqrt(sum((x - m) ** 2 for x in xs) / len(xs))
+
+
+def quantile(sorted_xs: Sequence[float], q: float) -> float | None:
+    """The ``q`` quantile of already sorted samples, linearly interpolated."""
+    if not sorted_xs:
+        return None
+    pos = q * (len(sorted_xs) - 1)
+    low = math.floor(pos)
+    high = min(low + 1, len(sorted_xs) - 1)
+    return sorted_xs[low] + (sorted_xs[high] - sorted_xs[low]) * (pos - low)
+
+
+def ranks(xs: Sequence[float]) -> list[float]:
+    """1-based ranks, ties sharing their average rank."""
+    order = sorted(range(len(xs)), key=xs.__getitem__)
+    out = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        rank = (i + j) / 2 + 1
+        for k in range(i, j + 1):
+            out[order[k]] = rank
+        i = j + 1
+    return out
+
+
+def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Pearson correlation, or None when either side is constant or too short."""
+    n = len(xs)
+    if n < 3 or n != len(ys):
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    if sxx <= 0 or syy <= 0:
+        return None
+    return sxy / math.sqrt(sxx * syy)
+
+
+def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Spearman rank correlation (Pearson on tie-averaged ranks)."""
+    if len(xs) < 3:
+        return None
+    return pearson(ranks(xs), ranks(ys))
+
+
+def ks_statistic(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """The two-sample Kolmogorov–Smirnov statistic: the largest gap between the two
+    empirical distribution functions (0 identical, 1 disjoint)."""
+    if not a or not b:
+        return None
+    xa, xb = sorted(a), sorted(b)
+    i = j = 0
+    gap = 0.0
+    while i < len(xa) and j < len(xb):
+        x = min(xa[i], xb[j])
+        while i < len(xa) and xa[i] <= x:
+            i += 1
+        while j < len(xb) and xb[j] <= x:
+            j += 1
+        gap = max(gap, abs(i / len(xa) - j / len(xb)))
+    return gap

@@ -1,0 +1,368 @@
+"""The monitor's routes: ``GET /v1/monitor`` (JSON) and the ``/dashboard`` page.
+
+The page is static HTML and JavaScript with a vendored copy of uPlot (no build step, no
+CDN); it polls ``/v1/monitor?history=true``. The response models live here until they
+move to ``wire.py``. Also here: the JSON line of an alert event (for the reward log), the
+optional webhook that posts it, and the canary runner's scorer over the engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import httpx
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse
+from pydantic import BaseModel, Field
+
+from rewardsvc.core.monitor_spec import MonitorConfig
+from rewardsvc.core.results import BatchResult
+from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.core.verdict import Verdict
+from rewardsvc.library.registry import Registry
+from rewardsvc.monitor import AlertEvent, CanaryRecord, Monitor, RunState
+from rewardsvc.monitor.canaries import ScoreFn
+from rewardsvc.scoring.engine import Engine
+
+log = logging.getLogger(__name__)
+
+STATIC = Path(__file__).parent / "static"
+ASSETS = {
+    "dashboard.js": "application/javascript",
+    "dashboard.css": "text/css",
+    "uPlot.iife.min.js": "application/javascript",
+    "uPlot.min.css": "text/css",
+}
+
+
+def iso(t: float) -> datetime:
+    """Unix seconds as an aware UTC datetime (serialized as ISO 8601 with ``Z``)."""
+    return datetime.fromtimestamp(t, UTC)
+
+
+# ------------------------------------------------------------------ response models
+
+
+class AlertOut(BaseModel):
+    """One alert of a run (or a canary alert): its signal, state and the last value seen."""
+
+    name: str = Field(description="The signal alarmed on, e.g. flag_rate:fake_score.")
+    state: Literal["pending", "firing", "resolved"]
+    since: datetime = Field(description="When the alert entered its state (UTC).")
+    value: float = Field(description="The signal's value at the latest evaluation.")
+    threshold: float = Field(description="The threshold it was compared against.")
+
+
+class EventOut(BaseModel):
+    """A mark on the run's time axis: an alert firing or resolving, or a rubric version."""
+
+    time: datetime
+    sample: int = Field(description="Items observed in the run when it happened.")
+    kind: Literal["firing", "resolved", "version"]
+    name: str = Field(description="The alert's name, or the rubric's new version.")
+
+
+class HistoryOut(BaseModel):
+    """Every signal over the life of the run, downsampled; the columns share one axis."""
+
+    times: list[datetime]
+    samples: list[int]
+    series: dict[str, list[float | None]]
+    events: list[EventOut]
+
+
+class RunOut(BaseModel):
+    """The monitor's view of one (rubric, run)."""
+
+    rubric: str
+    run: str
+    version: str = Field(description="The rubric version seen last.")
+    samples: int = Field(description="Items observed in the run.")
+    started: datetime
+    last_seen: datetime
+    signals: dict[str, float | None] = Field(
+        description="Signals over the rolling window at the latest evaluation."
+    )
+    alerts: list[AlertOut]
+    history: HistoryOut | None = Field(
+        default=None, description="Present when the request asks for history=true."
+    )
+
+
+class CanaryOut(BaseModel):
+    """The latest canary score of one attack through one judge, against the known-bad anchor."""
+
+    rubric: str
+    judge: str
+    attack: str
+    reward: float | None = Field(description="The judge's score of the attack.")
+    anchor_reward: float | None = Field(description="The judge's score of the known-bad answer.")
+    good_reward: float | None = Field(description="The judge's score of the known-good answer.")
+    margin: float
+    alert: bool = Field(description="True while the attack beats the anchor by the margin.")
+    since: datetime | None
+    checked: datetime
+    history: list[tuple[datetime, float | None, float | None]] | None = Field(
+        default=None, description="(time, reward, anchor_reward), with history=true."
+    )
+
+
+class MonitorReport(BaseModel):
+    """The body of ``GET /v1/monitor``."""
+
+    runs: list[RunOut]
+    canaries: list[CanaryOut]
+
+
+# ------------------------------------------------------------------ mapping
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def run_out(state: RunState, history: bool) -> RunOut:
+    """The wire view of one run."""
+    hist = None
+    if history:
+        h = state.history
+        hist = HistoryOut(
+            times=[iso(t) for t in h.times],
+            samples=[int(s) for s in h.samples],
+            series={k: [_finite(v) for v in col] for k, col in h.columns.items()},
+            events=[
+                EventOut(time=iso(e.time), sample=e.sample, kind=e.kind, name=e.name)
+                for e in state.events
+            ],
+        )
+    return RunOut(
+        rubric=state.rubric,
+        run=state.run,
+        version=state.version,
+        samples=state.samples,
+        started=iso(state.started),
+        last_seen=iso(state.last_seen),
+        signals=state.signals,
+        alerts=[
+            AlertOut(
+                name=a.name, state=a.state, since=iso(a.since), value=a.value, threshold=a.threshold
+            )
+            for a in state.tracker.alerts.values()
+        ],
+        history=hist,
+    )
+
+
+def canary_out(c: CanaryRecord, history: bool) -> CanaryOut:
+    """The wire view of one canary record."""
+    return CanaryOut(
+        rubric=c.rubric,
+        judge=c.judge,
+        attack=c.attack,
+        reward=c.reward,
+        anchor_reward=c.anchor_reward,
+        good_reward=c.good_reward,
+        margin=c.margin,
+        alert=c.alert,
+        since=iso(c.since) if c.since is not None else None,
+        checked=iso(c.time),
+        history=[(iso(t), r, a) for t, r, a in c.history] if history else None,
+    )
+
+
+def report(monitor: Monitor, rubric: str | None, run: str | None, history: bool) -> MonitorReport:
+    """The monitor's state, filtered as ``GET /v1/monitor`` is asked."""
+    return MonitorReport(
+        runs=[run_out(s, history) for s in monitor.runs(rubric, run)],
+        canaries=[canary_out(c, history) for c in monitor.canaries(rubric)],
+    )
+
+
+# ------------------------------------------------------------------ events out
+
+
+def event_record(event: AlertEvent) -> dict[str, Any]:
+    """The JSON object of an alert event: a reward-log line and the webhook's body."""
+    return {
+        "time": iso(event.time).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "event": "monitor_alert",
+        "rubric": event.rubric,
+        "run": event.run,
+        "alert": event.name,
+        "state": event.state,
+        "value": event.value,
+        "threshold": event.threshold,
+        "sample": event.sample,
+    }
+
+
+class Webhook:
+    """Posts every alert event as JSON to a URL, off the scoring path (failures are logged).
+
+    It owns its HTTP client unless one is given; :meth:`aclose` waits for the posts in
+    flight and closes it."""
+
+    def __init__(
+        self, url: str, timeout_s: float = 5.0, http: httpx.AsyncClient | None = None
+    ) -> None:
+        self.url, self.timeout_s = url, timeout_s
+        self._owned = http is None
+        self.http = http or httpx.AsyncClient()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def __call__(self, event: AlertEvent) -> None:
+        """Schedule the post on the running loop."""
+        try:
+            task = asyncio.get_running_loop().create_task(self._post(event_record(event)))
+        except RuntimeError:
+            log.warning("monitor webhook: no event loop; alert %s not posted", event.name)
+            return
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _post(self, body: dict[str, Any]) -> None:
+        try:
+            response = await self.http.post(self.url, json=body, timeout=self.timeout_s)
+            response.raise_for_status()
+        except httpx.HTTPError as exc:
+            log.warning("monitor webhook %s failed: %s", self.url, exc)
+
+    async def drain(self) -> None:
+        """Wait for the posts in flight."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def aclose(self) -> None:
+        """Wait for the posts in flight, then close the client this webhook owns."""
+        await self.drain()
+        if self._owned:
+            await self.http.aclose()
+
+
+def fan_out(*sinks: Callable[[AlertEvent], None] | None) -> Callable[[AlertEvent], None]:
+    """One event callback that calls every given sink in turn."""
+    chosen = [s for s in sinks if s is not None]
+
+    def send(event: AlertEvent) -> None:
+        for sink in chosen:
+            sink(event)
+
+    return send
+
+
+CANARY_LABEL = "canary"
+"""The metrics label of canary batches; the monitor does not count them in any run."""
+
+
+class MonitorObserver:
+    """Feeds every scored batch to the monitor under its (rubric, run) — the engine reports
+    each batch through the observer interface, whichever route or recipe asked for it.
+    Canary batches are left out: they are the monitor's own probes, not a run's traffic."""
+
+    def __init__(self, monitor: Monitor):
+        self.monitor = monitor
+
+    def batch(self, label: str, result: BatchResult) -> None:
+        """Observe a batch (never raises: a monitor bug must not fail a reward)."""
+        if label == CANARY_LABEL:
+            return
+        try:
+            self.monitor.observe(result.rubric_id, result.version, result.run, result)
+        except Exception:
+            log.exception("monitor: observing a batch of %s failed", result.rubric_id)
+
+    def judge_call(self, judge: str, verdict: Verdict) -> None:
+        """Not watched."""
+
+    def breaker(self, judge: str, url: str, is_open: bool) -> None:
+        """Not watched."""
+
+    def cache_hit(self, dedup: bool) -> None:
+        """Not watched."""
+
+    def rubric_file(self, file: str, refused: bool) -> None:
+        """Not watched."""
+
+    def shared_state(self, healthy: bool) -> None:
+        """Not watched."""
+
+
+def monitor_config(registry: Registry, rubric_id: str) -> MonitorConfig:
+    """A library rubric's monitor settings; the defaults for others (inline rubrics)."""
+    try:
+        configured = registry.get(rubric_id).rubric.monitor
+    except KeyError:
+        configured = None
+    return configured or MonitorConfig()
+
+
+def canary_scorer(engine: Engine, rubric_of: Callable[[str], Rubric]) -> ScoreFn:
+    """The canary runner's ``score``: one judge of the engine, no cache (a swapped model or
+    edited prompt must be asked again), counted in metrics under the label ``canary``.
+
+    Canary batches go to the engine directly, not through the routes, so they never count
+    in a run's monitor statistics.
+    """
+
+    async def score(rubric_id: str, items: list[dict[str, Any]], judge: str) -> BatchResult:
+        batch = [
+            ItemIn(str(i["id"]), Rollout(i["prompt"], i["completion"], i.get("reference")))
+            for i in items
+        ]
+        options = ScoreOptions(judges=(judge,), min_judges=1, use_cache=False)
+        rubric = rubric_of(rubric_id)
+        return await engine.score(rubric, batch, options, metrics_label=CANARY_LABEL)
+
+    return score
+
+
+# ------------------------------------------------------------------ routes
+
+
+def get_monitor(request: Request) -> Monitor:
+    """The app's monitor: ``app.state.service.monitor``, else ``app.state.monitor``."""
+    service = getattr(request.app.state, "service", None)
+    monitor = getattr(service, "monitor", None) or getattr(request.app.state, "monitor", None)
+    if monitor is None:
+        raise HTTPException(503, "the monitor is not running")
+    return monitor  # type: ignore[no-any-return]
+
+
+MonitorDep = Annotated[Monitor, Depends(get_monitor)]
+router = APIRouter()
+
+
+@router.get("/v1/monitor", tags=["monitor"])
+async def get_monitor_report(
+    monitor: MonitorDep,
+    rubric: Annotated[str | None, Query(description="Only this rubric's runs.")] = None,
+    run: Annotated[str | None, Query(description="Only runs of this name.")] = None,
+    history: Annotated[
+        bool, Query(description="Include each run's downsampled signal history.")
+    ] = False,
+) -> MonitorReport:
+    """Per (rubric, run): samples, current signals and alerts; and the canaries' latest scores."""
+    return report(monitor, rubric, run, history)
+
+
+@router.get("/dashboard", include_in_schema=False)
+async def dashboard_page() -> HTMLResponse:
+    """The dashboard page (plots over time per rubric and run, alerts on the time axis)."""
+    return HTMLResponse((STATIC / "dashboard.html").read_text(encoding="utf-8"))
+
+
+@router.get("/dashboard/assets/{name}", include_in_schema=False)
+async def dashboard_asset(name: str) -> FileResponse:
+    """The page's script and styles and the vendored chart library (a fixed list of files)."""
+    media = ASSETS.get(name)
+    if media is None:
+        raise HTTPException(404, f"no asset {name!r}")
+    folder = STATIC if name.startswith("dashboard") else STATIC / "vendor"
+    return FileResponse(folder / name, media_type=media)

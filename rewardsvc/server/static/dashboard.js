@@ -1,0 +1,188 @@
+// The rewardsvc dashboard: polls GET /v1/monitor?history=true and draws uPlot charts.
+"use strict";
+
+const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+  "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+const MARK = { firing: "#d62728", resolved: "#2ca02c", version: "#1f77b4" };
+const REFRESH_MS = 5000;
+let plots = [];
+let selected = localStorage.getItem("rewardsvc-run") || "";
+
+const seconds = (iso) => Date.parse(iso) / 1000;
+const fmt = (v) => (v === null || v === undefined ? "–" : Number(v).toFixed(3));
+
+function headers() {
+  const key = document.getElementById("key").value || sessionStorage.getItem("rewardsvc-key");
+  return key ? { Authorization: "Bearer " + key } : {};
+}
+
+// Vertical lines on the time axis where an alert fired or resolved or the rubric changed.
+function markers(events) {
+  return {
+    hooks: {
+      draw: [(u) => {
+        const ctx = u.ctx;
+        const { left, top, width, height } = u.bbox;
+        ctx.save();
+        ctx.font = `${Math.round(10 * devicePixelRatio)}px sans-serif`;
+        let row = 0;
+        for (const e of events) {
+          const x = u.valToPos(e.t, "x", true);
+          if (x < left || x > left + width) continue;
+          ctx.strokeStyle = ctx.fillStyle = MARK[e.kind] || "#000";
+          ctx.setLineDash([5, 3]);
+          ctx.lineWidth = 1.5 * devicePixelRatio;
+          ctx.beginPath();
+          ctx.moveTo(x, top);
+          ctx.lineTo(x, top + height);
+          ctx.stroke();
+          if (e.kind !== "resolved") {
+            // Stacked so that alerts firing close together stay readable.
+            const y = top + (10 + 11 * (row++ % 8)) * devicePixelRatio;
+            ctx.fillText(e.kind === "version" ? `rubric ${e.name.slice(0, 14)}` : e.name, x + 3, y);
+          }
+        }
+        ctx.restore();
+      }],
+    },
+  };
+}
+
+// A single point (one canary check) would otherwise stretch the time axis over years.
+const PADDED_X = { x: { time: true, range: (u, min, max) => (min === max ? [min - 300, max + 300] : [min, max]) } };
+
+function draw(panelId, times, named, events, yRange) {
+  const panel = document.getElementById(panelId);
+  panel.querySelectorAll(".uplot, .none").forEach((n) => n.remove());
+  const names = Object.keys(named);
+  if (names.length === 0) {
+    const note = document.createElement("p");
+    note.className = "none";
+    note.textContent = "no data yet";
+    panel.appendChild(note);
+  }
+  const series = [{}].concat(names.map((name, i) => ({
+    label: name, stroke: PALETTE[i % PALETTE.length], width: 1.5, spanGaps: true,
+  })));
+  const opts = {
+    width: Math.max(panel.clientWidth - 12, 300), height: 200,
+    series, plugins: [markers(events)], legend: { live: false },
+    scales: Object.assign({}, PADDED_X, yRange ? { y: { range: yRange } } : {}),
+  };
+  plots.push(new uPlot(opts, [times].concat(names.map((n) => named[n])), panel));
+}
+
+function pick(series, test) {
+  const out = {};
+  for (const [name, values] of Object.entries(series)) if (test(name)) out[name] = values;
+  return out;
+}
+
+function alertsTable(run, canaries) {
+  const body = document.querySelector("#alerts tbody");
+  body.replaceChildren();
+  const rows = run ? run.alerts.map((a) => [a.name, a.state, a.since, a.value, a.threshold]) : [];
+  for (const c of canaries) {
+    if (c.alert) rows.push([`canary:${c.judge}:${c.attack}`, "firing", c.since,
+      c.reward - c.anchor_reward, c.margin]);
+  }
+  const order = { firing: 0, pending: 1, resolved: 2 };
+  rows.sort((a, b) => order[a[1]] - order[b[1]]);
+  for (const [name, state, since, value, threshold] of rows) {
+    const tr = document.createElement("tr");
+    tr.className = `alert ${state}`;
+    for (const cell of [name, state, since, fmt(value), fmt(threshold)]) {
+      const td = document.createElement("td");
+      td.textContent = cell;
+      tr.appendChild(td);
+    }
+    body.appendChild(tr);
+  }
+  document.getElementById("no-alerts").hidden = rows.length > 0;
+}
+
+function canaryTable(canaries) {
+  const body = document.querySelector("#canaries tbody");
+  body.replaceChildren();
+  for (const c of canaries) {
+    const tr = document.createElement("tr");
+    tr.className = c.alert ? "alert firing" : "";
+    for (const cell of [c.judge, c.attack, fmt(c.reward), fmt(c.anchor_reward), fmt(c.margin),
+      c.alert ? "FIRING" : "ok"]) {
+      const td = document.createElement("td");
+      td.textContent = cell;
+      tr.appendChild(td);
+    }
+    body.appendChild(tr);
+  }
+}
+
+function canaryPlot(canaries) {
+  const stamps = new Set();
+  for (const c of canaries) for (const [t] of c.history || []) stamps.add(seconds(t));
+  const times = [...stamps].sort((a, b) => a - b);
+  const named = {};
+  const events = [];
+  for (const c of canaries) {
+    const byTime = new Map((c.history || []).map(([t, r, a]) =>
+      [seconds(t), r === null || a === null ? null : r - a]));
+    named[`${c.judge}:${c.attack}`] = times.map((t) => (byTime.has(t) ? byTime.get(t) : null));
+    if (c.alert && c.since) events.push({ t: seconds(c.since), kind: "firing", name: `${c.judge}:${c.attack}` });
+  }
+  draw("plot-canaries", times, named, events, [-1, 1]);
+}
+
+function render(report) {
+  plots.forEach((p) => p.destroy());
+  plots = [];
+  const select = document.getElementById("run");
+  const keys = report.runs.map((r) => `${r.rubric} / ${r.run}`);
+  if (!keys.includes(selected)) selected = keys[0] || "";
+  select.replaceChildren(...keys.map((k) => new Option(k, k, false, k === selected)));
+  const run = report.runs.find((r) => `${r.rubric} / ${r.run}` === selected);
+  const canaries = report.canaries.filter((c) => !run || c.rubric === run.rubric);
+  alertsTable(run, canaries);
+  canaryTable(canaries);
+  const h = run ? run.history : { times: [], series: {}, events: [] };
+  const times = h.times.map(seconds);
+  const events = h.events.map((e) => ({ t: seconds(e.time), kind: e.kind, name: e.name }));
+  const s = h.series;
+  document.getElementById("summary").textContent = run
+    ? `${run.samples} samples, version ${run.version.slice(0, 19)}` : "no runs yet";
+  draw("plot-reward", times, pick(s, (n) => n.startsWith("reward_") && !n.endsWith("_sd")
+    && n !== "reward_length_corr" && n !== "reward_drift"), events);
+  draw("plot-length", times, pick(s, (n) => n === "length_mean"), events);
+  draw("plot-corr", times, pick(s, (n) => n === "reward_length_corr"), events, [-1, 1]);
+  draw("plot-flags", times, pick(s, (n) => n.startsWith("flag_rate:")), events);
+  draw("plot-judges", times, pick(s, (n) => n === "judge_disagreement" || n === "uncertainty_mean"), events);
+  draw("plot-drift", times, pick(s, (n) => n.endsWith("_drift")), events, [0, 1]);
+  draw("plot-status", times, pick(s, (n) => n.endsWith("_share")), events, [0, 1]);
+  draw("plot-criteria", times, pick(s, (n) => n.startsWith("criterion_pass_rate:")), events, [0, 1]);
+  canaryPlot(canaries);
+  document.getElementById("updated").textContent = "updated " + new Date().toISOString();
+  document.body.dataset.plots = String(plots.length);
+}
+
+async function refresh() {
+  try {
+    const response = await fetch("v1/monitor?history=true", { headers: headers() });
+    if (!response.ok) throw new Error(`GET /v1/monitor: HTTP ${response.status}`);
+    render(await response.json());
+    document.body.dataset.error = "";
+  } catch (err) {
+    document.getElementById("updated").textContent = String(err);
+    document.body.dataset.error = String(err);
+  }
+}
+
+document.getElementById("run").addEventListener("change", (e) => {
+  selected = e.target.value;
+  localStorage.setItem("rewardsvc-run", selected);
+  refresh();
+});
+document.getElementById("key").addEventListener("change", (e) => {
+  sessionStorage.setItem("rewardsvc-key", e.target.value);
+  refresh();
+});
+refresh();
+setInterval(refresh, REFRESH_MS);

@@ -177,9 +177,16 @@ def test_compose_prometheus_scrapes_metrics(compose: dict[str, Any]) -> None:
     svc = compose["services"]["prometheus"]
     image, _, tag = svc["image"].partition(":")
     assert image == "prom/prometheus" and tag and tag != "latest"
-    (mount,) = [m for m in svc["volumes"] if isinstance(m, dict) and m["type"] == "bind"]
-    assert (COMPOSE.parent / mount["source"]).resolve() == DEPLOY / "prometheus.yml"
+    binds = {
+        (COMPOSE.parent / m["source"]).resolve(): m["target"]
+        for m in svc["volumes"]
+        if isinstance(m, dict) and m["type"] == "bind"
+    }
+    assert binds[DEPLOY / "prometheus.yml"] == "/etc/prometheus/prometheus.yml"
     config = load_yaml(DEPLOY / "prometheus.yml")
+    # The monitor's alerting rules are mounted where the configuration loads rules from.
+    rules = binds[DEPLOY / "prometheus" / "rewardsvc-monitor.rules.yml"]
+    assert any(Path(rules).match(pattern) for pattern in config["rule_files"]), rules
     targets = {
         target: job.get("metrics_path", "/metrics")
         for job in config["scrape_configs"]

@@ -12,7 +12,7 @@ $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	@echo "[make] creating $(VENV) with rewardsvc, its test tools and the client package"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,embeddings]' -e ./clients/python
+	$(PY) -m pip install --quiet -e '.[test,embeddings,eval]' -e ./clients/python
 	@touch $@
 
 install: $(VENV)/.installed

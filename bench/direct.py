@@ -28,10 +28,10 @@ from openai.types.chat import ChatCompletion
 
 from bench.harness import REPO_ROOT
 from rewardsvc.core.pool import JudgeConfig, JudgePool
-from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
 from rewardsvc.judges.judge import build_judges
+from rewardsvc.server.items import rollout_of
 from rewardsvc.server.wire import Item
 
 
@@ -39,7 +39,7 @@ def call_kwargs(rubric: Rubric, item: dict[str, Any], config: JudgeConfig) -> li
     """The ``create(**kwargs)`` of every criterion call rewardsvc makes for one item."""
     if config.method != "logprob":
         raise ValueError("the direct client mirrors the logprob method only")
-    rollout = Rollout.from_item(Item.model_validate(item))
+    rollout = rollout_of(Item.model_validate(item))
     sampling = config.sampling
     out = []
     for criterion in rubric.criteria:
@@ -164,7 +164,7 @@ async def verify_same_calls(
         cfg = config.model_copy(update={"base_urls": [fake.url]})
         judge = build_judges(JudgePool(judges={"primary": cfg}))["primary"]
         for item in items:
-            rollout = Rollout.from_item(Item.model_validate(item))
+            rollout = rollout_of(Item.model_validate(item))
             await asyncio.gather(
                 *(judge.score_criterion(rubric, c, rollout) for c in rubric.criteria)
             )

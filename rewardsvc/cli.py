@@ -1,4 +1,4 @@
-"""The ``rewardsvc`` command: serve, validate, schema, score, probe."""
+"""The ``rewardsvc`` command: serve, validate, schema, score, probe, label, eval."""
 
 from __future__ import annotations
 
@@ -246,19 +246,22 @@ def _local_scorer(args: argparse.Namespace) -> tuple[Entry, JudgePool]:
         ) from None
 
 
-def _score_locally(pool: JudgePool, rubric: Rubric, items: list[dict]) -> dict:
+def _score_locally(
+    pool: JudgePool, rubric: Rubric, items: list[dict], explain: bool = False
+) -> dict:
     """Score items with a fresh engine (no cache), as the service would."""
     from rewardsvc.graders.run import Graders
     from rewardsvc.judges.judge import build_judges
     from rewardsvc.scoring.engine import Engine
-    from rewardsvc.server.dispatch import score_batch
+    from rewardsvc.server.dispatch import Target, score_target
     from rewardsvc.server.wire import RewardOptions
 
     async def run() -> dict:
         graders = Graders()
         engine = Engine(build_judges(pool), graders=graders)
+        options = RewardOptions(use_cache=False, explain=explain)
         try:
-            response = await score_batch(engine, rubric, items, RewardOptions(use_cache=False))
+            response = await score_target(Target.of_rubric(rubric, None), engine, items, options)
         finally:
             await engine.aclose()
             await asyncio.to_thread(graders.close)
@@ -277,7 +280,8 @@ def _item(args: argparse.Namespace, completion: str, item_id: str) -> dict:
 def cmd_score(args: argparse.Namespace) -> int:
     """Score one prompt/completion locally and print the breakdown per judge and criterion."""
     entry, pool = _local_scorer(args)
-    response = _score_locally(pool, entry.rubric, [_item(args, args.completion, "cli")])
+    items = [_item(args, args.completion, "cli")]
+    response = _score_locally(pool, entry.rubric, items, explain=args.explain)
     if args.json:
         print(json.dumps(response, indent=2))
         return 0
@@ -293,6 +297,14 @@ def cmd_score(args: argparse.Namespace) -> int:
             p = crit.get("p") or {}
             dist = " ".join(f"{k}={v:.2f}" for k, v in p.items())
             print(f"    {cid:<28} {_fmt(crit['score'])}  {dist}{_err(crit)}")
+    for name, seen in (result.get("explain") or {}).items():
+        for key, prompt in seen.items():
+            print(f"\n--- what judge {name} read for {key} ---")
+            if isinstance(prompt, str):
+                print(prompt)
+            else:
+                for message in prompt:
+                    print(f"[{message['role']}]\n{message['content']}")
     return 0 if result["status"] in ("ok", "degraded") else 1
 
 
@@ -382,6 +394,9 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--completion", required=True)
     score.add_argument("--reference")
     score.add_argument("--json", action="store_true", help="print the full JSON result")
+    score.add_argument(
+        "--explain", action="store_true", help="also print what each judge read, fences included"
+    )
     score.set_defaults(func=cmd_score)
 
     probe = sub.add_parser(
@@ -397,6 +412,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     probe.add_argument("--json", action="store_true", help="print the results as JSON")
     probe.set_defaults(func=cmd_probe)
+    from rewardsvc.evaluation.commands import register as register_evaluation
+
+    register_evaluation(sub, config_args)
     return parser
 
 

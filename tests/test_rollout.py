@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.safety.detectors import detect
+from rewardsvc.server.items import rollout_of
 from rewardsvc.server.wire import Item
 
 
 def test_assistant_messages_render_as_their_bare_text() -> None:
-    as_string = Rollout.from_item(Item(prompt="2+2?", completion=":"))
-    as_messages = Rollout.from_item(
+    as_string = rollout_of(Item(prompt="2+2?", completion=":"))
+    as_messages = rollout_of(
         Item(prompt="2+2?", completion=[{"role": "assistant", "content": ":"}])
     )
     assert as_messages.completion == ":"
@@ -18,7 +19,7 @@ def test_assistant_messages_render_as_their_bare_text() -> None:
 
 
 def test_mixed_roles_and_prompts_keep_the_transcript() -> None:
-    rollout = Rollout.from_item(
+    rollout = rollout_of(
         Item(
             prompt=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
             completion=[

@@ -39,6 +39,18 @@ class JudgeOutcome:
 
 
 @dataclass
+class StepResult:
+    """One assistant step's reward: ``criteria`` maps each step criterion to its mean
+    score over the judges that scored it (None when none did)."""
+
+    index: int
+    reward: float | None
+    status: Status
+    criteria: dict[str, float | None] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass
 class ItemReward:
     """The reward of one item, with its status, uncertainty and breakdown."""
 
@@ -51,6 +63,7 @@ class ItemReward:
     cached: bool = False
     error: str | None = None
     completion_chars: int = 0
+    steps: list[StepResult] | None = None
 
 
 @dataclass

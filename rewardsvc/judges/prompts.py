@@ -458,11 +458,12 @@ def explain(
 ) -> dict[str, dict[str, Seen]]:
     """What each judge of ``rubric`` reads for ``rollout``, without calling it.
 
-    ``{judge: {key: messages (chat) or text (completion)}}``, the key being a criterion id,
-    ``holistic`` for implicit scoring, or ``criterion@stepK`` for a criterion with
-    ``scope: step`` at assistant step K. ``configs`` is the judge pool (judges missing
-    from it are left out). Built by the same pure builders as the calls, with the default
-    defuser (a judge with a defuser of its own defuses its special tokens too).
+    ``{judge: {key: messages (chat) or text (completion)}}``, the key being a criterion
+    id, ``aggregate.HOLISTIC`` (``_holistic``) for implicit scoring, or ``criterion@stepK``
+    for a criterion with ``scope: step`` at assistant step K. ``configs`` is the judge
+    pool (judges missing from it are left out). Built by the same pure builders as the
+    calls, with the default defuser (a judge with a defuser of its own defuses its special
+    tokens too).
     """
     out: dict[str, dict[str, Seen]] = {}
     for ref in rubric.judges:
@@ -475,7 +476,8 @@ def explain(
         if rubric.combine == "implicit":
             seen[HOLISTIC] = _seen(holistic_prompt(rubric, rollout, method, api, reasoning))
         for c in rubric.criteria:
-            if rubric.combine == "implicit" or c.scope == "step":
+            # A grader criterion is scored without a judge; a step one per step, below.
+            if rubric.combine == "implicit" or c.scope == "step" or c.grader is not None:
                 continue
             seen[c.id] = _seen(criterion_prompt(rubric, c, rollout, method, api, reasoning))
         for k in range(rollout.step_count()):

@@ -23,6 +23,7 @@ from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.recipe import Recipe, RoutingTable
 from rewardsvc.core.rubric import Rubric
+from rewardsvc.core.trajectory import NOTE_FLAGS
 from rewardsvc.library.recipes import (
     RECIPES_DIR,
     RecipeEntry,
@@ -61,7 +62,7 @@ class Entry:
 def validation_context(pool: JudgePool | None) -> dict[str, Any]:
     """What a rubric is validated against: the detectors' flag names, and the judge
     names of ``pool`` (unchecked when there is no pool)."""
-    context: dict[str, Any] = {"flag_names": frozenset(FLAGS)}
+    context: dict[str, Any] = {"flag_names": frozenset(FLAGS) | frozenset(NOTE_FLAGS)}
     if pool is not None:
         context["judge_names"] = frozenset(pool.judges)
     return context

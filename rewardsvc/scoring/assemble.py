@@ -9,14 +9,35 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from rewardsvc.core import aggregate
-from rewardsvc.core.results import CriterionOutcome, ItemReward, JudgeOutcome, Status
+from rewardsvc.core.results import CriterionOutcome, ItemReward, JudgeOutcome, Status, StepResult
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.core.verdict import Verdict
+from rewardsvc.scoring import steps as process
 from rewardsvc.scoring.cache import Source
 
 PerJudge = Mapping[str, Mapping[str, tuple[Verdict, Source]]]
 """An item's verdicts: judge name -> criterion id -> (verdict, where it came from)."""
+
+
+def episode_part(
+    verdicts: Mapping[str, tuple[Verdict, Source]],
+) -> dict[str, tuple[Verdict, Source]]:
+    """A judge's verdicts on the episode criteria (step verdicts have keys ``crit@stepK``)."""
+    return {key: v for key, v in verdicts.items() if "@" not in key}
+
+
+def step_results(
+    rubric: Rubric, rollout: Rollout, per_judge: PerJudge, rule: JudgeRule, min_judges: int
+) -> list[StepResult] | None:
+    """Each assistant step's reward when the rubric has step criteria, else None."""
+    if not any(c.scope == "step" for c in rubric.criteria):
+        return None
+    stepped = {
+        name: {key: v for key, (v, _) in verdicts.items() if "@" in key}
+        for name, verdicts in per_judge.items()
+    }
+    return process.assemble(rubric, rollout.step_count(), stepped, rule=rule, min_judges=min_judges)
 
 
 def judge_outcome(rubric: Rubric, verdicts: Mapping[str, tuple[Verdict, Source]]) -> JudgeOutcome:
@@ -69,10 +90,13 @@ def item_reward(
     flags: list[str],
     row: Mapping[str, JudgeOutcome],
     per_judge: PerJudge,
+    steps: list[StepResult] | None = None,
 ) -> ItemReward:
     """The reward of one item from its judges' (calibrated) scores, by the failure rules:
     enough judges -> ok or degraded; fewer than ``min_judges`` -> judge_error (no reward);
-    every judge out of context -> rejected. ``place`` names the item in errors."""
+    every judge out of context -> rejected. ``place`` names the item in errors. With
+    ``steps`` (process rewards), the steps' combined reward joins the episode's, and a
+    failed step degrades the item, not the episode."""
     agg = rubric.aggregation
     weights = {j.name: j.weight for j in rubric.judges}
     scored = [n for n in names if row[n].score is not None]
@@ -92,19 +116,50 @@ def item_reward(
     reward: float | None = None
     spread: float | None = None
     status: Status = "judge_error"
+    has_episode = any(c.scope == "episode" for c in rubric.criteria)
+    if steps is not None and not has_episode:
+        value = process.process_reward(rubric, steps)
+        status = process.item_status(steps)
+        if value is not None:
+            reward = aggregate.apply_transforms(
+                value,
+                rubric.transforms,
+                completion_tokens=aggregate.count_tokens(rollout.completion),
+                flags=flags,
+            )
+        return ItemReward(
+            id=item_id,
+            reward=reward,
+            status=status,
+            judges=dict(row),
+            flags=flags,
+            cached=cached,
+            error="; ".join(s.error for s in steps if s.error) or None,
+            completion_chars=len(rollout.completion),
+            steps=steps,
+        )
     if len(scored) >= min_judges:
         scores = [row[n].score for n in scored]
         variances = [row[n].variance for n in scored]
         w = [weights[n] for n in scored]
-        value = aggregate.combine(rule, scores, w, lam=agg.uwo_lambda, beta=agg.softmin_beta)
-        spread = aggregate.uncertainty(scores, variances, w)
-        reward = aggregate.apply_transforms(
-            value,
-            rubric.transforms,
-            completion_tokens=aggregate.count_tokens(rollout.completion),
-            flags=flags,
+        value: float | None = aggregate.combine(
+            rule, scores, w, lam=agg.uwo_lambda, beta=agg.softmin_beta
         )
+        spread = aggregate.uncertainty(scores, variances, w)
         status = "ok" if len(scored) == len(names) else "degraded"
+        if steps is not None:
+            value = process.item_reward(rubric, value, process.process_reward(rubric, steps))
+            if status == "ok" and process.item_status(steps) != "ok":
+                status = "degraded"
+        if value is not None:
+            reward = aggregate.apply_transforms(
+                value,
+                rubric.transforms,
+                completion_tokens=aggregate.count_tokens(rollout.completion),
+                flags=flags,
+            )
+        else:
+            status = "judge_error"
     failed = [f"{n}: {row[n].error}" for n in names if row[n].score is None]
     error = None
     if failed:
@@ -122,4 +177,5 @@ def item_reward(
         cached=cached,
         error=error,
         completion_chars=len(rollout.completion),
+        steps=steps,
     )

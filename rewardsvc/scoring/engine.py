@@ -35,7 +35,8 @@ from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.graders.run import Graders, grade_criteria
 from rewardsvc.safety.detectors import THREAD_ABOVE_CHARS, detect
-from rewardsvc.scoring.assemble import item_reward, judge_outcome
+from rewardsvc.scoring import steps
+from rewardsvc.scoring.assemble import episode_part, item_reward, judge_outcome, step_results
 from rewardsvc.scoring.cache import Source, VerdictCache, cache_key
 from rewardsvc.scoring.calibration import CalibrationWindows
 
@@ -173,7 +174,7 @@ class Engine:
                 found = await asyncio.to_thread(detect, rollout)
             else:
                 found = detect(rollout)
-            flags = sorted(set(found))
+            flags = sorted(set(found) | set(rollout.notes()))
         except Exception:
             # A detector bug must not sink the batch; the item is scored without flags.
             log.exception("detectors failed on %s", prefix)
@@ -329,13 +330,27 @@ class Engine:
                     calls.append(_Call(pos, name, aggregate.HOLISTIC, key, run))
                     continue
                 for criterion in rubric.criteria:
-                    if criterion.grader is not None:
+                    if criterion.grader is not None or criterion.scope == "step":
                         continue
                     run = functools.partial(
                         judge.score_criterion, rubric, criterion, p.rollout, deadline=deadline
                     )
                     key = cache_key(version, identities[name], criterion.id, digest)
                     calls.append(_Call(pos, name, criterion.id, key, run))
+            # Process rewards: step-major, so that consecutive steps of one trajectory
+            # reach a judge in order and reuse its prefix cache.
+            for sc in steps.plan(rubric, p.rollout):
+                step_digest = sc.rollout.digest()
+                for name in names:
+                    run = functools.partial(
+                        self.judges[name].score_criterion,
+                        rubric,
+                        sc.criterion,
+                        sc.rollout,
+                        deadline=deadline,
+                    )
+                    key = cache_key(version, identities[name], sc.key, step_digest)
+                    calls.append(_Call(pos, name, sc.key, key, run))
         return calls
 
     async def _calibrate(
@@ -372,11 +387,17 @@ class Engine:
         prepared: list[_Prepared],
         verdicts: list[dict[str, dict[str, tuple[Verdict, Source]]]],
     ) -> list[ItemReward]:
+        episode = steps.episode_rubric(rubric)
         rows = [
-            {name: judge_outcome(rubric, per_judge[name]) for name in names}
+            {
+                name: judge_outcome(episode, episode_part(per_judge[name]))
+                if episode is not None
+                else JudgeOutcome(score=None, error="the rubric has only step criteria")
+                for name in names
+            }
             for per_judge in verdicts
         ]
-        if rubric.aggregation.calibration != "none":
+        if episode is not None and rubric.aggregation.calibration != "none":
             await self._calibrate(rubric, version, names, rows)
         rule = options.rule or rubric.aggregation.rule
         return [
@@ -391,6 +412,7 @@ class Engine:
                 p.flags,
                 row,
                 per_judge,
+                step_results(rubric, p.rollout, per_judge, rule, min_judges),
             )
             for p, row, per_judge in zip(prepared, rows, verdicts, strict=True)
         ]

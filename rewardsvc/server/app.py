@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import Registry
-from rewardsvc.server import compat, dashboard, ops, routes
+from rewardsvc.server import agents, comparative, compat, dashboard, ops, routes
 from rewardsvc.server.errors import error_detail_of, error_response, format_validation_errors
 from rewardsvc.server.guards import (
     PUBLIC_PATHS,
@@ -121,7 +121,9 @@ def create_app(
         return error_response(500, "internal_error", "internal error; see the service log")
 
     app.include_router(routes.v1)
+    app.include_router(comparative.router)
     app.include_router(compat.router)
+    app.include_router(agents.router)
     app.include_router(ops.health)
     app.include_router(dashboard.router)
 

@@ -33,6 +33,7 @@ from rewardsvc.core.recipe import (
 from rewardsvc.core.results import BatchResult, ItemReward, JudgeOutcome
 from rewardsvc.core.rollout import ItemIn, ScoreOptions
 from rewardsvc.core.rubric import Rubric
+from rewardsvc.judges.prompts import explain
 from rewardsvc.library.recipes import RecipeEntry
 from rewardsvc.library.registry import Registry
 from rewardsvc.library.yamlfile import InvalidFile, validate_document
@@ -48,6 +49,7 @@ from rewardsvc.server.wire import (
     RewardResponse,
     RewardResult,
     RubricRef,
+    StepScore,
     Usage,
 )
 
@@ -195,10 +197,35 @@ async def score_target(
     opts = score_options(options or RewardOptions(), run)
     if target.table is None:
         results, usage = await _score(target, engine, inputs, opts, deadline)
+        if options is not None and options.explain and target.rubric is not None:
+            results = await _explained(target.rubric, engine, inputs, results, opts)
     else:
         results, usage = await _score_routed(target, engine, items, inputs, opts, deadline)
     usage.latency_ms = (time.perf_counter() - started) * 1000
     return RewardResponse(rubric=target.ref, results=results, usage=usage)
+
+
+async def _explained(
+    rubric: Rubric,
+    engine: Engine,
+    inputs: list[ItemIn],
+    results: list[RewardResult],
+    opts: ScoreOptions,
+) -> list[RewardResult]:
+    """``results`` with what each judge read (rendered again by the same pure builders,
+    no judge call; off the event loop, since long items take a while to render)."""
+    names = opts.judges or tuple(j.name for j in rubric.judges)
+    configs = {n: engine.judges[n].config for n in names if hasattr(engine.judges[n], "config")}
+
+    def render() -> list[RewardResult]:
+        return [
+            result
+            if item.rollout is None
+            else result.model_copy(update={"explain": explain(rubric, item.rollout, configs)})
+            for item, result in zip(inputs, results, strict=True)
+        ]
+
+    return await asyncio.to_thread(render)
 
 
 async def _score(
@@ -310,6 +337,14 @@ def reward_result(item: ItemReward) -> RewardResult:
         flags=item.flags,
         cached=item.cached,
         error=item.error,
+        steps=None
+        if item.steps is None
+        else [
+            StepScore(
+                index=s.index, reward=s.reward, status=s.status, criteria=s.criteria, error=s.error
+            )
+            for s in item.steps
+        ],
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,6 +30,9 @@ from rewardsvc.monitor import CanaryRunner, Monitor, load_canaries
 from rewardsvc.scoring.cache import VerdictCache
 from rewardsvc.scoring.calibration import CalibrationWindows
 from rewardsvc.scoring.engine import Engine
+from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions, score_groups
+from rewardsvc.scoring.groups import planned_calls as groups_planned_calls
+from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions, judge_preferences
 from rewardsvc.scoring.shared import RedisLink
 from rewardsvc.server import metrics, monitor_metrics
 from rewardsvc.server.dashboard import (
@@ -139,34 +142,77 @@ class Service:
         check_batch(len(items), self.settings.max_items, field_name)
         target = rubric if isinstance(rubric, Target) else Target.of_rubric(rubric, metrics_label)
         calls = len(items) * target.calls_per_item(lambda r: self._calls_per_item(r, options))
+        deadline = time.monotonic() + self.settings.request_timeout_s
+        with self.admitted(len(items), calls):
+            try:
+                response = await score_target(target, self.engine, items, options, deadline, run)
+            except RequestError as exc:
+                raise ApiError.of(exc) from exc
+        if self.reward_log is not None:
+            self.reward_log.write(response, list(items), run)
+        return response
+
+    @contextlib.contextmanager
+    def admitted(self, items: int, calls: int) -> Iterator[None]:
+        """Hold in-flight slots for ``items`` and ``calls`` (429 when full, 413 when the
+        calls alone exceed max_inflight_calls) and count the request as active, so that a
+        drain waits for it."""
         if calls > self.settings.max_inflight_calls:
             raise ApiError(
                 413,
                 "too_much_work",
-                f"{len(items)} items x the rubric's judges x criteria plan {calls} judge "
-                f"calls, more than max_inflight_calls={self.settings.max_inflight_calls}; "
-                "split the batch",
+                f"the request plans {calls} judge calls, more than "
+                f"max_inflight_calls={self.settings.max_inflight_calls}; split it",
                 field="max_inflight_calls",
             )
-        deadline = time.monotonic() + self.settings.request_timeout_s
-        with self.limiter.admit(len(items), calls):
+        with self.limiter.admit(items, calls):
             metrics.INFLIGHT.inc()
             metrics.INFLIGHT_CALLS.inc(calls)
             self.active += 1
             self.idle.clear()
             try:
-                response = await score_target(target, self.engine, items, options, deadline, run)
-            except RequestError as exc:
-                raise ApiError.of(exc) from exc
+                yield
             finally:
                 metrics.INFLIGHT.dec()
                 metrics.INFLIGHT_CALLS.dec(calls)
                 self.active -= 1
                 if self.active == 0:
                     self.idle.set()
-        if self.reward_log is not None:
-            self.reward_log.write(response, list(items), run)
-        return response
+
+    async def score_groups(
+        self, rubric: Rubric, groups: list[GroupIn], options: GroupOptions, *, run: str | None
+    ) -> GroupBatch:
+        """Groups of completions scored relative to each other (``POST /v1/groups``)."""
+        check_batch(sum(len(g.rollouts) for g in groups), self.settings.max_items, "groups")
+        self._calls_per_item(rubric, RewardOptions())
+        calls = groups_planned_calls(rubric, [len(g.rollouts) for g in groups], options)
+        with self.admitted(sum(len(g.rollouts) for g in groups), calls):
+            return await score_groups(
+                self.engine.judges,  # type: ignore[arg-type]
+                rubric,
+                groups,
+                options,
+                max_text_chars=self.engine.max_text_chars,
+                deadline=time.monotonic() + self.settings.request_timeout_s,
+            )
+
+    async def judge_preferences(
+        self, rubric: Rubric, pairs: list[GroupIn], options: PreferenceOptions, *, run: str | None
+    ) -> PreferenceBatch:
+        """Pairs judged in both orders (``POST /v1/preferences``)."""
+        check_batch(2 * len(pairs), self.settings.max_items, "pairs")
+        self._calls_per_item(rubric, RewardOptions())
+        as_groups = GroupOptions(method="pairwise", judges=options.judges)
+        calls = groups_planned_calls(rubric, [2] * len(pairs), as_groups)
+        with self.admitted(2 * len(pairs), calls):
+            return await judge_preferences(
+                self.engine.judges,  # type: ignore[arg-type]
+                rubric,
+                pairs,
+                options,
+                max_text_chars=self.engine.max_text_chars,
+                deadline=time.monotonic() + self.settings.request_timeout_s,
+            )
 
     def _calls_per_item(self, rubric: Rubric, options: RewardOptions) -> int:
         """Judge calls one item costs at most; 413 when the rubric exceeds the limits of

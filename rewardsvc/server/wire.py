@@ -140,6 +140,11 @@ class RewardOptions(BaseModel):
     rule: JudgeRule | None = Field(default=None, description="Override the aggregation rule.")
     min_judges: int | None = Field(default=None, ge=1, description="Override min_judges.")
     use_cache: bool = Field(default=True, description="Read and write the verdict cache.")
+    explain: bool = Field(
+        default=False,
+        description="Return, in each result, what every judge read for each criterion (or "
+        "step): its chat messages or completion prompt, fences included.",
+    )
 
 
 def _scorer_kind(value: Any) -> str:
@@ -243,6 +248,18 @@ class ComponentScore(BaseModel):
     error: str | None = None
 
 
+class StepScore(BaseModel):
+    """One assistant step's process reward."""
+
+    index: int = Field(description="The 0-based assistant step.")
+    reward: float | None = Field(description="In [0, 1]; null when no judge scored the step.")
+    status: Status
+    criteria: dict[str, float | None] = Field(
+        default_factory=dict, description="Each step criterion's mean score over the judges."
+    )
+    error: str | None = None
+
+
 class RewardResult(BaseModel):
     """The reward for one item."""
 
@@ -275,6 +292,16 @@ class RewardResult(BaseModel):
     )
     scored_by: RubricRef | None = Field(
         default=None, description="A routing table: the rubric or recipe that scored the item."
+    )
+    steps: list[StepScore] | None = Field(
+        default=None,
+        description="Process rewards (criteria with scope: step): one reward per assistant "
+        "step; the item's reward combines them by the rubric's step_combine.",
+    )
+    explain: dict[str, dict[str, list[dict[str, str]] | str]] | None = Field(
+        default=None,
+        description="options.explain: per judge, per criterion (or criterion@stepK), the chat "
+        "messages or the completion prompt the judge read.",
     )
 
 

@@ -1,0 +1,7 @@
+"""Evaluation of rubrics and judges against labelled data, and preference labelling.
+
+``rewardsvc eval`` and ``rewardsvc label`` (``commands``) score rows through the service
+(``--url``) or an engine in this process (``scorers``), then measure agreement with pure
+functions (``metrics``) and report it as Markdown, JSON or a PNG (``report``). It sits
+beside the CLI: it may import the server, scoring and everything below.
+"""

@@ -1,0 +1,149 @@
+"""Where ``label`` and ``eval`` get their verdicts: the service over HTTP (``--url``) or an
+engine built in this process from the rubric library and judge pool.
+
+Both answer in the wire shapes of ``POST /v1/rewards`` and ``POST /v1/preferences`` (as
+JSON dicts), so the evaluation code reads one format whichever way it ran.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.judges.judge import Judge, build_judges
+from rewardsvc.library.registry import Registry, load_pool
+from rewardsvc.library.yamlfile import parse_yaml, read_text, validate_document
+from rewardsvc.scoring.engine import Engine
+from rewardsvc.scoring.preferences import PreferenceOptions, judge_preferences
+from rewardsvc.server.comparative import preference_response, read_group
+from rewardsvc.server.dispatch import score_batch
+from rewardsvc.server.wire import RewardOptions
+
+
+class Scorer(Protocol):
+    """Rewards and preferences for raw rows, in the service's wire shapes."""
+
+    rubric: Rubric
+
+    async def rewards(self, items: list[dict[str, Any]]) -> dict[str, Any]:
+        """``POST /v1/rewards`` for ``items``."""
+        ...
+
+    async def preferences(self, pairs: list[dict[str, Any]], margin: float) -> dict[str, Any]:
+        """``POST /v1/preferences`` for ``pairs``."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...
+
+
+def is_rubric_file(rubric: str) -> bool:
+    """Whether ``--rubric`` names a YAML file (scored inline) rather than a library id."""
+    return rubric.endswith((".yaml", ".yml")) and Path(rubric).is_file()
+
+
+class LocalScorer:
+    """An engine in this process: no cache, the service's own scoring functions."""
+
+    def __init__(
+        self, rubric: Rubric, judges: dict[str, Judge], timeout_s: float | None = None
+    ) -> None:
+        self.rubric = rubric
+        self.judges = judges
+        self.engine = Engine(judges)
+        self.timeout_s = timeout_s
+
+    @classmethod
+    def build(cls, rubric: str, rubrics_dir: Path, pool_path: Path) -> LocalScorer:
+        """From a rubric id of the library at ``rubrics_dir`` (or a rubric YAML file) and a
+        judge pool file."""
+        pool = load_pool(pool_path)
+        registry = Registry(rubrics_dir, pool)
+        if is_rubric_file(rubric):
+            path = Path(rubric)
+            doc = parse_yaml(read_text(path), str(path))
+            found = validate_document(doc, Rubric, str(path), registry.context)
+        else:
+            found = registry.get(rubric).rubric
+        return cls(found, build_judges(pool))
+
+    def _deadline(self) -> float | None:
+        return None if self.timeout_s is None else time.monotonic() + self.timeout_s
+
+    async def rewards(self, items: list[dict[str, Any]]) -> dict[str, Any]:
+        """Score items as ``POST /v1/rewards`` would, without the cache."""
+        response = await score_batch(
+            self.engine, self.rubric, items, RewardOptions(use_cache=False), None, self._deadline()
+        )
+        return response.model_dump(mode="json")
+
+    async def preferences(self, pairs: list[dict[str, Any]], margin: float) -> dict[str, Any]:
+        """Judge pairs as ``POST /v1/preferences`` would."""
+        read = [read_group(i, raw, "pairs", ("a", "b")) for i, raw in enumerate(pairs)]
+        batch = await judge_preferences(
+            self.judges,
+            self.rubric,
+            read,
+            PreferenceOptions(margin=margin),
+            deadline=self._deadline(),
+        )
+        return preference_response(batch).model_dump(mode="json")
+
+    async def aclose(self) -> None:
+        """Close the judges."""
+        await self.engine.aclose()
+
+
+class RemoteScorer:
+    """A running service at ``url`` (its API key, if any, in ``api_key``)."""
+
+    def __init__(self, url: str, rubric: str, api_key: str | None = None, timeout_s: float = 600):
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.client = httpx.AsyncClient(
+            base_url=url.rstrip("/"), headers=headers, timeout=timeout_s
+        )
+        self.rubric_arg = rubric
+        self.rubric: Rubric
+        self._inline: dict[str, Any] | None = None
+
+    async def load(self) -> RemoteScorer:
+        """Fetch the rubric (or read the YAML file) so that rules can be recomputed."""
+        if is_rubric_file(self.rubric_arg):
+            path = Path(self.rubric_arg)
+            self.rubric = validate_document(
+                parse_yaml(read_text(path), str(path)), Rubric, str(path)
+            )
+            self._inline = self.rubric.model_dump(mode="json")
+        else:
+            reply = await self.client.get(f"/v1/rubrics/{self.rubric_arg}")
+            reply.raise_for_status()
+            self.rubric = Rubric.model_validate(reply.json()["rubric"])
+        return self
+
+    def _rubric_field(self) -> Any:
+        return self._inline if self._inline is not None else self.rubric_arg
+
+    async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        reply = await self.client.post(path, json=body)
+        if reply.status_code != 200:
+            raise RuntimeError(f"{path} answered {reply.status_code}: {reply.text[:300]}")
+        return reply.json()  # type: ignore[no-any-return]
+
+    async def rewards(self, items: list[dict[str, Any]]) -> dict[str, Any]:
+        """``POST /v1/rewards`` without the cache."""
+        body = {"rubric": self._rubric_field(), "items": items, "options": {"use_cache": False}}
+        return await self._post("/v1/rewards", body)
+
+    async def preferences(self, pairs: list[dict[str, Any]], margin: float) -> dict[str, Any]:
+        """``POST /v1/preferences``."""
+        body = {"rubric": self._rubric_field(), "pairs": pairs, "options": {"margin": margin}}
+        return await self._post("/v1/preferences", body)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        await self.client.aclose()

@@ -1,0 +1,407 @@
+"""Comparative scoring: groups of completions of one prompt, and preference pairs.
+
+:func:`score_groups` plans, for each judge of the rubric and each criterion (one holistic
+question for ``combine: implicit``), the comparison calls of every group: ``listwise``
+asks each of ``orders`` presentation orders once; ``pairwise`` asks every pair of the
+tournament in both orders. All calls run concurrently (each judge's backend enforces its
+own concurrency limit). Per judge and criterion the answers become win rates within the
+group (``rewardsvc.core.comparative``); the criteria combine with their absolute weights
+(``explicit`` and ``implicit``) or by the lowest (``worst``); the judges combine per
+completion by the rubric's rule, and the rubric's transforms apply last.
+
+:func:`judge_preferences` asks each pair in both orders and reports P(a better) per order,
+their mean, whether they agree, and a label.
+
+Failures are honest: a judge with any failed call contributes nothing to that group (never
+a 0); with fewer than ``min_judges`` judges left a group's rewards are all None with status
+``judge_error``; fewer than all but enough is ``degraded``. A group that cannot be scored
+(fewer than 2 completions, too many for one listwise call, text over the limit) is
+``rejected`` on its own. Results are plain dataclasses; the server maps them to its wire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from rewardsvc.core import aggregate
+from rewardsvc.core import comparative as cmp
+from rewardsvc.core.errors import RequestError
+from rewardsvc.core.results import Status
+from rewardsvc.core.rollout import Rollout
+from rewardsvc.core.rubric import Criterion, JudgeRule, Rubric
+from rewardsvc.core.verdict import Verdict
+from rewardsvc.judges.comparative import ask, asks_for_worst, comparison_prompt
+from rewardsvc.judges.judge import Judge
+from rewardsvc.safety.detectors import detect
+from rewardsvc.scoring.group_judges import (
+    Comparison,
+    JudgeGroup,
+    listwise_judge,
+    pairwise_judge,
+)
+
+log = logging.getLogger(__name__)
+
+Method = Literal["listwise", "pairwise"]
+Ask = Callable[[Judge, object, float | None], Awaitable[Verdict]]
+
+
+@dataclass(frozen=True)
+class GroupIn:
+    """One group: the rollouts of its completions (same prompt and reference), or why it
+    was rejected before scoring."""
+
+    id: str
+    rollouts: tuple[Rollout, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class GroupOptions:
+    """How to compare: method, tournament and its pair budget, listwise orders, overrides."""
+
+    method: Method = "listwise"
+    tournament: cmp.Tournament = "circular"
+    orders: int = 2
+    pairs: int | None = None
+    judges: tuple[str, ...] | None = None
+    rule: JudgeRule | None = None
+    min_judges: int | None = None
+    seed: int | None = None
+
+
+@dataclass
+class GroupReward:
+    """Rewards of one group, in input order, with status, uncertainty and breakdown."""
+
+    id: str
+    rewards: list[float | None]
+    status: Status
+    position_consistency: float | None = None
+    uncertainty: list[float] | None = None
+    judges: dict[str, JudgeGroup] = field(default_factory=dict)
+    flags: list[list[str]] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class ComparativeUsage:
+    """Judge work of one request; ``calls_by_order`` counts calls per presentation order
+    (``ab``/``ba`` for pairs, ``order1``... for listwise)."""
+
+    judge_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    calls_by_order: dict[str, int] = field(default_factory=dict)
+
+    def add(self, comparison: Comparison, verdict: Verdict) -> None:
+        """Count one call."""
+        self.judge_calls += 1
+        self.prompt_tokens += verdict.prompt_tokens
+        self.completion_tokens += verdict.completion_tokens
+        self.calls_by_order[comparison.order] = self.calls_by_order.get(comparison.order, 0) + 1
+
+
+@dataclass
+class GroupBatch:
+    """Every group's result in input order, and the rubric that gave them."""
+
+    rubric_id: str
+    version: str
+    method: Method
+    results: list[GroupReward]
+    usage: ComparativeUsage
+
+
+# ------------------------------------------------------------------ request-level checks
+
+
+def select_judges(
+    rubric: Rubric, judges: Mapping[str, Judge], only: tuple[str, ...] | None
+) -> list[str]:
+    """The judges to ask; :class:`RequestError` for a name the rubric or pool lacks."""
+    listed = [j.name for j in rubric.judges]
+    names = listed if only is None else list(dict.fromkeys(only))
+    for name in names:
+        if name not in listed:
+            raise RequestError.at(
+                ("options", "judges"),
+                f"unknown judge {name!r}; rubric {rubric.id!r} is scored by {listed}",
+            )
+        if name not in judges:
+            raise RequestError.at(
+                ("rubric", "judges"), f"judge {name!r} is not in the judge pool ({sorted(judges)})"
+            )
+    return names
+
+
+def min_judges_for(rubric: Rubric, override: int | None, selected: int) -> int:
+    """The bar of successful judges (a request's own, else the rubric's, capped)."""
+    if override is not None:
+        if override > selected:
+            raise RequestError.at(
+                ("options", "min_judges"), f"{override} is more than the {selected} judges selected"
+            )
+        return override
+    return min(rubric.min_judges, selected)
+
+
+def questions(rubric: Rubric) -> list[tuple[str, Criterion | None]]:
+    """The comparison questions: one per criterion, or one holistic for ``implicit``."""
+    if rubric.combine == "implicit":
+        return [(aggregate.HOLISTIC, None)]
+    return [(c.id, c) for c in rubric.criteria]
+
+
+def planned_calls(rubric: Rubric, sizes: Sequence[int], options: GroupOptions) -> int:
+    """Judge calls a request plans (for the service's work limits)."""
+    judges = len(options.judges) if options.judges else len(rubric.judges)
+    per = 0
+    for n in sizes:
+        if options.method == "listwise":
+            per += options.orders
+        elif n >= 2:
+            rng = cmp.rng_for(0)
+            per += 2 * len(cmp.plan_pairs(n, options.tournament, rng, options.pairs))
+    return per * judges * len(questions(rubric))
+
+
+def _reject_reason(group: GroupIn, index: int, options: GroupOptions, max_chars: int) -> str | None:
+    if group.error is not None:
+        return group.error
+    n = len(group.rollouts)
+    if n < 2:
+        return f"groups[{index}].completions: a group needs at least 2 completions, not {n}"
+    if options.method == "listwise" and n > cmp.MAX_LISTWISE:
+        return (
+            f"groups[{index}].completions: {n} completions, more than {cmp.MAX_LISTWISE} for "
+            "one listwise call; use method pairwise"
+        )
+    for k, r in enumerate(group.rollouts):
+        for name, text in (("prompt", r.prompt), ("completion", r.completion)):
+            if len(text) > max_chars:
+                where = name if name == "prompt" else f"completions[{k}]"
+                return f"groups[{index}].{where}: {len(text)} characters, over {max_chars}"
+    return None
+
+
+def _seed(group: GroupIn, seed: int | None) -> str:
+    """Plans are seeded by the group's content: the same group gets the same orders."""
+    h = hashlib.sha256(str(seed).encode())
+    for r in group.rollouts:
+        h.update(r.digest().encode())
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------------ running the calls
+
+
+async def run_calls(
+    calls: Sequence[Callable[[], Awaitable[Verdict]]], deadline: float | None
+) -> list[Verdict]:
+    """Run every call concurrently; calls still running at ``deadline`` are cancelled and
+    become ``deadline`` failures."""
+    if not calls:
+        return []
+    tasks = [asyncio.ensure_future(c()) for c in calls]
+    try:
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        await asyncio.wait(tasks, timeout=timeout)
+    finally:
+        late = [t for t in tasks if not t.done()]
+        for t in late:
+            t.cancel()
+        if late:
+            await asyncio.wait(late)
+    out = []
+    for t in tasks:
+        if t.cancelled():
+            out.append(
+                Verdict.failed("deadline: the request's deadline passed first", kind="deadline")
+            )
+        elif t.exception() is not None:
+            out.append(Verdict.failed(f"internal: {t.exception()!r}"))
+        else:
+            out.append(t.result())
+    return out
+
+
+def _probs(verdict: Verdict, n: int) -> list[float] | None:
+    if not verdict.ok or verdict.probs is None:
+        return None
+    return [verdict.probs.get(cmp.LABELS[k], 0.0) for k in range(n)]
+
+
+# ------------------------------------------------------------------ groups
+
+
+@dataclass
+class _Planned:
+    group: int
+    judge: str
+    comparison: Comparison
+    prompt: object
+
+
+def _plan_group(
+    rubric: Rubric,
+    group: GroupIn,
+    gi: int,
+    names: list[str],
+    judges: Mapping[str, Judge],
+    options: GroupOptions,
+) -> list[_Planned]:
+    rollouts = group.rollouts
+    n = len(rollouts)
+    rng = cmp.rng_for(_seed(group, options.seed))
+    if options.method == "listwise":
+        shows = [
+            (f"order{k + 1}", o) for k, o in enumerate(cmp.plan_orders(n, options.orders, rng))
+        ]
+    else:
+        shows = []
+        for i, j in cmp.plan_pairs(n, options.tournament, rng, options.pairs):
+            shows += [("ab", (i, j)), ("ba", (j, i))]
+    base = rollouts[0]
+    planned = []
+    for name in names:
+        api = judges[name].config.api
+        defuser = judges[name].defuser
+        for key, criterion in questions(rubric):
+            for order, shown in shows:
+                texts = [rollouts[k].completion for k in shown]
+                prompt = comparison_prompt(
+                    rubric, criterion, base.prompt, texts, api, base.reference, defuser
+                )
+                planned.append(_Planned(gi, name, Comparison(key, tuple(shown), order), prompt))
+    return planned
+
+
+async def score_groups(
+    judges: Mapping[str, Judge],
+    rubric: Rubric,
+    groups: Sequence[GroupIn],
+    options: GroupOptions | None = None,
+    *,
+    max_text_chars: int = 100_000,
+    deadline: float | None = None,
+    asker: Ask = ask,  # type: ignore[assignment]
+) -> GroupBatch:
+    """Rewards of every group, relative within the group, in input order.
+
+    Raises :class:`RequestError` for request-level problems (unknown judges, ``min_judges``
+    above the judges selected); a group that cannot be scored is ``rejected`` alone.
+    """
+    started = time.perf_counter()
+    options = options or GroupOptions()
+    names = select_judges(rubric, judges, options.judges)
+    bar = min_judges_for(rubric, options.min_judges, len(names))
+    worst = {key: asks_for_worst(rubric, c) for key, c in questions(rubric)}
+    results: list[GroupReward | None] = [None] * len(groups)
+    planned: list[_Planned] = []
+    for gi, group in enumerate(groups):
+        reason = _reject_reason(group, gi, options, max_text_chars)
+        if reason is not None:
+            results[gi] = GroupReward(
+                group.id, [None] * len(group.rollouts), "rejected", error=reason
+            )
+            continue
+        planned += _plan_group(rubric, group, gi, names, judges, options)
+    verdicts = await run_calls(
+        [functools.partial(asker, judges[p.judge], p.prompt, deadline) for p in planned], deadline
+    )
+    usage = ComparativeUsage()
+    per: dict[tuple[int, str], list[Comparison]] = {}
+    failures: dict[tuple[int, str], list[str]] = {}
+    for p, v in zip(planned, verdicts, strict=True):
+        usage.add(p.comparison, v)
+        c = p.comparison
+        c.p, c.error, c.error_kind = _probs(v, len(c.shown)), v.error, v.error_kind
+        per.setdefault((p.group, p.judge), []).append(c)
+        if c.p is None:
+            failures.setdefault((p.group, p.judge), []).append(
+                f"{c.criterion} {c.order}: {v.error}"
+            )
+    for gi, group in enumerate(groups):
+        if results[gi] is None:
+            results[gi] = _assemble_group(
+                rubric, group, names, bar, options, per, failures, gi, worst
+            )
+    usage.latency_ms = (time.perf_counter() - started) * 1000.0
+    return GroupBatch(rubric.id, rubric.version(), options.method, [r for r in results if r], usage)
+
+
+def _flags(rollout: Rollout) -> list[str]:
+    try:
+        return sorted(set(detect(rollout)))
+    except Exception:
+        # A detector bug must not sink the group; the completion is scored without flags.
+        log.exception("detectors failed")
+        return []
+
+
+def _assemble_group(
+    rubric: Rubric,
+    group: GroupIn,
+    names: list[str],
+    bar: int,
+    options: GroupOptions,
+    per: dict[tuple[int, str], list[Comparison]],
+    failures: dict[tuple[int, str], list[str]],
+    gi: int,
+    worst: dict[str, bool],
+) -> GroupReward:
+    n = len(group.rollouts)
+    build = listwise_judge if options.method == "listwise" else pairwise_judge
+    outcomes: dict[str, JudgeGroup] = {}
+    for name in names:
+        comps = per.get((gi, name), [])
+        failed = failures.get((gi, name))
+        if failed:
+            # Any failed call: the judge's view of this group is incomplete, so it gives none.
+            outcomes[name] = JudgeGroup(
+                None,
+                comparisons=comps,
+                error=f"{len(failed)} of {len(comps)} calls failed: " + "; ".join(failed[:3]),
+            )
+        else:
+            outcomes[name] = build(rubric, n, comps, worst)
+    flags = [_flags(r) for r in group.rollouts]
+    scored = [m for m in names if outcomes[m].rewards is not None]
+    agree = sum(outcomes[m].agree for m in scored)
+    compared = sum(outcomes[m].compared for m in scored)
+    consistency = agree / compared if compared else None
+    errors = [f"{m}: {outcomes[m].error}" for m in names if outcomes[m].rewards is None]
+    error = "; ".join(errors) or None
+    if len(scored) < bar:
+        return GroupReward(group.id, [None] * n, "judge_error", None, None, outcomes, flags, error)
+    agg = rubric.aggregation
+    weights = {j.name: j.weight for j in rubric.judges}
+    w = [weights[m] for m in scored]
+    rewards: list[float | None] = []
+    spread: list[float] = []
+    for i, rollout in enumerate(group.rollouts):
+        scores = [outcomes[m].rewards[i] for m in scored]  # type: ignore[index]
+        variances = [(outcomes[m].variances or [0.0] * n)[i] for m in scored]
+        value = aggregate.combine(
+            options.rule or agg.rule, scores, w, lam=agg.uwo_lambda, beta=agg.softmin_beta
+        )
+        rewards.append(
+            aggregate.apply_transforms(
+                value,
+                rubric.transforms,
+                completion_tokens=aggregate.count_tokens(rollout.completion),
+                flags=flags[i],
+            )
+        )
+        spread.append(aggregate.uncertainty(scores, variances, w))
+    status: Status = "ok" if len(scored) == len(names) else "degraded"
+    return GroupReward(group.id, rewards, status, consistency, spread, outcomes, flags, error)

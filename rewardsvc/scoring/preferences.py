@@ -1,0 +1,184 @@
+"""Preference labels: P(a better than b) for pairs, asked in both orders.
+
+Each pair is a pairwise group of two (``rewardsvc.scoring.groups``), so calls, failures and
+statuses follow the group rules. Per judge and criterion the two orders give
+``P(a better | a shown first)`` and ``P(a better | b shown first)``; the criteria combine
+per order as for groups (absolute weights, or the lowest for ``worst``, renormalized over
+the two sides); a judge's ``p_a_better`` is the mean of its two orders. Judges combine
+by the rubric's rule applied to both sides alike (``core.comparative.combine_pair``), per
+order and for the mean; ``consistent`` says whether the two orders fall on the same side
+of 0.5, and ``label`` follows ``core.comparative.preference_label`` with the margin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rewardsvc.core import aggregate
+from rewardsvc.core import comparative as cmp
+from rewardsvc.core.results import Status
+from rewardsvc.core.rubric import JudgeRule, Rubric
+from rewardsvc.judges.comparative import ask, asks_for_worst
+from rewardsvc.judges.judge import Judge
+from rewardsvc.scoring.group_judges import JudgeGroup, combine_criteria
+from rewardsvc.scoring.groups import (
+    Ask,
+    ComparativeUsage,
+    GroupIn,
+    GroupOptions,
+    questions,
+    score_groups,
+)
+
+
+@dataclass(frozen=True)
+class PreferenceOptions:
+    """Overrides and the label margin."""
+
+    judges: tuple[str, ...] | None = None
+    rule: JudgeRule | None = None
+    min_judges: int | None = None
+    margin: float = cmp.DEFAULT_MARGIN
+
+
+@dataclass
+class JudgePreference:
+    """One judge on one pair: per order, their mean, and per criterion."""
+
+    p_a_better: float | None
+    orders: dict[str, float] | None = None
+    consistent: bool | None = None
+    criteria: dict[str, dict[str, float]] = field(default_factory=dict)
+    calls: int = 0
+    error: str | None = None
+
+
+@dataclass
+class Preference:
+    """The verdict on one pair."""
+
+    id: str
+    p_a_better: float | None
+    orders: dict[str, float] | None
+    consistent: bool | None
+    label: cmp.Side | None
+    status: Status
+    uncertainty: float | None = None
+    judges: dict[str, JudgePreference] = field(default_factory=dict)
+    flags: dict[str, list[str]] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass
+class PreferenceBatch:
+    """Every pair's verdict in input order."""
+
+    rubric_id: str
+    version: str
+    results: list[Preference]
+    usage: ComparativeUsage
+
+
+def _order_p(rubric: Rubric, per_criterion: Mapping[str, float]) -> float:
+    sides = combine_criteria(rubric, {k: [p, 1.0 - p] for k, p in per_criterion.items()})
+    both = sides[0] + sides[1]
+    return 0.5 if both <= 0 else sides[0] / both
+
+
+def _judge_preference(
+    rubric: Rubric, outcome: JudgeGroup, worst: Mapping[str, bool]
+) -> JudgePreference:
+    calls = len(outcome.comparisons)
+    if outcome.rewards is None:
+        return JudgePreference(None, calls=calls, error=outcome.error)
+    criteria: dict[str, dict[str, float]] = {}
+    for c in outcome.comparisons:
+        assert c.p is not None  # a judge with rewards had every call answered
+        p_first = c.p[1] if worst[c.criterion] else c.p[0]
+        # P(a better): a is input index 0; in order ba it is shown second.
+        criteria.setdefault(c.criterion, {})[c.order] = p_first if c.shown[0] == 0 else 1 - p_first
+    orders = {o: _order_p(rubric, {k: v[o] for k, v in criteria.items()}) for o in ("ab", "ba")}
+    mean = (orders["ab"] + orders["ba"]) / 2
+    return JudgePreference(
+        mean, orders, cmp.consistent(orders["ab"], orders["ba"]), criteria, calls
+    )
+
+
+async def judge_preferences(
+    judges: Mapping[str, Judge],
+    rubric: Rubric,
+    pairs: Sequence[GroupIn],
+    options: PreferenceOptions | None = None,
+    *,
+    max_text_chars: int = 100_000,
+    deadline: float | None = None,
+    asker: Ask = ask,  # type: ignore[assignment]
+) -> PreferenceBatch:
+    """Verdicts on ``pairs`` (each a :class:`GroupIn` of two rollouts, a then b).
+
+    Raises ``RequestError`` for request-level problems, as :func:`score_groups`.
+    """
+    options = options or PreferenceOptions()
+    if not 0 <= options.margin < 0.5:
+        raise ValueError("margin must be in [0, 0.5)")
+    group_options = GroupOptions(
+        method="pairwise",
+        tournament="circular",
+        judges=options.judges,
+        rule=options.rule,
+        min_judges=options.min_judges,
+    )
+    batch = await score_groups(
+        judges,
+        rubric,
+        pairs,
+        group_options,
+        max_text_chars=max_text_chars,
+        deadline=deadline,
+        asker=asker,
+    )
+    worst = {key: asks_for_worst(rubric, c) for key, c in questions(rubric)}
+    agg = rubric.aggregation
+    rule = options.rule or agg.rule
+    weights = {j.name: j.weight for j in rubric.judges}
+    results = []
+    for group in batch.results:
+        flags = dict(zip(("a", "b"), group.flags, strict=False))
+        per_judge = {m: _judge_preference(rubric, o, worst) for m, o in group.judges.items()}
+        if group.status in ("rejected", "judge_error"):
+            error = group.error
+            results.append(
+                Preference(
+                    group.id, None, None, None, None, group.status, None, per_judge, flags, error
+                )
+            )
+            continue
+        scored = [m for m, jp in per_judge.items() if jp.p_a_better is not None]
+        w = [weights[m] for m in scored]
+
+        def joint(values: list[float], w: list[float] = w) -> float:
+            return cmp.combine_pair(rule, values, w, lam=agg.uwo_lambda, beta=agg.softmin_beta)
+
+        ab = joint([per_judge[m].orders["ab"] for m in scored])  # type: ignore[index]
+        ba = joint([per_judge[m].orders["ba"] for m in scored])  # type: ignore[index]
+        p = joint([per_judge[m].p_a_better for m in scored])  # type: ignore[misc]
+        within = [
+            ((per_judge[m].orders["ab"] - per_judge[m].orders["ba"]) / 2) ** 2 for m in scored
+        ]  # type: ignore[index]
+        spread = aggregate.uncertainty([per_judge[m].p_a_better for m in scored], within, w)  # type: ignore[misc]
+        results.append(
+            Preference(
+                group.id,
+                p,
+                {"ab": ab, "ba": ba},
+                cmp.consistent(ab, ba),
+                cmp.preference_label(p, options.margin),
+                group.status,
+                spread,
+                per_judge,
+                flags,
+                group.error,
+            )
+        )
+    return PreferenceBatch(batch.rubric_id, batch.version, results, batch.usage)

@@ -1,0 +1,160 @@
+"""Trainer routes for agents: NeMo Gym's resources-server ``verify``.
+
+``POST /nemo-gym/{rubric}/verify`` speaks NeMo Gym's verify protocol, so a NeMo Gym
+environment (and NeMo-RL behind it) can use a rubric as its reward: the request is NeMo
+Gym's ``BaseVerifyRequest`` (``responses_create_params``, whose ``input`` and
+``instructions`` are the task, and ``response``, whose ``output`` is the policy's
+Responses-API items: messages, function calls, function call outputs, reasoning), and
+the reply is the same body plus ``reward``, as ``BaseVerifyResponse`` reads it.
+
+Failures follow NeMo Gym's own judge fail-safe, so that NeMo-RL masks the sample rather
+than learning from a reward that measures nothing: when too few judges answer, the reply
+is still 200, with ``reward: 0.0``, ``mask_sample: true``, ``failure_kind:
+"judge_failed"`` and a ``failure_reason`` (and ``instance_config.mask_sample`` for older
+NeMo-RL readers); an item the rubric cannot score (no reference for a rubric that needs
+one, malformed items) gets the same with ``failure_kind: "verifier_error"``. A
+``degraded`` reward (fewer judges than all, at least ``min_judges``) is a valid
+measurement: not masked, its ``failure_reason`` says why it degraded.
+
+The reference answer, for rubrics that need one, is read from the request's top-level
+field named by ``?reference_field=`` (default ``expected_answer``, as NeMo Gym datasets
+name it); anything but a string is sent as its JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Protocol
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from rewardsvc.server.wire import ErrorDetail, RewardOptions, RewardResponse
+
+FAILURE_REASON_CHARS = 2000
+
+
+class AgentScorer(Protocol):
+    """What the agent routes need from the service (``Service`` provides it)."""
+
+    async def score_rubric(
+        self,
+        rubric_id: str,
+        items: list[dict[str, Any]],
+        options: RewardOptions,
+        field_name: str = "items",
+    ) -> RewardResponse: ...
+
+
+def get_agent_scorer(request: Request) -> AgentScorer:
+    """The running service, set on the app by its lifespan."""
+    return request.app.state.service  # type: ignore[no-any-return]
+
+
+AgentScorerDep = Annotated[AgentScorer, Depends(get_agent_scorer)]
+
+
+class ResponsesCreateParams(BaseModel):
+    """The part of NeMo Gym's ``responses_create_params`` read here; the rest is echoed."""
+
+    model_config = ConfigDict(extra="allow")
+
+    input: str | list[dict[str, Any]] = Field(
+        description="The task: a string, or Responses-API input items (messages, ...)."
+    )
+    instructions: str | None = Field(default=None, description="A system message.")
+
+
+class ResponseOut(BaseModel):
+    """The part of NeMo Gym's ``response`` read here (its ``output`` items)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    output: list[dict[str, Any]] = Field(
+        description="The policy's Responses-API items: messages, function calls, function "
+        "call outputs, reasoning."
+    )
+
+
+class NemoGymVerifyRequest(BaseModel):
+    """NeMo Gym's verify request (``BaseVerifyRequest``); other fields are echoed back."""
+
+    model_config = ConfigDict(extra="allow")
+
+    responses_create_params: ResponsesCreateParams
+    response: ResponseOut
+
+
+class NemoGymVerifyResponse(NemoGymVerifyRequest):
+    """The request body plus the reward, as NeMo Gym's ``BaseVerifyResponse``."""
+
+    reward: float = Field(description="The reward in [0, 1]; 0.0 on a masked failure.")
+    mask_sample: bool = Field(
+        default=False, description="The reward measures nothing (judges failed): mask it."
+    )
+    failure_kind: str | None = Field(
+        default=None, description="judge_failed or verifier_error, when masked."
+    )
+    failure_reason: str | None = None
+
+
+def verify_item(body: NemoGymVerifyRequest, reference_field: str) -> dict[str, Any]:
+    """The rewardsvc item of a verify request: the task as prompt, the output as
+    completion, and the reference from ``reference_field`` when present."""
+    params = body.responses_create_params
+    task: list[dict[str, Any]] = []
+    if params.instructions:
+        task.append({"role": "system", "content": params.instructions})
+    if isinstance(params.input, str):
+        task.append({"role": "user", "content": params.input})
+    else:
+        task.extend(params.input)
+    item: dict[str, Any] = {"prompt": task, "completion": body.response.output}
+    extra = body.model_extra or {}
+    if reference_field in extra and extra[reference_field] is not None:
+        value = extra[reference_field]
+        item["reference"] = value if isinstance(value, str) else json.dumps(value)
+    return item
+
+
+def masked(data: dict[str, Any], kind: str, reason: str) -> dict[str, Any]:
+    """``data`` as a masked failure, the way NeMo Gym's judge fail-safe writes it."""
+    config = data.get("instance_config")
+    return data | {
+        "reward": 0.0,
+        "mask_sample": True,
+        "failure_kind": kind,
+        "failure_reason": reason[:FAILURE_REASON_CHARS],
+        "instance_config": {**(config if isinstance(config, dict) else {}), "mask_sample": True},
+    }
+
+
+router = APIRouter(tags=["trainers"])
+
+
+@router.post(
+    "/nemo-gym/{rubric}/verify",
+    response_model=NemoGymVerifyResponse,
+    responses={404: {"model": ErrorDetail}, 422: {"model": ErrorDetail}},
+    summary="NeMo Gym resources-server verify",
+)
+async def nemo_gym_verify(
+    rubric: str,
+    body: NemoGymVerifyRequest,
+    scorer: AgentScorerDep,
+    reference_field: Annotated[
+        str, Query(description="Top-level request field holding the reference answer.")
+    ] = "expected_answer",
+) -> dict[str, Any]:
+    """Score a NeMo Gym rollout against a library rubric; never fails a sample loudly."""
+    item = verify_item(body, reference_field)
+    response = await scorer.score_rubric(rubric, [item], RewardOptions(), "response")
+    result = response.results[0]
+    data = body.model_dump(mode="json", exclude_unset=True)
+    if result.status == "judge_error" or result.reward is None:
+        kind = "verifier_error" if result.status == "rejected" else "judge_failed"
+        return masked(data, kind, result.error or result.status)
+    out = data | {"reward": result.reward, "mask_sample": False}
+    if result.status == "degraded":
+        out["failure_reason"] = (result.error or "degraded")[:FAILURE_REASON_CHARS]
+    return out

@@ -151,16 +151,22 @@ def classify(exc: BaseException, url: str) -> BackendError:
 
 
 def _refused_connection(exc: BaseException) -> BaseException | None:
-    """The connect failure behind a timeout error of the aiohttp transport, if any.
+    """The connection failure behind a timeout error of the aiohttp transport, if any.
 
     openai's aiohttp transport reports a refused or unresolvable connection as a connect
     *timeout*; the aiohttp error it chains says what really happened.
     """
     cause = exc.__cause__
     while cause is not None:
-        if isinstance(cause, aiohttp.ClientConnectorError) and not isinstance(
-            cause, asyncio.TimeoutError
-        ):
+        # A refused connect, or a connection the server reset or closed mid-call.
+        dropped = (
+            aiohttp.ClientConnectorError,
+            aiohttp.ServerDisconnectedError,
+            aiohttp.ClientOSError,
+            aiohttp.ClientPayloadError,
+            ConnectionResetError,
+        )
+        if isinstance(cause, dropped) and not isinstance(cause, asyncio.TimeoutError):
             return cause
-        cause = cause.__cause__
+        cause = cause.__cause__ or cause.__context__
     return None

@@ -69,12 +69,10 @@ def judge_outcome(rubric: Rubric, verdicts: Mapping[str, tuple[Verdict, Source]]
 
 
 def overflow(per_judge: PerJudge) -> str | None:
-    """Why no judge could read the item, when every judge that failed did so because the
-    item does not fit its context: such an item can never be scored (rejected, not a
-    transient judge error)."""
+    """Why judges could not read the item, when every judge call that failed did so because
+    the item does not fit that judge's context: a re-send can never fix it."""
     failed = [v for crit in per_judge.values() for v, _ in crit.values() if not v.ok]
-    scored_any = any(v.ok for crit in per_judge.values() for v, _ in crit.values())
-    if failed and not scored_any and all(v.error_kind == "context_overflow" for v in failed):
+    if failed and all(v.error_kind == "context_overflow" for v in failed):
         return failed[0].error or "context_overflow"
     return None
 
@@ -103,7 +101,9 @@ def item_reward(
     sources = [s for crit in per_judge.values() for _, s in crit.values() if s != "grader"]
     cached = bool(sources) and all(s == "hit" for s in sources)
     too_long = overflow(per_judge)
-    if too_long is not None:
+    # Too long for enough judges: rejected (a trainer must drop or shorten it), never the
+    # "retry later" of judge_error. Too long for one judge of several: degraded, saying so.
+    if too_long is not None and len(scored) < min_judges:
         return ItemReward(
             id=item_id,
             reward=None,

@@ -111,6 +111,7 @@ class Engine:
         self.cache = cache if cache is not None else VerdictCache(max_entries=0)
         self.max_text_chars = max_text_chars
         self.windows = windows or CalibrationWindows()
+        self._expired = asyncio.Event()
         self.observer = observer
 
     # ----------------------------------------------------------- request-level checks
@@ -286,7 +287,16 @@ class Engine:
         }
         try:
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-            _, late = await asyncio.wait(tasks, timeout=timeout)
+            everything = asyncio.ensure_future(asyncio.wait(tasks))
+            expired = asyncio.ensure_future(self._expired.wait())
+            try:
+                await asyncio.wait(
+                    {everything, expired}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                everything.cancel()
+                expired.cancel()
+            late = {t for t in tasks if not t.done()}
         finally:
             # Cancelled by the caller (the client went away) or past the deadline: the judge
             # work of this request stops; calls shared with other requests go on for them.
@@ -416,6 +426,11 @@ class Engine:
             )
             for p, row, per_judge in zip(prepared, rows, verdicts, strict=True)
         ]
+
+    def expire(self) -> None:
+        """End the judge work of every batch now, as if their deadlines had passed (on
+        shutdown, so that they are answered, with judge_error where work was cut)."""
+        self._expired.set()
 
     async def aclose(self) -> None:
         """Close the judges (their HTTP clients) and the verdict cache."""

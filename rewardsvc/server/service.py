@@ -232,13 +232,18 @@ class Service:
         judges = len(options.judges) if options.judges else len(rubric.judges)
         return judges * (1 if rubric.combine == "implicit" else len(rubric.criteria))
 
-    async def drain(self, timeout_s: float) -> bool:
+    async def drain(self, timeout_s: float, answer_s: float = 5.0) -> bool:
         """Refuse new scoring requests and wait up to ``timeout_s`` for those accepted to
-        finish; True when they all did."""
+        finish; True when they all did. Past it, their judge work is cut (the engine's
+        deadline passes at once) and they get ``answer_s`` more to answer with what they
+        have, so that every accepted request is answered and logged."""
         self.draining = True
         try:
             await asyncio.wait_for(self.idle.wait(), timeout_s)
         except TimeoutError:
+            self.engine.expire()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.idle.wait(), answer_s)
             return False
         return True
 

@@ -114,21 +114,34 @@ def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
 # ------------------------------------------------------------------ shared helpers
 
 
-def test_to_wire_text_keeps_role_and_text_only() -> None:
+def test_to_wire_text_keeps_tool_calls_reasoning_and_content_parts() -> None:
     class Msg:  # verifiers' pydantic messages read like this
         role = "assistant"
         content = ({"type": "text", "text": "hi"}, {"type": "image_url", "image_url": {}})
+        tool_calls = None
 
+    call = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{}"}}
     assert to_wire_text("plain") == "plain"
     assert to_wire_text(None) == ""
     assert to_wire_text(
-        [{"role": "user", "content": "q", "tool_calls": [], "reasoning_content": "x"}]
-    ) == [{"role": "user", "content": "q"}]
+        [
+            {"role": "assistant", "content": None, "tool_calls": [call], "reasoning_content": "x"},
+            {"role": "tool", "content": "5", "tool_call_id": "c1"},
+        ]
+    ) == [
+        {"role": "assistant", "content": None, "tool_calls": [call], "reasoning_content": "x"},
+        {"role": "tool", "content": "5", "tool_call_id": "c1"},
+    ]
     assert to_wire_text([Msg()]) == [
-        {"role": "assistant", "content": [{"type": "text", "text": "hi"}]}
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "hi"}, {"type": "image_url", "image_url": {}}],
+        }
     ]
     assert to_wire_text({"role": "user", "content": "one"}) == [{"role": "user", "content": "one"}]
     assert to_wire_text(["not", "messages"]) == "['not', 'messages']"
+    responses_item = {"type": "function_call", "call_id": "c1", "name": "add", "arguments": "{}"}
+    assert to_wire_text([responses_item]) == [responses_item]
     assert to_reference(5) == "5" and to_reference("") is None and to_reference(None) is None
 
 
@@ -143,9 +156,9 @@ def test_to_reference_joins_accepted_answers() -> None:
         assert to_reference(np.array([" x", "y "])) == "x | y"
 
 
-def test_image_only_content_becomes_empty_string() -> None:
+def test_image_only_content_is_sent_for_the_service_to_flag() -> None:
     message = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}]}
-    assert to_wire_text([message]) == [{"role": "user", "content": ""}]
+    assert to_wire_text([message]) == [message]
 
 
 def test_status_numbers_have_fixed_keys() -> None:

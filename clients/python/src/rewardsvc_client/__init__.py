@@ -7,15 +7,22 @@
 
 Adapters (imported on demand, none needs the trainer installed):
 ``rewardsvc_client.trl``, ``rewardsvc_client.verl``, ``rewardsvc_client.openrlhf``,
-``rewardsvc_client.slime``, ``rewardsvc_client.verifiers``, ``rewardsvc_client.art``; and the
+``rewardsvc_client.slime``, ``rewardsvc_client.verifiers``, ``rewardsvc_client.art``, the
+group adapters ``rewardsvc_client.groups``, the OpenRLHF agent helper
+``rewardsvc_client.agent``; and the
 verifiers 0.4 judge plugin, the top-level module ``rewardsvc_judge``.
 """
 
 from rewardsvc_client.client import AsyncClient, Client, RewardServiceError
 from rewardsvc_client.types import (
+    ComparativeUsage,
+    GroupResponse,
+    GroupResult,
     Item,
     Message,
     Options,
+    PreferenceResponse,
+    PreferenceResult,
     RewardResponse,
     RewardResult,
     RubricRef,
@@ -28,9 +35,14 @@ __version__ = "0.1.0"
 __all__ = [
     "AsyncClient",
     "Client",
+    "ComparativeUsage",
+    "GroupResponse",
+    "GroupResult",
     "Item",
     "Message",
     "Options",
+    "PreferenceResponse",
+    "PreferenceResult",
     "RewardResponse",
     "RewardResult",
     "RewardServiceError",

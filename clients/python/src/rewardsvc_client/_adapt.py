@@ -163,21 +163,6 @@ class ThreadClients:
         self.__init__(state["settings"])  # type: ignore[misc]
 
 
-def _text_parts(content: Any) -> Any:
-    """Keep only the text parts of OpenAI-style content (images etc. cannot be judged)."""
-    if content is None or isinstance(content, str):
-        return content
-    if isinstance(content, Sequence):
-        parts = []
-        for part in content:
-            kind = _get(part, "type")
-            if kind in (None, "text") and isinstance(_get(part, "text"), str):
-                parts.append({"type": "text", "text": _get(part, "text")})
-        # Only images etc.: an empty string, not an empty part list.
-        return parts if parts else ""
-    return str(content)
-
-
 def _get(obj: Any, key: str) -> Any:
     """Read a key from a dict or an attribute from a message object (pydantic, dataclass)."""
     if isinstance(obj, Mapping):
@@ -185,23 +170,60 @@ def _get(obj: Any, key: str) -> Any:
     return getattr(obj, key, None)
 
 
+MESSAGE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content")
+"""The chat-message keys sent to the service: it renders tool calls (name, arguments), ties
+each tool result to its call, reads reasoning text and flags non-text content parts."""
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready copy of message parts that may be pydantic models or other objects."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return _plain(dump(exclude_none=True))
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if hasattr(value, "__dict__"):
+        return {k: _plain(v) for k, v in vars(value).items() if not k.startswith("_")}
+    return str(value)
+
+
+def _message(message: Any) -> dict[str, Any] | None:
+    """One chat message (every key the service reads, whole) or Responses-API item (as it
+    is); None for anything else."""
+    role = _get(message, "role")
+    if role is None:
+        kind = _get(message, "type")
+        return _plain(message) if isinstance(kind, str) else None
+    out: dict[str, Any] = {"role": str(role), "content": _plain(_get(message, "content"))}
+    for key in MESSAGE_KEYS[2:]:
+        value = _get(message, key)
+        if value is not None and value != []:
+            out[key] = _plain(value)
+    return out
+
+
 def to_wire_text(value: Any) -> str | list[dict[str, Any]]:
-    """A prompt or completion as the service takes it: a string, or a list of
-    {role, content} messages. Message dicts or objects keep only role and text content
-    (trainers add keys such as tool_calls, reasoning_content or images)."""
+    """A prompt or completion as the service takes it: a string, or a list of chat messages
+    or Responses-API items. Messages keep their tool calls, tool_call_id, reasoning and
+    content parts (images included: the service shows a placeholder and flags them), so the
+    judge sees what the agent did, not only what it said."""
     if value is None:
         return ""
     if isinstance(value, str):
         return value
-    if isinstance(value, Mapping) and "role" in value:
+    if isinstance(value, Mapping) and ("role" in value or "type" in value):
         value = [value]
     if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
         messages = []
         for message in value:
-            role = _get(message, "role")
-            if role is None:
+            converted = _message(message)
+            if converted is None:
                 return str(value)
-            messages.append({"role": str(role), "content": _text_parts(_get(message, "content"))})
+            messages.append(converted)
         return messages
     if hasattr(value, "tolist"):  # numpy arrays of messages (veRL keeps non-tensors in numpy)
         return to_wire_text(value.tolist())

@@ -1,9 +1,9 @@
 """HTTP clients of rewardsvc: ``Client`` (blocking) and ``AsyncClient`` (asyncio).
 
-Both speak POST /v1/rewards. They split large batches into chunks of ``max_batch`` items and
-join the results in order, retry connection failures (httpx transport retries) and answers
-that mean "try again later" (429, 502, 503, 504, honouring Retry-After), a bounded number of
-times.
+Both speak POST /v1/rewards (and /v1/groups, /v1/preferences: ``_compare.py``). They split
+large batches into chunks of ``max_batch`` items and join the results in order, retry
+connection failures (httpx transport retries) and answers that mean "try again later" (429,
+502, 503, 504, honouring Retry-After), a bounded number of times.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from rewardsvc_client._compare import AsyncComparative, SyncComparative
 from rewardsvc_client.types import RewardResponse, RewardResult, RubricRef, Usage
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -242,7 +243,7 @@ class _Settings:
         return min(self.max_retry_wait, 0.5 * 2**attempt) * random.uniform(0.5, 1.0)
 
 
-class Client:
+class Client(SyncComparative):
     """Blocking client of rewardsvc.
 
     Args:
@@ -357,7 +358,7 @@ class Client:
         self.close()
 
 
-class AsyncClient:
+class AsyncClient(AsyncComparative):
     """asyncio client of rewardsvc; same arguments as ``Client``, plus:
 
     Args:

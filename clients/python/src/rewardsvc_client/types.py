@@ -19,10 +19,14 @@ STATUSES: tuple[Status, ...] = ("ok", "degraded", "judge_error", "rejected")
 
 
 class Message(TypedDict):
-    """One chat message; only role and text content are read by the service."""
+    """One chat message (OpenAI shape): text or content parts, tool calls, the call a tool
+    message answers, reasoning text. The service reads all of these."""
 
     role: str
     content: str | list[dict[str, Any]] | None
+    tool_calls: NotRequired[list[dict[str, Any]]]
+    tool_call_id: NotRequired[str]
+    reasoning_content: NotRequired[str]
 
 
 class Item(TypedDict):
@@ -57,6 +61,11 @@ class RewardResult:
     flags: list[str] = field(default_factory=list)
     cached: bool = False
     error: str | None = None
+    steps: list[dict[str, Any]] | None = None
+    """Process rewards (criteria with ``scope: step``): ``{index, reward, status, criteria}``
+    per assistant step; None when the rubric has no step criteria."""
+    explain: dict[str, Any] | None = None
+    """With ``options={"explain": True}``: per judge, per criterion, what the judge read."""
 
     @property
     def scored(self) -> bool:
@@ -77,6 +86,8 @@ class RewardResult:
             flags=[str(f) for f in data.get("flags") or []],
             cached=bool(data.get("cached", False)),
             error=data.get("error"),
+            steps=[dict(s) for s in data["steps"]] if data.get("steps") is not None else None,
+            explain=dict(data["explain"]) if data.get("explain") is not None else None,
         )
 
 
@@ -141,4 +152,150 @@ class RewardResponse:
             rubric=RubricRef(id=str(rubric.get("id", "")), version=str(rubric.get("version", ""))),
             results=[RewardResult.from_json(r) for r in data.get("results") or []],
             usage=Usage.from_json(data.get("usage")),
+        )
+
+
+def _floats(values: Any) -> list[float | None]:
+    return [None if v is None else float(v) for v in values or []]
+
+
+@dataclass(frozen=True, slots=True)
+class ComparativeUsage:
+    """Judge work of a /v1/groups or /v1/preferences request; ``calls_by_order`` counts the
+    judge calls per presentation order (``ab``/``ba``, ``order1``...)."""
+
+    judge_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    calls_by_order: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> ComparativeUsage:
+        """Build from the response's ``usage``."""
+        data = data or {}
+        return cls(
+            judge_calls=int(data.get("judge_calls", 0)),
+            prompt_tokens=int(data.get("prompt_tokens", 0)),
+            completion_tokens=int(data.get("completion_tokens", 0)),
+            latency_ms=float(data.get("latency_ms", 0.0)),
+            calls_by_order={str(k): int(v) for k, v in (data.get("calls_by_order") or {}).items()},
+        )
+
+    def __add__(self, other: ComparativeUsage) -> ComparativeUsage:
+        orders = dict(self.calls_by_order)
+        for key, value in other.calls_by_order.items():
+            orders[key] = orders.get(key, 0) + value
+        return ComparativeUsage(
+            judge_calls=self.judge_calls + other.judge_calls,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            latency_ms=self.latency_ms + other.latency_ms,
+            calls_by_order=orders,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GroupResult:
+    """The rewards of one group's completions, relative to each other, in input order."""
+
+    id: str
+    rewards: list[float | None]
+    status: str
+    position_consistency: float | None = None
+    uncertainty: list[float | None] | None = None
+    judges: dict[str, Any] = field(default_factory=dict)
+    flags: list[list[str]] = field(default_factory=list)
+    error: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GroupResult:
+        """Build from one element of the /v1/groups response's ``results``."""
+        consistency = data.get("position_consistency")
+        uncertainty = data.get("uncertainty")
+        return cls(
+            id=str(data.get("id", "")),
+            rewards=_floats(data.get("rewards")),
+            status=str(data.get("status", "")),
+            position_consistency=None if consistency is None else float(consistency),
+            uncertainty=None if uncertainty is None else _floats(uncertainty),
+            judges=dict(data.get("judges") or {}),
+            flags=[[str(f) for f in fs] for fs in data.get("flags") or []],
+            error=data.get("error"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GroupResponse:
+    """Results of every group of a /v1/groups request, in request order."""
+
+    rubric: RubricRef
+    results: list[GroupResult]
+    method: str = ""
+    usage: ComparativeUsage = field(default_factory=ComparativeUsage)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GroupResponse:
+        """Build from the JSON body of POST /v1/groups."""
+        rubric = data.get("rubric") or {}
+        return cls(
+            rubric=RubricRef(id=str(rubric.get("id", "")), version=str(rubric.get("version", ""))),
+            results=[GroupResult.from_json(r) for r in data.get("results") or []],
+            method=str(data.get("method", "")),
+            usage=ComparativeUsage.from_json(data.get("usage")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PreferenceResult:
+    """The verdict on one pair: P(a better) over both orders, each order's P, the label."""
+
+    id: str
+    p_a_better: float | None
+    status: str
+    orders: dict[str, float] | None = None
+    consistent: bool | None = None
+    label: str | None = None
+    uncertainty: float | None = None
+    judges: dict[str, Any] = field(default_factory=dict)
+    flags: dict[str, list[str]] = field(default_factory=dict)
+    error: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PreferenceResult:
+        """Build from one element of the /v1/preferences response's ``results``."""
+        p = data.get("p_a_better")
+        orders = data.get("orders")
+        uncertainty = data.get("uncertainty")
+        consistent = data.get("consistent")
+        return cls(
+            id=str(data.get("id", "")),
+            p_a_better=None if p is None else float(p),
+            status=str(data.get("status", "")),
+            orders=None if orders is None else {str(k): float(v) for k, v in orders.items()},
+            consistent=None if consistent is None else bool(consistent),
+            label=data.get("label"),
+            uncertainty=None if uncertainty is None else float(uncertainty),
+            judges=dict(data.get("judges") or {}),
+            flags={str(k): [str(f) for f in v] for k, v in (data.get("flags") or {}).items()},
+            error=data.get("error"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PreferenceResponse:
+    """Verdicts on every pair of a /v1/preferences request, in request order."""
+
+    rubric: RubricRef
+    results: list[PreferenceResult]
+    usage: ComparativeUsage = field(default_factory=ComparativeUsage)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PreferenceResponse:
+        """Build from the JSON body of POST /v1/preferences."""
+        rubric = data.get("rubric") or {}
+        return cls(
+            rubric=RubricRef(id=str(rubric.get("id", "")), version=str(rubric.get("version", ""))),
+            results=[PreferenceResult.from_json(r) for r in data.get("results") or []],
+            usage=ComparativeUsage.from_json(data.get("usage")),
         )

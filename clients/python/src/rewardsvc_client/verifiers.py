@@ -46,6 +46,17 @@ from rewardsvc_client._adapt import (
 from rewardsvc_client.client import RewardServiceError
 from rewardsvc_client.types import RewardResult
 
+VIEWS = ("trace", "final")
+
+
+def final_reply(completion: Any) -> Any:
+    """The last assistant message of a message-list completion (a string as it is)."""
+    wire = to_wire_text(completion)
+    if isinstance(wire, str):
+        return wire
+    replies = [m for m in wire if m.get("role") == "assistant"]
+    return replies[-1:] or wire
+
 
 def _default_name(rubric: str) -> str:
     return "rewardsvc_" + re.sub(r"\W", "_", rubric)
@@ -58,7 +69,11 @@ class _Scorer:
         failure_score: float | None,
         judge_error_retries: int,
         name: str,
+        view: str = "trace",
     ) -> None:
+        if view not in VIEWS:
+            raise ValueError(f"view must be one of {VIEWS}, not {view!r}")
+        self.view = view
         self.settings = settings
         self.clients = LoopClients(settings)
         self.failure_score = failure_score_default() if failure_score is None else failure_score
@@ -77,7 +92,9 @@ class _Scorer:
             item: dict[str, Any] = {
                 "id": str(i),
                 "prompt": to_wire_text(prompt),
-                "completion": to_wire_text(completion),
+                "completion": (
+                    to_wire_text(completion) if self.view == "trace" else final_reply(completion)
+                ),
                 "metadata": {"trainer": "verifiers"},
             }
             reference = to_reference(answers[i]) if answers is not None else None
@@ -137,14 +154,17 @@ def verifiers_reward_func(
     judge_error_retries: int = 2,
     timeout: float | None = None,
     options: Mapping[str, Any] | None = None,
+    view: str = "trace",
 ) -> Any:
     """A per-rollout verifiers reward function: ``async def f(prompt, completion, answer,
     state) -> float``. ``answer`` ("" means none) is sent as the reference. Arguments left
     None come from REWARDSVC_URL / REWARDSVC_RUBRIC / REWARDSVC_API_KEY. ``name`` is the
-    metric name (default ``rewardsvc_<rubric>``)."""
+    metric name (default ``rewardsvc_<rubric>``). ``view="trace"`` (default) sends the whole
+    rollout, tool calls and tool results included; ``view="final"`` only its last assistant
+    message (pair it with the rubric's own ``view``)."""
     settings = Settings.resolve(url, rubric, api_key=api_key, timeout=timeout, options=options)
     scorer = _Scorer(
-        settings, failure_score, judge_error_retries, name or _default_name(settings.rubric)
+        settings, failure_score, judge_error_retries, name or _default_name(settings.rubric), view
     )
 
     async def reward(prompt: Any, completion: Any, answer: Any = None, state: Any = None) -> float:
@@ -165,13 +185,14 @@ def verifiers_group_reward_func(
     judge_error_retries: int = 2,
     timeout: float | None = None,
     options: Mapping[str, Any] | None = None,
+    view: str = "trace",
 ) -> Any:
     """A group verifiers reward function: ``async def f(prompts, completions, answers,
     states) -> list[float]``, one request per group. Same arguments as
     ``verifiers_reward_func``."""
     settings = Settings.resolve(url, rubric, api_key=api_key, timeout=timeout, options=options)
     scorer = _Scorer(
-        settings, failure_score, judge_error_retries, name or _default_name(settings.rubric)
+        settings, failure_score, judge_error_retries, name or _default_name(settings.rubric), view
     )
 
     async def reward(
@@ -186,4 +207,4 @@ def verifiers_group_reward_func(
     return reward
 
 
-__all__ = ["verifiers_group_reward_func", "verifiers_reward_func"]
+__all__ = ["final_reply", "verifiers_group_reward_func", "verifiers_reward_func"]

@@ -262,8 +262,10 @@ def combine_pair(
     ``R_a = rule(p)``, ``R_b = rule(1 − p)``, result ``R_a / (R_a + R_b)`` (0.5 when both
     are 0). For ``mean`` this is the weighted mean; for ``min`` each side keeps its most
     pessimistic judge, so the rule never favours whichever completion is called ``a``."""
-    r_a = combine(rule, ps, weights, lam=lam, beta=beta)
-    r_b = combine(rule, [1.0 - p for p in ps], weights, lam=lam, beta=beta)
+    # uwo subtracts a variance and can go below 0: a negative side would push the other
+    # past 1, so each side is clipped at 0 first.
+    r_a = max(0.0, combine(rule, ps, weights, lam=lam, beta=beta))
+    r_b = max(0.0, combine(rule, [1.0 - p for p in ps], weights, lam=lam, beta=beta))
     both = r_a + r_b
     return 0.5 if both <= 0 else r_a / both
 

@@ -43,7 +43,11 @@ async def test_rewards_happy_path_real_judges(rubrics: Path, cpu_pool: JudgePool
         ready = await http.get("/readyz")
     assert reply.status_code == 200, reply.text
     body = reply.json()
-    assert body["rubric"] == {"id": RUBRIC, "version": registry.get(RUBRIC).version}
+    assert body["rubric"] == {
+        "id": RUBRIC,
+        "version": registry.get(RUBRIC).version,
+        "kind": "rubric",
+    }
     assert [r["id"] for r in body["results"]] == ["right", "wrong"]
     for result in body["results"]:
         assert result["status"] == "ok", result
@@ -107,11 +111,15 @@ async def test_trainer_contracts_real_judges(rubrics: Path, cpu_pool: JudgePool)
                 reward = await response.json()
     assert len(reply["rewards"]) == len(reply["scores"]) == 1
     assert 0.0 <= reply["rewards"][0] <= 1.0
+    # The same keys as the client package's python-file hook, every time.
     assert set(reply["extra_logs"]) == {
-        "uncertainty",
-        "judge_error",
-        "degraded",
-        "flagged",
-        "cached",
+        "rewardsvc_valid",
+        "rewardsvc_degraded",
+        "rewardsvc_judge_error",
+        "rewardsvc_rejected",
+        "rewardsvc_request_failed",
+        "rewardsvc_uncertainty",
+        "rewardsvc_flagged",
     }
+    assert reply["extra_logs"]["rewardsvc_valid"] == [1.0]
     assert isinstance(reward, float) and 0.0 <= reward <= 1.0

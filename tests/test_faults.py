@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -117,9 +118,33 @@ def upstream_of(pool: JudgePool, judge: str) -> str:
     return str(pool.judges[judge].base_urls[0]).rstrip("/").removesuffix("/v1")
 
 
+def wait_until_judges_idle(pool: JudgePool, timeout_s: float = 180.0) -> None:
+    """Wait until no request runs or waits in either real judge (vLLM's own gauges).
+
+    A fault that cut connections leaves vLLM finishing the abandoned requests; the next
+    fault must start from an idle judge, or its healthy calls would time out behind them.
+    """
+    deadline = time.monotonic() + timeout_s
+    for judge in ("primary", "secondary"):
+        url = upstream_of(pool, judge) + "/metrics"
+        while time.monotonic() < deadline:
+            text = httpx.get(url, timeout=10).text
+            busy = [
+                line
+                for line in text.splitlines()
+                if line.startswith(("vllm:num_requests_running", "vllm:num_requests_waiting{"))
+                and not line.rstrip().endswith(" 0.0")
+            ]
+            if not busy:
+                break
+            time.sleep(0.5)
+
+
 @contextlib.contextmanager
 def running_rig(pool: JudgePool, folder: Path, primary_timeout_s: float = 10) -> Iterator[Rig]:
-    """A fresh rig (its own proxies, service and reward log; every breaker closed)."""
+    """A fresh rig (its own proxies, service and reward log; every breaker closed), started
+    once the real judges are idle."""
+    wait_until_judges_idle(pool)
     primary = FaultProxy(upstream_of(pool, "primary"))
     secondary = FaultProxy(upstream_of(pool, "secondary"))
     with primary, secondary:

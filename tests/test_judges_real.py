@@ -49,12 +49,6 @@ DEGENERATE = {
 }
 
 
-class LimitedConfig(JudgeConfig):
-    """A judge config with the context field the pool is asked to gain."""
-
-    max_context_tokens: int | None = None
-
-
 @pytest_asyncio.fixture(loop_scope="function")
 async def judges() -> AsyncIterator[list[Judge]]:
     made: list[Judge] = []
@@ -64,10 +58,11 @@ async def judges() -> AsyncIterator[list[Judge]]:
 
 
 def real(pool: JudgePool, api: str, made: list[Judge], limited: bool = False) -> Judge:
-    """The pool's judge that speaks ``api`` (chat: SmolLM2; completion: Gemma 3 base)."""
+    """The pool's judge that speaks ``api`` (chat: SmolLM2; completion: Gemma 3 base), with
+    its context length known (``limited``: refused before the call) or not (vLLM's own
+    400 then tells)."""
     name, cfg = next((n, c) for n, c in pool.judges.items() if c.api == api)
-    if limited:
-        cfg = LimitedConfig(**cfg.model_dump(), max_context_tokens=2048)
+    cfg = cfg.model_copy(update={"max_context_tokens": 2048 if limited else None})
     j = Judge(name, cfg)
     made.append(j)
     return j

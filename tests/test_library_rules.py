@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.rubric import Rubric
+from rewardsvc.core.trajectory import NOTE_FLAGS
 from rewardsvc.library.registry import Registry, load_pool, validation_context
 from rewardsvc.library.yamlfile import InvalidFile, load_text
 from rewardsvc.safety.detectors import FLAGS
@@ -139,11 +140,10 @@ def test_registry_refuses_unknown_flags_and_keeps_the_rest(tmp_path: Path) -> No
 
 
 def test_validation_context_names_flags_and_judges() -> None:
-    assert validation_context(POOL) == {
-        "flag_names": frozenset(FLAGS),
-        "judge_names": frozenset({"primary"}),
-    }
-    assert validation_context(None) == {"flag_names": frozenset(FLAGS)}
+    # The detectors' flags and the trajectory notes (non_text_part, trajectory_cut).
+    flags = frozenset(FLAGS) | frozenset(NOTE_FLAGS)
+    assert validation_context(POOL) == {"flag_names": flags, "judge_names": frozenset({"primary"})}
+    assert validation_context(None) == {"flag_names": flags}
 
 
 def test_shipped_rubrics_use_known_flags() -> None:

@@ -104,15 +104,17 @@ def format_validation_errors(errors: list[dict[str, Any]], body: Any) -> ErrorDe
                 error="invalid_json",
                 message=f"the body is not valid JSON ({error} at character {position})",
             )
-    body_errors = [
-        {**e, "loc": tuple(e.get("loc", ()))[1:]}
-        for e in errors
-        if e.get("loc", ("body",))[0] == "body"
-    ]
+
+    # FastAPI prefixes body errors with "body"; an error with no location is the body's.
+    def in_body(e: dict[str, Any]) -> bool:
+        loc = tuple(e.get("loc", ()))
+        return not loc or loc[0] == "body"
+
+    body_errors = [{**e, "loc": tuple(e.get("loc", ()))[1:]} for e in errors if in_body(e)]
     problems = field_problems(body_errors, body)
     for e in errors:
         loc = tuple(e.get("loc", ()))
-        if loc and loc[0] != "body":
+        if not in_body(e):
             # Query and path parameters: their name is the field.
             problems.append(
                 FieldProblem(

@@ -22,10 +22,10 @@ from fastapi.responses import FileResponse, HTMLResponse
 from pydantic import BaseModel, Field
 
 from rewardsvc.core.monitor_spec import MonitorConfig
+from rewardsvc.core.observe import NullObserver
 from rewardsvc.core.results import BatchResult
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.core.verdict import Verdict
 from rewardsvc.library.registry import Registry
 from rewardsvc.monitor import AlertEvent, CanaryRecord, Monitor, RunState
 from rewardsvc.monitor.canaries import ScoreFn
@@ -261,7 +261,7 @@ CANARY_LABEL = "canary"
 """The metrics label of canary batches; the monitor does not count them in any run."""
 
 
-class MonitorObserver:
+class MonitorObserver(NullObserver):
     """Feeds every scored batch to the monitor under its (rubric, run) — the engine reports
     each batch through the observer interface, whichever route or recipe asked for it.
     Canary batches are left out: they are the monitor's own probes, not a run's traffic."""
@@ -277,21 +277,6 @@ class MonitorObserver:
             self.monitor.observe(result.rubric_id, result.version, result.run, result)
         except Exception:
             log.exception("monitor: observing a batch of %s failed", result.rubric_id)
-
-    def judge_call(self, judge: str, verdict: Verdict) -> None:
-        """Not watched."""
-
-    def breaker(self, judge: str, url: str, is_open: bool) -> None:
-        """Not watched."""
-
-    def cache_hit(self, dedup: bool) -> None:
-        """Not watched."""
-
-    def rubric_file(self, file: str, refused: bool) -> None:
-        """Not watched."""
-
-    def shared_state(self, healthy: bool) -> None:
-        """Not watched."""
 
 
 def monitor_config(registry: Registry, rubric_id: str) -> MonitorConfig:

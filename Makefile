@@ -29,7 +29,7 @@ test: install judges
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/rewardsvc validate rubrics
-	$(PY) -m pytest -ra
+	$(PY) -m pytest -ra --durations=20
 
 lint: install
 	$(VENV)/bin/ruff check .

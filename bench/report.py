@@ -16,6 +16,7 @@ PEER_TARGET = 5.0
 CALLS_TARGET = 3000.0
 P99_TARGET_MS = 5.0
 RSS_TARGET_MB = 300.0
+KB_PER_VERDICT_TARGET = 0.25
 TARGET_CONCURRENCY = 16
 
 
@@ -101,7 +102,24 @@ def targets(results: dict[str, Any]) -> list[list[Any]]:
         )
     for label, mb in peaks:
         rows.append([f"peak RSS ≤ 300 MB ({label})", f"{mb:.0f} MB", _yes(mb <= RSS_TARGET_MB)])
+    if mem:
+        rows.append(_kb_per_verdict(mem))
     return rows
+
+
+def _kb_per_verdict(mem: dict[str, Any]) -> list[Any]:
+    """The memory cost of one cached verdict (the slope while the cache fills); judged only
+    at the default bound (older runs give the same slope as MB per 1,000 verdicts)."""
+    kb = mem.get("kb_per_verdict", mem.get("mb_per_1000_verdicts"))
+    bound = mem.get("cache_bound_verdicts")
+    at_default = bound == mem.get("default_cache_size", bound)
+    shown = "–" if kb is None else f"{kb:.2f} KB" + ("" if at_default else f" (bound {bound:,})")
+    met = None if kb is None or not at_default else kb <= KB_PER_VERDICT_TARGET
+    return [
+        f"RSS per cached verdict ≤ {KB_PER_VERDICT_TARGET} KB at the default bound",
+        shown,
+        _yes(met),
+    ]
 
 
 def markdown(results: dict[str, Any]) -> str:

@@ -53,6 +53,7 @@ def _settings(args: argparse.Namespace):
             "port": getattr(args, "port", None),
             "rubrics_dir": getattr(args, "rubrics", None),
             "judge_pool": getattr(args, "judges", None),
+            "workers": getattr(args, "workers", None),
         }.items()
         if value is not None
     }
@@ -96,9 +97,15 @@ def _check_api_keys(settings) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     """Start the HTTP service (the same entry command as the container image)."""
     from rewardsvc.server.app import create_app
-    from rewardsvc.server.serve import serve
+    from rewardsvc.server.serve import serve, serve_workers
 
     settings = _settings(args)
+    if settings.workers > 1 and settings.redis_url is None:
+        raise StartupError(
+            f"{settings.workers} workers need REWARDSVC_REDIS_URL: each worker is a process "
+            "with its own verdict cache, calibration windows and monitor statistics, and "
+            "without shared state they would split (set it, or serve with one worker)"
+        )
     _check_api_keys(settings)
     pool = load_checked_pool(Path(settings.judge_pool))
     try:
@@ -109,8 +116,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"warning: {file} refused:", file=sys.stderr)
         for problem in problems:
             print(f"  {problem}", file=sys.stderr)
-    app = create_app(settings, registry=registry)
-    serve(app, settings)
+    if settings.workers > 1:
+        serve_workers(settings)
+        return 0
+    serve(create_app(settings, registry=registry), settings)
     return 0
 
 
@@ -374,6 +383,9 @@ def build_parser() -> argparse.ArgumentParser:
     config_args(serve)
     serve.add_argument("--host", help="bind address (REWARDSVC_HOST)")
     serve.add_argument("--port", type=int, help="port (REWARDSVC_PORT)")
+    serve.add_argument(
+        "--workers", type=int, help="uvicorn worker processes (REWARDSVC_WORKERS; >1 needs Redis)"
+    )
     serve.set_defaults(func=cmd_serve)
 
     validate = sub.add_parser("validate", help="check rubric and judge pool files")

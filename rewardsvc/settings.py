@@ -21,6 +21,15 @@ class Settings(BaseSettings):
 
     host: str = Field(default="127.0.0.1", description="Address to listen on.")
     port: int = Field(default=8000, ge=1, le=65535, description="TCP port to listen on.")
+    workers: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="uvicorn worker processes serving the port. More than one needs "
+        "redis_url: each worker is a replica with its own memory, and only shared state keeps "
+        "their cache, calibration and monitor statistics one. Measure before raising it "
+        "(bench/workers.py): the judges, not the service, are usually the limit.",
+    )
     rubrics_dir: Path = Field(
         default=Path("rubrics"),
         description="Folder of the rubric library: one YAML file per rubric, named by its id.",
@@ -139,8 +148,8 @@ class Settings(BaseSettings):
     redis_url: SecretStr | None = Field(
         default=None,
         description="Redis or Valkey URL for the state replicas share (verdicts, calibration "
-        "windows); unset: local state only. When it does not answer, the service scores on "
-        "its local state and catches up when it returns.",
+        "windows, monitor statistics and alerts); unset: local state only. When it does not "
+        "answer, the service scores on its local state and catches up when it returns.",
     )
     redis_timeout_s: float = Field(
         default=0.25, gt=0, description="Deadline of one Redis operation."

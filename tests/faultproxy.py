@@ -211,6 +211,10 @@ class FaultProxy:
         body = await reader.readexactly(int(headers.get("content-length", "0")))
         mode = self.mode
         self.seen[mode] += 1
+        # Counted on arrival, not once the judge has answered: a loaded judge may answer a
+        # trickled call only after its client gave up and the test looked at the count.
+        if mode != "pass":
+            self.hits += 1
         answer = None
         if mode in ("pass", "trickle"):
             try:
@@ -219,10 +223,10 @@ class FaultProxy:
                 # The judge itself failed the call: the client sees the connection die.
                 writer.transport.abort()
                 return False
-            # A fault switched on while the judge worked hits this call's answer too.
-            mode = self.mode if self.mode != "pass" else mode
-        if mode != "pass":
-            self.hits += 1
+            if mode == "pass" and self.mode != "pass":
+                # A fault switched on while the judge worked hits this call's answer too.
+                mode = self.mode
+                self.hits += 1
         return await self._respond(mode, reader, writer, (method, path, headers, body), answer)
 
     async def _respond(

@@ -359,3 +359,16 @@ async def test_compat_routes_pass_the_run_to_the_scorer() -> None:
         assert reply.json() == 0.5
         await http.post("/slime/tiny", json={"response": "4"})
     assert scorer.runs == ["exp-7", "exp-8", None]
+
+
+async def test_compat_routes_refuse_a_run_name_that_rewards_would_refuse() -> None:
+    app = FastAPI()
+    app.include_router(compat.router)
+    scorer = RecordingScorer()
+    app.state.service = scorer
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+        reply = await http.post("/slime/tiny?run=exp 7;drop", json={"response": "4"})
+    assert reply.status_code == 422
+    assert reply.json()["detail"][0]["loc"] == ["query", "run"]
+    assert scorer.runs == []

@@ -250,6 +250,9 @@ def preference_label(p_a_better: float, margin: float = DEFAULT_MARGIN) -> Side:
     return "tie"
 
 
+_NEGLIGIBLE = 1e-9
+
+
 def combine_pair(
     rule: JudgeRule,
     ps: Sequence[float],
@@ -267,7 +270,9 @@ def combine_pair(
     r_a = max(0.0, combine(rule, ps, weights, lam=lam, beta=beta))
     r_b = max(0.0, combine(rule, [1.0 - p for p in ps], weights, lam=lam, beta=beta))
     both = r_a + r_b
-    return 0.5 if both <= 0 else r_a / both
+    # Below this both sides say "no": a ratio of two sides that small is float noise (1 − p
+    # loses ~1e-16), and it would flip between 0 and 1 with the order of the pair.
+    return 0.5 if both <= _NEGLIGIBLE else r_a / both
 
 
 def population_variance(values: Sequence[float]) -> float:

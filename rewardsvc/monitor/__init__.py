@@ -5,9 +5,11 @@ rolling windows (counted in samples) per (rubric, run), evaluates alert rules on
 keeps a downsampled history of every signal for the dashboard. Canary items (known
 attacks and anchors) are planned here and scored through an injected callable.
 
-This room is pure apart from the canary runner's awaits: it imports ``core`` and
-pydantic, never the server, the judges, HTTP clients or a metrics library. The server
-renders its state as ``GET /v1/monitor``, Prometheus gauges and the ``/dashboard`` page.
+This room is pure apart from the canary runner's awaits and :mod:`.shared`, which merges
+the runs of several replicas in Redis through a link the server gives: it imports ``core``
+and pydantic, never the server, the scoring room, the judges, HTTP clients or a metrics
+library. The server renders its state as ``GET /v1/monitor``, Prometheus gauges and the
+``/dashboard`` page.
 """
 
 from rewardsvc.core.monitor_spec import MonitorConfig, Rule

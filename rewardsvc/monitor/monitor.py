@@ -5,19 +5,41 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from rewardsvc.core.monitor_spec import MonitorConfig
 from rewardsvc.core.results import BatchResult
 from rewardsvc.monitor.alerts import AlertEvent
-from rewardsvc.monitor.runs import RunState
+from rewardsvc.monitor.runs import RunState, Sample
 
 log = logging.getLogger(__name__)
 
 DEFAULT_RUN = "default"
 MAX_CANARIES = 1024
 CANARY_HISTORY = 256
+
+
+class RunSink(Protocol):
+    """Where a monitor also sends what it observes, to merge it with other processes' (the
+    shared store of :mod:`rewardsvc.monitor.shared`)."""
+
+    @property
+    def active(self) -> bool:
+        """True while the merged state is reachable: it then makes the monitor's view and
+        raises the alerts, and this process's own alert events are not sent."""
+        ...
+
+    def observe(
+        self, rubric: str, run: str, version: str, samples: Sequence[Sample], now: float
+    ) -> None:
+        """Record a batch's samples under (rubric, run) (never raises, never blocks)."""
+        ...
+
+    async def drain(self) -> None:
+        """Wait until every batch recorded so far has been sent (at shutdown)."""
+        ...
 
 
 @dataclass
@@ -46,6 +68,10 @@ class Monitor:
     ``on_event`` receives every alert that fires or resolves (the server writes it to the
     reward log and the webhook). At most ``max_runs`` runs are kept: the run seen least
     recently is evicted first. ``clock`` returns the time in Unix seconds.
+
+    With a ``sink`` (set by the server when Redis is configured) every batch is also sent
+    to the state shared by all replicas; while that is reachable, :meth:`runs` shows the
+    merged runs and the merged state raises the alerts.
     """
 
     def __init__(
@@ -60,6 +86,9 @@ class Monitor:
         self.on_event = on_event
         self.clock = clock
         self._runs: OrderedDict[tuple[str, str], RunState] = OrderedDict()
+        self.sink: RunSink | None = None
+        self.merged: OrderedDict[tuple[str, str], RunState] = OrderedDict()
+        """The runs as merged from every process (set by the sink), most recent last."""
         self._canaries: OrderedDict[tuple[str, str, str], CanaryRecord] = OrderedDict()
 
     def observe(
@@ -82,12 +111,23 @@ class Monitor:
             self._runs.move_to_end(key)
             if state.version != version:
                 state.change_version(version, self.config_for(rubric_id), now)
+        samples = [Sample.of(item) for item in result.items]
         events: list[AlertEvent] = []
-        for item in result.items:
-            events.extend(state.add(item, now))
+        for sample in samples:
+            events.extend(state.add_sample(sample, now))
+        if self.sink is not None:
+            shared = self.sink.active
+            self.sink.observe(key[0], key[1], version, samples, now)
+            if shared:
+                # The merged state raises this run's alerts, once for every process.
+                return []
         for event in events:
             self._emit(event)
         return events
+
+    def emit(self, event: AlertEvent) -> None:
+        """Send an event raised by the merged state to ``on_event`` (reward log, webhook)."""
+        self._emit(event)
 
     def _emit(self, event: AlertEvent) -> None:
         if self.on_event is None:
@@ -98,18 +138,27 @@ class Monitor:
             # A broken sink (disk full, webhook client bug) must not fail the scoring path.
             log.exception("monitor event callback failed for %s", event.name)
 
+    def _view(self) -> OrderedDict[tuple[str, str], RunState]:
+        return self.merged if self.shared else self._runs
+
+    @property
+    def shared(self) -> bool:
+        """True while the view is the state merged from every process."""
+        return self.sink is not None and self.sink.active
+
     def runs(self, rubric: str | None = None, run: str | None = None) -> list[RunState]:
-        """The runs kept, most recently seen first, filtered by rubric and run name."""
+        """The runs kept, most recently seen first, filtered by rubric and run name (merged
+        from every process while a shared store is reachable, else this process's own)."""
         return [
             s
-            for s in reversed(self._runs.values())
+            for s in reversed(self._view().values())
             if (rubric is None or s.rubric == rubric) and (run is None or s.run == run)
         ]
 
     def recent_runs(self, n: int) -> list[RunState]:
         """The ``n`` most recently seen runs (what Prometheus gauges are rendered for)."""
         out = []
-        for state in reversed(self._runs.values()):
+        for state in reversed(self._view().values()):
             if len(out) >= n:
                 break
             out.append(state)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import math
 from array import array
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from rewardsvc.core.monitor_spec import MonitorConfig
 from rewardsvc.core.results import ItemReward
 from rewardsvc.monitor import stats
-from rewardsvc.monitor.alerts import AlertEvent, AlertTracker
+from rewardsvc.monitor.alerts import Alert, AlertEvent, AlertTracker
 
 STATUSES = ("judge_error", "degraded", "rejected")
 # Flags and criteria add columns; a rubric with hundreds of criteria must not make
@@ -171,16 +171,15 @@ class RunState:
 
     def add(self, item: ItemReward, now: float) -> list[AlertEvent]:
         """Count one scored item; evaluate the rules when an evaluation is due."""
-        sample = Sample.of(item)
+        return self.add_sample(Sample.of(item), now)
+
+    def add_sample(self, sample: Sample, now: float) -> list[AlertEvent]:
+        """Count one item's sample; evaluate the rules when an evaluation is due."""
         self.samples += 1
         self._since_reset += 1
         self.last_seen = now
         self.window.append(sample)
-        for flag in sample.flags:
-            self.flags.setdefault(flag, None)
-        for cid, _ in sample.passes:
-            if cid not in self.criteria and len(self.criteria) < MAX_COLUMNS // 2:
-                self.criteria[cid] = None
+        self._register(sample)
         if self._baseline_samples is not None:
             self._baseline_samples.append(sample)
             if len(self._baseline_samples) >= self.config.baseline:
@@ -188,6 +187,37 @@ class RunState:
         if self.samples % self.config.eval_every == 0:
             return self.evaluate(now)
         return []
+
+    def _register(self, sample: Sample) -> None:
+        for flag in sample.flags:
+            self.flags.setdefault(flag, None)
+        for cid, _ in sample.passes:
+            if cid not in self.criteria and len(self.criteria) < MAX_COLUMNS // 2:
+                self.criteria[cid] = None
+
+    def restore(
+        self,
+        samples: int,
+        since_reset: int,
+        window: Iterable[Sample],
+        baseline: Sequence[Sample],
+        alerts: Iterable[Alert],
+    ) -> None:
+        """Take a run's state merged from every replica in place of this process's own:
+        ``samples`` counted in all, ``since_reset`` of them since the rubric version changed,
+        the shared rolling window, the first samples of the version (its baseline once
+        complete) and the alerts' states."""
+        self.samples, self._since_reset = samples, since_reset
+        self.window.clear()
+        self.window.extend(window)
+        for sample in (*baseline, *self.window):
+            self._register(sample)
+        self._reset_baseline()
+        self._since_reset = since_reset
+        self._baseline_samples = list(baseline[: self.config.baseline])
+        if len(self._baseline_samples) >= self.config.baseline:
+            self._complete_baseline()
+        self.tracker.alerts = {a.name: a for a in alerts}
 
     def _complete_baseline(self) -> None:
         samples = self._baseline_samples or []

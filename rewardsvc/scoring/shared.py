@@ -1,6 +1,7 @@
 """State shared by the replicas of a deployment through Redis (or Valkey): verdicts and
 calibration windows, so that any replica gives the same reward for the same item and
-calibration survives restarts.
+calibration survives restarts; and, through :meth:`RedisLink.execute` and
+:meth:`RedisLink.update_hash`, the reward monitor's run statistics (``rewardsvc.monitor.shared``).
 
 Redis is a help, never a dependency of a reward. Every operation has a short deadline;
 the first one that fails marks the link unhealthy, reports it to the observer, and from
@@ -14,14 +15,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import redis.asyncio as redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, WatchError
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +169,63 @@ class RedisLink:
 
     def _window_key(self, name: bytes) -> bytes:
         return self.prefix.encode() + b":window:" + name
+
+    # ------------------------------------------------------------------ other rooms' state
+
+    async def execute(
+        self, build: Callable[[Any], object], *, transaction: bool = True
+    ) -> list[Any] | None:
+        """Queue commands with ``build(pipeline)`` and send them in one round trip (a
+        MULTI/EXEC transaction unless ``transaction`` is False); return their replies.
+
+        None when Redis is unreachable: the link is then unhealthy, like for any other
+        operation, and the caller keeps its local state (and queues what it must replay).
+        """
+        if not self._healthy:
+            return None
+        try:
+            async with asyncio.timeout(self._deadline_s):
+                pipe = self._client.pipeline(transaction=transaction)
+                build(pipe)
+                return list(await pipe.execute())
+        except (RedisError, OSError, TimeoutError) as exc:
+            self._lost(exc)
+            return None
+
+    async def update_hash(
+        self,
+        key: bytes,
+        step: Callable[[dict[bytes, bytes]], Callable[[Any], object] | None],
+        retries: int = 8,
+    ) -> bool | None:
+        """Read-modify-write of the hash ``key`` as an optimistic transaction: ``step`` gets
+        its content (read under WATCH) and returns the commands to queue, or None for none.
+
+        True when committed; False when ``step`` wrote nothing or other replicas changed the
+        hash ``retries`` times in a row; None when Redis is unreachable. A commit happens at
+        most once per change, so a transition decided in ``step`` is seen by one replica.
+        """
+        if not self._healthy:
+            return None
+        try:
+            async with asyncio.timeout(self._deadline_s * 2), self._client.pipeline() as pipe:
+                for _ in range(retries):
+                    try:
+                        await pipe.watch(key)
+                        writes = step(await pipe.hgetall(key))
+                        if writes is None:
+                            await pipe.unwatch()
+                            return False
+                        pipe.multi()
+                        writes(pipe)
+                        await pipe.execute()
+                        return True
+                    except WatchError:
+                        continue
+                return False
+        except (RedisError, OSError, TimeoutError) as exc:
+            self._lost(exc)
+            return None
 
     # ------------------------------------------------------------------ plumbing
 

@@ -45,7 +45,15 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from rewardsvc.server.errors import ApiError
-from rewardsvc.server.wire import ErrorDetail, Message, RewardOptions, RewardResponse, RewardResult
+from rewardsvc.server.wire import (
+    RUN_NAME_MAX,
+    RUN_NAME_PATTERN,
+    ErrorDetail,
+    Message,
+    RewardOptions,
+    RewardResponse,
+    RewardResult,
+)
 
 
 class Scorer(Protocol):
@@ -126,7 +134,12 @@ def _hold_query(limit: float) -> Any:
 
 RunQuery = Annotated[
     str | None,
-    Query(max_length=128, description="The training run these rewards belong to."),
+    Query(
+        min_length=1,
+        max_length=RUN_NAME_MAX,
+        pattern=RUN_NAME_PATTERN,
+        description="The training run these rewards belong to (the same names as `/v1/rewards`).",
+    ),
 ]
 
 

@@ -29,7 +29,10 @@ from rewardsvc.core.rubric import Rubric
 from rewardsvc.library.registry import Registry
 from rewardsvc.monitor import AlertEvent, CanaryRecord, Monitor, RunState
 from rewardsvc.monitor.canaries import ScoreFn
+from rewardsvc.monitor.shared import SharedMonitor
 from rewardsvc.scoring.engine import Engine
+from rewardsvc.scoring.shared import RedisLink
+from rewardsvc.server.reward_log import RewardLog
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +120,12 @@ class CanaryOut(BaseModel):
 class MonitorReport(BaseModel):
     """The body of ``GET /v1/monitor``."""
 
+    source: Literal["local", "shared", "local_fallback"] = Field(
+        default="local",
+        description="Where the runs' statistics come from: this process (no shared state "
+        "configured), every replica merged through Redis, or this process alone because "
+        "Redis is unreachable (it resynchronizes when Redis is back).",
+    )
     runs: list[RunOut]
     canaries: list[CanaryOut]
 
@@ -179,7 +188,11 @@ def canary_out(c: CanaryRecord, history: bool) -> CanaryOut:
 
 def report(monitor: Monitor, rubric: str | None, run: str | None, history: bool) -> MonitorReport:
     """The monitor's state, filtered as ``GET /v1/monitor`` is asked."""
+    source: Literal["local", "shared", "local_fallback"] = "local"
+    if monitor.sink is not None:
+        source = "shared" if monitor.shared else "local_fallback"
     return MonitorReport(
+        source=source,
         runs=[run_out(s, history) for s in monitor.runs(rubric, run)],
         canaries=[canary_out(c, history) for c in monitor.canaries(rubric)],
     )
@@ -247,14 +260,29 @@ class Webhook:
 
 
 def fan_out(*sinks: Callable[[AlertEvent], None] | None) -> Callable[[AlertEvent], None]:
-    """One event callback that calls every given sink in turn."""
+    """One event callback that calls every given sink in turn; a sink that raises is
+    logged and does not keep the event from the others."""
     chosen = [s for s in sinks if s is not None]
 
     def send(event: AlertEvent) -> None:
         for sink in chosen:
-            sink(event)
+            try:
+                sink(event)
+            except Exception:
+                log.exception("monitor: an alert sink failed for %s", event.name)
 
     return send
+
+
+def alert_logger(reward_log: RewardLog) -> Callable[[AlertEvent], None]:
+    """The sink that writes each alert event to the reward log (the line of
+    :func:`event_record`, timed by the log)."""
+
+    def write(event: AlertEvent) -> None:
+        fields = {k: v for k, v in event_record(event).items() if k not in ("time", "event")}
+        reward_log.event("monitor_alert", **fields)
+
+    return write
 
 
 CANARY_LABEL = "canary"
@@ -269,6 +297,11 @@ class MonitorObserver(NullObserver):
     def __init__(self, monitor: Monitor):
         self.monitor = monitor
 
+    def shared_state(self, healthy: bool) -> None:
+        """Redis is back: send the batches observed while it was away."""
+        if healthy and isinstance(self.monitor.sink, SharedMonitor):
+            self.monitor.sink.resync()
+
     def batch(self, label: str, result: BatchResult) -> None:
         """Observe a batch (never raises: a monitor bug must not fail a reward)."""
         if label == CANARY_LABEL:
@@ -277,6 +310,13 @@ class MonitorObserver(NullObserver):
             self.monitor.observe(result.rubric_id, result.version, result.run, result)
         except Exception:
             log.exception("monitor: observing a batch of %s failed", result.rubric_id)
+
+
+def share_monitor(monitor: Monitor, link: RedisLink | None) -> None:
+    """Merge the monitor's runs with the other replicas' through ``link`` (once; nothing
+    without a link). A run's shared statistics expire like a calibration window."""
+    if link is not None and monitor.sink is None:
+        monitor.sink = SharedMonitor(monitor, link, link.window_ttl_s)
 
 
 def monitor_config(registry: Registry, rubric_id: str) -> MonitorConfig:
@@ -333,7 +373,11 @@ async def get_monitor_report(
         bool, Query(description="Include each run's downsampled signal history.")
     ] = False,
 ) -> MonitorReport:
-    """Per (rubric, run): samples, current signals and alerts; and the canaries' latest scores."""
+    """Per (rubric, run): samples, current signals and alerts; and the canaries' latest scores.
+
+    Behind several replicas sharing Redis, the runs are merged from all of them."""
+    if isinstance(monitor.sink, SharedMonitor) and monitor.sink.active:
+        await monitor.sink.refresh(rubric, run, history)
     return report(monitor, rubric, run, history)
 
 

@@ -9,12 +9,19 @@ On SIGTERM, :class:`DrainingServer` keeps listening while the service drains: ne
 requests get 503 with Retry-After (and ``/readyz`` 503, so a load balancer stops sending),
 requests already accepted finish within ``shutdown_timeout_s``, then uvicorn stops and the
 lifespan flushes the reward log.
+
+With ``workers`` above one, uvicorn's supervisor spawns that many processes on one socket;
+each builds its own app from the ``REWARDSVC_*`` environment (:func:`worker_app`), so each
+is a replica with its own memory, kept one by the shared state in Redis. A worker stops on
+SIGTERM with uvicorn's graceful shutdown: the requests it accepted finish within
+``shutdown_timeout_s``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 from types import FrameType
 from typing import Any
@@ -22,6 +29,7 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.supervisors import Multiprocess
 
 from rewardsvc.settings import Settings
 
@@ -120,6 +128,45 @@ class DrainingServer(uvicorn.Server):
             if not finished:
                 log.warning("shutdown timeout passed with requests still running")
         self.should_exit = True
+
+
+class WorkerProtocol(DeadlineProtocol):
+    """The deadline protocol of worker processes. A class made at run time cannot be sent
+    to a spawned worker: its deadlines are set from the settings when the worker builds
+    its app."""
+
+
+def worker_app() -> FastAPI:
+    """The app of one worker process (uvicorn's factory), set up from ``REWARDSVC_*``."""
+    from rewardsvc.server.app import create_app
+
+    settings = Settings()
+    WorkerProtocol.header_timeout_s = settings.header_timeout_s
+    WorkerProtocol.body_timeout_s = settings.body_timeout_s
+    return create_app(settings)
+
+
+def serve_workers(settings: Settings) -> None:
+    """Serve ``settings.workers`` processes of the app on one socket until SIGTERM or SIGINT.
+
+    The workers read their settings from the environment: what the command line changed
+    (rubrics folder, judge pool) is put there first.
+    """
+    os.environ["REWARDSVC_RUBRICS_DIR"] = str(settings.rubrics_dir)
+    os.environ["REWARDSVC_JUDGE_POOL"] = str(settings.judge_pool)
+    config = uvicorn.Config(
+        f"{__name__}:worker_app",
+        factory=True,
+        workers=settings.workers,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level.lower(),
+        access_log=False,
+        http=f"{__name__}:WorkerProtocol",
+        limit_concurrency=settings.max_connections,
+        timeout_graceful_shutdown=int(settings.shutdown_timeout_s),
+    )
+    Multiprocess(config, sockets=[config.bind_socket()]).run()
 
 
 def serve(app: FastAPI, settings: Settings) -> None:

@@ -38,10 +38,11 @@ from rewardsvc.server import metrics, monitor_metrics
 from rewardsvc.server.dashboard import (
     MonitorObserver,
     Webhook,
+    alert_logger,
     canary_scorer,
-    event_record,
     fan_out,
     monitor_config,
+    share_monitor,
 )
 from rewardsvc.server.dispatch import Target, resolve_target, score_target
 from rewardsvc.server.errors import ApiError
@@ -271,6 +272,9 @@ class Service:
         await self.engine.aclose()
         if self.engine.graders is not None:
             await asyncio.to_thread(self.engine.graders.close)
+        if self.monitor is not None and self.monitor.sink is not None:
+            # Batches still on their way to the other replicas' view of the run.
+            await self.monitor.sink.drain()
         if self.shared is not None:
             await self.shared.aclose()
         if self.reward_log is not None:
@@ -300,7 +304,7 @@ async def start_service(
             settings.reward_log, settings.reward_log_max_bytes, settings.reward_log_backups
         )
     webhook = Webhook(settings.monitor_webhook) if settings.monitor_webhook else None
-    log_event = None if reward_log is None else lambda e: reward_log.record(event_record(e))
+    log_event = None if reward_log is None else alert_logger(reward_log)
     monitor = Monitor(
         lambda rubric_id: monitor_config(registry, rubric_id),
         max_runs=settings.monitor_max_runs,
@@ -331,6 +335,7 @@ async def start_service(
             observer=observer,
         )
         await link.start()
+        share_monitor(monitor, link)
     cache = VerdictCache(
         settings.cache_size,
         settings.cache_path,

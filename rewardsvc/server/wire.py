@@ -39,7 +39,9 @@ class ToolCall(BaseModel):
     function: FunctionCall
 
 
-RunName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:/@+-]+$")]
+RUN_NAME_PATTERN = r"^[A-Za-z0-9._:/@+-]+$"
+RUN_NAME_MAX = 128
+RunName = Annotated[str, Field(min_length=1, max_length=RUN_NAME_MAX, pattern=RUN_NAME_PATTERN)]
 """A training run's name, as trainers and dashboards show it."""
 
 

@@ -1,0 +1,432 @@
+"""Monitor statistics shared by the replicas of a deployment through Redis.
+
+Each process sends the monitored quantities of every item it scores to Redis, where a run
+(rubric, run) keeps its rolling window, its first samples (the baseline), its sample count,
+its alerts, a capped history and its events: bounded like the local state (trimmed lists)
+and expiring ``ttl_s`` after the run was last seen. The process whose batch crosses an
+evaluation point evaluates the rules on the merged window with the run's pure
+:class:`RunState`, and commits the alerts' new states in an optimistic transaction: each
+transition is committed once, so one process, and only one, sends its event (reward log,
+webhook). The dashboard, ``GET /v1/monitor`` and the Prometheus gauges show the merged
+runs.
+
+While Redis is unreachable (the link says so in ``/readyz`` and a metric) each process
+monitors on its own and raises its own alerts; the batches it saw meanwhile are queued,
+bounded, and sent when Redis is back, so that the merged statistics count them.
+
+The Redis I/O goes through a link the server gives (``rewardsvc.scoring.shared.RedisLink``,
+with its deadlines and health): this room does not import the scoring room.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+from rewardsvc.core.monitor_spec import MonitorConfig
+from rewardsvc.monitor.alerts import Alert, AlertEvent
+from rewardsvc.monitor.monitor import Monitor
+from rewardsvc.monitor.runs import MAX_EVENTS, History, Mark, RunState, Sample
+
+log = logging.getLogger(__name__)
+
+HISTORY_POINTS = 480
+"""Evaluations kept in a shared run's history (the latest; the local history thins instead)."""
+
+
+class Link(Protocol):
+    """What the shared monitor needs of a Redis link (``RedisLink`` provides it)."""
+
+    prefix: str
+
+    @property
+    def healthy(self) -> bool:
+        """False while Redis is unreachable."""
+        ...
+
+    async def execute(
+        self, build: Callable[[Any], object], *, transaction: bool = True
+    ) -> list[Any] | None:
+        """Run a pipeline; None when Redis is unreachable."""
+        ...
+
+    async def update_hash(
+        self,
+        key: bytes,
+        step: Callable[[dict[bytes, bytes]], Callable[[Any], object] | None],
+        retries: int = 8,
+    ) -> bool | None:
+        """Read-modify-write a hash under WATCH; None when Redis is unreachable."""
+        ...
+
+
+# ------------------------------------------------------------------ encodings (pure)
+
+
+def encode_sample(s: Sample) -> bytes:
+    """One sample as compact JSON (about 100 bytes)."""
+    passes = [[c, int(ok)] for c, ok in s.passes]
+    row = [s.reward, s.length, s.status, list(s.flags), passes, s.disagreement, s.uncertainty]
+    return json.dumps(row, separators=(",", ":")).encode()
+
+
+def decode_sample(raw: bytes) -> Sample:
+    """The sample of :func:`encode_sample`."""
+    reward, length, status, flags, passes, disagreement, uncertainty = json.loads(raw)
+    return Sample(
+        reward,
+        int(length),
+        status,
+        tuple(flags),
+        tuple((c, bool(ok)) for c, ok in passes),
+        disagreement,
+        uncertainty,
+    )
+
+
+def encode_alert(a: Alert) -> bytes:
+    """An alert's state as JSON."""
+    return json.dumps(asdict(a)).encode()
+
+
+def decode_alert(raw: bytes) -> Alert:
+    """The alert of :func:`encode_alert`."""
+    return Alert(**json.loads(raw))
+
+
+def encode_mark(m: Mark) -> bytes:
+    """A mark on a run's time axis as JSON."""
+    return json.dumps([m.time, m.sample, m.kind, m.name]).encode()
+
+
+def decode_mark(raw: bytes) -> Mark:
+    """The mark of :func:`encode_mark`."""
+    time, sample, kind, name = json.loads(raw)
+    return Mark(time, sample, kind, name)
+
+
+@dataclass(frozen=True)
+class _Batch:
+    rubric: str
+    run: str
+    version: str
+    samples: tuple[bytes, ...]
+    now: float
+
+
+class _Keys:
+    def __init__(self, prefix: str, rubric: str, run: str):
+        # The rubric's length first: neither name can make another run's keys.
+        base = f"{prefix}:monitor:{len(rubric)}:{rubric}:{run}".encode()
+        self.meta, self.window, self.baseline = base + b":meta", base + b":win", base + b":base"
+        self.alerts, self.history, self.events = base + b":alerts", base + b":hist", base + b":ev"
+
+    def all(self) -> tuple[bytes, ...]:
+        return (self.meta, self.window, self.baseline, self.alerts, self.history, self.events)
+
+
+def _text(meta: dict[bytes, bytes], field: str, default: str = "") -> str:
+    value = meta.get(field.encode())
+    return value.decode() if value is not None else default
+
+
+class SharedMonitor:
+    """The :class:`Monitor`'s sink that merges its runs with other processes' in Redis.
+
+    ``pending_max`` bounds the batches queued while Redis is unreachable (the oldest are
+    dropped first); ``ttl_s`` is how long a run's keys outlive its last batch.
+    """
+
+    def __init__(
+        self, monitor: Monitor, link: Link, ttl_s: int = 7 * 86_400, pending_max: int = 1024
+    ):
+        self.monitor, self.link, self.ttl_s = monitor, link, ttl_s
+        self._runs_key = f"{link.prefix}:monitor:runs".encode()
+        self._pending: deque[_Batch] = deque(maxlen=pending_max)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._flushing = asyncio.Lock()
+        self._baselines: OrderedDict[tuple[str, str], tuple[str, list[Sample]]] = OrderedDict()
+
+    @property
+    def active(self) -> bool:
+        """True while Redis is reachable: the monitor's view is then the merged one."""
+        return self.link.healthy
+
+    @property
+    def pending(self) -> int:
+        """Batches observed while Redis was unreachable, not yet sent."""
+        return len(self._pending)
+
+    def observe(
+        self, rubric: str, run: str, version: str, samples: Sequence[Sample], now: float
+    ) -> None:
+        """Send a batch's samples to Redis off the scoring path (queued while unreachable)."""
+        if not samples:
+            return
+        batch = _Batch(rubric, run, version, tuple(encode_sample(s) for s in samples), now)
+        if not self.link.healthy:
+            self._pending.append(batch)
+            return
+        if not self._spawn(lambda: self._send(batch)):
+            self._pending.append(batch)
+
+    def resync(self) -> None:
+        """Send the batches queued while Redis was away (called when it is back)."""
+        if self._pending:
+            self._spawn(self._flush)
+
+    async def drain(self) -> None:
+        """Wait for the sends in flight."""
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _spawn(self, job: Callable[[], Awaitable[None]]) -> bool:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        task = loop.create_task(self._guarded(job))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return True
+
+    @staticmethod
+    async def _guarded(job: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await job()
+        except Exception:
+            # A monitor bug must not surface anywhere near a reward.
+            log.exception("shared monitor: sending a batch failed")
+
+    async def _send(self, batch: _Batch) -> None:
+        if self._pending:
+            await self._flush()
+        if not await self._push(batch):
+            self._pending.append(batch)
+
+    async def _flush(self) -> None:
+        # In order, each batch removed once sent: a failure part-way keeps the rest.
+        async with self._flushing:
+            while self._pending and self.link.healthy:
+                if not await self._push(self._pending[0]):
+                    return
+                self._pending.popleft()
+
+    # ------------------------------------------------------------------ writes
+
+    async def _push(self, batch: _Batch) -> bool:
+        """Append a batch to its run's shared state and evaluate the rules when the batch
+        crosses an evaluation point; False when Redis could not take it."""
+        config = self.monitor.config_for(batch.rubric)
+        keys = _Keys(self.link.prefix, batch.rubric, batch.run)
+        n = len(batch.samples)
+
+        def reads(p: Any) -> None:
+            for key in keys.all():
+                p.expire(key, self.ttl_s)
+            p.hgetall(keys.meta)
+            p.hgetall(keys.alerts)
+
+        def append(p: Any) -> None:
+            p.hget(keys.meta, "version")
+            p.hsetnx(keys.meta, "version", batch.version)
+            p.hsetnx(keys.meta, "started", repr(batch.now))
+            p.hset(keys.meta, "last_seen", repr(batch.now))
+            p.hincrby(keys.meta, "samples", n)
+            p.rpush(keys.window, *batch.samples)
+            p.ltrim(keys.window, -config.window, -1)
+            p.rpush(keys.baseline, *batch.samples)
+            p.ltrim(keys.baseline, 0, config.baseline - 1)
+            member = json.dumps([batch.rubric, batch.run])
+            p.zadd(self._runs_key, {member: batch.now})
+            p.zremrangebyrank(self._runs_key, 0, -(self.monitor.max_runs + 1))
+            p.expire(self._runs_key, self.ttl_s)
+            reads(p)
+
+        replies = await self.link.execute(append)
+        if replies is None:
+            return False
+        total = int(replies[4])
+        if replies[0] is not None and replies[0].decode() != batch.version:
+            # A new rubric version: a new window and baseline, as in a local run.
+            def restart(p: Any) -> None:
+                p.delete(keys.window, keys.baseline)
+                p.rpush(keys.window, *batch.samples)
+                p.rpush(keys.baseline, *batch.samples)
+                p.hset(keys.meta, mapping={"version": batch.version, "reset_at": total - n})
+                mark = Mark(batch.now, total, "version", batch.version)
+                p.rpush(keys.events, encode_mark(mark))
+                p.ltrim(keys.events, -MAX_EVENTS, -1)
+                reads(p)
+
+            replies = await self.link.execute(restart)
+            if replies is None:
+                return True
+        meta: dict[bytes, bytes] = replies[-2]
+        crossed = total // config.eval_every - (total - n) // config.eval_every
+        if not crossed:
+            self._mirror(batch.rubric, batch.run, config, meta, replies[-1].values())
+            return True
+        # The samples are read only when an evaluation is due, as a local run computes
+        # its signals only then.
+        found = await self._samples((batch.rubric, batch.run), keys, config, meta)
+        if found is not None:
+            await self._evaluate(batch, config, keys, meta, *found, total, crossed)
+        return True
+
+    async def _samples(
+        self, run: tuple[str, str], keys: _Keys, config: MonitorConfig, meta: dict[bytes, bytes]
+    ) -> tuple[list[Sample], list[Sample]] | None:
+        """The run's shared window and baseline samples (a complete baseline is read once
+        per rubric version and kept); None when Redis is unreachable."""
+        reset = f"{_text(meta, 'version')}@{_text(meta, 'reset_at', '0')}"
+        kept = self._baselines.get(run)
+        complete = kept is not None and kept[0] == reset
+
+        def reads(p: Any) -> None:
+            p.lrange(keys.window, 0, -1)
+            if not complete:
+                p.lrange(keys.baseline, 0, -1)
+
+        replies = await self.link.execute(reads, transaction=False)
+        if replies is None:
+            return None
+        window = [decode_sample(r) for r in replies[0]]
+        if kept is not None and complete:
+            return window, kept[1]
+        baseline = [decode_sample(r) for r in replies[1]]
+        if len(baseline) >= config.baseline:
+            self._baselines[run] = (reset, baseline)
+            self._baselines.move_to_end(run)
+            while len(self._baselines) > self.monitor.max_runs:
+                self._baselines.popitem(last=False)
+        return window, baseline
+
+    async def _evaluate(
+        self,
+        batch: _Batch,
+        config: MonitorConfig,
+        keys: _Keys,
+        meta: dict[bytes, bytes],
+        window: list[Sample],
+        baseline: list[Sample],
+        total: int,
+        crossed: int,
+    ) -> None:
+        started = float(_text(meta, "started", repr(batch.now)))
+        since_reset = total - int(_text(meta, "reset_at", "0"))
+        outcome: list[tuple[RunState, list[AlertEvent]]] = []
+
+        def step(current: dict[bytes, bytes]) -> Callable[[Any], object]:
+            state = RunState(batch.rubric, batch.run, batch.version, config, started)
+            alerts = [decode_alert(v) for v in current.values()]
+            state.restore(total, since_reset, window, baseline, alerts)
+            events = [e for _ in range(crossed) for e in state.evaluate(batch.now)]
+            outcome[:] = [(state, events)]
+            point = json.dumps({"s": total, "t": batch.now, "v": state.signals})
+            marks = [encode_mark(Mark(e.time, e.sample, e.state, e.name)) for e in events]
+
+            def writes(p: Any) -> None:
+                p.delete(keys.alerts)
+                if state.tracker.alerts:
+                    encoded = {k: encode_alert(a) for k, a in state.tracker.alerts.items()}
+                    p.hset(keys.alerts, mapping=encoded)
+                    p.expire(keys.alerts, self.ttl_s)
+                p.hset(keys.meta, "signals", json.dumps(state.signals))
+                p.rpush(keys.history, point)
+                p.ltrim(keys.history, -HISTORY_POINTS, -1)
+                if marks:
+                    p.rpush(keys.events, *marks)
+                    p.ltrim(keys.events, -MAX_EVENTS, -1)
+
+            return writes
+
+        if await self.link.update_hash(keys.alerts, step) and outcome:
+            state, events = outcome[0]
+            # Committed once across the replicas: this process alone tells the sinks.
+            for event in events:
+                self.monitor.emit(event)
+            meta = {**meta, b"signals": json.dumps(state.signals).encode()}
+            self._mirror(batch.rubric, batch.run, config, meta, state.tracker.alerts.values())
+
+    # ------------------------------------------------------------------ the merged view
+
+    def _mirror(
+        self,
+        rubric: str,
+        run: str,
+        config: MonitorConfig,
+        meta: dict[bytes, bytes],
+        alerts: Any,
+        history: list[bytes] | None = None,
+        events: list[bytes] | None = None,
+    ) -> None:
+        """Put a run's merged state into the monitor's merged view."""
+        key = (rubric, run)
+        started = float(_text(meta, "started", "0"))
+        state = RunState(rubric, run, _text(meta, "version"), config, started)
+        state.samples = int(_text(meta, "samples", "0"))
+        state.last_seen = float(_text(meta, "last_seen", repr(started)))
+        state.signals = json.loads(_text(meta, "signals", "{}"))
+        decoded = [a if isinstance(a, Alert) else decode_alert(a) for a in alerts]
+        state.tracker.alerts = {a.name: a for a in decoded}
+        previous = self.monitor.merged.get(key)
+        if history is not None:
+            state.history = History(capacity=HISTORY_POINTS + 1)
+            for raw in history:
+                point = json.loads(raw)
+                state.history.add(int(point["s"]), float(point["t"]), point["v"])
+        elif previous is not None:
+            state.history = previous.history
+        if events is not None:
+            state.events.extend(decode_mark(e) for e in events)
+        elif previous is not None:
+            state.events = previous.events
+        merged = self.monitor.merged
+        merged[key] = state
+        merged.move_to_end(key)
+        while len(merged) > self.monitor.max_runs:
+            merged.popitem(last=False)
+
+    async def refresh(
+        self, rubric: str | None = None, run: str | None = None, history: bool = False
+    ) -> bool:
+        """Read the runs (filtered by rubric and run name) from Redis into the merged view,
+        with their history when asked; False when Redis is unreachable."""
+        found = await self.link.execute(
+            lambda p: p.zrange(self._runs_key, 0, self.monitor.max_runs - 1, desc=True),
+            transaction=False,
+        )
+        if found is None:
+            return False
+        listed = [tuple(json.loads(m)) for m in found[0]]
+        pairs = [(r, n) for r, n in listed if rubric in (None, r) and run in (None, n)]
+        if not pairs:
+            return True
+
+        def reads(p: Any) -> None:
+            for r, n in reversed(pairs):
+                keys = _Keys(self.link.prefix, r, n)
+                p.hgetall(keys.meta)
+                p.hgetall(keys.alerts)
+                if history:
+                    p.lrange(keys.history, 0, -1)
+                    p.lrange(keys.events, 0, -1)
+
+        replies = await self.link.execute(reads, transaction=False)
+        if replies is None:
+            return False
+        width = 4 if history else 2
+        for i, (r, n) in enumerate(reversed(pairs)):
+            part = replies[i * width : (i + 1) * width]
+            if not part[0]:
+                continue  # expired since it was listed
+            hist, ev = (part[2], part[3]) if history else (None, None)
+            config = self.monitor.config_for(r)
+            self._mirror(r, n, config, part[0], part[1].values(), hist, ev)
+        return True

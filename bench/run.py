@@ -104,6 +104,24 @@ def context(args: argparse.Namespace) -> RunContext:
     )
 
 
+def earlier_parts(path: Path, quick: bool, parts: str) -> dict[str, Any]:
+    """The parts of the earlier run in ``path`` that this run does not repeat (same kind of
+    run, quick or full), so that re-running one part keeps the others in the report; each
+    kept part is named with its run id under ``kept``."""
+    if not path.exists():
+        return {}
+    earlier = json.loads(path.read_text())
+    if earlier.get("quick") != quick:
+        return {}
+    rerun = {PARTS[k.strip()][0] for k in parts.split(",") if k.strip() in PARTS}
+    names = [n for n in earlier.get("parts", {}) if n not in rerun]
+    return {
+        "parts": {n: earlier["parts"][n] for n in names},
+        "durations_s": {n: earlier.get("durations_s", {}).get(n) for n in names},
+        "kept": {n: earlier.get("kept", {}).get(n, earlier["run_id"]) for n in names},
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the selected parts, then write the report (also after a failed part)."""
     args = parse_args(argv)
@@ -119,6 +137,11 @@ def main(argv: list[str] | None = None) -> int:
         "parts": {},
         "errors": {},
     }
+    kept = earlier_parts(ctx.out_dir / "results.json", ctx.quick, args.parts)
+    if kept:
+        results["parts"].update(kept["parts"])
+        results["durations_s"] = kept["durations_s"]
+        results["kept"] = kept["kept"]
     started = time.perf_counter()
     for key in [p.strip() for p in args.parts.split(",") if p.strip()]:
         name, fn = PARTS[key]

@@ -1,0 +1,9 @@
+"""The benchmark's targets, shared by its report and its plots."""
+
+E2E_LIMIT_TARGET = 0.85
+PEER_TARGET = 5.0
+CALLS_TARGET = 3000.0
+P99_TARGET_MS = 5.0
+RSS_TARGET_MB = 300.0
+KB_PER_VERDICT_TARGET = 0.25
+TARGET_CONCURRENCY = 16

@@ -12,9 +12,14 @@ loops run for a fixed time on fresh, distinct items:
 Added latency = rewardsvc latency - direct latency for the same work, per percentile.
 Judge calls/s is what rewardsvc orchestrated (``usage.judge_calls``) per second of wall time.
 CPU use (cores) of the service, the stub and this load generator is reported per cell,
-because on a small machine all three share the cores. If the targets are missed (or with
-``--profile``), py-spy samples the service under the 16-concurrent load and the profile is
-summarized by package and by function.
+because on a small machine all three share the cores. The issue's targets are ratios of the
+two loops in the same run: the service's CPU per judge call against the direct loop's (the
+load generator's CPU per call, which renders the same prompts), judge calls/s, and the p99
+added at one request in flight against the direct loop's own p99. A client-cost table
+times single calls of each client (the openai SDK two ways, rewardsvc's lean transport
+and its whole backend, raw aiohttp). If a target is missed (or with ``--profile``),
+py-spy samples the service under the 16-concurrent load (``bench.profiling``). Besides
+the run's ``results.json``, the ratios go to ``overhead.md`` in the results folder.
 """
 
 from __future__ import annotations
@@ -23,14 +28,8 @@ import asyncio
 import itertools
 import json
 import os
-import re
-import shutil
-import subprocess
-import sys
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -52,6 +51,11 @@ from bench.harness import (
     start_fakejudge,
 )
 from bench.items import bench_items
+from bench.overhead_report import markdown
+from bench.profiling import profile_service
+from rewardsvc.judges.backends import Backend
+from rewardsvc.judges.shapes import CHAT
+from rewardsvc.judges.transport import JudgeTransport
 
 CRITERIA = 5
 # The stub pool's max_concurrency (the direct client gets the same cap). Far above the
@@ -62,6 +66,10 @@ MAX_CONCURRENCY = 128
 TARGET_CALLS_PER_S = 3000.0
 TARGET_P99_ADDED_MS = 5.0
 TARGET_CONCURRENCY = 16
+# Issue 18's targets, as ratios of rewardsvc to the direct (raw aiohttp) loop in one run.
+TARGET_CPU_RATIO = 1.5  # service CPU per judge call <= 1.5x the raw client's
+TARGET_RATE_RATIO = 0.5  # judge calls/s at 16 concurrent >= 0.5x the raw client's
+# At 1 request in flight, the p99 rewardsvc adds must not exceed the raw client's own p99.
 
 
 Outcome = tuple[float, int, float | None]
@@ -74,6 +82,15 @@ class ItemFailures(Exception):
     def __init__(self, count: int, message: str):
         super().__init__(message)
         self.count = count
+
+
+def _first_error(result: dict[str, Any]) -> str:
+    """The status and first judge error of a failed item (the whole item when it has none)."""
+    for judge in (result.get("judges") or {}).values():
+        for verdict in [judge, *(judge.get("criteria") or {}).values()]:
+            if verdict.get("error"):
+                return f"{result['status']}: {verdict['error']}"
+    return f"{result['status']}: {result}"
 
 
 class ItemSource:
@@ -211,6 +228,7 @@ async def run(ctx: RunContext) -> dict[str, Any]:
 
 
 async def _run(ctx: RunContext, fake_pid: int, url: str) -> dict[str, Any]:
+    load_at_start = [round(x, 1) for x in os.getloadavg()]
     pool = {"judges": {"primary": judge_entry(url, "fake", max_concurrency=MAX_CONCURRENCY)}}
     config = pool_model(pool).judges["primary"]
     rubric = rubric_variant(f"{ctx.run_id}-overhead")
@@ -246,7 +264,7 @@ async def _run(ctx: RunContext, fake_pid: int, url: str) -> dict[str, Any]:
                     usage = r.body["usage"]
                     failed = [x for x in r.body["results"] if x["status"] != "ok"]
                     if failed:
-                        raise ItemFailures(len(failed), f"{failed[0]['status']}: {failed[0]}")
+                        raise ItemFailures(len(failed), _first_error(failed[0]))
                     return r.latency_s, int(usage["judge_calls"]), float(usage["latency_ms"])
 
                 return go
@@ -262,9 +280,13 @@ async def _run(ctx: RunContext, fake_pid: int, url: str) -> dict[str, Any]:
                     with CpuMeter(pids) as rs_cpu:
                         rs = await closed_loop(rs_request(size), conc, ctx.overhead_seconds)
                     svc_cpu_s = rs_cpu.cores["rewardsvc"] * rs["elapsed_s"]
+                    raw_cpu_s = direct_cpu.cores["load generator"] * direct["elapsed_s"]
                     cell = {
                         "rewardsvc_cpu_ms_per_call": 1000 * svc_cpu_s / rs["calls"]
                         if rs["calls"]
+                        else None,
+                        "direct_cpu_ms_per_call": 1000 * raw_cpu_s / direct["calls"]
+                        if direct["calls"]
                         else None,
                         "items_per_request": size,
                         "calls_per_request": size * CRITERIA,
@@ -285,31 +307,42 @@ async def _run(ctx: RunContext, fake_pid: int, url: str) -> dict[str, Any]:
             if ctx.profile or not all(targets.values()):
                 size = min(ctx.overhead_sizes)
                 profile = await profile_service(
-                    ctx, svc.pid, rs_request(size), TARGET_CONCURRENCY, size
+                    ctx,
+                    svc.pid,
+                    lambda s: closed_loop(rs_request(size), TARGET_CONCURRENCY, s),
+                    TARGET_CONCURRENCY,
+                    size,
                 )
         await raw.aclose()
-    return {
+    result = {
         "stub": "tests/fakejudge.py (own process, zero latency)",
         "pool_max_concurrency": MAX_CONCURRENCY,
         "criteria": CRITERIA,
         "seconds_per_cell": ctx.overhead_seconds,
+        # The ratios are of one run, but a loaded machine still skews them: say how loaded.
+        "load_avg_at_start": load_at_start,
         "cells": cells,
         "transport": transport,
         "targets": targets,
+        "ratios": ratios(cells),
         "profile": profile,
     }
+    (ctx.out_dir / "overhead.md").write_text(markdown(result))
+    return result
 
 
 async def transport_cost(
     url: str, rubric: Any, config: Any, source: ItemSource, n: int = 200
 ) -> dict[str, Any]:
-    """CPU and wall time per judge call of three clients, one call at a time, to the stub.
+    """CPU and wall time per judge call of five clients, one call at a time, to the stub.
 
     ``openai.AsyncOpenAI.chat.completions.create`` is the SDK's typed call on its default
     httpx2 transport; ``AsyncOpenAI.post`` with the finished body over the SDK's aiohttp
-    transport is what rewardsvc's backend sends; a raw aiohttp POST with ``json.loads`` of
-    the reply is the least a client can do. The differences are the SDK's own costs per
-    call (parameter transformation, request building, response models).
+    transport is what rewardsvc's backend sent before its lean transport;
+    ``JudgeTransport.post`` is that lean transport (aiohttp, ``json.loads``, plain dicts);
+    ``Backend.send`` is the whole per-call path of rewardsvc's backend around it (slot,
+    retries, breaker, deadline, the reply's shape check); a raw aiohttp POST with
+    ``json.loads`` of the reply is the least a client can do.
     """
     calls = [kw for it in source.take(n // CRITERIA + 1) for kw in call_kwargs(rubric, it, config)]
     calls = calls[:n]
@@ -331,6 +364,20 @@ async def transport_cost(
         await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
     out["openai_post"] = _per_call(cpu, wall, len(calls))
     await client.close()
+    lean = JudgeTransport(url, max_connections=MAX_CONCURRENCY, read_timeout_s=60, connect_s=5)
+    await lean.post(CHAT.path, bodies[0], "Bearer EMPTY")
+    cpu, wall = time.process_time(), time.perf_counter()
+    for body in bodies:
+        await lean.post(CHAT.path, body, "Bearer EMPTY")
+    out["lean_transport"] = _per_call(cpu, wall, len(calls))
+    await lean.aclose()
+    backend = Backend("overhead", config)
+    await backend.send(CHAT, bodies[0])
+    cpu, wall = time.process_time(), time.perf_counter()
+    for body in bodies:
+        await backend.send(CHAT, body)
+    out["backend_send"] = _per_call(cpu, wall, len(calls))
+    await backend.aclose()
     async with session() as http:
         async with http.post(f"{url}/chat/completions", json=bodies[0]) as r:
             await r.read()
@@ -353,9 +400,35 @@ def _per_call(cpu_start: float, wall_start: float, n: int) -> dict[str, float]:
     }
 
 
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def ratios(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per cell, rewardsvc against the direct loop of the same run: CPU per judge call,
+    judge calls/s, and the p99 added against the direct loop's own p99."""
+    return [
+        {
+            "items_per_request": c["items_per_request"],
+            "concurrency": c["concurrency"],
+            "cpu_per_call": _ratio(c["rewardsvc_cpu_ms_per_call"], c["direct_cpu_ms_per_call"]),
+            "calls_per_s": _ratio(c["rewardsvc"]["calls_per_s"], c["direct"]["calls_per_s"]),
+            "p99_added_over_direct_p99": _ratio(c["added_p99_ms"], c["direct"]["p99_ms"]),
+        }
+        for c in cells
+    ]
+
+
+def _at_most(value: float | None, bound: float) -> bool:
+    return value is not None and value <= bound
+
+
 def check_targets(cells: list[dict[str, Any]]) -> dict[str, bool]:
-    """Part-2 targets at 16 concurrent requests: calls/s (any size), p99 added (every size)."""
+    """Part-2 targets: the absolute ones at 16 concurrent requests (calls/s at any size, p99
+    added at every size) and issue 18's ratios to the direct loop (every size)."""
     at = [c for c in cells if c["concurrency"] == TARGET_CONCURRENCY]
+    one = [r for r in ratios(cells) if r["concurrency"] == 1]
+    sixteen = [r for r in ratios(cells) if r["concurrency"] == TARGET_CONCURRENCY]
     if not at:
         return {}
     return {
@@ -364,140 +437,13 @@ def check_targets(cells: list[dict[str, Any]]) -> dict[str, bool]:
         f"p99 added <= {TARGET_P99_ADDED_MS:.0f} ms": all(
             c["added_p99_ms"] <= TARGET_P99_ADDED_MS for c in at
         ),
-    }
-
-
-# ------------------------------------------------------------------ profiling
-
-
-def py_spy() -> str | None:
-    """The py-spy executable next to this interpreter, or on PATH."""
-    local = Path(sys.executable).with_name("py-spy")
-    return str(local) if local.exists() else shutil.which("py-spy")
-
-
-async def profile_service(
-    ctx: RunContext,
-    pid: int,
-    request: Callable[[], Awaitable[Outcome]],
-    concurrency: int,
-    size: int,
-) -> dict[str, Any]:
-    """Sample the service with py-spy while the closed loop runs; summarize where time goes."""
-    exe = py_spy()
-    if exe is None:
-        return {"error": "py-spy not installed (pip install py-spy)"}
-    seconds = max(5.0, ctx.overhead_seconds)
-    # Full file names (to tell packages apart) go to the work dir; the results get a copy
-    # with paths cut to the package part, so no machine paths end up in them.
-    full = ctx.workdir / "profile-overhead-full.txt"
-    full.parent.mkdir(parents=True, exist_ok=True)
-    raw = ctx.out_dir / "profile-overhead.txt"
-    svg = ctx.out_dir / "profile-overhead.svg"
-    log(
-        f"profiling rewardsvc (pid {pid}) with py-spy for {seconds:.0f} s "
-        f"at {concurrency} concurrent"
-    )
-    results = {}
-    for fmt, path, names in (("raw", full, ["--full-filenames"]), ("flamegraph", svg, [])):
-        proc = subprocess.Popen(
-            [
-                exe,
-                "record",
-                "--pid",
-                str(pid),
-                "--duration",
-                str(int(seconds)),
-                "--rate",
-                "200",
-                "--gil",  # only threads holding the GIL: where Python CPU time goes
-                "--function",
-                *names,
-                "--format",
-                fmt,
-                "--output",
-                str(path),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        load = await closed_loop(request, concurrency, seconds + 1)
-        out, _ = proc.communicate(timeout=60)
-        results[fmt] = {"returncode": proc.returncode, "load": load, "log": out[-500:]}
-        if proc.returncode != 0:
-            return {"error": f"py-spy failed: {out[-1000:]}"}
-    # The flame graph's title holds the py-spy command line: drop this machine's paths.
-    svg.write_text(svg.read_text().replace(exe, "py-spy").replace(str(svg), svg.name))
-    text = full.read_text()
-    raw.write_text("".join(_short_stacks(line) + "\n" for line in text.splitlines()))
-    summary = summarize_profile(text)
-    summary.update(
-        {
-            "raw_file": raw.name,
-            "flamegraph_file": svg.name,
-            "load_during_profile": results["raw"]["load"],
-            "items_per_request": size,
-            "concurrency": concurrency,
-        }
-    )
-    return summary
-
-
-def _short(frame: str) -> str:
-    """``func (/.../site-packages/pkg/mod.py:12)`` -> ``func (pkg/mod.py)``."""
-    name, _, where = frame.partition(" (")
-    path = where.rstrip(")").rsplit(":", 1)[0]
-    m = re.search(r".*(?:site-packages|lib/python3\.\d+)/(.+)$", path) or re.search(
-        r"/((?:rewardsvc|bench|tests)/.+)$", path
-    )
-    return f"{name} ({m.group(1) if m else path.rsplit('/', 1)[-1]})"
-
-
-def _short_stacks(line: str) -> str:
-    """One collapsed-stack line with every frame's path cut to its package part."""
-    stack, _, count = line.rpartition(" ")
-    return ";".join(_short(f) for f in stack.split(";")) + " " + count
-
-
-def _package(frame: str) -> str:
-    """The top-level package or stdlib module of a frame (``starlette``, ``asyncio``, ...)."""
-    path = _short(frame).rpartition(" (")[2].rstrip(")")
-    return path.split("/", 1)[0].removesuffix(".py")
-
-
-def summarize_profile(raw: str) -> dict[str, Any]:
-    """Self time by package and by function, and inclusive time of rewardsvc functions."""
-    by_package: Counter[str] = Counter()
-    by_function: Counter[str] = Counter()
-    inclusive: Counter[str] = Counter()
-    total = 0
-    for line in raw.splitlines():
-        stack, _, count_text = line.rpartition(" ")
-        if not stack or not count_text.isdigit():
-            continue
-        count = int(count_text)
-        frames = stack.split(";")
-        total += count
-        leaf = frames[-1]
-        by_package[_package(leaf)] += count
-        by_function[_short(leaf)] += count
-        seen = set()
-        for frame in frames:
-            if "rewardsvc/" in frame or "/fastapi/routing" in frame:
-                name = _short(frame)
-                if name not in seen:
-                    seen.add(name)
-                    inclusive[name] += count
-    if not total:
-        return {"error": "no samples"}
-
-    def pct(counter: Counter[str], n: int) -> list[tuple[str, float]]:
-        return [(k, round(100.0 * v / total, 1)) for k, v in counter.most_common(n)]
-
-    return {
-        "samples": total,
-        "self_by_package_pct": pct(by_package, 20),
-        "self_by_function_pct": pct(by_function, 15),
-        "inclusive_rewardsvc_pct": pct(inclusive, 15),
+        f"service CPU per call <= {TARGET_CPU_RATIO}x direct at {TARGET_CONCURRENCY}": all(
+            _at_most(r["cpu_per_call"], TARGET_CPU_RATIO) for r in sixteen
+        ),
+        f"calls/s >= {TARGET_RATE_RATIO}x direct at {TARGET_CONCURRENCY}": all(
+            r["calls_per_s"] is not None and r["calls_per_s"] >= TARGET_RATE_RATIO for r in sixteen
+        ),
+        "p99 added <= direct p99 at 1": all(
+            _at_most(r["p99_added_over_direct_p99"], 1.0) for r in one
+        ),
     }

@@ -7,6 +7,7 @@ a collapsing policy produces (runs of spaces, newlines, backticks, digits, one l
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -128,3 +129,75 @@ async def test_real_judges_are_reachable_through_their_backends(
 ) -> None:
     for api in ("chat", "completion"):
         assert await real(cpu_pool, api, judges).reachable()
+
+
+# What each scoring method puts on the wire besides the prompt, per API: the fields vLLM
+# must accept (and the transport must send as they are) for the method's reply to parse.
+WIRE_FIELDS = {
+    ("chat", "logprob"): {"max_tokens", "temperature", "logprobs", "top_logprobs"},
+    ("completion", "logprob"): {"max_tokens", "temperature", "logprobs"},
+    ("chat", "structured"): {"max_tokens", "temperature", "response_format"},
+    ("completion", "structured"): {"max_tokens", "temperature", "response_format"},
+    ("chat", "sampled"): {"max_tokens", "temperature", "n"},
+    ("completion", "sampled"): {"max_tokens", "temperature", "n"},
+}
+
+
+@pytest.mark.parametrize("method", ["logprob", "structured", "sampled"])
+@pytest.mark.parametrize("api", ["chat", "completion"])
+async def test_real_wire_format_of_every_shape_and_method(
+    cpu_pool: JudgePool, judges: list[Judge], api: str, method: str
+) -> None:
+    """The bodies the lean transport sends are vLLM's, and its plain-JSON replies carry
+    the fields the methods read: top logprobs, usage tokens, structured content."""
+    name, cfg = next((n, c) for n, c in cpu_pool.judges.items() if c.api == api)
+    sampling = cfg.sampling.model_copy(update={"max_tokens": 120, "n": 3, "seed": 7})
+    j = Judge(name, cfg.model_copy(update={"method": method, "sampling": sampling}))
+    judges.append(j)
+    sent: list[tuple[str, dict[str, Any], Any]] = []
+    for endpoint in j.backend.endpoints:
+        post = endpoint.client.post
+
+        async def spy(path: str, body: Any, auth: str, post: Any = post) -> Any:
+            reply = await post(path, body, auth)
+            sent.append((path, body, reply))
+            return reply
+
+        endpoint.client.post = spy  # type: ignore[method-assign]
+    v = await j.score_criterion(RUBRIC, CRITERION, ROLLOUT)
+    assert v.ok, (api, method, v.error, v.raw)
+    assert sent, "no call went through the transport"
+    path, body, reply = sent[-1]
+    assert path == j.shape.path == ("/chat/completions" if api == "chat" else "/completions")
+    prompt_field = "messages" if api == "chat" else "prompt"
+    assert body["model"] == cfg.model and prompt_field in body
+    assert WIRE_FIELDS[(api, method)] <= set(body), sorted(body)
+    # A plain JSON value, not an SDK model.
+    assert type(reply) is dict and type(reply["choices"]) is list
+    usage = reply["usage"]
+    assert usage["prompt_tokens"] > 100 and usage["completion_tokens"] >= 1
+    assert (v.prompt_tokens, v.completion_tokens) == (
+        usage["prompt_tokens"],
+        usage["completion_tokens"],
+    )
+    choice = reply["choices"][0]
+    if method == "logprob":
+        assert body["max_tokens"] == 1
+        assert body["structured_outputs"]["choice"] == list(v.probs or {})
+        if api == "chat":
+            first = choice["logprobs"]["content"][0]
+            assert {"token", "logprob"} <= set(first["top_logprobs"][0])
+        else:
+            first_top = choice["logprobs"]["top_logprobs"][0]
+            assert type(first_top) is dict and all(type(lp) is float for lp in first_top.values())
+        pairs = j.shape.first_top_logprobs(choice)
+        assert any(t.strip().lower() in (v.probs or {}) for t, _ in pairs), pairs
+    elif method == "structured":
+        schema = body["response_format"]["json_schema"]
+        assert body["response_format"]["type"] == "json_schema" and schema["strict"] is True
+        answer = json.loads(j.shape.text(choice))
+        assert "answer" in answer
+    else:
+        assert body["n"] == 3 and len(reply["choices"]) == 3
+        assert body["structured_outputs"]["choice"] == list(v.probs or {})
+        assert all(j.shape.text(c) for c in reply["choices"])

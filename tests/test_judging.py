@@ -455,5 +455,5 @@ async def test_real_gemma_completion_judge_reads_sane_digit_probabilities(
         logprobs=5,
         structured_outputs={"choice": ["1", "2", "3", "4", "5"]},
     )
-    top = raw.choices[0].logprobs.top_logprobs[0]
+    top = raw["choices"][0]["logprobs"]["top_logprobs"][0]
     assert sum(math.exp(lp) for t, lp in top.items() if t in {"1", "2", "3", "4", "5"}) > 0.5

@@ -44,10 +44,13 @@ class JudgeConfig(StrictModel):
         description="chat: /chat/completions with the model's chat template; "
         "completion: /completions with a plain-text prompt (base models).",
     )
-    method: Literal["logprob", "structured", "sampled"] = Field(
+    method: Literal["logprob", "structured", "sampled", "batched"] = Field(
         default="logprob",
         description="logprob: one constrained token, expected value over the scale; "
-        "structured: JSON reasoning then score; sampled: n samples, mean and variance.",
+        "structured: JSON reasoning then score; sampled: n samples, mean and variance; "
+        "batched: one call per item reads all its criteria and answers each with one "
+        "constrained token (expected value per criterion, as logprob), far fewer judge "
+        "tokens; holistic and per-step calls are asked as logprob.",
     )
     sampling: Sampling = Field(default_factory=Sampling)
     timeout_s: float = Field(
@@ -67,6 +70,20 @@ class JudgeConfig(StrictModel):
         "fit is refused before the call, as context_overflow.",
     )
     max_concurrency: int = Field(default=32, ge=1, le=4096, description="In-flight calls at most.")
+    routing: Literal["affine", "round_robin"] = Field(
+        default="affine",
+        description="How calls spread over base_urls. affine: the calls of one item (of one "
+        "trajectory, for step rewards) go to one URL, chosen by hashing the item's shared "
+        "prompt prefix, so that URL's prefix cache serves them all; round_robin: each call "
+        "to the next URL.",
+    )
+    load_factor: float = Field(
+        default=1.25,
+        ge=1.0,
+        le=100.0,
+        description="affine routing: a URL with more calls in flight than load_factor times "
+        "the mean over the URLs, plus one, is passed over for the item's next URL.",
+    )
     retries: int = Field(default=3, ge=0, le=10, description="Retries on 429, 5xx, connection.")
     api_key_env: str | None = Field(
         default=None,

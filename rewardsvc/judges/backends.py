@@ -1,11 +1,16 @@
 """OpenAI-compatible clients for one judge: base-URL pool, limits, deadlines, retries, breakers.
 
-A :class:`Backend` owns one ``AsyncOpenAI`` client per base URL of a judge and
-sends each call to the next base URL in round-robin order whose circuit
-breaker (``rewardsvc.judges.breaker``) lets it through. Calls are limited by one
-semaphore per judge (``max_concurrency``) and each client's connection pool (the
-SDK's aiohttp transport) is sized to the same number, so connections are reused
-and never queue inside the HTTP layer.
+A :class:`Backend` owns one HTTP client per base URL of a judge and
+sends each call to a base URL whose circuit breaker (``rewardsvc.judges.breaker``)
+lets it through, chosen by ``rewardsvc.judges.routing``: a call with an affinity key
+(the item's shared prompt prefix) goes to the URL that key hashes to, so the calls of
+one item meet one replica's prefix cache, unless that URL has too many calls in
+flight; a call without one goes round robin. Calls are limited by one
+semaphore per judge (``max_concurrency``) and each client's connection pool is sized
+to the same number, so connections are reused and never queue inside the HTTP layer.
+The client is ``rewardsvc.judges.transport``: the request bodies the shapes build, as
+JSON POSTs on keep-alive aiohttp connections, the replies parsed into plain dicts (no
+SDK models: the ``openai`` client cost four times its CPU per call on this hot path).
 
 Time is bounded twice. Each attempt has ``timeout_s`` in total (not per read: a
 judge that trickles bytes is cut off like one that stalls). Each call has a
@@ -14,13 +19,14 @@ deadline covering the wait for a free slot, every attempt and every backoff:
 attempt and the longest backoffs, or sooner when the caller passes its own ``deadline`` (a
 ``time.monotonic()`` instant, e.g. the end of a trainer's request).
 
-Retries are ours (tenacity), not the openai client's (``max_retries=0``), so
+Retries are ours (tenacity), not the HTTP client's (it has none), so
 that one policy applies everywhere: retry 429, 5xx, connection errors, timeouts
 and malformed 200s with exponential backoff plus jitter, wait at least what a
 ``Retry-After`` header asks, never retry another 4xx (the request itself is
 wrong and would fail again), never start a backoff that would end past the
-deadline. A retry goes to the next base URL, so one dead replica costs one failed
-attempt, not a failed call. When every URL's breaker is open a call fails at once.
+deadline. A retry goes to another base URL than the ones that failed in this call
+(when there is one), so one dead replica costs one failed attempt, not a failed call.
+When every URL's breaker is open a call fails at once.
 
 Failures are :class:`~rewardsvc.judges.failures.BackendError` with a typed kind.
 Breaker changes are reported to the :class:`~rewardsvc.core.observe.Observer`.
@@ -30,12 +36,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx2
-import openai
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
@@ -47,10 +51,12 @@ from tenacity import (
 
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.pool import JudgeConfig
+from rewardsvc.judges import routing
 from rewardsvc.judges.breaker import BreakerPolicy, CircuitBreaker
 from rewardsvc.judges.failures import BackendError, classify
 from rewardsvc.judges.keys import KeySource
 from rewardsvc.judges.shapes import CHAT, COMPLETION, ApiShape
+from rewardsvc.judges.transport import TRANSPORT_ERRORS, JudgeTransport
 
 # How much of a malformed 200's body is quoted in the error.
 _SNIPPET_CHARS = 120
@@ -69,12 +75,14 @@ class RetryPolicy:
 
 @dataclass
 class Endpoint:
-    """One base URL of a judge: its client, its breaker and a count of calls sent to it."""
+    """One base URL of a judge: its client, its breaker, a count of calls sent to it
+    and of those still in flight (what bounds the load in routing)."""
 
     url: str
-    client: openai.AsyncOpenAI
+    client: JudgeTransport
     breaker: CircuitBreaker
     calls: int = field(default=0)
+    in_flight: int = field(default=0)
 
 
 def call_deadline_s(config: JudgeConfig, retry: RetryPolicy) -> float:
@@ -110,22 +118,16 @@ class Backend:
         self.keys = KeySource(config)
         self.deadline_s = call_deadline_s(config, self.retry)
         breaker = breaker or BreakerPolicy()
-        # The transport's own timeout is per read; the total per attempt is enforced in
-        # :meth:`_attempt`. This one stays as a backstop and bounds the connect.
-        timeout = httpx2.Timeout(config.timeout_s, connect=min(5.0, config.timeout_s))
-        limits = httpx2.Limits(
-            max_connections=config.max_concurrency,
-            max_keepalive_connections=config.max_concurrency,
-        )
         self.endpoints: list[Endpoint] = []
         for base in config.base_urls:
             url = str(base).rstrip("/")
-            client = openai.AsyncOpenAI(
-                api_key=self.keys.current(),
-                base_url=url,
-                max_retries=0,
-                timeout=timeout,
-                http_client=openai.DefaultAioHttpClient(timeout=timeout, limits=limits),
+            # The transport's own timeout is per read; the total per attempt is enforced
+            # in :meth:`_post`. This one stays as a backstop and bounds the connect.
+            client = JudgeTransport(
+                url,
+                max_connections=config.max_concurrency,
+                read_timeout_s=config.timeout_s,
+                connect_s=min(5.0, config.timeout_s),
             )
             observer.breaker(name, url, False)
             self.endpoints.append(
@@ -146,14 +148,22 @@ class Backend:
             multiplier=self.retry.initial_s, max=self.retry.max_s, jitter=self.retry.jitter_s
         )
 
-    def _pick(self) -> Endpoint:
-        """The next endpoint in round-robin order whose breaker allows a call."""
-        n = len(self.endpoints)
-        for i in range(n):
-            endpoint = self.endpoints[(self._next + i) % n]
-            if endpoint.breaker.allow():
-                self._next = (self._next + i + 1) % n
-                return endpoint
+    def _pick(self, affinity: str | None = None, avoid: Collection[str] = ()) -> Endpoint:
+        """The endpoint for a call with this affinity key (None: round robin) whose
+        breaker allows it, URLs in ``avoid`` (failed earlier in the call) last."""
+        urls = [e.url for e in self.endpoints]
+        order = routing.preference(
+            affinity if self.config.routing == "affine" else None,
+            urls,
+            [e.in_flight for e in self.endpoints],
+            load_factor=self.config.load_factor,
+            cursor=self._next,
+            avoid={i for i, u in enumerate(urls) if u in avoid},
+        )
+        chosen = routing.pick(order, lambda i: self.endpoints[i].breaker.allow())
+        if chosen is not None:
+            self._next = (chosen + 1) % len(urls)
+            return self.endpoints[chosen]
         last = "; ".join(f"{e.url}: {e.breaker.last_error}" for e in self.endpoints)
         raise BackendError(
             "unavailable",
@@ -172,11 +182,18 @@ class Backend:
             return False
         return exc.retry_after is None or exc.retry_after <= self.retry.retry_after_max_s
 
-    def _auth(self) -> dict[str, Any]:
+    def _auth(self) -> str:
         # Per request, so that a rotated key file takes effect on the next call.
-        return {"headers": {"Authorization": f"Bearer {self.keys.current()}"}}
+        return f"Bearer {self.keys.current()}"
 
-    async def _attempt(self, shape: ApiShape, body: dict[str, Any], deadline: float) -> Any:
+    async def _attempt(
+        self,
+        shape: ApiShape,
+        body: dict[str, Any],
+        deadline: float,
+        affinity: str | None = None,
+        avoid: Collection[str] = (),
+    ) -> Any:
         remaining = deadline - time.monotonic()
         try:
             async with asyncio.timeout(remaining):
@@ -188,28 +205,26 @@ class Backend:
                 f"({self.config.max_concurrency} calls in flight)",
             ) from None
         try:
-            return await self._post(shape, body, deadline)
+            budget = min(self.config.timeout_s, deadline - time.monotonic())
+            if budget <= 0:
+                raise BackendError("deadline", "the call's deadline passed before an attempt")
+            endpoint = self._pick(affinity, avoid)
+            endpoint.calls += 1
+            endpoint.in_flight += 1
+            try:
+                return await self._post(shape, body, budget, endpoint)
+            finally:
+                endpoint.in_flight -= 1
         finally:
             self._sem.release()
 
-    async def _post(self, shape: ApiShape, body: dict[str, Any], deadline: float) -> Any:
-        budget = min(self.config.timeout_s, deadline - time.monotonic())
-        if budget <= 0:
-            raise BackendError("deadline", "the call's deadline passed before an attempt")
-        endpoint = self._pick()
-        endpoint.calls += 1
+    async def _post(
+        self, shape: ApiShape, body: dict[str, Any], budget: float, endpoint: Endpoint
+    ) -> Any:
         try:
             try:
                 async with asyncio.timeout(budget) as limit:
-                    # The client's documented low-level post, not ``create()``: it sends the
-                    # same body but skips the SDK's typed transform of the parameters, which
-                    # took 1.8 of the 4.2 ms of service CPU per judge call (bench part 2).
-                    response = await endpoint.client.post(
-                        shape.path,
-                        body=body,
-                        cast_to=shape.response_type,
-                        options=self._auth(),
-                    )
+                    response = await endpoint.client.post(shape.path, body, self._auth())
             except TimeoutError:
                 if not limit.expired():
                     raise
@@ -250,12 +265,19 @@ class Backend:
         return own if deadline is None else min(own, deadline)
 
     async def send(
-        self, shape: ApiShape, body: dict[str, Any], deadline: float | None = None
+        self,
+        shape: ApiShape,
+        body: dict[str, Any],
+        deadline: float | None = None,
+        *,
+        affinity: str | None = None,
     ) -> Any:
         """POST ``body`` (the model is added) to ``shape``'s endpoint, with retries.
 
         ``deadline`` is a ``time.monotonic()`` instant by which the call must be over
-        (slot wait, attempts and backoff included); raises :class:`BackendError`.
+        (slot wait, attempts and backoff included); ``affinity`` the call's routing key
+        (``Prompt.affinity``: calls with the same key go to the same base URL while it
+        is healthy and not overloaded). Raises :class:`BackendError`.
         """
         limit = self.deadline_for(deadline)
         body = {"model": self.config.model, **body}
@@ -272,11 +294,14 @@ class Backend:
         )
         last: BackendError | None = None
         refused: BackendError | None = None
+        failed: set[str] = set()
         async for attempt in retrying:
             with attempt:
                 try:
-                    return await self._attempt(shape, body, limit)
+                    return await self._attempt(shape, body, limit, affinity, failed)
                 except BackendError as exc:
+                    if exc.url is not None:
+                        failed.add(exc.url)
                     if exc.kind != "unavailable" or last is None:
                         last = exc
                         raise
@@ -313,19 +338,15 @@ class Backend:
     async def _lists_models(self, endpoint: Endpoint, timeout: float) -> bool:
         try:
             async with asyncio.timeout(timeout):
-                reply = await endpoint.client.get(
-                    "/models",
-                    cast_to=object,
-                    options=self._auth(),
-                )
-        except (TimeoutError, KeyError, openai.OpenAIError):
+                reply = await endpoint.client.get("/models", self._auth())
+        except (KeyError, *TRANSPORT_ERRORS):
             return False
         return isinstance(reply, dict) and isinstance(reply.get("data"), list)
 
     async def aclose(self) -> None:
         """Close every client's connection pool."""
         for endpoint in self.endpoints:
-            await endpoint.client.close()
+            await endpoint.client.aclose()
 
 
 def _snippet(response: Any) -> str:

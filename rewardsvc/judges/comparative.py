@@ -38,7 +38,6 @@ from rewardsvc.judges.methods import (
     distribution,
     parse_answer,
     top_logprobs,
-    usage,
 )
 from rewardsvc.judges.prompts import (
     ITEM_TRAILER,
@@ -49,6 +48,7 @@ from rewardsvc.judges.prompts import (
     fence,
     shared_context,
 )
+from rewardsvc.judges.shapes import choices, usage
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser, sanitize
 
 _COMPARE_RULES = (
@@ -184,7 +184,7 @@ async def _logprob_answer(call: Call, prompt: Prompt) -> Verdict:
         **call.shape.logprob_fields(top_logprobs(question, call.sampling.top_logprobs)),
         structured_outputs={"choice": list(question.choices)},
     )
-    choice = response.choices[0]
+    choice = choices(response)[0]
     raw = call.shape.text(choice)
     prompt_tokens, completion_tokens = usage(response)
     try:
@@ -217,7 +217,7 @@ async def _sampled_answer(call: Call, prompt: Prompt) -> Verdict:
         structured_outputs={"choice": list(question.choices)},
     )
     prompt_tokens, completion_tokens = usage(response)
-    texts = [call.shape.text(c) for c in response.choices]
+    texts = [call.shape.text(c) for c in choices(response)]
     answers = [a for a in (parse_answer(question, t) for t in texts) if a is not None]
     if not answers:
         return Verdict(

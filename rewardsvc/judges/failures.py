@@ -19,16 +19,15 @@ The kinds decide what happens next:
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import re
 import time
 from typing import Any
 
 import aiohttp
-import openai
 
 from rewardsvc.core.errors import JudgeErrorKind
+from rewardsvc.judges.transport import HttpStatusError
 
 RETRYABLE: frozenset[JudgeErrorKind] = frozenset(
     {"timeout", "connection", "rate_limited", "http_5xx", "unparseable"}
@@ -120,53 +119,33 @@ def is_context_overflow(message: str) -> bool:
 
 
 def classify(exc: BaseException, url: str) -> BackendError:
-    """Map an openai/HTTP exception to a :class:`BackendError`."""
+    """Map an exception of a judge call (``rewardsvc.judges.transport``) to a
+    :class:`BackendError`: HTTP status, timeout or connection failure."""
     if isinstance(exc, BackendError):
         return exc
-    if isinstance(exc, openai.APITimeoutError):
-        refused = _refused_connection(exc)
-        if refused is not None:
-            return BackendError("connection", f"{url}: {refused}", url=url)
+    if isinstance(exc, HttpStatusError):
+        return _status_error(exc, url)
+    # Before the connection errors: aiohttp's connect and read timeouts are both.
+    if isinstance(exc, TimeoutError):
         return BackendError("timeout", f"no answer from {url} in time", url=url)
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__ or exc
-        return BackendError("connection", f"{url}: {cause}", url=url)
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        message = f"HTTP {status} from {url}: {exc.message}"
-        if status == 429:
-            retry_after = parse_retry_after(exc.response.headers)
-            return BackendError(
-                "rate_limited", message, status=status, retry_after=retry_after, url=url
-            )
-        if status >= 500:
-            retry_after = parse_retry_after(exc.response.headers)
-            return BackendError(
-                "http_5xx", message, status=status, retry_after=retry_after, url=url
-            )
-        if status == 400 and is_context_overflow(str(exc.message)):
-            return BackendError("context_overflow", message, status=status, url=url)
-        return BackendError("http_4xx", message, status=status, url=url)
+    # A refused or unresolvable connect, a connection reset or closed mid-call, a reply
+    # cut short or not HTTP at all.
+    if isinstance(exc, aiohttp.ClientError | OSError):
+        return BackendError("connection", f"{url}: {type(exc).__name__}: {exc}", url=url)
     return BackendError("internal", f"{url}: {type(exc).__name__}: {exc}", url=url)
 
 
-def _refused_connection(exc: BaseException) -> BaseException | None:
-    """The connection failure behind a timeout error of the aiohttp transport, if any.
-
-    openai's aiohttp transport reports a refused or unresolvable connection as a connect
-    *timeout*; the aiohttp error it chains says what really happened.
-    """
-    cause = exc.__cause__
-    while cause is not None:
-        # A refused connect, or a connection the server reset or closed mid-call.
-        dropped = (
-            aiohttp.ClientConnectorError,
-            aiohttp.ServerDisconnectedError,
-            aiohttp.ClientOSError,
-            aiohttp.ClientPayloadError,
-            ConnectionResetError,
+def _status_error(exc: HttpStatusError, url: str) -> BackendError:
+    status = exc.status
+    message = f"HTTP {status} from {url}: {exc.message}"
+    if status == 429:
+        retry_after = parse_retry_after(exc.headers)
+        return BackendError(
+            "rate_limited", message, status=status, retry_after=retry_after, url=url
         )
-        if isinstance(cause, dropped) and not isinstance(cause, asyncio.TimeoutError):
-            return cause
-        cause = cause.__cause__ or cause.__context__
-    return None
+    if status >= 500:
+        retry_after = parse_retry_after(exc.headers)
+        return BackendError("http_5xx", message, status=status, retry_after=retry_after, url=url)
+    if status == 400 and is_context_overflow(exc.message):
+        return BackendError("context_overflow", message, status=status, url=url)
+    return BackendError("http_4xx", message, status=status, url=url)

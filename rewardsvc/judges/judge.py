@@ -2,18 +2,21 @@
 
 A :class:`Judge` chooses once, from its config, its scoring method
 (``rewardsvc.judges.methods``) and its API shape (``rewardsvc.judges.shapes``), and owns
-the :class:`~rewardsvc.judges.backends.Backend` that reaches its endpoints.
+the :class:`~rewardsvc.judges.backends.Backend` that reaches its endpoints. A judge with
+method ``batched`` also answers all criteria of an item in one call (``score_criteria``,
+``rewardsvc.judges.batching``).
 
 Every failure (no prompt, a prompt too long for the judge's context, transport, HTTP,
 deadline, no scale token, unparseable output) becomes a failed verdict with an
-``error_kind``: a failed call is never a score and never raises. Every verdict is
-reported to the observer (``observer.judge_call``).
+``error_kind``: a failed call is never a score and never raises. Every call is reported
+to the observer (``observer.judge_call``) once, a batched one with one verdict for all.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 
 from rewardsvc.core.errors import JudgeErrorKind
@@ -22,7 +25,7 @@ from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges import prompts
+from rewardsvc.judges import batching, prompts
 from rewardsvc.judges.backends import Backend
 from rewardsvc.judges.failures import BackendError
 from rewardsvc.judges.limits import least_tokens
@@ -120,18 +123,63 @@ class Judge:
             return self._report(self._failed("internal", f"prompt: {exc}", 0.0))
         return await self._score(prompt, deadline)
 
+    @property
+    def batches_criteria(self) -> bool:
+        """Whether the engine should ask all criteria of an item in one call
+        (``score_criteria``) rather than one call per criterion."""
+        return self.method.name == "batched"
+
+    async def score_criteria(
+        self,
+        rubric: Rubric,
+        criteria: Sequence[Criterion],
+        rollout: Rollout,
+        *,
+        deadline: float | None = None,
+    ) -> dict[str, Verdict]:
+        """The verdicts on ``criteria`` (one view) of one item from ONE call, by criterion
+        id: a position that cannot be read fails its criterion only; a failed call fails
+        them all. Reported to the observer as one call. Never raises."""
+        try:
+            batch = batching.batch_prompt(rubric, criteria, rollout, self.shape.name, self.defuser)
+        except Exception as exc:  # a prompt that cannot be built is this call's failure
+            failed = self._report(self._failed("internal", f"prompt: {exc}", 0.0))
+            return dict.fromkeys((c.id for c in criteria), failed)
+        too_long = self.overflow(batch.prompt, batch.reply_tokens())
+        if too_long is not None:
+            failed = self._report(self._failed("context_overflow", too_long, 0.0))
+            return dict.fromkeys(batch.ids, failed)
+        call = Call(self.backend, self.shape, self.config.sampling, self._reasoning, deadline)
+        start = time.perf_counter()
+        try:
+            verdicts = await batching.score_batch(call, batch)
+        except BackendError as exc:
+            elapsed = time.perf_counter() - start
+            failed = self._report(self._failed(exc.kind, exc.args[0], elapsed, label=exc.label))
+            return dict.fromkeys(batch.ids, failed)
+        except Exception as exc:  # a bug or an unexpected response shape: still no score
+            message = f"{type(exc).__name__}: {exc}"
+            failed = self._report(self._failed("internal", message, time.perf_counter() - start))
+            return dict.fromkeys(batch.ids, failed)
+        latency_ms = (time.perf_counter() - start) * 1000.0
+        verdicts = {cid: replace(v, latency_ms=latency_ms) for cid, v in verdicts.items()}
+        self._report(batching.call_outcome(verdicts.values()))
+        return verdicts
+
     async def reachable(self, timeout: float = 2.0) -> bool:
         """Whether the judge answers ``GET /models`` on any base URL whose breaker is not open."""
         return await self.backend.reachable(timeout)
 
-    def overflow(self, prompt: Prompt) -> str | None:
-        """Why ``prompt`` cannot fit the judge's context, or None when it may."""
+    def overflow(self, prompt: Prompt, answer: int | None = None) -> str | None:
+        """Why ``prompt`` cannot fit the judge's context with an answer of ``answer`` tokens
+        (default: the method's output budget), or None when it may."""
         limit = context_tokens(self.config)
         if limit is None:
             return None
         text = prompt_text(prompt)
         least = least_tokens(text)
-        answer = self.method.output_tokens(self.config.sampling)
+        if answer is None:
+            answer = self.method.output_tokens(self.config.sampling)
         if least + answer <= limit:
             return None
         return (

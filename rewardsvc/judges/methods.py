@@ -11,6 +11,8 @@ A :class:`ScoringMethod` is chosen once per judge from its ``method`` setting:
   JSON enforced by a schema; the answer is parsed and normalized (variance 0).
 - :class:`SampledMethod` (``sampled``): ``n`` constrained samples at temperature > 0;
   mean and variance of the parsed answers, unparseable samples dropped.
+- :class:`BatchedMethod` (``batched``): all criteria of an item in one call, one
+  constrained token each (``rewardsvc.judges.batching``); single questions as ``logprob``.
 
 A method builds its request fields and reads the response through the judge's
 :class:`~rewardsvc.judges.shapes.ApiShape` (chat or completion), so it never asks
@@ -31,7 +33,7 @@ from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import prompts
 from rewardsvc.judges.backends import Backend
 from rewardsvc.judges.prompts import Method, Prompt, Question
-from rewardsvc.judges.shapes import ApiShape
+from rewardsvc.judges.shapes import ApiShape, Reply, choices, usage
 
 # Temperature of the sampled method when the pool leaves the judge at 0 (greedy
 # samples would all be the same and the variance meaningless).
@@ -134,14 +136,6 @@ def top_logprobs(question: Question, most: int) -> int:
     return max(1, min(most, len(prefixes)))
 
 
-def usage(response: Any) -> tuple[int, int]:
-    """``(prompt_tokens, completion_tokens)`` of a response (zeros when it has no usage)."""
-    counted = getattr(response, "usage", None)
-    if counted is None:
-        return 0, 0
-    return int(counted.prompt_tokens or 0), int(counted.completion_tokens or 0)
-
-
 @dataclass(frozen=True)
 class Call:
     """One judge call in the making: where it goes, how it is shaped, by when it must end."""
@@ -152,12 +146,13 @@ class Call:
     reasoning: int
     deadline: float | None = None
 
-    async def send(self, prompt: Prompt, **fields: Any) -> Any:
-        """Send ``prompt`` with the request ``fields`` (and the judge's seed, if any)."""
+    async def send(self, prompt: Prompt, **fields: Any) -> Reply:
+        """Send ``prompt`` with the request ``fields`` (and the judge's seed, if any); the
+        judge's parsed JSON reply, checked by the shape's ``well_formed``."""
         body = {**self.shape.body(prompt), **fields}
         if self.sampling.seed is not None:
             body["seed"] = self.sampling.seed
-        return await self.backend.send(self.shape, body, self.deadline)
+        return await self.backend.send(self.shape, body, self.deadline, affinity=prompt.affinity)
 
 
 class ScoringMethod(Protocol):
@@ -197,7 +192,7 @@ class LogprobMethod:
             **call.shape.logprob_fields(top_logprobs(question, call.sampling.top_logprobs)),
             structured_outputs={"choice": list(question.choices)},
         )
-        choice = response.choices[0]
+        choice = choices(response)[0]
         raw = call.shape.text(choice)
         prompt_tokens, completion_tokens = usage(response)
         try:
@@ -251,7 +246,7 @@ class StructuredMethod:
             p, c = usage(response)
             prompt_tokens += p
             completion_tokens += c
-            raw = call.shape.text(response.choices[0])
+            raw = call.shape.text(choices(response)[0])
             try:
                 answer = parse_structured(question, raw)
             except Unparseable as exc:
@@ -288,7 +283,7 @@ class SampledMethod:
             structured_outputs={"choice": list(question.choices)},
         )
         prompt_tokens, completion_tokens = usage(response)
-        texts = [call.shape.text(c) for c in response.choices]
+        texts = [call.shape.text(c) for c in choices(response)]
         answers = [a for a in (parse_answer(question, t) for t in texts) if a is not None]
         raw = json.dumps(texts)
         if not answers:
@@ -312,10 +307,19 @@ class SampledMethod:
         )
 
 
+class BatchedMethod(LogprobMethod):
+    """``batched``: the engine asks all criteria of an item in one call
+    (``rewardsvc.judges.batching``); a single question (holistic, a step) is asked as by
+    ``logprob``."""
+
+    name: Method = "batched"
+
+
 _METHODS: dict[str, ScoringMethod] = {
     "logprob": LogprobMethod(),
     "structured": StructuredMethod(),
     "sampled": SampledMethod(),
+    "batched": BatchedMethod(),
 }
 
 

@@ -49,6 +49,7 @@ from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric, View
 from rewardsvc.core.trajectory import DEFAULT_FIT_CHARS, Segment, step_key
+from rewardsvc.judges.routing import affinity_key
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser, sanitize
 
 # Re-exported for callers of the prompt builders: what the fenced text went through.
@@ -57,7 +58,7 @@ from rewardsvc.safety.defuse import WORD_JOINER as WORD_JOINER
 from rewardsvc.safety.defuse import defuse as defuse
 
 Api = Literal["chat", "completion"]
-Method = Literal["logprob", "structured", "sampled"]
+Method = Literal["logprob", "structured", "sampled", "batched"]
 
 # Part of every judge's cache identity: bump it whenever the rendered text changes,
 # so that cached verdicts of the old prompts are not served for the new ones.
@@ -181,11 +182,13 @@ class Question:
 
 @dataclass(frozen=True)
 class Prompt:
-    """One rendered judge call: ``messages`` for chat judges, ``text`` for completion judges."""
+    """One rendered judge call: ``messages`` for chat judges, ``text`` for completion judges;
+    ``affinity`` routes it (``judges.routing``): a digest of what an item's calls share."""
 
     question: Question
     messages: list[dict[str, str]] | None = None
     text: str | None = None
+    affinity: str | None = None
 
 
 def scale(criterion: Criterion) -> tuple[tuple[str, ...], tuple[int, ...]]:
@@ -379,19 +382,24 @@ def render(
     view: View | None = None,
     fit_chars: int = DEFAULT_FIT_CHARS,
 ) -> Prompt:
-    """Messages (chat) or text (completion) in prefix-cache order: shared, item, question."""
+    """Messages (chat) or text (completion) in prefix-cache order: shared, item, question.
+
+    The affinity key hashes the shared part and the item; for a step rollout, the shared
+    part and the task only, so that every step of one trajectory has the same key."""
     context = shared_context(rubric, with_criteria)
     item = item_block(rollout, defuser, view, fit_chars)
     body = "\n\n".join(p for p in (context, item, question.text) if p)
+    task = (rollout.prompt, rollout.reference or "")
+    affinity = affinity_key(context, item) if rollout.step is None else affinity_key(context, *task)
     if api == "chat":
         messages = [
             {"role": "system", "content": _GRADER_RULES},
             {"role": "user", "content": body},
         ]
-        return Prompt(question=question, messages=messages)
+        return Prompt(question=question, messages=messages, affinity=affinity)
     # A base model has no roles: the rules become the head of a plain document that
     # ends right before the answer, so the next token is the answer.
-    return Prompt(question=question, text=f"{_GRADER_RULES}\n\n{body}")
+    return Prompt(question=question, text=f"{_GRADER_RULES}\n\n{body}", affinity=affinity)
 
 
 def criterion_prompt(

@@ -1,20 +1,27 @@
 """API shapes: how a judge call looks on the wire for a chat or a completion endpoint.
 
-A shape is chosen once per judge from its ``api`` setting. It knows the path and the
-response type of its endpoint, how a rendered :class:`~rewardsvc.judges.prompts.Prompt`
-becomes the request body, how logprobs are asked for, and how the answer text and the
-top logprobs are read back. Scoring methods (``rewardsvc.judges.methods``) speak only to
-this interface, so neither side dispatches on the strings ``"chat"`` and ``"completion"``.
+A shape is chosen once per judge from its ``api`` setting. It knows the path of its
+endpoint, how a rendered :class:`~rewardsvc.judges.prompts.Prompt` becomes the request
+body, how logprobs are asked for, and how the answer text and the top logprobs are read
+back. Scoring methods (``rewardsvc.judges.methods``) speak only to this interface, so
+neither side dispatches on the strings ``"chat"`` and ``"completion"``.
+
+Replies are the parsed JSON as it came (``rewardsvc.judges.transport``): plain dicts and
+lists, no SDK models. :meth:`ApiShape.well_formed` checks the structure the readers rely
+on (a dict with a non-empty list of choice dicts) once per reply; the readers then take
+optional fields with ``.get`` and treat a missing one as absent, as the SDK's models did.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
-from openai.types import Completion
-from openai.types.chat import ChatCompletion
-
 from rewardsvc.judges.prompts import Api, Prompt
+
+Reply = dict[str, Any]
+"""A judge's parsed JSON reply (``choices``, ``usage``, ...)."""
+Choice = dict[str, Any]
+"""One entry of a reply's ``choices``."""
 
 
 class ApiShape(Protocol):
@@ -22,7 +29,6 @@ class ApiShape(Protocol):
 
     name: Api
     path: str
-    response_type: type[ChatCompletion] | type[Completion]
 
     def body(self, prompt: Prompt) -> dict[str, Any]:
         """The prompt's part of the request body (``messages`` or ``prompt``)."""
@@ -32,11 +38,11 @@ class ApiShape(Protocol):
         """Request fields asking for ``alternatives`` top logprobs at each position."""
         ...
 
-    def text(self, choice: Any) -> str:
+    def text(self, choice: Choice) -> str:
         """The answer text of one response choice."""
         ...
 
-    def first_top_logprobs(self, choice: Any) -> list[tuple[str, float]]:
+    def first_top_logprobs(self, choice: Choice) -> list[tuple[str, float]]:
         """``(token, logprob)`` alternatives at the first decoded position, the sampled
         token included; empty when the response has none."""
         ...
@@ -46,9 +52,35 @@ class ApiShape(Protocol):
         ...
 
 
-def _has_choices(response: Any, response_type: type) -> bool:
-    choices = getattr(response, "choices", None)
-    return isinstance(response, response_type) and isinstance(choices, list) and bool(choices)
+def _choice_dicts(response: Any) -> list[Any] | None:
+    """The reply's choices when it is a dict with a non-empty list of dicts."""
+    if not isinstance(response, dict):
+        return None
+    choices = response.get("choices")
+    if not isinstance(choices, list) or not choices:
+        return None
+    return choices if all(isinstance(c, dict) for c in choices) else None
+
+
+def choices(response: Reply) -> list[Choice]:
+    """The choices of a reply that :meth:`ApiShape.well_formed` accepted."""
+    found: list[Choice] = response["choices"]
+    return found
+
+
+def usage(response: Reply) -> tuple[int, int]:
+    """``(prompt_tokens, completion_tokens)`` of a reply (zeros when it has no usage)."""
+    counted = response.get("usage")
+    if not isinstance(counted, dict):
+        return 0, 0
+    return int(counted.get("prompt_tokens") or 0), int(counted.get("completion_tokens") or 0)
+
+
+def _pair(token: Any, logprob: Any) -> tuple[str, float] | None:
+    """A ``(token, logprob)`` alternative, or None when either field is missing."""
+    if isinstance(token, str) and isinstance(logprob, int | float):
+        return token, float(logprob)
+    return None
 
 
 class ChatShape:
@@ -56,7 +88,6 @@ class ChatShape:
 
     name: Api = "chat"
     path = "/chat/completions"
-    response_type = ChatCompletion
 
     def body(self, prompt: Prompt) -> dict[str, Any]:
         """``{"messages": [...]}``."""
@@ -66,26 +97,28 @@ class ChatShape:
         """``logprobs: true`` and ``top_logprobs: N``."""
         return {"logprobs": True, "top_logprobs": alternatives}
 
-    def text(self, choice: Any) -> str:
+    def text(self, choice: Choice) -> str:
         """The message content."""
-        message = getattr(choice, "message", None)
-        return (getattr(message, "content", None) or "") if message is not None else ""
+        message = choice.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        return content if isinstance(content, str) else ""
 
-    def first_top_logprobs(self, choice: Any) -> list[tuple[str, float]]:
+    def first_top_logprobs(self, choice: Choice) -> list[tuple[str, float]]:
         """Alternatives of ``logprobs.content[0]`` plus the decoded token."""
-        content = choice.logprobs.content if choice.logprobs is not None else None
-        if not content:
+        logprobs = choice.get("logprobs")
+        content = logprobs.get("content") if isinstance(logprobs, dict) else None
+        if not isinstance(content, list) or not content or not isinstance(content[0], dict):
             return []
         first = content[0]
-        top = [(t.token, t.logprob) for t in first.top_logprobs or []]
-        top.append((first.token, first.logprob))
-        return top
+        entries = [e for e in first.get("top_logprobs") or [] if isinstance(e, dict)]
+        pairs = [_pair(e.get("token"), e.get("logprob")) for e in entries]
+        pairs.append(_pair(first.get("token"), first.get("logprob")))
+        return [p for p in pairs if p is not None]
 
     def well_formed(self, response: Any) -> bool:
-        """A ``ChatCompletion`` whose choices carry messages."""
-        return _has_choices(response, ChatCompletion) and all(
-            getattr(c, "message", None) is not None for c in response.choices
-        )
+        """A JSON object whose choices carry messages."""
+        found = _choice_dicts(response)
+        return found is not None and all(isinstance(c.get("message"), dict) for c in found)
 
 
 class CompletionShape:
@@ -93,7 +126,6 @@ class CompletionShape:
 
     name: Api = "completion"
     path = "/completions"
-    response_type = Completion
 
     def body(self, prompt: Prompt) -> dict[str, Any]:
         """``{"prompt": "..."}``."""
@@ -103,23 +135,28 @@ class CompletionShape:
         """``logprobs: N`` (the legacy completions field is the count)."""
         return {"logprobs": alternatives}
 
-    def text(self, choice: Any) -> str:
+    def text(self, choice: Choice) -> str:
         """The choice's text."""
-        return getattr(choice, "text", None) or ""
+        text = choice.get("text")
+        return text if isinstance(text, str) else ""
 
-    def first_top_logprobs(self, choice: Any) -> list[tuple[str, float]]:
+    def first_top_logprobs(self, choice: Choice) -> list[tuple[str, float]]:
         """Items of ``top_logprobs[0]`` (a dict keyed by token text) plus the decoded token."""
-        logprobs = choice.logprobs
-        if logprobs is None or not logprobs.top_logprobs:
+        logprobs = choice.get("logprobs")
+        if not isinstance(logprobs, dict):
             return []
-        top = list((logprobs.top_logprobs[0] or {}).items())
-        if logprobs.tokens and logprobs.token_logprobs:
-            top.append((logprobs.tokens[0], logprobs.token_logprobs[0]))
-        return top
+        top = logprobs.get("top_logprobs")
+        if not isinstance(top, list) or not top or not isinstance(top[0], dict):
+            return []
+        pairs = [_pair(t, lp) for t, lp in top[0].items()]
+        tokens, token_logprobs = logprobs.get("tokens"), logprobs.get("token_logprobs")
+        if isinstance(tokens, list) and isinstance(token_logprobs, list) and token_logprobs:
+            pairs.append(_pair(tokens[0] if tokens else None, token_logprobs[0]))
+        return [p for p in pairs if p is not None]
 
     def well_formed(self, response: Any) -> bool:
-        """A ``Completion`` with at least one choice."""
-        return _has_choices(response, Completion)
+        """A JSON object with at least one choice."""
+        return _choice_dicts(response) is not None
 
 
 CHAT: ApiShape = ChatShape()

@@ -2,7 +2,9 @@
 
 For each request it checks every item on its own (a bad one is ``rejected``, the rest go
 on), runs the detectors, plans one judge call per (item, judge, criterion) — or one
-holistic call per (item, judge) for ``combine: implicit`` — serves what it can from the
+holistic call per (item, judge) for ``combine: implicit``, or one call answering all
+criteria per (item, judge) for a judge with method ``batched``, whose verdicts are still
+cached and deduplicated per criterion — serves what it can from the
 verdict cache or from an identical call already in flight, sends the rest concurrently
 (the backends enforce each judge's concurrency limit), and assembles each item's reward,
 status, uncertainty and breakdown with the pure functions of ``core.aggregate``.
@@ -19,7 +21,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 from rewardsvc.core import aggregate
 from rewardsvc.core.errors import RequestError
@@ -34,6 +36,7 @@ from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.graders.run import Graders, grade_criteria
+from rewardsvc.judges.batching import SharedCall, by_view
 from rewardsvc.safety.detectors import THREAD_ABOVE_CHARS, detect
 from rewardsvc.scoring import steps
 from rewardsvc.scoring.assemble import episode_part, item_reward, judge_outcome, step_results
@@ -66,6 +69,26 @@ class JudgeLike(Protocol):
     async def aclose(self) -> None: ...
 
 
+class BatchingJudge(JudgeLike, Protocol):
+    """A judge that can answer several criteria of one item in one call (method
+    ``batched``); the engine asks it so when ``batches_criteria`` is true."""
+
+    batches_criteria: bool
+
+    async def score_criteria(
+        self,
+        rubric: Rubric,
+        criteria: Sequence[Criterion],
+        rollout: Rollout,
+        *,
+        deadline: float | None = None,
+    ) -> dict[str, Verdict]: ...
+
+
+def _batching(judge: JudgeLike) -> BatchingJudge | None:
+    return cast(BatchingJudge, judge) if getattr(judge, "batches_criteria", False) else None
+
+
 _NO_VERDICT: tuple[Verdict, Source] = (Verdict.failed("not scored"), "call")
 _DEADLINE = Verdict.failed("deadline: the request's deadline passed first", kind="deadline")
 
@@ -85,6 +108,7 @@ class _Call:
     criterion: str
     key: bytes
     run: Callable[[], Awaitable[Verdict]]
+    batch: SharedCall | None = None  # the call this verdict shares with its item's other criteria
 
 
 class Engine:
@@ -231,8 +255,13 @@ class Engine:
         verdicts: list[dict[str, dict[str, tuple[Verdict, Source]]]] = [
             {name: {} for name in names} for _ in prepared
         ]
+        batches: set[SharedCall] = set()
         for call, (verdict, source) in zip(calls, outcomes, strict=True):
             verdicts[call.item][call.judge][call.criterion] = (verdict, source)
+            if source == "call" and call.batch is not None:
+                if call.batch in batches:
+                    continue  # every verdict of a batched call carries the call's cost
+                batches.add(call.batch)
             if source == "call":
                 usage.judge_calls += 1
                 usage.prompt_tokens += verdict.prompt_tokens
@@ -325,7 +354,9 @@ class Engine:
         deadline: float | None,
     ) -> list[_Call]:
         """One call per (item, judge, criterion), item-major so that the calls for one
-        item reach a judge together and share its prefix cache."""
+        item reach a judge together and share its prefix cache; for a judge that batches
+        criteria, one call per (item, judge, view) answering all its criteria. Step
+        criteria keep one call per (step, criterion)."""
         identities = {name: self.judges[name].cache_identity() for name in names}
         calls: list[_Call] = []
         for pos, p in enumerate(prepared):
@@ -339,9 +370,21 @@ class Engine:
                     key = cache_key(version, identities[name], aggregate.HOLISTIC, digest)
                     calls.append(_Call(pos, name, aggregate.HOLISTIC, key, run))
                     continue
-                for criterion in rubric.criteria:
-                    if criterion.grader is not None or criterion.scope == "step":
-                        continue
+                asked = [c for c in rubric.criteria if c.grader is None and c.scope != "step"]
+                batching = _batching(judge)
+                if batching is not None:
+                    for group in by_view(rubric, asked):
+                        batch = SharedCall(
+                            functools.partial(
+                                batching.score_criteria, rubric, group, p.rollout, deadline=deadline
+                            )
+                        )
+                        for criterion in group:
+                            run = functools.partial(batch.verdict, criterion.id)
+                            key = cache_key(version, identities[name], criterion.id, digest)
+                            calls.append(_Call(pos, name, criterion.id, key, run, batch))
+                    continue
+                for criterion in asked:
                     run = functools.partial(
                         judge.score_criterion, rubric, criterion, p.rollout, deadline=deadline
                     )

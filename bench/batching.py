@@ -1,0 +1,312 @@
+"""Criteria batching vs per-criterion calls vs the sequential TRL-style peer, on the CPU judge.
+
+One ``rewardsvc serve`` holds two pool judges on the same real SmolLM2 server: ``percrit``
+(method ``logprob``: one call per criterion) and ``batched`` (method ``batched``: one call
+per item reading all criteria). Each round scores the bench items with both, through HTTP as
+a trainer does (batches of ``--batch-size``, ``--concurrency`` requests in flight), and runs
+the TRL-style peer of ``bench.peers`` (one 1-10 call per completion, in sequence) on the same
+items; the order of the three rotates between rounds, and the median round of each is
+reported. Every run scores its own rubric copy (``harness.rubric_variant``) after a warm-up
+on held-out items, so neither rewardsvc's verdict cache nor vLLM's prefix cache carries over.
+
+Figures: judge prompt tokens per reward, rewards/s, the Pearson and Spearman correlation of
+the two methods' rewards (and of their criterion scores) on the same items, and the mean
+reward by item kind. Target (issue 18): batched ≥ 1.5× the peer's rewards/s in the same run,
+with per-criterion probabilities and good answers ranked above bad ones and attacks.
+
+    .venv/bin/python -m bench.batching [--items 16] [--repeats 3] [--out bench/results/batching]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import re
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import peers
+from bench.e2e import Contender, mean_by_kind
+from bench.harness import (
+    BENCH_DIR,
+    PRIMARY_MODEL,
+    PRIMARY_URL,
+    BatchRun,
+    http_get,
+    judge_entry,
+    log,
+    machine,
+    rewardsvc_service,
+    rubric_variant,
+    send_batches,
+    served_models,
+)
+from bench.items import bench_items, warmup_items
+
+METHODS = {"percrit": "logprob", "batched": "batched"}
+_SERVED = re.compile(r"^vllm:request_success_total\{[^}]*\} ([0-9.e+]+)$", re.M)
+TARGET = 1.5
+
+
+def ranks(values: Sequence[float]) -> list[float]:
+    """1-based ranks, ties sharing their mean rank."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    out = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            out[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return out
+
+
+def correlations(a: Sequence[float], b: Sequence[float]) -> dict[str, float | int]:
+    """Pearson and Spearman correlation of paired values (NaN when undefined)."""
+
+    def pearson(x: Sequence[float], y: Sequence[float]) -> float:
+        try:
+            return round(statistics.correlation(x, y), 3)
+        except statistics.StatisticsError:
+            return math.nan
+
+    return {"n": len(a), "pearson": pearson(a, b), "spearman": pearson(ranks(a), ranks(b))}
+
+
+def service_run(name: str, items: Sequence[dict[str, Any]], batch: BatchRun) -> Contender:
+    """A rewardsvc run as a contender, from the service's own usage figures."""
+    results = batch.results
+    return Contender(
+        name=name,
+        kind="rewardsvc",
+        items=len(items),
+        valid=sum(1 for x in results if x["status"] == "ok"),
+        elapsed_s=batch.elapsed_s,
+        calls=int(batch.usage("judge_calls")),
+        prompt_tokens=int(batch.usage("prompt_tokens")),
+        completion_tokens=int(batch.usage("completion_tokens")),
+        by_kind=mean_by_kind(items, [x["reward"] for x in results]),
+        notes={"cache_hits": int(batch.usage("cache_hits")), "statuses": batch.statuses()},
+    )
+
+
+def peer_run(items: Sequence[dict[str, Any]], got: peers.PeerRun) -> Contender:
+    """The TRL-style peer's run as a contender."""
+    errors = [e for e in got.errors if e]
+    return Contender(
+        name="TRL-style reward func (1-10, sequential)",
+        kind="peer",
+        items=len(items),
+        valid=sum(1 for r in got.rewards if r is not None),
+        elapsed_s=got.elapsed_s,
+        calls=got.calls,
+        prompt_tokens=got.prompt_tokens,
+        completion_tokens=got.completion_tokens,
+        by_kind=mean_by_kind(items, got.rewards),
+        notes={**got.notes, "first_error": errors[0] if errors else None},
+    )
+
+
+def served_requests() -> float:
+    """Requests the judge server has finished (``vllm:request_success_total``, all reasons)."""
+    status, text = http_get(re.sub(r"/v1/?$", "", PRIMARY_URL) + "/metrics")
+    if status != 200:
+        return math.nan
+    return sum(float(v) for v in _SERVED.findall(text))
+
+
+def criterion_scores(results: Sequence[dict[str, Any]], judge: str) -> dict[tuple[str, str], float]:
+    """``(item id, criterion id) -> score`` of one judge's criteria in a run's results."""
+    out = {}
+    for res in results:
+        criteria = (res.get("judges") or {}).get(judge, {}).get("criteria") or {}
+        for cid, c in criteria.items():
+            if c.get("score") is not None:
+                out[(res["id"], cid)] = float(c["score"])
+    return out
+
+
+def median(runs: list[tuple[Contender, Any]]) -> tuple[Contender, Any]:
+    """The run with the median rewards/s (its raw results along), noting every run's rate."""
+    ordered = sorted(runs, key=lambda r: r[0].rewards_per_s)
+    chosen = ordered[len(ordered) // 2]
+    chosen[0].notes["runs_rewards_per_s"] = [round(c.rewards_per_s, 3) for c, _ in runs]
+    return chosen
+
+
+async def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the rounds and return the figures."""
+    if PRIMARY_MODEL not in served_models(PRIMARY_URL):
+        raise RuntimeError(f"the judge {PRIMARY_MODEL} does not answer at {PRIMARY_URL}")
+    items = bench_items(args.items)
+    warm = warmup_items(args.warmup)
+    run_id = time.strftime("%Y%m%d%H%M%S")
+    pool = {
+        "judges": {
+            name: {**judge_entry(PRIMARY_URL, PRIMARY_MODEL), "method": method}
+            for name, method in METHODS.items()
+        }
+    }
+    rubrics = {
+        (name, phase, r): rubric_variant(f"{run_id}-{name}-{phase}-{r}", judges=[name])
+        for name in METHODS
+        for phase in ("warm", "run")
+        for r in range(args.repeats)
+    }
+    runs: dict[str, list[tuple[Contender, Any]]] = {name: [] for name in (*METHODS, "trl")}
+    with rewardsvc_service(args.workdir, pool, list(rubrics.values())) as svc:
+        for r in range(args.repeats):
+            order = ["percrit", "batched", "trl"]
+            order = order[r % 3 :] + order[: r % 3]
+            for who in order:
+                log(f"round {r + 1}/{args.repeats}: {who}, {len(items)} items")
+                if who == "trl":
+                    rubric = rubric_variant(f"{run_id}-trl-{r}")
+                    before = served_requests()
+                    got = peers.trl_style(PRIMARY_URL, PRIMARY_MODEL, rubric, items, warm)
+                    contender = peer_run(items, got)
+                    # trl_style warms up inside: its warm-up calls are its own too.
+                    own = got.calls + len(warm)
+                    runs[who].append((contender, got.rewards))
+                else:
+                    sizes = {"batch_size": args.batch_size, "concurrency": args.concurrency}
+                    await send_batches(svc.url, rubrics[(who, "warm", r)].id, warm, **sizes)
+                    before = served_requests()
+                    batch = await send_batches(svc.url, rubrics[(who, "run", r)].id, items, **sizes)
+                    contender = service_run(
+                        f"rewardsvc {who} (method {METHODS[who]})", items, batch
+                    )
+                    own = contender.calls
+                    runs[who].append((contender, batch.results))
+                # Other clients of the shared judge slow every contender; say how many.
+                contender.notes["foreign_requests"] = served_requests() - before - own
+                log(
+                    f"  {who}: {contender.rewards_per_s:.3f} rewards/s "
+                    f"({contender.notes['foreign_requests']:.0f} foreign requests meanwhile)"
+                )
+
+    chosen = {who: median(got) for who, got in runs.items()}
+    per, bat = chosen["percrit"][1], chosen["batched"][1]
+    by_id = {x["id"]: x["reward"] for x in per}
+    pairs = [(by_id[x["id"]], x["reward"]) for x in bat if by_id.get(x["id"]) is not None]
+    pairs = [(a, b) for a, b in pairs if b is not None]
+    crit_a, crit_b = criterion_scores(per, "percrit"), criterion_scores(bat, "batched")
+    shared = sorted(set(crit_a) & set(crit_b))
+    probs_in_range = all(
+        0.0 < c["score"] < 1.0
+        for x in bat
+        for c in ((x.get("judges") or {}).get("batched", {}).get("criteria") or {}).values()
+        if c.get("score") is not None
+    )
+    speed = {who: c.rewards_per_s for who, (c, _) in chosen.items()}
+    kinds = chosen["batched"][0].by_kind
+    ranked = all(kinds.get("good", math.nan) > kinds.get(k, math.nan) for k in ("bad", "attack"))
+    ratio = speed["batched"] / speed["trl"] if speed["trl"] else math.nan
+    return {
+        "judge": {"url": PRIMARY_URL, "model": PRIMARY_MODEL},
+        "items": len(items),
+        "warmup_items": len(warm),
+        "repeats": args.repeats,
+        "batch_size": args.batch_size,
+        "concurrency": args.concurrency,
+        "contenders": {who: c.as_dict() for who, (c, _) in chosen.items()},
+        "agreement": {
+            "rewards": correlations([a for a, _ in pairs], [b for _, b in pairs]),
+            "criteria": correlations([crit_a[k] for k in shared], [crit_b[k] for k in shared]),
+            "mean_abs_reward_diff": round(statistics.mean(abs(a - b) for a, b in pairs), 3)
+            if pairs
+            else math.nan,
+        },
+        "target": {
+            "batched_over_trl": round(ratio, 3),
+            "batched_over_percrit": round(speed["batched"] / speed["percrit"], 3),
+            "ratio_met": ratio >= TARGET,
+            "good_above_bad_and_attack": ranked,
+            "criterion_probabilities_in_0_1": probs_in_range,
+        },
+        "machine": machine(),
+    }
+
+
+def markdown(result: dict[str, Any], command: str) -> str:
+    """The figures as the Markdown report."""
+    t = result["target"]
+    lines = [
+        "# Criteria batching vs per-criterion calls vs the sequential 1-10 peer",
+        "",
+        f"`{command}`: {result['items']} bench items (after {result['warmup_items']} warm-up "
+        f"items) on the real CPU judge {result['judge']['model']}, {result['repeats']} rounds "
+        "in rotating order, median round of each contender; rewardsvc fed over HTTP in "
+        f"batches of {result['batch_size']}, {result['concurrency']} requests in flight.",
+        "",
+        "| contender | rewards/s (runs) | judge calls | prompt tokens / reward | "
+        "completion tokens / reward | valid | good | partial | bad | attack | foreign |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for c in result["contenders"].values():
+        k = c["by_kind"]
+        runs = ", ".join(f"{x:.2f}" for x in c["notes"].get("runs_rewards_per_s", []))
+        lines.append(
+            f"| {c['name']} | {c['rewards_per_s']:.3f} ({runs}) | {c['calls']} | "
+            f"{c['prompt_tokens'] / c['items']:.0f} | {c['completion_tokens'] / c['items']:.1f} | "
+            f"{c['valid']}/{c['items']} | {k.get('good', '-')} | {k.get('partial', '-')} | "
+            f"{k.get('bad', '-')} | {k.get('attack', '-')} | "
+            f"{c['notes'].get('foreign_requests', math.nan):.0f} |"
+        )
+    a = result["agreement"]
+    lines += [
+        "",
+        f"Agreement of batched with per-criterion scoring on the same items: rewards Pearson "
+        f"{a['rewards']['pearson']}, Spearman {a['rewards']['spearman']} (n={a['rewards']['n']}), "
+        f"mean |difference| {a['mean_abs_reward_diff']}; criterion scores Pearson "
+        f"{a['criteria']['pearson']}, Spearman {a['criteria']['spearman']} "
+        f"(n={a['criteria']['n']}).",
+        "",
+        f"Target: batched / TRL-style rewards/s = **{t['batched_over_trl']}** (target ≥ "
+        f"{TARGET}: {'met' if t['ratio_met'] else 'NOT met'}); batched / per-criterion = "
+        f"{t['batched_over_percrit']}; batched ranks good above bad and attack: "
+        f"{t['good_above_bad_and_attack']}; every batched criterion probability in (0, 1): "
+        f"{t['criterion_probabilities_in_0_1']}.",
+        "",
+        "`foreign`: requests the judge server finished during the median run that were not "
+        "the contender's (other clients of the shared judge), from vLLM's "
+        "`vllm:request_success_total`. The judge is a 135M model on a shared, loaded CPU: "
+        "the figures show cost and mechanics, not judging quality.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Run the measurement and write ``<out>.json`` and ``<out>.md``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=16, help="bench items, at most 64")
+    parser.add_argument("--warmup", type=int, default=4, help="held-out warm-up items per run")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds (rotating order)")
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--concurrency", type=int, default=2, help="requests in flight")
+    parser.add_argument("--out", type=Path, default=BENCH_DIR / "results" / "batching")
+    parser.add_argument("--workdir", type=Path, help="service files (default: a temporary folder)")
+    args = parser.parse_args()
+    args.workdir = args.workdir or Path(tempfile.mkdtemp(prefix="rewardsvc-bench-batching-"))
+    result = asyncio.run(measure(args))
+    command = (
+        f".venv/bin/python -m bench.batching --items {args.items} --repeats {args.repeats} "
+        f"--batch-size {args.batch_size} --concurrency {args.concurrency}"
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
+    args.out.with_suffix(".md").write_text(markdown(result, command))
+    print(markdown(result, command))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,263 @@
+"""Criteria batching (method ``batched``): one judge call answers all criteria of one item.
+
+The prompt is the per-criterion prompt's layout with the K questions numbered at the end
+(shared part, item, questions last: the same prefix as every other call on the item, for
+vLLM's prefix cache). The reply is K lines, line k holding only criterion k's answer
+(``yes``, ``no`` or a digit), held to exactly that by a vLLM structured-outputs regex, so
+each answer is one constrained position. The lines carry no number: a ``k:`` label would
+be two more forced tokens per criterion, and on a CPU judge every decoded token is an
+engine step (measured: the labelled reply took 1.3-3x as long for the same answers). Each
+criterion's probabilities are read from the top logprobs at its answer position with the
+logprob method's own :func:`~rewardsvc.judges.methods.distribution`, so a batched verdict
+means what a per-criterion one means (pitfalls, gates and weights apply unchanged).
+
+One prefill and two decoded tokens per criterion, where per-criterion calls prefill
+the question tail K times. A position that cannot be read fails that criterion only
+(``unparseable``); a failed call fails them all with the call's error kind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from rewardsvc.core.rollout import Rollout
+from rewardsvc.core.rubric import Criterion, Rubric, View
+from rewardsvc.core.trajectory import DEFAULT_FIT_CHARS
+from rewardsvc.core.verdict import Verdict
+from rewardsvc.judges import prompts
+from rewardsvc.judges.methods import Call, Unparseable, distribution, top_logprobs
+from rewardsvc.judges.prompts import Api, Prompt, Question
+from rewardsvc.judges.shapes import ApiShape, Choice, choices, usage
+from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
+
+Position = tuple[str, list[tuple[str, float]]]
+"""One decoded token and the ``(token, logprob)`` alternatives at its position."""
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One batched judge call: the rendered prompt and the criteria it asks, in order."""
+
+    prompt: Prompt
+    ids: tuple[str, ...]
+    questions: tuple[Question, ...]
+
+    def reply_pattern(self) -> str:
+        """The structured-outputs regex: line k is one of criterion k's answers."""
+        return "\n".join(f"({'|'.join(re.escape(c) for c in q.choices)})" for q in self.questions)
+
+    def reply_tokens(self) -> int:
+        """Output budget: the longest allowed reply in characters (a token spells at least
+        one), plus the end-of-sequence token."""
+        return len("\n".join(max(q.choices, key=len) for q in self.questions)) + 1
+
+    def alternatives(self, most: int) -> int:
+        """Top logprobs to ask for: what the widest scale's answer prefixes need."""
+        return max(top_logprobs(q, most) for q in self.questions)
+
+
+def _ask(rubric: Rubric, criterion: Criterion, api: Api) -> Question:
+    """Criterion ``criterion``'s question without its one-answer instruction (its last line:
+    the batch has one instruction for all)."""
+    single = prompts.criterion_question(rubric, criterion, "batched", api)
+    return replace(single, text=single.text.rsplit("\n", 1)[0])
+
+
+def batch_prompt(
+    rubric: Rubric,
+    criteria: Sequence[Criterion],
+    rollout: Rollout,
+    api: Api,
+    defuser: Defuser = DEFAULT_DEFUSER,
+    fit_chars: int = DEFAULT_FIT_CHARS,
+) -> Batch:
+    """The batched call for ``criteria`` of one item (all in one view: the first's)."""
+    if not criteria:
+        raise ValueError("a batch needs at least one criterion")
+    questions = tuple(_ask(rubric, c, api) for c in criteria)
+    scales = sorted(
+        {"yes or no" if q.choices == ("yes", "no") else "/".join(q.choices) for q in questions}
+    )
+    head = (
+        f"Answer each of the {len(questions)} numbered questions below about the response, "
+        "each on its own: one line per question, in order, holding only the answer "
+        f"({'; '.join(scales)})."
+    )
+    asked = [f"{k}. " + q.text.replace("\n", "\n   ") for k, q in enumerate(questions, 1)]
+    # A base model continues the text: the reply's first line starts right after it.
+    tail = "Answers, one per line:\n" if api == "completion" else "Answer in that form only."
+    # Only the text of this question is rendered; the batch's own questions hold the scales.
+    block = Question(f"{head}\n\n" + "\n".join(asked) + f"\n{tail}", (), ())
+    view = prompts.item_view(rubric, criteria[0])
+    prompt = prompts.render(
+        rubric, rollout, block, api, defuser=defuser, view=view, fit_chars=fit_chars
+    )
+    return Batch(prompt, tuple(c.id for c in criteria), questions)
+
+
+def read_positions(
+    questions: Sequence[Question], positions: Sequence[Position]
+) -> list[tuple[dict[str, float], float, float] | Unparseable]:
+    """Each question's ``(probs, mean, variance)`` from the decoded positions, or the
+    :class:`Unparseable` that says why its answer could not be read.
+
+    The reply is rebuilt from the decoded tokens; line k is criterion k's answer, and the
+    token covering its first character is the answer position. A token that spans the line
+    break too (``\nyes``) is read with that lead stripped from every alternative.
+    """
+    starts: list[int] = []
+    text = ""
+    for token, _ in positions:
+        starts.append(len(text))
+        text += token
+    out: list[tuple[dict[str, float], float, float] | Unparseable] = []
+    offset = 0
+    lines = text.split("\n")
+    for k, question in enumerate(questions, start=1):
+        line = lines[k - 1] if k - 1 < len(lines) else ""
+        at = offset
+        offset += len(line) + 1
+        if not line:
+            out.append(Unparseable(f"no answer on line {k} of the reply"))
+            continue
+        index = max(i for i, s in enumerate(starts) if s <= at)
+        lead = text[starts[index] : at]
+        _, top = positions[index]
+        shown = [(t[len(lead) :], lp) for t, lp in top if t.startswith(lead)]
+        try:
+            out.append(distribution(question, shown))
+        except Unparseable as exc:
+            out.append(exc)
+    return out
+
+
+def by_view(rubric: Rubric, criteria: Sequence[Criterion]) -> list[list[Criterion]]:
+    """Criteria grouped by the item view their call shows (one prompt shows one view), in
+    rubric order: one batched call per group."""
+    groups: dict[View | None, list[Criterion]] = {}
+    for c in criteria:
+        groups.setdefault(prompts.item_view(rubric, c), []).append(c)
+    return list(groups.values())
+
+
+class SharedCall:
+    """One batched call whose verdicts several waiters read, one criterion each: started by
+    the first of them (criteria served by a cache never start it)."""
+
+    def __init__(self, run: Callable[[], Awaitable[dict[str, Verdict]]]):
+        self._run = run
+        self._task: asyncio.Future[dict[str, Verdict]] | None = None
+
+    async def verdict(self, criterion: str) -> Verdict:
+        """Criterion ``criterion``'s verdict, starting the call if it is not under way."""
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._run())
+        # Shielded: one criterion's waiter going away must not cancel the others' call.
+        verdicts = await asyncio.shield(self._task)
+        return verdicts.get(criterion) or Verdict.failed(f"the batched call left out {criterion!r}")
+
+
+def _pair(token: Any, logprob: Any) -> tuple[str, float] | None:
+    if isinstance(token, str) and isinstance(logprob, int | float):
+        return token, float(logprob)
+    return None
+
+
+def _chat_positions(choice: Choice) -> list[Position]:
+    logprobs = choice.get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    out: list[Position] = []
+    for entry in content if isinstance(content, list) else []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
+            break  # the positions after a damaged one cannot be placed in the text
+        top = [e for e in entry.get("top_logprobs") or [] if isinstance(e, dict)]
+        pairs = [_pair(e.get("token"), e.get("logprob")) for e in top]
+        pairs.append(_pair(entry["token"], entry.get("logprob")))
+        out.append((entry["token"], [p for p in pairs if p is not None]))
+    return out
+
+
+def _completion_positions(choice: Choice) -> list[Position]:
+    logprobs = choice.get("logprobs")
+    if not isinstance(logprobs, dict):
+        return []
+    tokens = logprobs.get("tokens")
+    tops = logprobs.get("top_logprobs")
+    chosen = logprobs.get("token_logprobs")
+    tops = tops if isinstance(tops, list) else []
+    chosen = chosen if isinstance(chosen, list) else []
+    out: list[Position] = []
+    for i, token in enumerate(tokens if isinstance(tokens, list) else []):
+        if not isinstance(token, str):
+            break
+        top = tops[i] if i < len(tops) and isinstance(tops[i], dict) else {}
+        pairs = [_pair(t, lp) for t, lp in top.items()]
+        pairs.append(_pair(token, chosen[i] if i < len(chosen) else None))
+        out.append((token, [p for p in pairs if p is not None]))
+    return out
+
+
+_POSITIONS = {"chat": _chat_positions, "completion": _completion_positions}
+
+
+def positions(shape: ApiShape, choice: Choice) -> list[Position]:
+    """Every decoded position of a reply's choice, with its alternatives (the decoded
+    token included), as far as they can be read."""
+    return _POSITIONS[shape.name](choice)
+
+
+async def score_batch(call: Call, batch: Batch) -> dict[str, Verdict]:
+    """Send the batched call; each criterion's verdict by id (``BackendError`` passes)."""
+    response = await call.send(
+        batch.prompt,
+        max_tokens=batch.reply_tokens(),
+        temperature=call.sampling.temperature,
+        **call.shape.logprob_fields(batch.alternatives(call.sampling.top_logprobs)),
+        structured_outputs={"regex": batch.reply_pattern()},
+    )
+    choice = choices(response)[0]
+    prompt_tokens, completion_tokens = usage(response)
+    raw = call.shape.text(choice)
+    answers = raw.split("\n")
+    read = read_positions(batch.questions, positions(call.shape, choice))
+    verdicts: dict[str, Verdict] = {}
+    for k, (cid, result) in enumerate(zip(batch.ids, read, strict=True)):
+        line = answers[k] if k < len(answers) else ""
+        # Every verdict carries the whole call's cost: the engine counts a batch once.
+        if isinstance(result, Unparseable):
+            verdicts[cid] = Verdict(
+                score=None,
+                error=f"unparseable: {result} (batched reply {json.dumps(raw)})",
+                error_kind="unparseable",
+                raw=line,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+            )
+            continue
+        probs, mean, variance = result
+        verdicts[cid] = Verdict(
+            score=mean,
+            variance=variance,
+            probs=probs,
+            raw=line,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+        )
+    return verdicts
+
+
+def call_outcome(verdicts: Iterable[Verdict]) -> Verdict:
+    """One verdict standing for the whole batched call, for the observer's call metrics:
+    the first failure if a position failed, else a success (score: the mean)."""
+    every = list(verdicts)
+    for v in every:
+        if not v.ok:
+            return v
+    scores = [v.score for v in every if v.score is not None]
+    first = every[0]
+    return replace(first, score=sum(scores) / len(scores), probs=None, raw="")

@@ -1,0 +1,143 @@
+"""The judge calls' HTTP client: JSON POSTs over one keep-alive aiohttp session per base URL.
+
+A judge call is one small JSON POST and one small JSON reply, thousands of times per
+training step, so this client does the least that call needs: it serializes the body
+with ``json.dumps``, sends it on a pooled keep-alive connection and parses the reply with
+``json.loads`` into plain dicts and lists. There are no SDK request or response models
+(the ``openai`` client spent four times the CPU of this per call, mostly building them).
+Which fields a reply must have is the business of
+:class:`~rewardsvc.judges.shapes.ApiShape`, which reads them.
+
+Failures are raised as they come: :class:`HttpStatusError` for a non-2xx answer (with the
+server's message and headers, for ``Retry-After``), aiohttp's connection errors,
+``TimeoutError``. ``rewardsvc.judges.failures.classify`` turns them into typed
+``BackendError`` kinds. Retries, deadlines and breakers are the backend's, not this
+client's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+
+# How much of a non-JSON error body is quoted in the error's message.
+_SNIPPET_CHARS = 300
+_JSON = "application/json"
+# How long an idle connection is kept for reuse: under the 5 s after which vLLM's server
+# (uvicorn) closes it, so that a call rarely goes out on a connection being closed.
+_IDLE_S = 4.0
+
+
+class HttpStatusError(Exception):
+    """A judge answered with a non-2xx HTTP status."""
+
+    def __init__(self, status: int, message: str, headers: Mapping[str, str]):
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+        self.message = message
+        self.headers = headers
+
+
+TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
+    HttpStatusError,
+    aiohttp.ClientError,
+    OSError,
+    TimeoutError,
+    ValueError,
+)
+"""What a call through :class:`JudgeTransport` may raise when the judge or the network fails."""
+
+
+def error_message(raw: bytes) -> str:
+    """The server's own words from an error body.
+
+    OpenAI-style ``{"error": {"message": ...}}``, vLLM's ``{"message": ...}`` (older
+    versions) or FastAPI's ``{"detail": ...}``; else the start of the body as text.
+    """
+    text = raw.decode("utf-8", "replace")
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict):
+        inner = doc.get("error")
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+        for key in ("message", "detail", "error"):
+            if doc.get(key):
+                return str(doc[key])
+    text = " ".join(text.split())
+    return text[:_SNIPPET_CHARS] + ("..." if len(text) > _SNIPPET_CHARS else "")
+
+
+class JudgeTransport:
+    """JSON over HTTP to one base URL of a judge, on a pool of keep-alive connections.
+
+    ``max_connections`` bounds the pool (the judge's ``max_concurrency``, so calls never
+    queue inside the HTTP layer); ``read_timeout_s`` bounds each read and ``connect_s``
+    each connect, as a backstop: the total per attempt is the caller's to enforce. The
+    session is made on first use, inside the event loop that uses it.
+    """
+
+    def __init__(
+        self, base_url: str, *, max_connections: int, read_timeout_s: float, connect_s: float
+    ):
+        self.base_url = base_url.rstrip("/")
+        self._max_connections = max_connections
+        self._timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=connect_s, sock_read=read_timeout_s
+        )
+        self._session: aiohttp.ClientSession | None = None
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(
+                limit=self._max_connections,
+                limit_per_host=0,
+                keepalive_timeout=_IDLE_S,
+            )
+            # No cookie jar: judge replies never set state that later calls should send.
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=self._timeout,
+                cookie_jar=aiohttp.DummyCookieJar(),
+                skip_auto_headers=("User-Agent",),
+            )
+        return self._session
+
+    async def post(self, path: str, body: Mapping[str, Any], authorization: str) -> Any:
+        """POST ``body`` as JSON to ``base_url + path``; the reply's JSON value.
+
+        A 2xx reply that is not JSON comes back as its text, for the caller to refuse
+        with a quote of it. Raises :class:`HttpStatusError` for any other status.
+        """
+        # ASCII-escaped: a lone surrogate in untrusted text must not fail the encoding.
+        data = json.dumps(body).encode()
+        headers = {"Content-Type": _JSON, "Accept": _JSON, "Authorization": authorization}
+        async with self._open().post(self.base_url + path, data=data, headers=headers) as reply:
+            raw = await reply.read()
+            status = reply.status
+            if not 200 <= status < 300:
+                raise HttpStatusError(status, error_message(raw), reply.headers)
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw.decode("utf-8", "replace")
+
+    async def get(self, path: str, authorization: str) -> Any:
+        """GET ``base_url + path``; the reply's JSON value (raises as :meth:`post`)."""
+        headers = {"Accept": _JSON, "Authorization": authorization}
+        async with self._open().get(self.base_url + path, headers=headers) as reply:
+            raw = await reply.read()
+            if not 200 <= reply.status < 300:
+                raise HttpStatusError(reply.status, error_message(raw), reply.headers)
+        return json.loads(raw)
+
+    async def aclose(self) -> None:
+        """Close the connection pool (a later call opens a new one)."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

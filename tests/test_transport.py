@@ -1,0 +1,179 @@
+"""The lean judge transport, the reading of plain-JSON replies, and failure classification.
+
+The transport runs against the scripted fake judge (its failure paths); the wire format
+against the real vLLM judges is pinned in ``test_judges_real.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+from fakejudge import OVERFLOW_MESSAGE, FakeJudge, free_port
+from multidict import CIMultiDict
+
+from rewardsvc.judges.failures import classify
+from rewardsvc.judges.shapes import CHAT, COMPLETION, choices, usage
+from rewardsvc.judges.transport import (
+    TRANSPORT_ERRORS,
+    HttpStatusError,
+    JudgeTransport,
+    error_message,
+)
+
+URL = "http://judge.example/v1"
+AUTH = "Bearer k"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeJudge]:
+    with FakeJudge() as running:
+        yield running
+
+
+@pytest_asyncio.fixture(loop_scope="function")
+async def transports() -> AsyncIterator[list[JudgeTransport]]:
+    made: list[JudgeTransport] = []
+    yield made
+    for t in made:
+        await t.aclose()
+
+
+def transport(made: list[JudgeTransport], url: str) -> JudgeTransport:
+    t = JudgeTransport(url, max_connections=4, read_timeout_s=5.0, connect_s=2.0)
+    made.append(t)
+    return t
+
+
+def chat_body(text: str) -> dict[str, Any]:
+    return {
+        "model": "fake",
+        "messages": [{"role": "user", "content": text}],
+        "max_tokens": 1,
+        "logprobs": True,
+        "top_logprobs": 2,
+        "structured_outputs": {"choice": ["yes", "no"]},
+    }
+
+
+async def test_body_arrives_as_sent_and_reply_is_plain_json(
+    fake: FakeJudge, transports: list[JudgeTransport]
+) -> None:
+    # Non-ASCII and a lone surrogate (possible in untrusted text decoded from JSON) must
+    # arrive as they were, not fail the encoding.
+    body = chat_body("Grade: 数学 \ud800 done")
+    reply = await transport(transports, fake.url).post(CHAT.path, body, AUTH)
+    assert fake.script.bodies == [body]
+    assert fake.script.headers[0]["authorization"] == AUTH
+    assert type(reply) is dict and CHAT.well_formed(reply)
+    assert CHAT.text(choices(reply)[0]) == "yes"
+    assert dict(CHAT.first_top_logprobs(choices(reply)[0]))["no"] == pytest.approx(-1.609, 1e-3)
+    assert usage(reply) == (100, 1)
+
+
+async def test_non_json_200_comes_back_as_text(
+    fake: FakeJudge, transports: list[JudgeTransport]
+) -> None:
+    fake.script.default = "html"
+    reply = await transport(transports, fake.url).post(COMPLETION.path, {"prompt": "x"}, AUTH)
+    assert isinstance(reply, str) and "502 Bad Gateway" in reply
+    assert not COMPLETION.well_formed(reply)
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "kind", "words"),
+    [
+        ("500", "http_5xx", "scripted 500"),
+        ("400", "http_4xx", "scripted 400"),
+        ("overflow", "context_overflow", "maximum context length"),
+        ("429", "rate_limited", "scripted 429"),
+    ],
+)
+async def test_error_statuses_carry_the_server_message(
+    fake: FakeJudge, transports: list[JudgeTransport], behaviour: str, kind: str, words: str
+) -> None:
+    fake.script.default = behaviour
+    fake.script.retry_after = 7
+    with pytest.raises(HttpStatusError) as info:
+        await transport(transports, fake.url).post(CHAT.path, chat_body("x"), AUTH)
+    error = classify(info.value, fake.url)
+    assert error.kind == kind and words in str(error)
+    assert error.retry_after == (7.0 if behaviour == "429" else None)
+
+
+async def test_refused_connection_is_a_connection_error(transports: list[JudgeTransport]) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    with pytest.raises(TRANSPORT_ERRORS) as info:
+        await transport(transports, url).post(CHAT.path, chat_body("x"), AUTH)
+    assert classify(info.value, url).kind == "connection"
+
+
+async def test_models_list_and_reopen_after_close(
+    fake: FakeJudge, transports: list[JudgeTransport]
+) -> None:
+    t = transport(transports, fake.url)
+    assert (await t.get("/models", AUTH))["data"][0]["id"] == "fake"
+    await t.aclose()
+    assert (await t.get("/models", "Bearer other"))["object"] == "list"
+    assert fake.script.model_lists == [AUTH, "Bearer other"]
+
+
+def test_error_message_reads_the_usual_error_bodies() -> None:
+    assert error_message(b'{"error": {"message": "too long", "code": 400}}') == "too long"
+    assert error_message(b'{"object": "error", "message": "bad model"}') == "bad model"
+    assert error_message(b'{"detail": "Not Found"}') == "Not Found"
+    assert error_message(b"<html>\n<h1>503</h1>\n</html>") == "<html> <h1>503</h1> </html>"
+    assert error_message(b"x" * 1000).endswith("...") and len(error_message(b"x" * 1000)) < 310
+
+
+def test_classify_transport_failures() -> None:
+    headers = CIMultiDict({"Retry-After": "2"})
+    assert classify(HttpStatusError(503, "busy", headers), URL).retry_after == 2.0
+    assert classify(HttpStatusError(503, "busy", headers), URL).kind == "http_5xx"
+    assert classify(HttpStatusError(400, OVERFLOW_MESSAGE, {}), URL).kind == "context_overflow"
+    assert classify(HttpStatusError(404, "no such route", {}), URL).kind == "http_4xx"
+    assert classify(HttpStatusError(401, "bad key", {}), URL).status == 401
+    # aiohttp's read and connect timeouts are connection errors too: they are timeouts.
+    assert classify(aiohttp.ServerTimeoutError("read"), URL).kind == "timeout"
+    assert classify(TimeoutError(), URL).kind == "timeout"
+    assert classify(aiohttp.ServerDisconnectedError(), URL).kind == "connection"
+    assert classify(aiohttp.ClientPayloadError("cut short"), URL).kind == "connection"
+    assert classify(ConnectionResetError(), URL).kind == "connection"
+    assert classify(KeyError("x"), URL).kind == "internal"
+
+
+def test_shapes_refuse_replies_without_usable_choices() -> None:
+    for shape in (CHAT, COMPLETION):
+        for reply in ("<html>", None, [], {}, {"choices": []}, {"choices": ["a"]}):
+            assert not shape.well_formed(reply), (shape.name, reply)
+    assert not CHAT.well_formed({"choices": [{"text": "yes"}]})
+    assert COMPLETION.well_formed({"choices": [{"text": "yes"}]})
+    assert usage({"choices": [{}]}) == (0, 0)
+    assert usage({"usage": {"prompt_tokens": 9, "completion_tokens": None}}) == (9, 0)
+
+
+def test_shapes_read_missing_or_partial_logprobs_as_absent() -> None:
+    assert CHAT.first_top_logprobs({"message": {"content": "yes"}, "logprobs": None}) == []
+    assert CHAT.text({"message": {"content": None}}) == ""
+    partial = {
+        "logprobs": {
+            "content": [
+                {
+                    "token": "yes",
+                    "logprob": -0.1,
+                    "top_logprobs": [{"token": "no", "logprob": None}, {"token": "yes"}, "x"],
+                }
+            ]
+        }
+    }
+    assert CHAT.first_top_logprobs(partial) == [("yes", -0.1)]
+    completion = {
+        "text": "4",
+        "logprobs": {"top_logprobs": [{"4": -0.2, "5": -2.0}], "tokens": [], "token_logprobs": []},
+    }
+    assert COMPLETION.first_top_logprobs(completion) == [("4", -0.2), ("5", -2.0)]
+    assert COMPLETION.first_top_logprobs({"text": "4", "logprobs": {"top_logprobs": None}}) == []
+    assert COMPLETION.text({"text": 4}) == ""

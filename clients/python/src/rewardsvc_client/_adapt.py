@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import threading
-import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self, TypeVar
 
 from rewardsvc_client.client import (
     DEFAULT_MAX_BATCH,
@@ -19,7 +19,7 @@ from rewardsvc_client.client import (
     Client,
     RewardServiceError,
 )
-from rewardsvc_client.types import RewardResponse, RewardResult
+from rewardsvc_client.types import RewardResult
 
 logger = logging.getLogger("rewardsvc_client")
 
@@ -72,25 +72,20 @@ class Settings:
 
     def async_client(self) -> AsyncClient:
         """A new AsyncClient; it must be used in the event loop that runs this call."""
-        return AsyncClient(
-            self.url,
-            api_key=self.api_key,
-            timeout=self.timeout,
-            retries=self.retries,
-            max_batch=self.max_batch,
-            headers=self.headers,
-        )
+        return AsyncClient(self.url, **self._client_args())
 
     def client(self) -> Client:
         """A new blocking Client."""
-        return Client(
-            self.url,
-            api_key=self.api_key,
-            timeout=self.timeout,
-            retries=self.retries,
-            max_batch=self.max_batch,
-            headers=self.headers,
-        )
+        return Client(self.url, **self._client_args())
+
+    def _client_args(self) -> dict[str, Any]:
+        return {
+            "api_key": self.api_key,
+            "timeout": self.timeout,
+            "retries": self.retries,
+            "max_batch": self.max_batch,
+            "headers": self.headers,
+        }
 
 
 def is_configuration_error(exc: RewardServiceError) -> bool:
@@ -103,12 +98,42 @@ def is_configuration_error(exc: RewardServiceError) -> bool:
     )
 
 
-def failure_score_default() -> float:
-    """REWARDSVC_FAILURE_SCORE or 0.0 (see the veRL adapter for why 0.0)."""
+def failure_score_default(given: float | None = None) -> float:
+    """``given`` as a float, or when None REWARDSVC_FAILURE_SCORE or 0.0 (see the veRL adapter
+    for why 0.0)."""
+    if given is not None:
+        return float(given)
     return float(os.environ.get(ENV_FAILURE_SCORE) or 0.0)
 
 
-class LoopClients:
+class _PerContext:
+    """Clients kept per context (event loop, thread); pickles as its settings alone, since
+    live connections do not travel to another process."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    @classmethod
+    def shared(cls, settings: Settings) -> Self:
+        """The one instance of this process for the service and run of ``settings``: hooks
+        configured anew on every call (veRL's ``reward_kwargs``, a verifiers judge config)
+        still reuse their connections."""
+        key = (cls, settings.url, settings.api_key, settings.timeout, settings.run)
+        found = _shared.setdefault(key, cls(settings))
+        assert isinstance(found, cls)
+        return found
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"settings": self.settings}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["settings"])  # type: ignore[misc]
+
+
+_shared: dict[tuple[Any, ...], _PerContext] = {}
+
+
+class LoopClients(_PerContext):
     """One AsyncClient per running event loop, reused across calls.
 
     Trainers call per-sample reward functions thousands of times from a long-lived loop
@@ -118,7 +143,7 @@ class LoopClients:
     """
 
     def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+        super().__init__(settings)
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncClient] = (
             weakref.WeakKeyDictionary()
         )
@@ -132,19 +157,12 @@ class LoopClients:
             self._clients[loop] = client
         return client
 
-    def __getstate__(self) -> dict[str, Any]:
-        # Live connections do not travel to another process; the settings do.
-        return {"settings": self.settings}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["settings"])  # type: ignore[misc]
-
-
-class ThreadClients:
+class ThreadClients(_PerContext):
     """One blocking Client per thread (trainers call sync hooks from thread pools)."""
 
     def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+        super().__init__(settings)
         self._local = threading.local()
 
     def get(self) -> Client:
@@ -154,13 +172,6 @@ class ThreadClients:
             client = self.settings.client()
             self._local.client = client
         return client
-
-    def __getstate__(self) -> dict[str, Any]:
-        # threading.local does not pickle; the settings do.
-        return {"settings": self.settings}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["settings"])  # type: ignore[misc]
 
 
 def _get(obj: Any, key: str) -> Any:
@@ -245,162 +256,52 @@ def to_reference(value: Any) -> str | None:
     return text if text != "" else None
 
 
-MIN_SATURATION_WAIT = 0.1
-"""Seconds; floor of one wait for a saturated service (Retry-After: 0 must not spin)."""
+def with_reference(entry: dict[str, Any], label: Any) -> dict[str, Any]:
+    """``entry`` (an item, or a group) with the label as its ``reference`` when it has one
+    (``to_reference``)."""
+    reference = to_reference(label)
+    if reference is not None:
+        entry["reference"] = reference
+    return entry
 
 
-def saturation_wait(exc: RewardServiceError, attempt: int) -> float | None:
-    """Seconds to wait before sending again when ``exc`` says the service is saturated
-    (429, or 503 with Retry-After); None when it says something else."""
-    if exc.status_code == 429:
-        if exc.retry_after is not None:
-            return max(MIN_SATURATION_WAIT, exc.retry_after)
-        return min(30.0, 0.5 * 2**attempt)
-    if exc.status_code == 503 and exc.retry_after is not None:
-        return max(MIN_SATURATION_WAIT, exc.retry_after)
-    return None
+def wire_item(
+    index: int | str, prompt: Any, completion: Any, metadata: dict[str, Any], label: Any = None
+) -> dict[str, Any]:
+    """One item of POST /v1/rewards: id, prompt, completion and metadata as given (already
+    converted), and the label as the reference when it has one."""
+    item = {"id": str(index), "prompt": prompt, "completion": completion, "metadata": metadata}
+    return with_reference(item, label)
 
 
-def _next_wait(exc: RewardServiceError, attempt: int, deadline: float) -> float | None:
-    wait = saturation_wait(exc, attempt)
-    remaining = deadline - time.monotonic()
-    if wait is None or remaining <= 0:
-        return None
-    return min(wait, remaining)
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-async def patient_rewards(
-    client: AsyncClient, settings: Settings, items: list[dict[str, Any]]
-) -> RewardResponse:
-    """``client.rewards``, sent again while the service answers "saturated" (429, or 503 with
-    Retry-After, honoured) after the client's own retries, until ``settings.timeout`` seconds
-    have passed since the first try: a busy service delays training instead of turning into
-    failure scores."""
-    deadline = time.monotonic() + settings.timeout
-    attempt = 0
-    while True:
-        try:
-            return await client.rewards(settings.rubric, items, settings.options, run=settings.run)
-        except RewardServiceError as exc:
-            wait = _next_wait(exc, attempt, deadline)
-            if wait is None:
-                raise
-            logger.info("rewardsvc: service saturated (%s); again in %.1f s", exc, wait)
-            await asyncio.sleep(wait)
-            attempt += 1
+def named(function: F, name: str) -> F:
+    """``function`` under ``name`` (``__name__`` and ``__qualname__``): trainers name a reward
+    function's metrics and log columns after it."""
+    function.__name__ = function.__qualname__ = name
+    return function
 
 
-def patient_rewards_sync(
-    client: Client, settings: Settings, items: list[dict[str, Any]]
-) -> RewardResponse:
-    """Blocking twin of ``patient_rewards``."""
-    deadline = time.monotonic() + settings.timeout
-    attempt = 0
-    while True:
-        try:
-            return client.rewards(settings.rubric, items, settings.options, run=settings.run)
-        except RewardServiceError as exc:
-            wait = _next_wait(exc, attempt, deadline)
-            if wait is None:
-                raise
-            logger.info("rewardsvc: service saturated (%s); again in %.1f s", exc, wait)
-            time.sleep(wait)
-            attempt += 1
+def annotate_state(state: Any, info: dict[str, Any]) -> None:
+    """Record the verdict ``info`` in a verifiers rollout state (a dict or dict-like model)."""
+    # A state that refuses new keys loses only this annotation, never the reward.
+    with contextlib.suppress(TypeError, AttributeError, KeyError):
+        state["rewardsvc"] = info
 
 
-def _resend_failed(exc: RewardServiceError, failed: int) -> None:
-    """A re-send of judge_error items raised: keep what was scored, stop re-sending."""
-    if is_configuration_error(exc):
-        raise exc
-    logger.warning(
-        "rewardsvc: re-sending %d judge_error item(s) failed: %s; keeping the results so far",
-        failed,
-        exc,
-    )
-
-
-JUDGE_ERROR_BACKOFF_CAP = 10.0
-"""Seconds; the longest pause between two re-sends of judge_error items."""
-
-
-def _resend_pause(backoff: float, attempt: int, deadline: float) -> float:
-    pause = min(backoff * 2**attempt, JUDGE_ERROR_BACKOFF_CAP)
-    remaining = deadline - time.monotonic()
-    # Within the wait, do not sleep past its end (one last re-send right at the deadline).
-    return min(pause, remaining) if remaining > 0 else pause
-
-
-def _keep_resending(attempt: int, retries: int, deadline: float) -> bool:
-    return attempt < retries or time.monotonic() < deadline
-
-
-async def rewards_with_retries(
-    client: AsyncClient,
-    settings: Settings,
-    items: list[dict[str, Any]],
-    judge_error_retries: int,
-    backoff: float = 1.0,
-    judge_error_wait: float = 0.0,
-) -> list[RewardResult]:
-    """Score items; re-send those that came back judge_error (for trainers that cannot mask a
-    missing reward: judges often recover, and verdicts that did succeed come from the
-    service's cache), at least ``judge_error_retries`` more times and for as long as
-    ``judge_error_wait`` seconds after the first answer, with exponential pauses (at most
-    10 s): a judge outage shorter than the wait delays training instead of failing samples.
-
-    A saturated service is waited for (``patient_rewards``). If a re-send fails, the results
-    already obtained are kept and re-sending stops (the items still failed stay judge_error).
-    """
-    response: RewardResponse = await patient_rewards(client, settings, items)
-    results = list(response.results)
-    deadline = time.monotonic() + judge_error_wait
-    attempt = 0
-    while _keep_resending(attempt, judge_error_retries, deadline):
-        failed = [i for i, r in enumerate(results) if r.status == "judge_error"]
-        if not failed:
-            break
-        if attempt == 0:
-            logger.info("rewardsvc: %d item(s) judge_error; re-sending", len(failed))
-        await asyncio.sleep(_resend_pause(backoff, attempt, deadline))
-        attempt += 1
-        try:
-            retry = await patient_rewards(client, settings, [items[i] for i in failed])
-        except RewardServiceError as exc:
-            _resend_failed(exc, len(failed))
-            break
-        for index, result in zip(failed, retry.results, strict=True):
-            results[index] = result
-    return results
-
-
-def rewards_with_retries_sync(
-    client: Client,
-    settings: Settings,
-    items: list[dict[str, Any]],
-    judge_error_retries: int,
-    backoff: float = 1.0,
-    judge_error_wait: float = 0.0,
-) -> list[RewardResult]:
-    """Blocking twin of ``rewards_with_retries``."""
-    results = list(patient_rewards_sync(client, settings, items).results)
-    deadline = time.monotonic() + judge_error_wait
-    attempt = 0
-    while _keep_resending(attempt, judge_error_retries, deadline):
-        failed = [i for i, r in enumerate(results) if r.status == "judge_error"]
-        if not failed:
-            break
-        if attempt == 0:
-            logger.info("rewardsvc: %d item(s) judge_error; re-sending", len(failed))
-        time.sleep(_resend_pause(backoff, attempt, deadline))
-        attempt += 1
-        try:
-            retry = patient_rewards_sync(client, settings, [items[i] for i in failed])
-        except RewardServiceError as exc:
-            _resend_failed(exc, len(failed))
-            break
-        for index, result in zip(failed, retry.results, strict=True):
-            results[index] = result
-    return results
+def verdict(result: RewardResult | None) -> dict[str, Any]:
+    """The service's verdict on one sample, for the trainer's per-sample record (slime's
+    metadata, verifiers' state, the verifiers judge's trace info)."""
+    if result is None:
+        return {"status": "request_failed", "reward": None}
+    return {
+        "status": result.status,
+        "reward": result.reward,
+        "uncertainty": result.uncertainty,
+        "flags": list(result.flags),
+    }
 
 
 def fallback_reward(
@@ -450,14 +351,15 @@ __all__ = [
     "RewardServiceError",
     "Settings",
     "ThreadClients",
+    "annotate_state",
     "fallback_reward",
     "is_configuration_error",
     "logger",
-    "patient_rewards",
-    "patient_rewards_sync",
-    "rewards_with_retries",
-    "rewards_with_retries_sync",
+    "named",
     "status_numbers",
     "to_reference",
     "to_wire_text",
+    "verdict",
+    "wire_item",
+    "with_reference",
 ]

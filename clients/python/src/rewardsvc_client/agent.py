@@ -35,16 +35,8 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rewardsvc_client._adapt import (
-    LoopClients,
-    Settings,
-    is_configuration_error,
-    logger,
-    rewards_with_retries,
-    status_numbers,
-    to_reference,
-)
-from rewardsvc_client.client import RewardServiceError
+from rewardsvc_client._adapt import LoopClients, Settings, logger, status_numbers, wire_item
+from rewardsvc_client._retrying import drive, results_or_none
 from rewardsvc_client.types import RewardResult
 
 Environment = Callable[[str, Any], Any]
@@ -108,24 +100,10 @@ class AgentRewarder:
         return str(feedback or ""), bool(done) or self.turns >= self.max_turns
 
     async def _score(self, label: Any) -> RewardResult | None:
-        item: dict[str, Any] = {
-            "id": "0",
-            "prompt": self.prompt or "",
-            "completion": list(self.messages),
-            "metadata": {"trainer": "openrlhf-agent", "turn": self.turns - 1},
-        }
-        reference = to_reference(label)
-        if reference is not None:
-            item["reference"] = reference
-        try:
-            (result,) = await rewards_with_retries(
-                self.clients.get(), self.settings, [item], 2, judge_error_wait=self.judge_error_wait
-            )
-        except RewardServiceError as exc:
-            if is_configuration_error(exc):
-                raise
-            logger.error("rewardsvc OpenRLHF agent: %s", exc)
-            return None
+        metadata = {"trainer": "openrlhf-agent", "turn": self.turns - 1}
+        item = wire_item(0, self.prompt or "", list(self.messages), metadata, label)
+        steps = results_or_none(self.settings, [item], 2, self.judge_error_wait, "OpenRLHF agent")
+        (result,) = await drive(self.clients.get(), steps)
         return result
 
     async def step(self, states: Mapping[str, Any], **kwargs: Any) -> dict[str, Any]:

@@ -29,15 +29,13 @@ from typing import Any
 from rewardsvc_client._adapt import (
     LoopClients,
     Settings,
-    is_configuration_error,
     logger,
-    rewards_with_retries,
     status_numbers,
-    to_reference,
     to_wire_text,
+    wire_item,
 )
-from rewardsvc_client.client import RewardServiceError
-from rewardsvc_client.types import RewardResult
+from rewardsvc_client._retrying import drive, results_or_none
+from rewardsvc_client.types import GroupResult, RewardResult
 
 
 class RewardsvcScoreError(RuntimeError):
@@ -64,6 +62,34 @@ def split_trajectory(trajectory: Any) -> tuple[Any, Any]:
     return to_wire_text(messages[:first]), to_wire_text(messages[first:])
 
 
+def trajectory_label(trajectory: Any, key: str) -> Any:
+    """The trajectory's ``metadata[key]`` (its reference), None when absent."""
+    return (getattr(trajectory, "metadata", None) or {}).get(key)
+
+
+def no_reward(result: RewardResult | GroupResult | None) -> RewardsvcScoreError:
+    """Why a trajectory has no reward, as the exception it carries in its group."""
+    why = "request failed" if result is None else f"status {result.status}"
+    return RewardsvcScoreError(f"rewardsvc gave no reward ({why})")
+
+
+def regrouped(group: Any, kept: list[Any], failed: list[BaseException], where: str) -> Any:
+    """``group`` rebuilt with the ``kept`` trajectories and the ``failed`` ones as exceptions
+    (ART trains only on trajectories); None, with a warning, when fewer than two are kept: such
+    a group carries no relative signal."""
+    if len(kept) < 2:
+        logger.warning("rewardsvc %s: group dropped (fewer than 2 rewards)", where)
+        return None
+    scored = type(group)(
+        kept + failed,
+        metadata=dict(group.metadata),
+        metrics=dict(group.metrics),
+        logs=list(group.logs),
+    )
+    scored.exceptions = list(group.exceptions) + list(scored.exceptions)
+    return scored
+
+
 class GroupScorer:
     """``await scorer(group)``: the group with rewards set (see the module docstring)."""
 
@@ -79,49 +105,29 @@ class GroupScorer:
         self.clients = LoopClients(settings)
 
     def _items(self, trajectories: Sequence[Any]) -> list[dict[str, Any]]:
-        items = []
-        for i, trajectory in enumerate(trajectories):
-            prompt, completion = split_trajectory(trajectory)
-            item: dict[str, Any] = {
-                "id": str(i),
-                "prompt": prompt,
-                "completion": completion,
-                "metadata": {"trainer": "art"},
-            }
-            metadata = getattr(trajectory, "metadata", None) or {}
-            reference = to_reference(metadata.get(self.reference_key))
-            if reference is not None:
-                item["reference"] = reference
-            items.append(item)
-        return items
+        return [
+            wire_item(
+                i,
+                *split_trajectory(trajectory),
+                {"trainer": "art"},
+                trajectory_label(trajectory, self.reference_key),
+            )
+            for i, trajectory in enumerate(trajectories)
+        ]
 
     async def __call__(self, group: Any) -> Any:
         trajectories = list(group.trajectories)
         if not trajectories:
             return group
-        results: list[RewardResult | None]
-        try:
-            results = list(
-                await rewards_with_retries(
-                    self.clients.get(),
-                    self.settings,
-                    self._items(trajectories),
-                    2,
-                    judge_error_wait=self.judge_error_wait,
-                )
-            )
-        except RewardServiceError as exc:
-            if is_configuration_error(exc):
-                raise
-            logger.error("rewardsvc ART adapter: %s", exc)
-            results = [None] * len(trajectories)
+        items = self._items(trajectories)
+        steps = results_or_none(self.settings, items, 2, self.judge_error_wait, "ART adapter")
+        results = await drive(self.clients.get(), steps)
         kept: list[Any] = []
         failed: list[BaseException] = []
         for trajectory, result in zip(trajectories, results, strict=True):
             trajectory.metrics.update(status_numbers(result))
             if result is None or result.reward is None:
-                why = "request failed" if result is None else f"status {result.status}"
-                failed.append(RewardsvcScoreError(f"rewardsvc gave no reward ({why})"))
+                failed.append(no_reward(result))
                 continue
             trajectory.reward = result.reward
             kept.append(trajectory)
@@ -131,17 +137,7 @@ class GroupScorer:
                 len(failed),
                 len(trajectories),
             )
-        if len(kept) < 2:
-            logger.warning("rewardsvc ART adapter: group dropped (fewer than 2 rewards)")
-            return None
-        scored = type(group)(
-            kept + failed,
-            metadata=dict(group.metadata),
-            metrics=dict(group.metrics),
-            logs=list(group.logs),
-        )
-        scored.exceptions = list(group.exceptions) + list(scored.exceptions)
-        return scored
+        return regrouped(group, kept, failed, "ART adapter")
 
 
 def make_group_scorer(

@@ -1,64 +1,40 @@
 """HTTP clients of rewardsvc: ``Client`` (blocking) and ``AsyncClient`` (asyncio).
 
-Both speak POST /v1/rewards (and /v1/groups, /v1/preferences: ``_compare.py``). They split
-large batches into chunks of ``max_batch`` items and join the results in order, retry
-connection failures (httpx transport retries) and answers that mean "try again later" (429,
-502, 503, 504, honouring Retry-After), a bounded number of times.
+Both speak POST /v1/rewards, /v1/groups and /v1/preferences. They split large batches into
+chunks of ``max_batch`` entries and join the results in order, retry connection failures
+(httpx transport retries) and answers that mean "try again later" (429, 502, 503, 504,
+honouring Retry-After), a bounded number of times. What is sent and read back is written once,
+without I/O, in ``_protocol.py``; the two classes differ only in how they carry it out.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import logging
 import random
-import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 
-from rewardsvc_client._compare import AsyncComparative, SyncComparative
-from rewardsvc_client.types import RewardResponse, RewardResult, RubricRef, Usage
-
-RETRY_STATUSES = frozenset({429, 502, 503, 504})
-"""Answers after which the same request is sent again: the service (or a proxy in front of it)
-is overloaded or restarting. A request is idempotent: the verdict cache makes a repeat cheap."""
+from rewardsvc_client._protocol import (
+    GROUPS,
+    PREFERENCES,
+    RETRY_STATUSES,
+    REWARDS,
+    Endpoint,
+    R,
+    RewardServiceError,
+    Send,
+    _retry_after_seconds,
+    chunk_calls,
+)
+from rewardsvc_client._steps import run_async, run_sync
+from rewardsvc_client.types import GroupResponse, PreferenceResponse, RewardResponse
 
 DEFAULT_TIMEOUT = 300.0
 """Seconds. Long on purpose: one batch is many judge calls, queued behind other trainers'."""
 
 DEFAULT_MAX_BATCH = 128
-
-logger = logging.getLogger("rewardsvc_client")
-
-
-class RewardServiceError(Exception):
-    """The service refused the request, or could not be reached after all retries.
-
-    ``status_code`` is None when no HTTP answer came back (connection refused, timeout).
-    ``error`` is the service's machine-readable kind (e.g. ``unknown_rubric``,
-    ``invalid_request``, ``unauthorized``) and ``field`` the offending field when it says.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status_code: int | None = None,
-        error: str | None = None,
-        field: str | None = None,
-        body: Any = None,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status_code = status_code
-        self.error = error
-        self.field = field
-        self.body = body
-        self.retry_after = retry_after
 
 
 def _normalize_base_url(base_url: str) -> str:
@@ -73,135 +49,8 @@ def _normalize_base_url(base_url: str) -> str:
     return url
 
 
-def _retry_after_seconds(value: str | None) -> float | None:
-    """Parse a Retry-After header: delta-seconds or an HTTP date."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-def _error_from_response(response: httpx.Response) -> RewardServiceError:
-    """Turn a non-2xx answer into an exception carrying the service's error detail."""
-    try:
-        body: Any = response.json()
-    except ValueError:
-        body = response.text
-    error = field = None
-    message = ""
-    if isinstance(body, Mapping):
-        # rewardsvc's ErrorDetail: {error, message, field}
-        if "message" in body or "error" in body:
-            error = body.get("error") if isinstance(body.get("error"), str) else None
-            message = str(body.get("message") or body.get("error") or "")
-            field = body.get("field") if isinstance(body.get("field"), str) else None
-        elif "detail" in body:  # plain FastAPI/Starlette errors (e.g. 404 for an unknown route)
-            message = str(body["detail"])
-    else:
-        message = str(body)[:500]
-    text = f"HTTP {response.status_code} from {response.request.url}"
-    if error:
-        text += f" ({error})"
-    if message:
-        text += f": {message}"
-    if field:
-        text += f" [field: {field}]"
-    return RewardServiceError(
-        text,
-        status_code=response.status_code,
-        error=error,
-        field=field,
-        body=body,
-        retry_after=_retry_after_seconds(response.headers.get("Retry-After")),
-    )
-
-
-def _prepare_items(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Copy the items and give each one without an id its index in the whole batch.
-
-    The service defaults a missing id to the index within the request; after chunking that
-    would restart at 0 in every chunk, so the client numbers items before splitting.
-    """
-    if isinstance(items, Mapping | str):
-        raise TypeError("items must be a sequence of item dicts")
-    prepared = []
-    for index, item in enumerate(items):
-        entry = dict(item)
-        if entry.get("id") is None:
-            entry["id"] = str(index)
-        prepared.append(entry)
-    return prepared
-
-
-def _chunks(items: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
-
-
-def _body(
-    rubric: str | Mapping[str, Any],
-    items: list[dict[str, Any]],
-    options: Mapping[str, Any] | None,
-    run: str | None,
-) -> dict[str, Any]:
-    body: dict[str, Any] = {"rubric": rubric if isinstance(rubric, str) else dict(rubric)}
-    body["items"] = items
-    if options:
-        body["options"] = dict(options)
-    if run:
-        body["run"] = run
-    return body
-
-
-def _run_refused(exc: RewardServiceError, body: Mapping[str, Any]) -> bool:
-    """A service older than runs refuses the ``run`` field: send without it (the rewards
-    then count under its default run), saying so once."""
-    if exc.status_code != 422 or exc.field != "run" or "run" not in body:
-        return False
-    global _warned_run
-    if not _warned_run:
-        _warned_run = True
-        logger.warning("rewardsvc: the service does not take 'run'; sending without it")
-    return True
-
-
-_warned_run = False
-
-
-def _parse_chunk(response: httpx.Response, expected: int) -> RewardResponse:
-    try:
-        parsed = RewardResponse.from_json(response.json())
-    except (ValueError, AttributeError, TypeError) as exc:
-        raise RewardServiceError(
-            f"unreadable response from {response.request.url}: {exc}",
-            status_code=response.status_code,
-        ) from exc
-    if len(parsed.results) != expected:
-        raise RewardServiceError(
-            f"the service returned {len(parsed.results)} results for {expected} items",
-            status_code=response.status_code,
-        )
-    return parsed
-
-
-def _join(parts: list[RewardResponse]) -> RewardResponse:
-    """Concatenate chunk responses in order; usage is summed."""
-    results: list[RewardResult] = []
-    usage = Usage()
-    for part in parts:
-        results.extend(part.results)
-        usage = usage + part.usage
-    rubric = parts[0].rubric if parts else RubricRef(id="", version="")
-    return RewardResponse(rubric=rubric, results=results, usage=usage)
+def _unreachable(settings: _Settings, path: str, exc: httpx.TransportError) -> RewardServiceError:
+    return RewardServiceError(f"cannot reach {settings.base_url}{path}: {exc!r}")
 
 
 class _Settings:
@@ -234,6 +83,10 @@ class _Settings:
         if api_key:
             self.headers["Authorization"] = f"Bearer {api_key}"
 
+    def http(self) -> dict[str, Any]:
+        """The arguments of the httpx client that carries the requests."""
+        return {"base_url": self.base_url, "headers": self.headers, "timeout": self.timeout}
+
     def delay(self, response: httpx.Response, attempt: int) -> float:
         """Seconds to wait before retry number ``attempt + 1``."""
         asked = _retry_after_seconds(response.headers.get("Retry-After"))
@@ -243,7 +96,27 @@ class _Settings:
         return min(self.max_retry_wait, 0.5 * 2**attempt) * random.uniform(0.5, 1.0)
 
 
-class Client(SyncComparative):
+def _single(
+    prompt: str | Sequence[Mapping[str, Any]],
+    completion: str | Sequence[Mapping[str, Any]],
+    reference: str | None,
+) -> list[dict[str, Any]]:
+    item: dict[str, Any] = {"prompt": prompt, "completion": completion}
+    if reference is not None:
+        item["reference"] = reference
+    return [item]
+
+
+class _Base:
+    _s: _Settings
+
+    @property
+    def base_url(self) -> str:
+        """The service URL (without /v1)."""
+        return self._s.base_url
+
+
+class Client(_Base):
     """Blocking client of rewardsvc.
 
     Args:
@@ -272,30 +145,25 @@ class Client(SyncComparative):
     ) -> None:
         self._s = _Settings(base_url, api_key, timeout, retries, max_batch, max_retry_wait, headers)
         self._http = httpx.Client(
-            base_url=self._s.base_url,
-            headers=self._s.headers,
-            timeout=self._s.timeout,
-            transport=transport or httpx.HTTPTransport(retries=retries),
+            **self._s.http(), transport=transport or httpx.HTTPTransport(retries=retries)
         )
 
-    @property
-    def base_url(self) -> str:
-        """The service URL (without /v1)."""
-        return self._s.base_url
+    def _send(self, step: Send) -> httpx.Response:
+        try:
+            return self._http.post(step.path, json=step.body)
+        except httpx.TransportError as exc:
+            raise _unreachable(self._s, step.path, exc) from exc
 
-    def _post(self, path: str, body: Mapping[str, Any]) -> httpx.Response:
-        for attempt in range(self._s.retries + 1):
-            try:
-                response = self._http.post(path, json=body)
-            except httpx.TransportError as exc:
-                raise RewardServiceError(f"cannot reach {self._s.base_url}{path}: {exc!r}") from exc
-            if response.status_code in RETRY_STATUSES and attempt < self._s.retries:
-                time.sleep(self._s.delay(response, attempt))
-                continue
-            if response.is_success:
-                return response
-            raise _error_from_response(response)
-        raise AssertionError("unreachable")  # pragma: no cover
+    def _call(
+        self,
+        endpoint: Endpoint[R],
+        rubric: str | Mapping[str, Any],
+        entries: Sequence[Mapping[str, Any]],
+        options: Mapping[str, Any] | None,
+        run: str | None,
+    ) -> R:
+        calls = chunk_calls(self._s, endpoint, rubric, entries, options, run)
+        return endpoint.join(rubric, [run_sync(call, self._send) for call in calls])
 
     def rewards(
         self,
@@ -315,23 +183,39 @@ class Client(SyncComparative):
         items without an id get their index as id. Raises RewardServiceError on a 4xx/5xx
         answer or when the service stays unreachable.
         """
-        prepared = _prepare_items(items)
-        if not prepared:
-            return RewardResponse(
-                rubric=RubricRef(id=rubric if isinstance(rubric, str) else "", version=""),
-                results=[],
-            )
-        parts = []
-        for chunk in _chunks(prepared, self._s.max_batch):
-            body = _body(rubric, chunk, options, run)
-            try:
-                response = self._post("/v1/rewards", body)
-            except RewardServiceError as exc:
-                if not _run_refused(exc, body):
-                    raise
-                response = self._post("/v1/rewards", _body(rubric, chunk, options, None))
-            parts.append(_parse_chunk(response, len(chunk)))
-        return _join(parts)
+        return self._call(REWARDS, rubric, items, options, run)
+
+    def groups(
+        self,
+        rubric: str | Mapping[str, Any],
+        groups: Sequence[Mapping[str, Any]],
+        options: Mapping[str, Any] | None = None,
+        *,
+        run: str | None = None,
+    ) -> GroupResponse:
+        """Score each group's completions relative to each other (POST /v1/groups).
+
+        ``groups`` are dicts ``{"prompt", "completions": [...], "id"?, "reference"?}``;
+        ``options`` e.g. ``{"method": "pairwise", "tournament": "all_pairs", "orders": 2}``.
+        Each result's ``rewards`` are in completion order (None where a completion has none);
+        groups without an id get their index. Raises RewardServiceError like ``rewards``.
+        """
+        return self._call(GROUPS, rubric, groups, options, run)
+
+    def preferences(
+        self,
+        rubric: str | Mapping[str, Any],
+        pairs: Sequence[Mapping[str, Any]],
+        options: Mapping[str, Any] | None = None,
+        *,
+        run: str | None = None,
+    ) -> PreferenceResponse:
+        """Which of two completions is better, asked in both orders (POST /v1/preferences).
+
+        ``pairs`` are dicts ``{"prompt", "a", "b", "id"?, "reference"?}``; each result has
+        ``p_a_better``, ``orders`` (``ab``, ``ba``), ``consistent`` and ``label``.
+        """
+        return self._call(PREFERENCES, rubric, pairs, options, run)
 
     def score(
         self,
@@ -342,10 +226,7 @@ class Client(SyncComparative):
         options: Mapping[str, Any] | None = None,
     ) -> float | None:
         """The reward of one completion, or None when it has none (judge_error, rejected)."""
-        item: dict[str, Any] = {"prompt": prompt, "completion": completion}
-        if reference is not None:
-            item["reference"] = reference
-        return self.rewards(rubric, [item], options).results[0].reward
+        return self.rewards(rubric, _single(prompt, completion, reference), options).rewards[0]
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -358,13 +239,15 @@ class Client(SyncComparative):
         self.close()
 
 
-class AsyncClient(AsyncComparative):
+class AsyncClient(_Base):
     """asyncio client of rewardsvc; same arguments as ``Client``, plus:
 
     Args:
-        max_concurrent_batches: chunks of one ``rewards`` call in flight at once.
+        max_concurrent_batches: chunks of one call in flight at once.
 
     Create and use it inside one event loop (httpx connection pools are bound to their loop).
+    Its methods are those of ``Client``, awaited; chunks are sent concurrently and joined in
+    order.
     """
 
     def __init__(
@@ -385,30 +268,31 @@ class AsyncClient(AsyncComparative):
         self._s = _Settings(base_url, api_key, timeout, retries, max_batch, max_retry_wait, headers)
         self._max_concurrent = max_concurrent_batches
         self._http = httpx.AsyncClient(
-            base_url=self._s.base_url,
-            headers=self._s.headers,
-            timeout=self._s.timeout,
-            transport=transport or httpx.AsyncHTTPTransport(retries=retries),
+            **self._s.http(), transport=transport or httpx.AsyncHTTPTransport(retries=retries)
         )
 
-    @property
-    def base_url(self) -> str:
-        """The service URL (without /v1)."""
-        return self._s.base_url
+    async def _send(self, step: Send) -> httpx.Response:
+        try:
+            return await self._http.post(step.path, json=step.body)
+        except httpx.TransportError as exc:
+            raise _unreachable(self._s, step.path, exc) from exc
 
-    async def _post(self, path: str, body: Mapping[str, Any]) -> httpx.Response:
-        for attempt in range(self._s.retries + 1):
-            try:
-                response = await self._http.post(path, json=body)
-            except httpx.TransportError as exc:
-                raise RewardServiceError(f"cannot reach {self._s.base_url}{path}: {exc!r}") from exc
-            if response.status_code in RETRY_STATUSES and attempt < self._s.retries:
-                await asyncio.sleep(self._s.delay(response, attempt))
-                continue
-            if response.is_success:
-                return response
-            raise _error_from_response(response)
-        raise AssertionError("unreachable")  # pragma: no cover
+    async def _call(
+        self,
+        endpoint: Endpoint[R],
+        rubric: str | Mapping[str, Any],
+        entries: Sequence[Mapping[str, Any]],
+        options: Mapping[str, Any] | None,
+        run: str | None,
+    ) -> R:
+        limit = asyncio.Semaphore(self._max_concurrent)
+
+        async def one(call: Any) -> R:
+            async with limit:
+                return await run_async(call, self._send)
+
+        calls = chunk_calls(self._s, endpoint, rubric, entries, options, run)
+        return endpoint.join(rubric, await asyncio.gather(*(one(call) for call in calls)))
 
     async def rewards(
         self,
@@ -418,32 +302,30 @@ class AsyncClient(AsyncComparative):
         *,
         run: str | None = None,
     ) -> RewardResponse:
-        """Score ``items`` against ``rubric``; see ``Client.rewards``.
+        """Score ``items`` against ``rubric``; see ``Client.rewards``."""
+        return await self._call(REWARDS, rubric, items, options, run)
 
-        Chunks are sent concurrently (at most ``max_concurrent_batches`` at once) and joined
-        in item order.
-        """
-        prepared = _prepare_items(items)
-        if not prepared:
-            return RewardResponse(
-                rubric=RubricRef(id=rubric if isinstance(rubric, str) else "", version=""),
-                results=[],
-            )
-        limit = asyncio.Semaphore(self._max_concurrent)
+    async def groups(
+        self,
+        rubric: str | Mapping[str, Any],
+        groups: Sequence[Mapping[str, Any]],
+        options: Mapping[str, Any] | None = None,
+        *,
+        run: str | None = None,
+    ) -> GroupResponse:
+        """Score each group's completions relative to each other; see ``Client.groups``."""
+        return await self._call(GROUPS, rubric, groups, options, run)
 
-        async def one(chunk: list[dict[str, Any]]) -> RewardResponse:
-            body = _body(rubric, chunk, options, run)
-            async with limit:
-                try:
-                    response = await self._post("/v1/rewards", body)
-                except RewardServiceError as exc:
-                    if not _run_refused(exc, body):
-                        raise
-                    response = await self._post("/v1/rewards", _body(rubric, chunk, options, None))
-            return _parse_chunk(response, len(chunk))
-
-        parts = await asyncio.gather(*(one(c) for c in _chunks(prepared, self._s.max_batch)))
-        return _join(list(parts))
+    async def preferences(
+        self,
+        rubric: str | Mapping[str, Any],
+        pairs: Sequence[Mapping[str, Any]],
+        options: Mapping[str, Any] | None = None,
+        *,
+        run: str | None = None,
+    ) -> PreferenceResponse:
+        """Pairwise verdicts in both orders; see ``Client.preferences``."""
+        return await self._call(PREFERENCES, rubric, pairs, options, run)
 
     async def score(
         self,
@@ -454,10 +336,8 @@ class AsyncClient(AsyncComparative):
         options: Mapping[str, Any] | None = None,
     ) -> float | None:
         """The reward of one completion, or None when it has none (judge_error, rejected)."""
-        item: dict[str, Any] = {"prompt": prompt, "completion": completion}
-        if reference is not None:
-            item["reference"] = reference
-        return (await self.rewards(rubric, [item], options)).results[0].reward
+        items = _single(prompt, completion, reference)
+        return (await self.rewards(rubric, items, options)).rewards[0]
 
     async def aclose(self) -> None:
         """Close the connection pool."""
@@ -468,3 +348,13 @@ class AsyncClient(AsyncComparative):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+__all__ = [
+    "DEFAULT_MAX_BATCH",
+    "DEFAULT_TIMEOUT",
+    "RETRY_STATUSES",
+    "AsyncClient",
+    "Client",
+    "RewardServiceError",
+]

@@ -18,24 +18,23 @@ and hand the rewards back in the trainer's order:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
+import dataclasses
 import os
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from rewardsvc_client._adapt import (
     LoopClients,
     Settings,
+    annotate_state,
     failure_score_default,
-    is_configuration_error,
-    logger,
-    saturation_wait,
-    to_reference,
+    named,
     to_wire_text,
+    with_reference,
 )
-from rewardsvc_client.client import RewardServiceError
+from rewardsvc_client._retrying import drive, resending, results_or_none
+from rewardsvc_client.art import no_reward, regrouped, split_trajectory, trajectory_label
+from rewardsvc_client.slime import mark, rm_url
 from rewardsvc_client.types import GroupResult
 
 ENV_METHOD = "REWARDSVC_METHOD"
@@ -58,6 +57,28 @@ def consecutive_groups(prompts: Sequence[Any], size: int | None = None) -> list[
     return ranges
 
 
+def group_rewards(result: GroupResult | None, size: int) -> list[float | None]:
+    """The ``size`` rewards of a group in order; all None when the result does not have one
+    per completion (the request failed, or the service answered for another group size)."""
+    if result is None or len(result.rewards) != size:
+        return [None] * size
+    return list(result.rewards)
+
+
+def wire_group(
+    index: int, prompt: Any, completions: list[Any], trainer: str, label: Any = None
+) -> dict[str, Any]:
+    """One group of POST /v1/groups: one prompt's completions (already converted) and the
+    label as the reference when it has one."""
+    group = {
+        "id": str(index),
+        "prompt": prompt,
+        "completions": completions,
+        "metadata": {"trainer": trainer},
+    }
+    return with_reference(group, label)
+
+
 def _options(settings: Settings, method: str) -> dict[str, Any]:
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, not {method!r}")
@@ -74,44 +95,22 @@ class GroupScoring:
         self.method = method
         self.judge_error_wait = judge_error_wait
         self.clients = LoopClients(settings)
-
-    async def _send(self, groups: list[dict[str, Any]]) -> list[GroupResult]:
-        deadline = time.monotonic() + self.settings.timeout
-        attempt = 0
-        while True:
-            try:
-                response = await self.clients.get().groups(
-                    self.settings.rubric, groups, self.options, run=self.settings.run
-                )
-                return response.results
-            except RewardServiceError as exc:
-                wait = saturation_wait(exc, attempt)
-                if wait is None or time.monotonic() + wait > deadline:
-                    raise
-                await asyncio.sleep(wait)
-                attempt += 1
+        self._asked = dataclasses.replace(settings, options=self.options)
 
     async def score(self, groups: list[dict[str, Any]]) -> list[GroupResult]:
-        """One result per group, in order."""
-        results = await self._send(groups)
-        deadline = time.monotonic() + self.judge_error_wait
-        pause = 1.0
-        while time.monotonic() < deadline:
-            failed = [i for i, r in enumerate(results) if r.status == "judge_error"]
-            if not failed:
-                break
-            await asyncio.sleep(min(pause, max(0.0, deadline - time.monotonic())))
-            pause = min(pause * 2, 10.0)
-            try:
-                retry = await self._send([groups[i] for i in failed])
-            except RewardServiceError as exc:
-                if is_configuration_error(exc):
-                    raise
-                logger.warning("rewardsvc: re-sending judge_error groups failed: %s", exc)
-                break
-            for index, result in zip(failed, retry, strict=True):
-                results[index] = result
+        """One result per group, in order; raises when the request fails."""
+        steps = resending(
+            self._asked, groups, 0, judge_error_wait=self.judge_error_wait, groups=True
+        )
+        results: list[GroupResult] = await drive(self.clients.get(), steps)
         return results
+
+    async def one(self, group: dict[str, Any], where: str) -> GroupResult | None:
+        """The result of one group; None when the request failed (logged as ``rewardsvc
+        <where>: ...``), except a configuration error, which raises."""
+        steps = results_or_none(self._asked, [group], 0, self.judge_error_wait, where, groups=True)
+        (result,) = await drive(self.clients.get(), steps)
+        return result
 
     async def flat(
         self,
@@ -123,34 +122,27 @@ class GroupScoring:
     ) -> tuple[list[float | None], list[str]]:
         """Rewards and statuses of a flat batch, grouped by prompt and flattened back."""
         ranges = consecutive_groups(prompts, size)
-        groups = []
-        for n, span in enumerate(ranges):
-            group: dict[str, Any] = {
-                "id": str(n),
-                "prompt": to_wire_text(prompts[span.start]),
-                "completions": [to_wire_text(completions[i]) for i in span],
-                "metadata": {"trainer": trainer},
-            }
-            reference = to_reference(references[span.start]) if references is not None else None
-            if reference is not None:
-                group["reference"] = reference
-            groups.append(group)
+        groups = [
+            wire_group(
+                n,
+                to_wire_text(prompts[span.start]),
+                [to_wire_text(completions[i]) for i in span],
+                trainer,
+                references[span.start] if references is not None else None,
+            )
+            for n, span in enumerate(ranges)
+        ]
         rewards: list[float | None] = [None] * len(prompts)
         statuses = ["request_failed"] * len(prompts)
         if not groups:
             return rewards, statuses
         results = await self.score(groups)
         for span, result in zip(ranges, results, strict=True):
-            values = result.rewards if len(result.rewards) == len(span) else [None] * len(span)
-            for i, value in zip(span, values, strict=True):
+            for i, value in zip(span, group_rewards(result, len(span)), strict=True):
                 rewards[i] = value
                 scored = result.status in ("ok", "degraded")
                 statuses[i] = result.status if (value is not None) == scored else "judge_error"
         return rewards, statuses
-
-
-def _settings(url: str | None, rubric: str | None, **kwargs: Any) -> Settings:
-    return Settings.resolve(url, rubric, **kwargs)
 
 
 def trl_group_reward_func(
@@ -173,7 +165,9 @@ def trl_group_reward_func(
     come back flattened in TRL's order, None where a completion has no reward (TRL masks it).
     Completions with tool calls are sent whole. Other arguments as ``trl_reward_func``.
     """
-    settings = _settings(url, rubric, api_key=api_key, timeout=timeout, options=options, run=run)
+    settings = Settings.resolve(
+        url, rubric, api_key=api_key, timeout=timeout, options=options, run=run
+    )
     scoring = GroupScoring(settings, method)
     label = name or f"rewardsvc-{method}/{settings.rubric}"
 
@@ -190,16 +184,8 @@ def trl_group_reward_func(
                 log_metric(f"{label}/{status}", statuses.count(status) / len(statuses))
         return rewards
 
-    reward.__name__ = label
-    reward.__qualname__ = label
     reward.rewardsvc = scoring  # type: ignore[attr-defined]
-    return reward
-
-
-def _annotate_state(state: Any, status: str, reward: float | None) -> None:
-    # A state that refuses new keys loses only this annotation, never the reward.
-    with contextlib.suppress(TypeError, AttributeError, KeyError):
-        state["rewardsvc"] = {"status": status, "reward": reward}
+    return named(reward, label)
 
 
 def verifiers_comparative_reward_func(
@@ -217,9 +203,9 @@ def verifiers_comparative_reward_func(
     answers, states, **kwargs) -> list[float]``; each prompt's consecutive rollouts are one
     group. A completion without a reward gets ``failure_score`` (default
     $REWARDSVC_FAILURE_SCORE or 0.0) and its state records the status."""
-    settings = _settings(url, rubric, api_key=api_key, options=options, run=run)
+    settings = Settings.resolve(url, rubric, api_key=api_key, options=options, run=run)
     scoring = GroupScoring(settings, method, judge_error_wait)
-    fallback = failure_score_default() if failure_score is None else failure_score
+    fallback = failure_score_default(failure_score)
 
     async def reward(
         prompts: Sequence[Any],
@@ -230,11 +216,10 @@ def verifiers_comparative_reward_func(
     ) -> list[float]:
         rewards, statuses = await scoring.flat(prompts, completions, answers, None, "verifiers")
         for state, status, value in zip(states or [], statuses, rewards, strict=False):
-            _annotate_state(state, status, value)
+            annotate_state(state, {"status": status, "reward": value})
         return [fallback if r is None else r for r in rewards]
 
-    reward.__name__ = f"rewardsvc_{method}"
-    return reward
+    return named(reward, f"rewardsvc_{method}")
 
 
 class SlimeGroupRM:
@@ -248,32 +233,18 @@ class SlimeGroupRM:
         """slime group RM: one reward per sample; a sample without one is removed."""
         if not samples:
             return []
-        group: dict[str, Any] = {
-            "id": "0",
-            "prompt": to_wire_text(getattr(samples[0], "prompt", "")),
-            "completions": [to_wire_text(getattr(s, "response", "")) for s in samples],
-            "metadata": {"trainer": "slime"},
-        }
-        reference = to_reference(getattr(samples[0], "label", None))
-        if reference is not None:
-            group["reference"] = reference
-        try:
-            result: GroupResult | None = (await self.scoring.score([group]))[0]
-        except RewardServiceError as exc:
-            if is_configuration_error(exc):
-                raise
-            logger.error("rewardsvc slime group RM: %s", exc)
-            result = None
-        rewards = result.rewards if result and len(result.rewards) == len(samples) else None
+        group = wire_group(
+            0,
+            to_wire_text(getattr(samples[0], "prompt", "")),
+            [to_wire_text(getattr(s, "response", "")) for s in samples],
+            "slime",
+            getattr(samples[0], "label", None),
+        )
+        result = await self.scoring.one(group, "slime group RM")
+        status = "request_failed" if result is None else result.status
         out = []
-        for i, sample in enumerate(samples):
-            value = rewards[i] if rewards else None
-            status = "request_failed" if result is None else result.status
-            metadata = getattr(sample, "metadata", None)
-            if isinstance(metadata, dict):
-                metadata["rewardsvc"] = {"status": status, "reward": value, "method": "group"}
-            if value is None:
-                sample.remove_sample = True
+        for sample, value in zip(samples, group_rewards(result, len(samples)), strict=True):
+            mark(sample, {"status": status, "reward": value, "method": "group"}, value is not None)
             out.append(self.failure_score if value is None else float(value))
         return out
 
@@ -290,7 +261,7 @@ def make_group_rm(
     run: str | None = None,
 ) -> SlimeGroupRM:
     """A slime group RM (export its ``group_rm`` from your module) for ``--group-rm``."""
-    settings = _settings(url, rubric, api_key=api_key, options=options, run=run)
+    settings = Settings.resolve(url, rubric, api_key=api_key, options=options, run=run)
     return SlimeGroupRM(GroupScoring(settings, method, judge_error_wait), failure_score)
 
 
@@ -303,8 +274,7 @@ async def group_rm(args: Any, samples: Sequence[Any], **kwargs: Any) -> list[flo
     $REWARDSVC_METHOD (listwise, the default, or pairwise)."""
     global _slime
     if _slime is None:
-        url = os.environ.get("REWARDSVC_URL") or getattr(args, "rm_url", None)
-        _slime = make_group_rm(url, method=os.environ.get(ENV_METHOD) or "listwise")
+        _slime = make_group_rm(rm_url(args), method=os.environ.get(ENV_METHOD) or "listwise")
     return await _slime.group_rm(args, samples, **kwargs)
 
 
@@ -316,54 +286,27 @@ class ComparativeGroupScorer:
         self.reference_key = reference_key
 
     async def __call__(self, group: Any) -> Any:
-        from rewardsvc_client.art import RewardsvcScoreError, split_trajectory
-
         trajectories = list(group.trajectories)
         if not trajectories:
             return group
         split = [split_trajectory(t) for t in trajectories]
-        request: dict[str, Any] = {
-            "id": "0",
-            "prompt": split[0][0],
-            "completions": [completion for _, completion in split],
-            "metadata": {"trainer": "art"},
-        }
-        metadata = getattr(trajectories[0], "metadata", None) or {}
-        reference = to_reference(metadata.get(self.reference_key))
-        if reference is not None:
-            request["reference"] = reference
-        try:
-            result: GroupResult | None = (await self.scoring.score([request]))[0]
-        except RewardServiceError as exc:
-            if is_configuration_error(exc):
-                raise
-            logger.error("rewardsvc ART group scorer: %s", exc)
-            result = None
-        rewards = result.rewards if result and len(result.rewards) == len(trajectories) else None
+        label = trajectory_label(trajectories[0], self.reference_key)
+        request = wire_group(0, split[0][0], [completion for _, completion in split], "art", label)
+        result = await self.scoring.one(request, "ART group scorer")
         kept: list[Any] = []
         failed: list[BaseException] = []
-        for i, trajectory in enumerate(trajectories):
-            value = rewards[i] if rewards else None
+        for trajectory, value in zip(
+            trajectories, group_rewards(result, len(trajectories)), strict=True
+        ):
             if value is None:
-                why = "request failed" if result is None else f"status {result.status}"
-                failed.append(RewardsvcScoreError(f"rewardsvc gave no reward ({why})"))
+                failed.append(no_reward(result))
                 continue
             trajectory.reward = value
             trajectory.metrics["rewardsvc_valid"] = 1.0
             if result is not None and result.position_consistency is not None:
                 trajectory.metrics["rewardsvc_position_consistency"] = result.position_consistency
             kept.append(trajectory)
-        if len(kept) < 2:
-            logger.warning("rewardsvc ART group scorer: group dropped (fewer than 2 rewards)")
-            return None
-        scored = type(group)(
-            kept + failed,
-            metadata=dict(group.metadata),
-            metrics=dict(group.metrics),
-            logs=list(group.logs),
-        )
-        scored.exceptions = list(group.exceptions) + list(scored.exceptions)
-        return scored
+        return regrouped(group, kept, failed, "ART group scorer")
 
 
 def make_comparative_group_scorer(
@@ -379,7 +322,7 @@ def make_comparative_group_scorer(
 ) -> ComparativeGroupScorer:
     """An ``after_each`` for ``art.gather_trajectory_groups`` judging each group as a whole
     (as ART's RULER does, but in shuffled orders or a both-orders tournament)."""
-    settings = _settings(url, rubric, api_key=api_key, options=options, run=run)
+    settings = Settings.resolve(url, rubric, api_key=api_key, options=options, run=run)
     return ComparativeGroupScorer(GroupScoring(settings, method, judge_error_wait), reference_key)
 
 

@@ -50,13 +50,10 @@ from rewardsvc_client._adapt import (
     ThreadClients,
     failure_score_default,
     fallback_reward,
-    is_configuration_error,
-    logger,
-    rewards_with_retries_sync,
     status_numbers,
-    to_reference,
+    wire_item,
 )
-from rewardsvc_client.client import RewardServiceError
+from rewardsvc_client._retrying import drive_sync, results_or_none
 
 # End-of-turn / end-of-text markers decoded with skip_special_tokens=False: <|im_end|>,
 # <|eot_id|>, <|endoftext|>, </s>, <eos>, <end_of_turn>, and padding after them.
@@ -123,30 +120,17 @@ class OpenRLHFReward:
         for i, query in enumerate(queries):
             prompt = prompts[i] if i < len(prompts) else ""
             prompt_text = prompt if isinstance(prompt, str) else str(prompt)
-            item: dict[str, Any] = {
-                "id": str(i),
-                "prompt": prompt_text,
-                "completion": response_text(query, prompt_text),
-                "metadata": {"trainer": "openrlhf"},
-            }
-            reference = to_reference(labels[i]) if labels is not None and i < len(labels) else None
-            if reference is not None:
-                item["reference"] = reference
-            items.append(item)
-        results: list[Any]
-        try:
-            results = rewards_with_retries_sync(
-                self.clients.get(),
-                self.settings,
-                items,
-                judge_error_retries=self.judge_error_retries,
-                judge_error_wait=self.judge_error_wait,
-            )
-        except RewardServiceError as exc:
-            if is_configuration_error(exc):
-                raise
-            logger.error("rewardsvc OpenRLHF adapter: %s", exc)
-            results = [None] * len(items)
+            label = labels[i] if labels is not None and i < len(labels) else None
+            completion = response_text(query, prompt_text)
+            items.append(wire_item(i, prompt_text, completion, {"trainer": "openrlhf"}, label))
+        steps = results_or_none(
+            self.settings,
+            items,
+            self.judge_error_retries,
+            self.judge_error_wait,
+            "OpenRLHF adapter",
+        )
+        results = drive_sync(self.clients.get(), steps)
         rewards = [
             fallback_reward(r, self.failure_score, "OpenRLHF adapter", str(i))
             for i, r in enumerate(results)
@@ -184,8 +168,9 @@ def make_reward_func(
     settings = Settings.resolve(
         url, rubric, api_key=api_key, timeout=timeout, retries=retries, options=options, run=run
     )
-    fallback = failure_score_default() if failure_score is None else float(failure_score)
-    return OpenRLHFReward(settings, fallback, judge_error_retries, judge_error_wait)
+    return OpenRLHFReward(
+        settings, failure_score_default(failure_score), judge_error_retries, judge_error_wait
+    )
 
 
 _default: Callable[..., dict[str, Any]] | None = None

@@ -32,14 +32,11 @@ from rewardsvc_client._adapt import (
     Settings,
     failure_score_default,
     fallback_reward,
-    is_configuration_error,
-    logger,
-    rewards_with_retries,
-    to_reference,
     to_wire_text,
+    verdict,
+    wire_item,
 )
-from rewardsvc_client.client import RewardServiceError
-from rewardsvc_client.types import RewardResult
+from rewardsvc_client._retrying import drive, results_or_none
 
 DEFAULT_JUDGE_ERROR_WAIT = 100.0
 
@@ -62,39 +59,25 @@ class SlimeRM:
 
     async def score(self, samples: Sequence[Any]) -> list[float]:
         """Rewards of ``samples`` in one request; failed ones are marked for removal."""
-        items = []
-        for i, sample in enumerate(samples):
-            item: dict[str, Any] = {
-                "id": str(i),
-                "prompt": to_wire_text(getattr(sample, "prompt", "")),
-                "completion": to_wire_text(getattr(sample, "response", "")),
-                "metadata": {"trainer": "slime"},
-            }
-            reference = to_reference(getattr(sample, "label", None))
-            if reference is not None:
-                item["reference"] = reference
-            items.append(item)
+        items = [
+            wire_item(
+                i,
+                to_wire_text(getattr(sample, "prompt", "")),
+                to_wire_text(getattr(sample, "response", "")),
+                {"trainer": "slime"},
+                getattr(sample, "label", None),
+            )
+            for i, sample in enumerate(samples)
+        ]
         if not items:
             return []
-        results: list[RewardResult | None]
-        try:
-            results = list(
-                await rewards_with_retries(
-                    self.clients.get(),
-                    self.settings,
-                    items,
-                    self.judge_error_retries,
-                    judge_error_wait=self.judge_error_wait,
-                )
-            )
-        except RewardServiceError as exc:
-            if is_configuration_error(exc):
-                raise
-            logger.error("rewardsvc slime adapter: %s", exc)
-            results = [None] * len(items)
+        steps = results_or_none(
+            self.settings, items, self.judge_error_retries, self.judge_error_wait, "slime adapter"
+        )
+        results = await drive(self.clients.get(), steps)
         rewards = []
         for i, (sample, result) in enumerate(zip(samples, results, strict=True)):
-            _annotate(sample, result)
+            mark(sample, verdict(result), result is not None and result.reward is not None)
             reward = fallback_reward(result, self.failure_score, "slime adapter", str(i))
             rewards.append(float(reward))
         return rewards
@@ -108,27 +91,23 @@ class SlimeRM:
         return await self.score(samples)
 
 
-def _annotate(sample: Any, result: RewardResult | None) -> None:
-    """Record the verdict in the sample's metadata; mark a sample without reward removed."""
-    info: dict[str, Any] = (
-        {"status": "request_failed", "reward": None}
-        if result is None
-        else {
-            "status": result.status,
-            "reward": result.reward,
-            "uncertainty": result.uncertainty,
-            "flags": list(result.flags),
-        }
-    )
+def mark(sample: Any, info: dict[str, Any], scored: bool) -> None:
+    """Record the verdict ``info`` in the sample's metadata; a sample without a reward
+    (not ``scored``) is marked removed, so slime leaves it out of the loss."""
     metadata = getattr(sample, "metadata", None)
     if isinstance(metadata, dict):
         metadata["rewardsvc"] = info
-    if result is None or result.reward is None:
+    if not scored:
         sample.remove_sample = True
 
 
+def rm_url(args: Any) -> str | None:
+    """REWARDSVC_URL, else slime's ``--rm-url``."""
+    return os.environ.get(ENV_URL) or getattr(args, "rm_url", None)
+
+
 def _settings(args: Any, **kwargs: Any) -> Settings:
-    url = kwargs.pop("url", None) or os.environ.get(ENV_URL) or getattr(args, "rm_url", None)
+    url = kwargs.pop("url", None) or rm_url(args)
     return Settings.resolve(url, kwargs.pop("rubric", None), **kwargs)
 
 
@@ -153,8 +132,9 @@ def make_rm(
     settings = Settings.resolve(
         url, rubric, api_key=api_key, timeout=timeout, run=run, options=options
     )
-    fallback = failure_score_default() if failure_score is None else float(failure_score)
-    return SlimeRM(settings, fallback, judge_error_wait=judge_error_wait)
+    return SlimeRM(
+        settings, failure_score_default(failure_score), judge_error_wait=judge_error_wait
+    )
 
 
 _default: SlimeRM | None = None

@@ -39,8 +39,9 @@ from rewardsvc_client._adapt import (
     Settings,
     is_configuration_error,
     logger,
-    to_reference,
+    named,
     to_wire_text,
+    wire_item,
 )
 from rewardsvc_client.client import RewardServiceError
 from rewardsvc_client.types import STATUSES, RewardResult
@@ -155,20 +156,16 @@ class TRLReward:
             "step": getattr(state, "global_step", None),
         }
         self._calls += 1
-        items = []
-        for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
-            item: dict[str, Any] = {
-                "id": str(i),
-                "prompt": to_wire_text(prompt),
-                "completion": to_wire_text(completion),
-                "metadata": metadata,
-            }
-            if references is not None:
-                reference = to_reference(references[i])
-                if reference is not None:
-                    item["reference"] = reference
-            items.append(item)
-        return items
+        return [
+            wire_item(
+                i,
+                to_wire_text(prompt),
+                to_wire_text(completion),
+                metadata,
+                references[i] if references is not None else None,
+            )
+            for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True))
+        ]
 
     def _log(self, results: list[RewardResult], kwargs: Mapping[str, Any]) -> None:
         """Report status, uncertainty and flags through TRL's hooks when it passes them."""
@@ -307,11 +304,9 @@ def trl_reward_func(
     ) -> list[float | None]:
         return await impl(prompts, completions, **kwargs)
 
-    reward.__name__ = impl.__name__
-    reward.__qualname__ = impl.__name__
     reward.__doc__ = f"rewardsvc reward, rubric {settings.rubric!r} at {settings.url}"
     reward.rewardsvc = impl  # type: ignore[attr-defined]
-    return reward
+    return named(reward, impl.__name__)
 
 
 __all__ = ["TRLReward", "trl_reward_func"]

@@ -98,6 +98,12 @@ class RubricRef:
     id: str
     version: str
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> RubricRef:
+        """Build from a response's ``rubric``."""
+        data = data or {}
+        return cls(id=str(data.get("id", "")), version=str(data.get("version", "")))
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:
@@ -147,9 +153,8 @@ class RewardResponse:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RewardResponse:
         """Build from the JSON body of POST /v1/rewards."""
-        rubric = data.get("rubric") or {}
         return cls(
-            rubric=RubricRef(id=str(rubric.get("id", "")), version=str(rubric.get("version", ""))),
+            rubric=RubricRef.from_json(data.get("rubric")),
             results=[RewardResult.from_json(r) for r in data.get("results") or []],
             usage=Usage.from_json(data.get("usage")),
         )
@@ -237,9 +242,8 @@ class GroupResponse:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GroupResponse:
         """Build from the JSON body of POST /v1/groups."""
-        rubric = data.get("rubric") or {}
         return cls(
-            rubric=RubricRef(id=str(rubric.get("id", "")), version=str(rubric.get("version", ""))),
+            rubric=RubricRef.from_json(data.get("rubric")),
             results=[GroupResult.from_json(r) for r in data.get("results") or []],
             method=str(data.get("method", "")),
             usage=ComparativeUsage.from_json(data.get("usage")),
@@ -293,9 +297,8 @@ class PreferenceResponse:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PreferenceResponse:
         """Build from the JSON body of POST /v1/preferences."""
-        rubric = data.get("rubric") or {}
         return cls(
-            rubric=RubricRef(id=str(rubric.get("id", "")), version=str(rubric.get("version", ""))),
+            rubric=RubricRef.from_json(data.get("rubric")),
             results=[PreferenceResult.from_json(r) for r in data.get("results") or []],
             usage=ComparativeUsage.from_json(data.get("usage")),
         )

@@ -27,7 +27,6 @@ re-sends; the service's status, uncertainty and flags are written to ``state["re
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -35,16 +34,15 @@ from typing import Any
 from rewardsvc_client._adapt import (
     LoopClients,
     Settings,
+    annotate_state,
     failure_score_default,
     fallback_reward,
-    is_configuration_error,
-    logger,
-    rewards_with_retries,
-    to_reference,
+    named,
     to_wire_text,
+    verdict,
+    wire_item,
 )
-from rewardsvc_client.client import RewardServiceError
-from rewardsvc_client.types import RewardResult
+from rewardsvc_client._retrying import drive, results_or_none
 
 VIEWS = ("trace", "final")
 
@@ -68,7 +66,7 @@ class _Scorer:
         settings: Settings,
         failure_score: float | None,
         judge_error_retries: int,
-        name: str,
+        name: str | None,
         view: str = "trace",
     ) -> None:
         if view not in VIEWS:
@@ -76,9 +74,9 @@ class _Scorer:
         self.view = view
         self.settings = settings
         self.clients = LoopClients(settings)
-        self.failure_score = failure_score_default() if failure_score is None else failure_score
+        self.failure_score = failure_score_default(failure_score)
         self.judge_error_retries = judge_error_retries
-        self.name = name
+        self.name = name or _default_name(settings.rubric)
 
     async def score(
         self,
@@ -87,61 +85,27 @@ class _Scorer:
         answers: Sequence[Any] | None,
         states: Sequence[Any] | None,
     ) -> list[float]:
-        items = []
-        for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
-            item: dict[str, Any] = {
-                "id": str(i),
-                "prompt": to_wire_text(prompt),
-                "completion": (
-                    to_wire_text(completion) if self.view == "trace" else final_reply(completion)
-                ),
-                "metadata": {"trainer": "verifiers"},
-            }
-            reference = to_reference(answers[i]) if answers is not None else None
-            if reference is not None:
-                item["reference"] = reference
-            items.append(item)
+        items = [
+            wire_item(
+                i,
+                to_wire_text(prompt),
+                to_wire_text(completion) if self.view == "trace" else final_reply(completion),
+                {"trainer": "verifiers"},
+                answers[i] if answers is not None else None,
+            )
+            for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True))
+        ]
         if not items:
             return []
-        results: list[RewardResult | None]
-        try:
-            results = list(
-                await rewards_with_retries(
-                    self.clients.get(),
-                    self.settings,
-                    items,
-                    judge_error_retries=self.judge_error_retries,
-                )
-            )
-        except RewardServiceError as exc:
-            if is_configuration_error(exc):
-                raise
-            logger.error("rewardsvc %s: %s", self.name, exc)
-            results = [None] * len(items)
+        steps = results_or_none(self.settings, items, self.judge_error_retries, 0.0, self.name)
+        results = await drive(self.clients.get(), steps)
         if states is not None:
             for state, result in zip(states, results, strict=False):
-                _annotate(state, result)
+                info = verdict(result)
+                annotate_state(state, info if result is None else {**info, "error": result.error})
         return [
             fallback_reward(r, self.failure_score, self.name, str(i)) for i, r in enumerate(results)
         ]
-
-
-def _annotate(state: Any, result: RewardResult | None) -> None:
-    """Record the service's verdict in the rollout state (a dict or dict-like model)."""
-    info: dict[str, Any] = (
-        {"status": "request_failed", "reward": None}
-        if result is None
-        else {
-            "status": result.status,
-            "reward": result.reward,
-            "uncertainty": result.uncertainty,
-            "flags": list(result.flags),
-            "error": result.error,
-        }
-    )
-    # A state that refuses new keys loses only this annotation, never the reward.
-    with contextlib.suppress(TypeError, AttributeError, KeyError):
-        state["rewardsvc"] = info
 
 
 def verifiers_reward_func(
@@ -163,16 +127,13 @@ def verifiers_reward_func(
     rollout, tool calls and tool results included; ``view="final"`` only its last assistant
     message (pair it with the rubric's own ``view``)."""
     settings = Settings.resolve(url, rubric, api_key=api_key, timeout=timeout, options=options)
-    scorer = _Scorer(
-        settings, failure_score, judge_error_retries, name or _default_name(settings.rubric), view
-    )
+    scorer = _Scorer(settings, failure_score, judge_error_retries, name, view)
 
     async def reward(prompt: Any, completion: Any, answer: Any = None, state: Any = None) -> float:
         states = [state] if state is not None else None
         return (await scorer.score([prompt], [completion], [answer], states))[0]
 
-    reward.__name__ = reward.__qualname__ = scorer.name
-    return reward
+    return named(reward, scorer.name)
 
 
 def verifiers_group_reward_func(
@@ -191,9 +152,7 @@ def verifiers_group_reward_func(
     states) -> list[float]``, one request per group. Same arguments as
     ``verifiers_reward_func``."""
     settings = Settings.resolve(url, rubric, api_key=api_key, timeout=timeout, options=options)
-    scorer = _Scorer(
-        settings, failure_score, judge_error_retries, name or _default_name(settings.rubric), view
-    )
+    scorer = _Scorer(settings, failure_score, judge_error_retries, name, view)
 
     async def reward(
         prompts: Sequence[Any],
@@ -203,8 +162,7 @@ def verifiers_group_reward_func(
     ) -> list[float]:
         return await scorer.score(prompts, completions, answers, states)
 
-    reward.__name__ = reward.__qualname__ = scorer.name
-    return reward
+    return named(reward, scorer.name)
 
 
 __all__ = ["final_reply", "verifiers_group_reward_func", "verifiers_reward_func"]

@@ -61,15 +61,13 @@ from rewardsvc_client._adapt import (
     ThreadClients,
     failure_score_default,
     fallback_reward,
-    is_configuration_error,
     logger,
-    rewards_with_retries,
-    rewards_with_retries_sync,
     status_numbers,
-    to_reference,
     to_wire_text,
+    wire_item,
 )
-from rewardsvc_client.client import RewardServiceError
+from rewardsvc_client._retrying import Ask, drive, drive_sync, results_or_none
+from rewardsvc_client._steps import Steps
 from rewardsvc_client.types import RewardResult
 
 PROMPT_KEYS = ("question", "prompt")
@@ -77,9 +75,6 @@ _NO_RUBRIC = "-"  # placeholder while only a per-data_source mapping is given
 DEFAULT_JUDGE_ERROR_WAIT = 120.0
 """Seconds a judge_error sample is re-sent before it gets the failure score."""
 
-# Clients reused across the thousands of per-sample calls of a run, per configuration.
-_loop_clients: dict[tuple[Any, ...], LoopClients] = {}
-_thread_clients: dict[tuple[Any, ...], ThreadClients] = {}
 _warned: set[str] = set()
 
 
@@ -160,11 +155,10 @@ def _config(
         raise ValueError(
             "no rubric: pass rubric=..., rubrics={data_source: rubric}, or set REWARDSVC_RUBRIC"
         )
-    fallback = failure_score_default() if failure_score is None else float(failure_score)
     return _Config(
         settings,
         dict(rubrics or {}),
-        fallback,
+        failure_score_default(failure_score),
         judge_error_retries,
         judge_error_wait,
         prompt_key,
@@ -181,10 +175,6 @@ def _config_of(arguments: Mapping[str, Any]) -> _Config:
     """``_config`` from a public function's arguments (its ``locals()``)."""
     return _config(*(arguments.get(name) for name in _CONFIG_ARGS[:-1]),
                    retries=arguments.get("retries", 3))  # fmt: skip
-
-
-def _key(settings: Settings) -> tuple[Any, ...]:
-    return (settings.url, settings.api_key, settings.timeout, settings.run)
 
 
 def _question(extra_info: Mapping[str, Any] | None, prompt_key: str | None) -> Any:
@@ -212,16 +202,13 @@ def _item(
             "rewardsvc veRL adapter: extra_info has no %s; the judge sees no question",
             config.prompt_key or " or ".join(PROMPT_KEYS),
         )
-    item: dict[str, Any] = {
-        "id": str(index),
-        "prompt": to_wire_text(question),
-        "completion": solution_str if isinstance(solution_str, str) else str(solution_str),
-        "metadata": {"trainer": "verl", "data_source": str(data_source)},
-    }
-    reference = to_reference(ground_truth)
-    if reference is not None:
-        item["reference"] = reference
-    return item
+    return wire_item(
+        index,
+        to_wire_text(question),
+        solution_str if isinstance(solution_str, str) else str(solution_str),
+        {"trainer": "verl", "data_source": str(data_source)},
+        ground_truth,
+    )
 
 
 def _by_rubric(config: _Config, data_sources: Sequence[Any]) -> dict[str, list[int]]:
@@ -241,21 +228,14 @@ def _scored(config: _Config, results: Sequence[RewardResult | None]) -> list[dic
     ]
 
 
-def _failed(exc: RewardServiceError, n: int) -> list[None]:
-    if is_configuration_error(exc):
-        raise exc  # unknown rubric, bad key: stop the run, loudly
-    logger.error("rewardsvc veRL adapter: %s", exc)
-    return [None] * n
-
-
-async def _score_async(
+def _score(
     config: _Config,
     data_sources: Sequence[Any],
     solutions: Sequence[Any],
     ground_truths: Sequence[Any],
     extra_infos: Sequence[Mapping[str, Any] | None],
-) -> list[dict[str, float]]:
-    clients = _loop_clients.setdefault(_key(config.settings), LoopClients(config.settings))
+) -> Steps[Ask, list[dict[str, float]]]:
+    """One request per rubric (samples grouped by data_source), results in sample order."""
     results: list[RewardResult | None] = [None] * len(solutions)
     for rubric, indices in _by_rubric(config, data_sources).items():
         settings = dataclasses.replace(config.settings, rubric=rubric)
@@ -263,49 +243,52 @@ async def _score_async(
             _item(config, i, data_sources[i], solutions[i], ground_truths[i], extra_infos[i])
             for i in indices
         ]
-        try:
-            got: Sequence[RewardResult | None] = await rewards_with_retries(
-                clients.get(),
-                settings,
-                items,
-                config.judge_error_retries,
-                judge_error_wait=config.judge_error_wait,
-            )
-        except RewardServiceError as exc:
-            got = _failed(exc, len(items))
+        got = yield from results_or_none(
+            settings, items, config.judge_error_retries, config.judge_error_wait, "veRL adapter"
+        )
         for index, result in zip(indices, got, strict=True):
             results[index] = result
     return _scored(config, results)
 
 
-def _score_sync(
+async def _score_async(config: _Config, *columns: Sequence[Any]) -> list[dict[str, float]]:
+    return await drive(LoopClients.shared(config.settings).get(), _score(config, *columns))
+
+
+def _score_sync(config: _Config, *columns: Sequence[Any]) -> list[dict[str, float]]:
+    return drive_sync(ThreadClients.shared(config.settings).get(), _score(config, *columns))
+
+
+def _one(
+    config: _Config,
+    data_source: Any,
+    solution_str: Any,
+    ground_truth: Any,
+    extra_info: Mapping[str, Any] | None,
+) -> dict[str, float]:
+    return _score_sync(config, [data_source], [solution_str], [ground_truth], [extra_info])[0]
+
+
+async def _one_async(
+    config: _Config,
+    data_source: Any,
+    solution_str: Any,
+    ground_truth: Any,
+    extra_info: Mapping[str, Any] | None,
+) -> dict[str, float]:
+    sample = ([data_source], [solution_str], [ground_truth], [extra_info])
+    return (await _score_async(config, *sample))[0]
+
+
+def _batch(
     config: _Config,
     data_sources: Sequence[Any],
-    solutions: Sequence[Any],
+    solution_strs: Sequence[Any],
     ground_truths: Sequence[Any],
-    extra_infos: Sequence[Mapping[str, Any] | None],
+    extra_infos: Sequence[Mapping[str, Any] | None] | None,
 ) -> list[dict[str, float]]:
-    clients = _thread_clients.setdefault(_key(config.settings), ThreadClients(config.settings))
-    results: list[RewardResult | None] = [None] * len(solutions)
-    for rubric, indices in _by_rubric(config, data_sources).items():
-        settings = dataclasses.replace(config.settings, rubric=rubric)
-        items = [
-            _item(config, i, data_sources[i], solutions[i], ground_truths[i], extra_infos[i])
-            for i in indices
-        ]
-        try:
-            got: Sequence[RewardResult | None] = rewards_with_retries_sync(
-                clients.get(),
-                settings,
-                items,
-                config.judge_error_retries,
-                judge_error_wait=config.judge_error_wait,
-            )
-        except RewardServiceError as exc:
-            got = _failed(exc, len(items))
-        for index, result in zip(indices, got, strict=True):
-            results[index] = result
-    return _scored(config, results)
+    infos = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
+    return _score_sync(config, list(data_sources), list(solution_strs), list(ground_truths), infos)
 
 
 def compute_score(
@@ -331,7 +314,7 @@ def compute_score(
     """Sync veRL ``compute_score`` (legacy ``naive`` and reward-loop ``remote`` managers),
     configured per call (``reward_kwargs``) or by environment; see the module docstring."""
     config = _config_of(locals())
-    return _score_sync(config, [data_source], [solution_str], [ground_truth], [extra_info])[0]
+    return _one(config, data_source, solution_str, ground_truth, extra_info)
 
 
 async def compute_score_async(
@@ -357,9 +340,7 @@ async def compute_score_async(
     """``async def`` veRL ``compute_score`` for the reward-loop managers (``naive``,
     ``rate_limited``, ``dapo``); same arguments and result as ``compute_score``."""
     config = _config_of(locals())
-    return (
-        await _score_async(config, [data_source], [solution_str], [ground_truth], [extra_info])
-    )[0]
+    return await _one_async(config, data_source, solution_str, ground_truth, extra_info)
 
 
 def compute_score_batch(
@@ -385,8 +366,7 @@ def compute_score_batch(
     """Batch veRL ``compute_score`` for the legacy ``batch`` manager: one result dict per
     sample, one request per rubric (samples grouped by ``data_source``)."""
     config = _config_of(locals())
-    infos = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
-    return _score_sync(config, list(data_sources), list(solution_strs), list(ground_truths), infos)
+    return _batch(config, data_sources, solution_strs, ground_truths, extra_infos)
 
 
 def make_compute_score(
@@ -425,9 +405,7 @@ def make_compute_score(
         extra_info: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> dict[str, float]:
-        return (
-            await _score_async(config, [data_source], [solution_str], [ground_truth], [extra_info])
-        )[0]
+        return await _one_async(config, data_source, solution_str, ground_truth, extra_info)
 
     def score_sync(
         data_source: Any,
@@ -436,7 +414,7 @@ def make_compute_score(
         extra_info: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> dict[str, float]:
-        return _score_sync(config, [data_source], [solution_str], [ground_truth], [extra_info])[0]
+        return _one(config, data_source, solution_str, ground_truth, extra_info)
 
     def score_batch(
         data_sources: Sequence[Any],
@@ -445,10 +423,7 @@ def make_compute_score(
         extra_infos: Sequence[Mapping[str, Any] | None] | None = None,
         **kwargs: Any,
     ) -> list[dict[str, float]]:
-        infos = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
-        return _score_sync(
-            config, list(data_sources), list(solution_strs), list(ground_truths), infos
-        )
+        return _batch(config, data_sources, solution_strs, ground_truths, extra_infos)
 
     return {"async": score_async, "sync": score_sync, "batch": score_batch}[kind]
 

@@ -26,13 +26,8 @@ from typing import Any
 
 from verifiers.v1 import Judge, JudgeConfig, JudgeView, TaskData, Trace
 
-from rewardsvc_client._adapt import (
-    ENV_URL,
-    LoopClients,
-    Settings,
-    rewards_with_retries,
-    to_reference,
-)
+from rewardsvc_client._adapt import ENV_URL, LoopClients, Settings, verdict, wire_item
+from rewardsvc_client._retrying import drive, resending
 
 PLUGIN_ID = "rewardsvc_judge"
 
@@ -64,9 +59,6 @@ class RewardsvcJudgeConfig(JudgeConfig):
     request_timeout: float = 300.0
 
 
-_clients: dict[tuple[Any, ...], LoopClients] = {}
-
-
 class RewardsvcJudge(Judge[float, RewardsvcJudgeConfig]):
     """Scores a verifiers v1 rollout with a rewardsvc rubric."""
 
@@ -91,39 +83,20 @@ class RewardsvcJudge(Judge[float, RewardsvcJudgeConfig]):
         else:
             prompt = task.prompt_text
         completion = trace.transcript if config.view == "full_trace" else trace.last_reply
-        item: dict[str, Any] = {
-            "id": "0",
-            "prompt": prompt,
-            "completion": completion,
-            "metadata": {"trainer": "verifiers", "trace": trace.id},
-        }
-        if config.answer_field:
-            reference = to_reference(getattr(task, config.answer_field, None))
-            if reference is not None:
-                item["reference"] = reference
-        return item
+        label = getattr(task, config.answer_field, None) if config.answer_field else None
+        return wire_item(0, prompt, completion, {"trainer": "verifiers", "trace": trace.id}, label)
 
     async def score(self, task: TaskData, trace: Trace) -> float:
         """The rollout's reward; raises RewardsvcJudgeError when there is none."""
         settings = self.settings()
-        key = (settings.url, settings.api_key, settings.timeout, settings.run)
-        clients = _clients.setdefault(key, LoopClients(settings))
         try:
-            (result,) = await rewards_with_retries(
-                clients.get(),
-                settings,
-                [self.item(task, trace)],
-                2,
-                judge_error_wait=self.config.judge_error_wait,
+            steps = resending(
+                settings, [self.item(task, trace)], 2, judge_error_wait=self.config.judge_error_wait
             )
+            (result,) = await drive(LoopClients.shared(settings).get(), steps)
         except Exception as exc:
             raise RewardsvcJudgeError(f"rewardsvc request failed: {exc}") from exc
-        trace.info["rewardsvc"] = {
-            "status": result.status,
-            "reward": result.reward,
-            "uncertainty": result.uncertainty,
-            "flags": list(result.flags),
-        }
+        trace.info["rewardsvc"] = verdict(result)
         if result.reward is None:
             raise RewardsvcJudgeError(
                 f"rewardsvc gave no reward (status {result.status}: {result.error})"

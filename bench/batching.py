@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import peers
-from bench.e2e import Contender, mean_by_kind
+from bench.e2e import Contender, mean_by_kind, peer_run
 from bench.harness import (
     BENCH_DIR,
     PRIMARY_MODEL,
@@ -48,25 +48,11 @@ from bench.harness import (
     served_models,
 )
 from bench.items import bench_items, warmup_items
+from rewardsvc.evaluation.metrics import ranks
 
 METHODS = {"percrit": "logprob", "batched": "batched"}
 _SERVED = re.compile(r"^vllm:request_success_total\{[^}]*\} ([0-9.e+]+)$", re.M)
 TARGET = 1.5
-
-
-def ranks(values: Sequence[float]) -> list[float]:
-    """1-based ranks, ties sharing their mean rank."""
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    out = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            out[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return out
 
 
 def correlations(a: Sequence[float], b: Sequence[float]) -> dict[str, float | int]:
@@ -95,23 +81,6 @@ def service_run(name: str, items: Sequence[dict[str, Any]], batch: BatchRun) -> 
         completion_tokens=int(batch.usage("completion_tokens")),
         by_kind=mean_by_kind(items, [x["reward"] for x in results]),
         notes={"cache_hits": int(batch.usage("cache_hits")), "statuses": batch.statuses()},
-    )
-
-
-def peer_run(items: Sequence[dict[str, Any]], got: peers.PeerRun) -> Contender:
-    """The TRL-style peer's run as a contender."""
-    errors = [e for e in got.errors if e]
-    return Contender(
-        name="TRL-style reward func (1-10, sequential)",
-        kind="peer",
-        items=len(items),
-        valid=sum(1 for r in got.rewards if r is not None),
-        elapsed_s=got.elapsed_s,
-        calls=got.calls,
-        prompt_tokens=got.prompt_tokens,
-        completion_tokens=got.completion_tokens,
-        by_kind=mean_by_kind(items, got.rewards),
-        notes={**got.notes, "first_error": errors[0] if errors else None},
     )
 
 
@@ -172,7 +141,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                     rubric = rubric_variant(f"{run_id}-trl-{r}")
                     before = served_requests()
                     got = peers.trl_style(PRIMARY_URL, PRIMARY_MODEL, rubric, items, warm)
-                    contender = peer_run(items, got)
+                    contender = peer_run("TRL-style reward func (1-10, sequential)", items, got)
                     # trl_style warms up inside: its warm-up calls are its own too.
                     own = got.calls + len(warm)
                     runs[who].append((contender, got.rewards))

@@ -118,6 +118,23 @@ def _median_run(runs: list[Contender]) -> Contender:
     return chosen
 
 
+def peer_run(name: str, items: Sequence[dict[str, Any]], got: peers.PeerRun) -> Contender:
+    """A peer's run over ``items`` as a contender."""
+    errors = [e for e in got.errors if e]
+    return Contender(
+        name=name,
+        kind="peer",
+        items=len(items),
+        valid=sum(1 for r in got.rewards if r is not None),
+        elapsed_s=got.elapsed_s,
+        calls=got.calls,
+        prompt_tokens=got.prompt_tokens,
+        completion_tokens=got.completion_tokens,
+        by_kind=mean_by_kind(items, got.rewards),
+        notes={**got.notes, "first_error": errors[0] if errors else None},
+    )
+
+
 async def run(ctx: RunContext) -> dict[str, Any]:
     """Run part 1 and return its results."""
     models = served_models(PRIMARY_URL)
@@ -251,21 +268,7 @@ async def run(ctx: RunContext) -> dict[str, Any]:
             label = "TRL-style reward func (1-10, sequential)"
         else:
             raise ValueError(f"unknown peer {name!r}")
-        errors = [e for e in got.errors if e]
-        contenders.append(
-            Contender(
-                name=label,
-                kind="peer",
-                items=len(peer_items),
-                valid=sum(1 for r in got.rewards if r is not None),
-                elapsed_s=got.elapsed_s,
-                calls=got.calls,
-                prompt_tokens=got.prompt_tokens,
-                completion_tokens=got.completion_tokens,
-                by_kind=mean_by_kind(peer_items, got.rewards),
-                notes={**got.notes, "first_error": errors[0] if errors else None},
-            )
-        )
+        contenders.append(peer_run(label, peer_items, got))
         log(f"  {name}: {contenders[-1].rewards_per_s:.3f} rewards/s")
 
     return {

@@ -40,23 +40,28 @@ def accuracy(rewards: Sequence[float], labels: Sequence[float], threshold: float
     return hits / len(rewards)
 
 
+def ranks(values: Sequence[float]) -> list[float]:
+    """1-based ranks, ties sharing their mean rank."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    out = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            out[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return out
+
+
 def roc_auc(rewards: Sequence[float], labels: Sequence[float]) -> float | None:
     """Area under the ROC curve by ranks (ties share their mean rank); None for one class."""
     pos = sum(positive(y) for y in labels)
     neg = len(labels) - pos
     if pos == 0 or neg == 0:
         return None
-    order = sorted(range(len(rewards)), key=lambda k: rewards[k])
-    ranks = [0.0] * len(rewards)
-    k = 0
-    while k < len(order):
-        m = k
-        while m + 1 < len(order) and rewards[order[m + 1]] == rewards[order[k]]:
-            m += 1
-        for t in range(k, m + 1):
-            ranks[order[t]] = (k + m) / 2 + 1
-        k = m + 1
-    rank_sum = sum(r for r, y in zip(ranks, labels, strict=True) if positive(y))
+    rank_sum = sum(r for r, y in zip(ranks(rewards), labels, strict=True) if positive(y))
     return (rank_sum - pos * (pos + 1) / 2) / (pos * neg)
 
 

@@ -27,6 +27,7 @@ from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import prompts
 from rewardsvc.judges.batching import Batch, batch_prompt, read_positions
+from rewardsvc.judges.explain import explain
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.judges.methods import Unparseable, distribution
 from rewardsvc.scoring.assemble import judge_outcome
@@ -137,6 +138,18 @@ def test_reply_pattern_admits_exactly_one_answer_per_line_in_order() -> None:
 
 
 # ------------------------------------------------------------------ reading the reply
+
+
+@pytest.mark.parametrize("api", ["chat", "completion"])
+def test_explain_shows_a_batched_judge_its_one_call(api: str) -> None:
+    rub, item = rubric(), rollout()
+    config = JudgeConfig(model="m", base_urls=["http://127.0.0.1:9/v1"], api=api)
+    shown = explain(rub, item, {"primary": config.model_copy(update={"method": "batched"})})
+    batch = batch_prompt(rub, rub.criteria, item, api)  # type: ignore[arg-type]
+    seen = batch.prompt.messages if api == "chat" else batch.prompt.text
+    assert shown == {"primary": {"correct+clear+rude": seen}}
+    per_criterion = explain(rub, item, {"primary": config})["primary"]
+    assert list(per_criterion) == ["correct", "clear", "rude"]
 
 
 def questions(batch: Batch) -> tuple[prompts.Question, ...]:

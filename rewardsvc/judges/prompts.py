@@ -40,15 +40,12 @@ one item share their prompt up to the end of step k, for the prefix cache.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from rewardsvc.core.aggregate import HOLISTIC
-from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric, View
-from rewardsvc.core.trajectory import DEFAULT_FIT_CHARS, Segment, step_key
+from rewardsvc.core.trajectory import DEFAULT_FIT_CHARS, Segment
 from rewardsvc.judges.routing import affinity_key
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser, sanitize
 
@@ -452,47 +449,3 @@ def structured_schema(
         "required": ["reasoning", "answer"],
         "additionalProperties": False,
     }
-
-
-Seen = list[dict[str, str]] | str
-
-
-def _seen(prompt: Prompt) -> Seen:
-    return prompt.messages if prompt.messages is not None else prompt.text or ""
-
-
-def explain(
-    rubric: Rubric, rollout: Rollout, configs: Mapping[str, JudgeConfig]
-) -> dict[str, dict[str, Seen]]:
-    """What each judge of ``rubric`` reads for ``rollout``, without calling it.
-
-    ``{judge: {key: messages (chat) or text (completion)}}``, the key being a criterion
-    id, ``aggregate.HOLISTIC`` (``_holistic``) for implicit scoring, or ``criterion@stepK``
-    for a criterion with ``scope: step`` at assistant step K. ``configs`` is the judge
-    pool (judges missing from it are left out). Built by the same pure builders as the
-    calls, with the default defuser (a judge with a defuser of its own defuses its special
-    tokens too).
-    """
-    out: dict[str, dict[str, Seen]] = {}
-    for ref in rubric.judges:
-        config = configs.get(ref.name)
-        if config is None:
-            continue
-        method, api = config.method, config.api
-        reasoning = reasoning_chars(config.sampling.max_tokens)
-        seen: dict[str, Seen] = {}
-        if rubric.combine == "implicit":
-            seen[HOLISTIC] = _seen(holistic_prompt(rubric, rollout, method, api, reasoning))
-        for c in rubric.criteria:
-            # A grader criterion is scored without a judge; a step one per step, below.
-            if rubric.combine == "implicit" or c.scope == "step" or c.grader is not None:
-                continue
-            seen[c.id] = _seen(criterion_prompt(rubric, c, rollout, method, api, reasoning))
-        for k in range(rollout.step_count()):
-            at = rollout.at_step(k)
-            for c in rubric.criteria:
-                if c.scope == "step" and rubric.combine != "implicit":
-                    prompt = criterion_prompt(rubric, c, at, method, api, reasoning)
-                    seen[step_key(c.id, k)] = _seen(prompt)
-        out[ref.name] = seen
-    return out

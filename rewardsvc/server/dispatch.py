@@ -33,7 +33,7 @@ from rewardsvc.core.recipe import (
 from rewardsvc.core.results import BatchResult, ItemReward, JudgeOutcome
 from rewardsvc.core.rollout import ItemIn, ScoreOptions
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.judges.prompts import explain
+from rewardsvc.judges.explain import explain
 from rewardsvc.library.recipes import RecipeEntry
 from rewardsvc.library.registry import Registry
 from rewardsvc.library.yamlfile import InvalidFile, validate_document

@@ -302,8 +302,9 @@ class RewardResult(BaseModel):
     )
     explain: dict[str, dict[str, list[dict[str, str]] | str]] | None = Field(
         default=None,
-        description="options.explain: per judge, per criterion (or criterion@stepK), the chat "
-        "messages or the completion prompt the judge read.",
+        description="options.explain: per judge, per criterion (or criterion@stepK; for a "
+        "judge with method batched, the ids of the criteria one call asks, joined by +), the "
+        "chat messages or the completion prompt the judge read.",
     )
 
 

@@ -13,7 +13,7 @@ from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges.prompts import explain
+from rewardsvc.judges.explain import explain
 from rewardsvc.scoring import steps
 from rewardsvc.server.items import read_item
 

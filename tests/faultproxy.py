@@ -85,8 +85,8 @@ class FaultProxy:
     """An HTTP proxy to ``upstream`` (e.g. ``http://127.0.0.1:8101``) with switchable faults.
 
     ``url`` is the proxy's base URL; ``seen`` counts requests per mode in force when they
-    arrived, ``hits`` the requests a fault was applied to (also those in flight when it was
-    switched on), ``aborted`` the connections reset by ``drop``/``refuse``, ``hung_up`` the
+    arrived, ``hits`` the requests and connections a fault was applied to (those in flight
+    when it was switched on once the judge has answered them: see :meth:`settled`), ``aborted`` the connections reset by ``drop``/``refuse``, ``hung_up`` the
     stalled or trickled requests whose client gave up.
     """
 
@@ -98,6 +98,7 @@ class FaultProxy:
         self.aborted = 0
         self.hung_up = 0
         self.hits = 0
+        self.forwarding = 0
         self.port = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -136,6 +137,14 @@ class FaultProxy:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; one of {MODES}")
         self._call(self._switch(mode))
+
+    async def settled(self, timeout_s: float = 120.0) -> None:
+        """Wait (from the test's loop) until no request is with the judge: the calls a
+        fault met in flight are counted in ``hits`` once the judge has answered them."""
+        for _ in range(int(timeout_s / 0.1)):
+            if self.forwarding == 0:
+                return
+            await asyncio.sleep(0.1)
 
     def total(self) -> int:
         """Requests received so far, in every mode."""
@@ -181,6 +190,8 @@ class FaultProxy:
         if self.mode in ("drop", "refuse"):
             writer.transport.abort()
             self.aborted += 1
+            # A client opens a connection to send a call: the fault met that call.
+            self.hits += 1
             return
         self._writers.add(writer)
         try:
@@ -217,12 +228,15 @@ class FaultProxy:
             self.hits += 1
         answer = None
         if mode in ("pass", "trickle"):
+            self.forwarding += 1
             try:
                 answer = await self._forward(method, path, headers, body)
             except httpx.HTTPError:
                 # The judge itself failed the call: the client sees the connection die.
                 writer.transport.abort()
                 return False
+            finally:
+                self.forwarding -= 1
             if mode == "pass" and self.mode != "pass":
                 # A fault switched on while the judge worked hits this call's answer too.
                 mode = self.mode

@@ -285,6 +285,7 @@ async def fault_round(rig: Rig, fault: str) -> None:
                 if r["judges"].get("secondary", {}).get("score") is not None:
                     assert r["status"] in SCORED, json.dumps(r)
     during_results = check_answer(strict_during, during)
+    await rig.primary.settled()
     # A refused connection never reaches the proxy, so only the kinds below can show that
     # the service met that fault; every other fault is applied by the proxy to a call.
     assert rig.primary.hits > 0 or fault == "refuse", (

@@ -86,8 +86,9 @@ class FaultProxy:
 
     ``url`` is the proxy's base URL; ``seen`` counts requests per mode in force when they
     arrived, ``hits`` the requests and connections a fault was applied to (those in flight
-    when it was switched on once the judge has answered them: see :meth:`settled`), ``aborted`` the connections reset by ``drop``/``refuse``, ``hung_up`` the
-    stalled or trickled requests whose client gave up.
+    when it was switched on once the judge has answered them: see :meth:`settled`),
+    ``aborted`` the connections reset by ``drop``/``refuse``, ``hung_up`` the stalled or
+    trickled requests whose client gave up.
     """
 
     def __init__(self, upstream: str, trickle_s: float = 0.5):

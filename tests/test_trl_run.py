@@ -143,7 +143,9 @@ def test_trl_grpo_run_rewards_are_the_service_rewards(service: Service, tmp_path
     lines = [
         json.loads(x) for x in Path(service.env["REWARDSVC_REWARD_LOG"]).read_text().splitlines()
     ]
-    ours = [r for r in lines if r["metadata"].get("run") == report["run_id"]]
+    # Event lines (a monitor alert of the shared service) sit beside the reward lines.
+    rewards = [r for r in lines if "event" not in r]
+    ours = [r for r in rewards if r["metadata"].get("run") == report["run_id"]]
     by_batch: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for record in ours:
         by_batch[record["metadata"]["batch"]].append(record)

@@ -32,12 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from bench import peers
-from bench.e2e import Contender, mean_by_kind, peer_run
+from bench.e2e import Contender, peer_run, service_contender
 from bench.harness import (
     BENCH_DIR,
     PRIMARY_MODEL,
     PRIMARY_URL,
-    BatchRun,
     http_get,
     judge_entry,
     log,
@@ -65,23 +64,6 @@ def correlations(a: Sequence[float], b: Sequence[float]) -> dict[str, float | in
             return math.nan
 
     return {"n": len(a), "pearson": pearson(a, b), "spearman": pearson(ranks(a), ranks(b))}
-
-
-def service_run(name: str, items: Sequence[dict[str, Any]], batch: BatchRun) -> Contender:
-    """A rewardsvc run as a contender, from the service's own usage figures."""
-    results = batch.results
-    return Contender(
-        name=name,
-        kind="rewardsvc",
-        items=len(items),
-        valid=sum(1 for x in results if x["status"] == "ok"),
-        elapsed_s=batch.elapsed_s,
-        calls=int(batch.usage("judge_calls")),
-        prompt_tokens=int(batch.usage("prompt_tokens")),
-        completion_tokens=int(batch.usage("completion_tokens")),
-        by_kind=mean_by_kind(items, [x["reward"] for x in results]),
-        notes={"cache_hits": int(batch.usage("cache_hits")), "statuses": batch.statuses()},
-    )
 
 
 def served_requests() -> float:
@@ -150,8 +132,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                     await send_batches(svc.url, rubrics[(who, "warm", r)].id, warm, **sizes)
                     before = served_requests()
                     batch = await send_batches(svc.url, rubrics[(who, "run", r)].id, items, **sizes)
-                    contender = service_run(
-                        f"rewardsvc {who} (method {METHODS[who]})", items, batch
+                    contender = service_contender(
+                        f"rewardsvc {who} (method {METHODS[who]})", "rewardsvc", items, batch
                     )
                     own = contender.calls
                     runs[who].append((contender, batch.results))

@@ -88,7 +88,7 @@ def mean_by_kind(
     return {k: round(statistics.mean(v), 3) for k, v in groups.items()}
 
 
-def _service_contender(
+def service_contender(
     name: str, kind: str, items: Sequence[dict[str, Any]], batch: BatchRun, **notes: Any
 ) -> Contender:
     """A rewardsvc run as a contender: its figures come from the service's own usage."""
@@ -191,7 +191,7 @@ async def run(ctx: RunContext) -> dict[str, Any]:
                 )
             peak_rss = max(peak_rss, sampler.peak_mb)
             rs_runs.append(
-                _service_contender(
+                service_contender(
                     "rewardsvc (HTTP, logprob)",
                     "rewardsvc",
                     items,
@@ -241,7 +241,7 @@ async def run(ctx: RunContext) -> dict[str, Any]:
             batch_size=ctx.batch_size,
             concurrency=ctx.e2e_concurrency,
         )
-        implicit_run = _service_contender(
+        implicit_run = service_contender(
             "rewardsvc, combine: implicit (1 holistic call/item)",
             "rewardsvc-variant",
             items,

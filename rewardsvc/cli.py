@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.rubric import Rubric
+from rewardsvc.judges.keys import missing_keys
 from rewardsvc.library.recipes import (
     RECIPES_DIR,
     link_recipe,
@@ -70,7 +71,7 @@ def load_checked_pool(path: Path) -> JudgePool:
         pool = load_pool(path)
     except InvalidFile as exc:
         raise StartupError(f"invalid judge pool file:\n{exc}") from exc
-    missing = pool.missing_api_keys()
+    missing = missing_keys(pool)
     if missing:
         raise StartupError(
             f"judge pool {path} needs these environment variables, which are unset: "

@@ -31,6 +31,7 @@ from test_deploy_static import (
     load_yaml,
 )
 
+from rewardsvc.judges.keys import missing_keys
 from rewardsvc.library.registry import Registry, load_pool
 from rewardsvc.settings import Settings
 
@@ -216,7 +217,7 @@ def test_gpu_judge_pool_binds_primary_and_secondary(compose: dict[str, Any]) -> 
         assert parts.hostname in judges and parts.port == 8000 and parts.path == "/v1", url
         served = _command_flags(judges[parts.hostname]["command"])["--served-model-name"]
         assert judge.model == served, f"{name}: model {judge.model} but vLLM serves {served}"
-    assert pool.missing_api_keys() == []
+    assert missing_keys(pool) == []
 
 
 def test_rubric_library_validates_against_every_deploy_pool() -> None:

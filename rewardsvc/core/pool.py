@@ -8,7 +8,6 @@ environment variable that holds one.
 
 from __future__ import annotations
 
-import os
 from typing import Literal
 
 from pydantic import ConfigDict, Field, HttpUrl, field_validator
@@ -100,15 +99,6 @@ class JudgeConfig(StrictModel):
             raise ValueError("a base URL is listed twice")
         return urls
 
-    def api_key(self) -> str:
-        """The API key from the environment; vLLM without --api-key accepts any value."""
-        if self.api_key_env is None:
-            return "EMPTY"
-        key = os.environ.get(self.api_key_env)
-        if not key:
-            raise KeyError(f"environment variable {self.api_key_env} is not set")
-        return key
-
 
 class JudgePool(StrictModel):
     """The judge pool file: named judges."""
@@ -116,15 +106,3 @@ class JudgePool(StrictModel):
     model_config = ConfigDict(json_schema_extra={"title": "rewardsvc judge pool"})
 
     judges: dict[Identifier, JudgeConfig] = Field(min_length=1)
-
-    def missing_api_keys(self) -> list[str]:
-        """Environment variables named by judges that are unset (and have no ``_FILE``)."""
-        return sorted(
-            {
-                j.api_key_env
-                for j in self.judges.values()
-                if j.api_key_env
-                and not os.environ.get(j.api_key_env)
-                and not os.environ.get(f"{j.api_key_env}_FILE")
-            }
-        )

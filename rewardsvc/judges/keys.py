@@ -13,9 +13,32 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rewardsvc.core.pool import JudgeConfig
+from rewardsvc.core.pool import JudgeConfig, JudgePool
 
 FILE_SUFFIX = "_FILE"
+
+
+def env_key(config: JudgeConfig) -> str:
+    """The judge's API key from the environment; vLLM without --api-key accepts any value."""
+    if config.api_key_env is None:
+        return "EMPTY"
+    key = os.environ.get(config.api_key_env)
+    if not key:
+        raise KeyError(f"environment variable {config.api_key_env} is not set")
+    return key
+
+
+def missing_keys(pool: JudgePool) -> list[str]:
+    """Environment variables named by the pool's judges that are unset (and have no ``_FILE``)."""
+    return sorted(
+        {
+            j.api_key_env
+            for j in pool.judges.values()
+            if j.api_key_env
+            and not os.environ.get(j.api_key_env)
+            and not os.environ.get(j.api_key_env + FILE_SUFFIX)
+        }
+    )
 
 
 def key_file(config: JudgeConfig) -> Path | None:
@@ -44,7 +67,7 @@ class KeySource:
         """The key now: the file's content when it changed since last read, else the last."""
         if self._file is None:
             if not self._key:
-                self._key = self._config.api_key()
+                self._key = env_key(self._config)
             return self._key
         try:
             stat = self._file.stat()

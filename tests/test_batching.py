@@ -82,12 +82,12 @@ def position(token: str, **alternatives: float) -> tuple[str, list[tuple[str, fl
 
 
 def reply(*lines: list[tuple[str, list[tuple[str, float]]]]) -> list:
-    """Positions of a reply: each line's positions, joined by newline positions."""
+    """Positions of a reply: each answer's positions, joined by separator positions."""
     out: list = []
-    for n, line in enumerate(lines):
+    for n, answer in enumerate(lines):
         if n:
-            out.append(position("\n"))
-        out += line
+            out.append(position(" "))
+        out += answer
     return out
 
 
@@ -95,26 +95,36 @@ def reply(*lines: list[tuple[str, list[tuple[str, float]]]]) -> list:
 
 
 @pytest.mark.parametrize("api", ["chat", "completion"])
-def test_prompt_keeps_the_item_prefix_and_asks_the_numbered_questions_last(api: str) -> None:
+def test_prompt_asks_the_numbered_questions_before_the_item_in_the_rubric_prefix(
+    api: str,
+) -> None:
     rub = rubric()
+    other = {**ITEM, "completion": "Lyon is the capital of France."}
+
+    def text_of(batch: Batch) -> str:
+        prompt = batch.prompt
+        return prompt.messages[-1]["content"] if api == "chat" else prompt.text  # type: ignore[index,return-value]
+
     batch = batch_prompt(rub, rub.criteria, rollout(), api)
+    text, second = text_of(batch), text_of(batch_prompt(rub, rub.criteria, rollout(other), api))
     single = prompts.criterion_prompt(rub, rub.criteria[0], rollout(), "logprob", api)
-    text = batch.prompt.messages[-1]["content"] if api == "chat" else batch.prompt.text
-    one = single.messages[-1]["content"] if api == "chat" else single.text
     assert batch.prompt.messages is None or batch.prompt.messages[0] == single.messages[0]
-    # Everything up to the end of the item is byte-identical to a per-criterion call's.
-    shared = one[: one.index(prompts.ITEM_TRAILER) + len(prompts.ITEM_TRAILER)]
-    assert text.startswith(shared)
-    tail = text[len(shared) :]
-    places = [tail.index(f"\n{k}. ") for k in (1, 2, 3)]
+    # Everything before the item is the same for every item of the rubric: the prefix cache
+    # keeps the questions, and only the item and the instruction are computed per call.
+    item = prompts.item_block(rollout())
+    head = text[: text.index(item)]
+    assert second.startswith(head) and not second.startswith(text[: len(head) + len(item)])
+    places = [head.index(f"\n{k}. ") for k in (1, 2, 3)]
     assert places == sorted(places)
-    assert "1. Criterion: The answer is factually correct." in tail
-    assert "2. Criterion: The answer is clear." in tail and "from 1 (not at all) to 5" in tail
+    assert "1. Criterion: The answer is factually correct." in head
+    assert "2. Criterion: The answer is clear." in head and "from 1 (not at all) to 5" in head
     # A pitfall is asked as presence of the problem: yes means the problem is there.
-    assert "3. Problem: The answer is rude to the user." in tail
-    assert "Does the response have this problem?" in tail
-    # One answer instruction for the batch, not one per question.
-    assert "Answer with yes or no only." not in tail and "Answer (yes or no):" not in tail
+    assert "3. Problem: The answer is rude to the user." in head
+    assert "Does the response have this problem?" in head
+    # One answer instruction for the batch, after the item, not one per question.
+    tail = text[len(head) + len(item) :]
+    assert "3 numbered questions above" in tail and "separated by single spaces" in head
+    assert "Answer with yes or no only." not in text and "Answer (yes or no):" not in text
     assert batch.ids == ("correct", "clear", "rude")
     assert [q.choices for q in batch.questions] == [
         ("yes", "no"),
@@ -122,17 +132,17 @@ def test_prompt_keeps_the_item_prefix_and_asks_the_numbered_questions_last(api: 
         ("yes", "no"),
     ]
     if api == "completion":
-        assert text.endswith("Answers, one per line:\n")
+        assert text.endswith("questions above, in order, on one line:\n")
 
 
-def test_reply_pattern_admits_exactly_one_answer_per_line_in_order() -> None:
+def test_reply_pattern_admits_exactly_one_answer_per_question_in_order() -> None:
     rub = rubric()
     batch = batch_prompt(rub, rub.criteria, rollout(), "chat")
     pattern = re.compile(batch.reply_pattern())
-    assert pattern.fullmatch("yes\n4\nno")
-    for wrong in ("yes\n6\nno", "yes\nno\n4", " yes\n4\nno", "yes\n4", "1:yes\n4\nno"):
+    assert pattern.fullmatch("yes 4 no")
+    for wrong in ("yes 6 no", "yes no 4", " yes 4 no", "yes 4", "1:yes 4 no", "yes\n4\nno"):
         assert pattern.fullmatch(wrong) is None
-    longest = "yes\n5\nyes"
+    longest = "yes 5 yes"
     assert batch.reply_tokens() > len(longest)  # one token spells at least one character
     assert batch.alternatives(20) == 5  # the prefixes of the widest scale: 1..5
 
@@ -171,12 +181,12 @@ def test_each_answer_is_read_at_its_own_position_as_the_logprob_method_reads_it(
     assert got[1][1] == pytest.approx((0.5 * 3 + 0.3 * 4 + 0.2 * 2) / 4)
 
 
-def test_a_token_that_spans_the_line_break_is_read_without_it() -> None:
+def test_a_token_that_spans_the_separator_is_read_without_it() -> None:
     rub = rubric()
     qs = questions(batch_prompt(rub, rub.criteria[::2], rollout(), "chat"))
     merged = [
         position("no", no=0.9, yes=0.1),
-        ("\nyes", [("\nyes", math.log(0.6)), ("\nno", math.log(0.4))]),
+        (" yes", [(" yes", math.log(0.6)), (" no", math.log(0.4)), ("yes", math.log(0.3))]),
     ]
     first, second = read_positions(qs, merged)
     assert not isinstance(first, Unparseable) and not isinstance(second, Unparseable)
@@ -208,8 +218,8 @@ def test_a_truncated_reply_fails_the_missing_criteria_only() -> None:
         reply([position("yes", yes=0.8, no=0.2)], []),
     )
     assert not isinstance(got[0], Unparseable)
-    assert isinstance(got[1], Unparseable) and "line 2" in str(got[1])
-    assert isinstance(got[2], Unparseable) and "line 3" in str(got[2])
+    assert isinstance(got[1], Unparseable) and "answer 2" in str(got[1])
+    assert isinstance(got[2], Unparseable) and "answer 3" in str(got[2])
 
 
 def verdicts_of(results: list, ids: Sequence[str]) -> dict[str, tuple[Verdict, str]]:

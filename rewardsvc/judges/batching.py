@@ -1,19 +1,20 @@
 """Criteria batching (method ``batched``): one judge call answers all criteria of one item.
 
-The prompt is the per-criterion prompt's layout with the K questions numbered at the end
-(shared part, item, questions last: the same prefix as every other call on the item, for
-vLLM's prefix cache). The reply is K lines, line k holding only criterion k's answer
-(``yes``, ``no`` or a digit), held to exactly that by a vLLM structured-outputs regex, so
-each answer is one constrained position. The lines carry no number: a ``k:`` label would
-be two more forced tokens per criterion, and on a CPU judge every decoded token is an
-engine step (measured: the labelled reply took 1.3-3x as long for the same answers). Each
-criterion's probabilities are read from the top logprobs at its answer position with the
-logprob method's own :func:`~rewardsvc.judges.methods.distribution`, so a batched verdict
-means what a per-criterion one means (pitfalls, gates and weights apply unchanged).
+The prompt shows the K questions numbered before the item (shared part, questions, item,
+one answer instruction): the questions are the same for every item of the rubric, so they
+join the prefix that vLLM's prefix cache keeps, and only the item and the instruction are
+computed per call. The reply is one line of K answers separated by single spaces, answer k
+holding only criterion k's answer (``yes``, ``no`` or a digit), held to exactly that by a
+vLLM structured-outputs regex, so each answer is one constrained position. A yes/no answer
+after a space is one token (`` no``), so a reply of K yes/no answers is K decoded tokens;
+on a CPU judge every decoded token is an engine step (measured: a ``k:`` label per answer
+took 1.3-3x as long for the same answers). Each criterion's probabilities are read from
+the top logprobs at its answer position with the logprob method's own
+:func:`~rewardsvc.judges.methods.distribution`, so a batched verdict means what a
+per-criterion one means (pitfalls, gates and weights apply unchanged).
 
-One prefill and two decoded tokens per criterion, where per-criterion calls prefill
-the question tail K times. A position that cannot be read fails that criterion only
-(``unparseable``); a failed call fails them all with the call's error kind.
+A position that cannot be read fails that criterion only (``unparseable``); a failed call
+fails them all with the call's error kind.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ from rewardsvc.judges.prompts import Api, Prompt, Question
 from rewardsvc.judges.shapes import ApiShape, Choice, choices, usage
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
 
+# Between two answers of the reply. No answer of any scale holds it.
+SEPARATOR = " "
+
 Position = tuple[str, list[tuple[str, float]]]
 """One decoded token and the ``(token, logprob)`` alternatives at its position."""
 
@@ -48,13 +52,15 @@ class Batch:
     questions: tuple[Question, ...]
 
     def reply_pattern(self) -> str:
-        """The structured-outputs regex: line k is one of criterion k's answers."""
-        return "\n".join(f"({'|'.join(re.escape(c) for c in q.choices)})" for q in self.questions)
+        """The structured-outputs regex: answer k is one of criterion k's answers."""
+        return SEPARATOR.join(
+            f"({'|'.join(re.escape(c) for c in q.choices)})" for q in self.questions
+        )
 
     def reply_tokens(self) -> int:
         """Output budget: the longest allowed reply in characters (a token spells at least
         one), plus the end-of-sequence token."""
-        return len("\n".join(max(q.choices, key=len) for q in self.questions)) + 1
+        return len(SEPARATOR.join(max(q.choices, key=len) for q in self.questions)) + 1
 
     def alternatives(self, most: int) -> int:
         """Top logprobs to ask for: what the widest scale's answer prefixes need."""
@@ -83,19 +89,26 @@ def batch_prompt(
     scales = sorted(
         {"yes or no" if q.choices == ("yes", "no") else "/".join(q.choices) for q in questions}
     )
-    head = (
-        f"Answer each of the {len(questions)} numbered questions below about the response, "
-        "each on its own: one line per question, in order, holding only the answer "
-        f"({'; '.join(scales)})."
-    )
+    count = len(questions)
     asked = [f"{k}. " + q.text.replace("\n", "\n   ") for k, q in enumerate(questions, 1)]
-    # A base model continues the text: the reply's first line starts right after it.
-    tail = "Answers, one per line:\n" if api == "completion" else "Answer in that form only."
+    # The format is told before the item, where the prefix cache keeps it; after the item
+    # comes only a short reminder, the one part of the instruction computed per call.
+    lead = (
+        f"Answer the {count} numbered questions below about the response shown after them. "
+        f"The reply is one line: the {count} answers in order, separated by single spaces, "
+        f"each only the answer ({'; '.join(scales)}).\n" + "\n".join(asked)
+    )
+    tail = (
+        f"Answers to the {count} numbered questions above, in order, on one line:\n"
+        if api == "completion"  # a base model continues the text: the reply comes next
+        else f"Answer the {count} numbered questions above about this response, in order, "
+        "on one line."
+    )
     # Only the text of this question is rendered; the batch's own questions hold the scales.
-    block = Question(f"{head}\n\n" + "\n".join(asked) + f"\n{tail}", (), ())
+    block = Question(tail, (), ())
     view = prompts.item_view(rubric, criteria[0])
     prompt = prompts.render(
-        rubric, rollout, block, api, defuser=defuser, view=view, fit_chars=fit_chars
+        rubric, rollout, block, api, defuser=defuser, view=view, fit_chars=fit_chars, lead=lead
     )
     return Batch(prompt, tuple(c.id for c in criteria), questions)
 
@@ -106,9 +119,9 @@ def read_positions(
     """Each question's ``(probs, mean, variance)`` from the decoded positions, or the
     :class:`Unparseable` that says why its answer could not be read.
 
-    The reply is rebuilt from the decoded tokens; line k is criterion k's answer, and the
-    token covering its first character is the answer position. A token that spans the line
-    break too (``\nyes``) is read with that lead stripped from every alternative.
+    The reply is rebuilt from the decoded tokens; answer k is criterion k's, and the token
+    covering its first character is the answer position. A token that spans the separator
+    too (`` no``) is read with that lead stripped from every alternative.
     """
     starts: list[int] = []
     text = ""
@@ -117,13 +130,13 @@ def read_positions(
         text += token
     out: list[tuple[dict[str, float], float, float] | Unparseable] = []
     offset = 0
-    lines = text.split("\n")
+    answers = text.split(SEPARATOR)
     for k, question in enumerate(questions, start=1):
-        line = lines[k - 1] if k - 1 < len(lines) else ""
+        answer = answers[k - 1] if k - 1 < len(answers) else ""
         at = offset
-        offset += len(line) + 1
-        if not line:
-            out.append(Unparseable(f"no answer on line {k} of the reply"))
+        offset += len(answer) + len(SEPARATOR)
+        if not answer:
+            out.append(Unparseable(f"no answer {k} in the reply"))
             continue
         index = max(i for i, s in enumerate(starts) if s <= at)
         lead = text[starts[index] : at]
@@ -223,18 +236,18 @@ async def score_batch(call: Call, batch: Batch) -> dict[str, Verdict]:
     choice = choices(response)[0]
     prompt_tokens, completion_tokens = usage(response)
     raw = call.shape.text(choice)
-    answers = raw.split("\n")
+    answers = raw.split(SEPARATOR)
     read = read_positions(batch.questions, positions(call.shape, choice))
     verdicts: dict[str, Verdict] = {}
     for k, (cid, result) in enumerate(zip(batch.ids, read, strict=True)):
-        line = answers[k] if k < len(answers) else ""
+        answer = answers[k] if k < len(answers) else ""
         # Every verdict carries the whole call's cost: the engine counts a batch once.
         if isinstance(result, Unparseable):
             verdicts[cid] = Verdict(
                 score=None,
                 error=f"unparseable: {result} (batched reply {json.dumps(raw)})",
                 error_kind="unparseable",
-                raw=line,
+                raw=answer,
                 prompt_tokens=prompt_tokens,
                 completion_tokens=completion_tokens,
             )
@@ -244,7 +257,7 @@ async def score_batch(call: Call, batch: Batch) -> dict[str, Verdict]:
             score=mean,
             variance=variance,
             probs=probs,
-            raw=line,
+            raw=answer,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
         )

@@ -59,7 +59,7 @@ Method = Literal["logprob", "structured", "sampled", "batched"]
 
 # Part of every judge's cache identity: bump it whenever the rendered text changes,
 # so that cached verdicts of the old prompts are not served for the new ones.
-PROMPT_VERSION = "p3"
+PROMPT_VERSION = "p4"
 
 # Holistic (implicit) scoring answers on this Likert scale.
 HOLISTIC_RANGE = (1, 9)
@@ -378,14 +378,17 @@ def render(
     defuser: Defuser = DEFAULT_DEFUSER,
     view: View | None = None,
     fit_chars: int = DEFAULT_FIT_CHARS,
+    lead: str = "",
 ) -> Prompt:
     """Messages (chat) or text (completion) in prefix-cache order: shared, item, question.
 
-    The affinity key hashes the shared part and the item; for a step rollout, the shared
-    part and the task only, so that every step of one trajectory has the same key."""
+    ``lead`` is rubric text shown before the item (the batched method's questions): the
+    same for every item of the rubric, so it joins the shared prefix. The affinity key
+    hashes the shared part and the item; for a step rollout, the shared part and the task
+    only, so that every step of one trajectory has the same key."""
     context = shared_context(rubric, with_criteria)
     item = item_block(rollout, defuser, view, fit_chars)
-    body = "\n\n".join(p for p in (context, item, question.text) if p)
+    body = "\n\n".join(p for p in (context, lead, item, question.text) if p)
     task = (rollout.prompt, rollout.reference or "")
     affinity = affinity_key(context, item) if rollout.step is None else affinity_key(context, *task)
     if api == "chat":

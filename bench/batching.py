@@ -6,8 +6,11 @@ per item reading all criteria). Each round scores the bench items with both, thr
 a trainer does (batches of ``--batch-size``, ``--concurrency`` requests in flight), and runs
 the TRL-style peer of ``bench.peers`` (one 1-10 call per completion, in sequence) on the same
 items; the order of the three rotates between rounds, and the median round of each is
-reported. Every run scores its own rubric copy (``harness.rubric_variant``) after a warm-up
-on held-out items, so neither rewardsvc's verdict cache nor vLLM's prefix cache carries over.
+reported. Before each run the judge's prefix cache is emptied (``harness.reset_prefix_cache``)
+and every run scores its own rubric copy (``harness.rubric_variant``) after a warm-up on
+held-out items, so neither rewardsvc's verdict cache nor vLLM's prefix cache carries over
+(the peer's prompt has no run tag: without the reset it found the items it scored in the
+round before still cached).
 
 Figures: judge prompt tokens per reward, rewards/s, the Pearson and Spearman correlation of
 the two methods' rewards (and of their criterion scores) on the same items, and the mean
@@ -41,6 +44,7 @@ from bench.harness import (
     judge_entry,
     log,
     machine,
+    reset_prefix_cache,
     rewardsvc_service,
     rubric_variant,
     send_batches,
@@ -51,6 +55,7 @@ from rewardsvc.evaluation.metrics import ranks
 
 METHODS = {"percrit": "logprob", "batched": "batched"}
 _SERVED = re.compile(r"^vllm:request_success_total\{[^}]*\} ([0-9.e+]+)$", re.M)
+_PREFIX = re.compile(r"^vllm:prefix_cache_(hits|queries)_total\{[^}]*\} ([0-9.e+]+)$", re.M)
 TARGET = 1.5
 
 
@@ -66,12 +71,16 @@ def correlations(a: Sequence[float], b: Sequence[float]) -> dict[str, float | in
     return {"n": len(a), "pearson": pearson(a, b), "spearman": pearson(ranks(a), ranks(b))}
 
 
-def served_requests() -> float:
-    """Requests the judge server has finished (``vllm:request_success_total``, all reasons)."""
+def judge_counters() -> dict[str, float]:
+    """Requests the judge server has finished (``vllm:request_success_total``, all reasons)
+    and its prefix-cache counters: prompt tokens queried and found cached."""
     status, text = http_get(re.sub(r"/v1/?$", "", PRIMARY_URL) + "/metrics")
-    if status != 200:
-        return math.nan
-    return sum(float(v) for v in _SERVED.findall(text))
+    out = {"served": math.nan, "queries": math.nan, "hits": math.nan}
+    if status == 200:
+        out["served"] = sum(float(v) for v in _SERVED.findall(text))
+        for kind in ("queries", "hits"):
+            out[kind] = sum(float(v) for k, v in _PREFIX.findall(text) if k == kind)
+    return out
 
 
 def criterion_scores(results: Sequence[dict[str, Any]], judge: str) -> dict[tuple[str, str], float]:
@@ -113,15 +122,17 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         for r in range(args.repeats)
     }
     runs: dict[str, list[tuple[Contender, Any]]] = {name: [] for name in (*METHODS, "trl")}
+    resets: list[bool] = []
     with rewardsvc_service(args.workdir, pool, list(rubrics.values())) as svc:
         for r in range(args.repeats):
             order = ["percrit", "batched", "trl"]
             order = order[r % 3 :] + order[: r % 3]
             for who in order:
                 log(f"round {r + 1}/{args.repeats}: {who}, {len(items)} items")
+                resets.append(reset_prefix_cache(PRIMARY_URL))
                 if who == "trl":
                     rubric = rubric_variant(f"{run_id}-trl-{r}")
-                    before = served_requests()
+                    before = judge_counters()
                     got = peers.trl_style(PRIMARY_URL, PRIMARY_MODEL, rubric, items, warm)
                     contender = peer_run("TRL-style reward func (1-10, sequential)", items, got)
                     # trl_style warms up inside: its warm-up calls are its own too.
@@ -130,7 +141,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 else:
                     sizes = {"batch_size": args.batch_size, "concurrency": args.concurrency}
                     await send_batches(svc.url, rubrics[(who, "warm", r)].id, warm, **sizes)
-                    before = served_requests()
+                    before = judge_counters()
                     batch = await send_batches(svc.url, rubrics[(who, "run", r)].id, items, **sizes)
                     contender = service_contender(
                         f"rewardsvc {who} (method {METHODS[who]})", "rewardsvc", items, batch
@@ -138,7 +149,12 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                     own = contender.calls
                     runs[who].append((contender, batch.results))
                 # Other clients of the shared judge slow every contender; say how many.
-                contender.notes["foreign_requests"] = served_requests() - before - own
+                after = judge_counters()
+                contender.notes["foreign_requests"] = after["served"] - before["served"] - own
+                # Prompt tokens the judge computed (not found in its prefix cache) per reward:
+                # on a CPU judge, where prefill compute is the limit, what sets rewards/s.
+                computed = (after["queries"] - before["queries"]) - (after["hits"] - before["hits"])
+                contender.notes["prefilled_tokens_per_reward"] = computed / len(items)
                 log(
                     f"  {who}: {contender.rewards_per_s:.3f} rewards/s "
                     f"({contender.notes['foreign_requests']:.0f} foreign requests meanwhile)"
@@ -168,6 +184,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         "repeats": args.repeats,
         "batch_size": args.batch_size,
         "concurrency": args.concurrency,
+        "prefix_cache_reset_before_each_run": all(resets),
         "contenders": {who: c.as_dict() for who, (c, _) in chosen.items()},
         "agreement": {
             "rewards": correlations([a for a, _ in pairs], [b for _, b in pairs]),
@@ -196,11 +213,14 @@ def markdown(result: dict[str, Any], command: str) -> str:
         f"`{command}`: {result['items']} bench items (after {result['warmup_items']} warm-up "
         f"items) on the real CPU judge {result['judge']['model']}, {result['repeats']} rounds "
         "in rotating order, median round of each contender; rewardsvc fed over HTTP in "
-        f"batches of {result['batch_size']}, {result['concurrency']} requests in flight.",
+        f"batches of {result['batch_size']}, {result['concurrency']} requests in flight. "
+        "The judge's prefix cache was emptied before each run: "
+        f"{'yes' if result.get('prefix_cache_reset_before_each_run') else '**no**'}.",
         "",
         "| contender | rewards/s (runs) | judge calls | prompt tokens / reward | "
-        "completion tokens / reward | valid | good | partial | bad | attack | foreign |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "completion tokens / reward | prefilled tokens / reward | valid | good | partial | "
+        "bad | attack | foreign |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for c in result["contenders"].values():
         k = c["by_kind"]
@@ -208,6 +228,7 @@ def markdown(result: dict[str, Any], command: str) -> str:
         lines.append(
             f"| {c['name']} | {c['rewards_per_s']:.3f} ({runs}) | {c['calls']} | "
             f"{c['prompt_tokens'] / c['items']:.0f} | {c['completion_tokens'] / c['items']:.1f} | "
+            f"{c['notes'].get('prefilled_tokens_per_reward', math.nan):.0f} | "
             f"{c['valid']}/{c['items']} | {k.get('good', '-')} | {k.get('partial', '-')} | "
             f"{k.get('bad', '-')} | {k.get('attack', '-')} | "
             f"{c['notes'].get('foreign_requests', math.nan):.0f} |"
@@ -227,6 +248,8 @@ def markdown(result: dict[str, Any], command: str) -> str:
         f"{t['good_above_bad_and_attack']}; every batched criterion probability in (0, 1): "
         f"{t['criterion_probabilities_in_0_1']}.",
         "",
+        "`prefilled tokens`: prompt tokens the judge computed, not found in its prefix cache "
+        "(vLLM's `vllm:prefix_cache_queries_total` minus `hits_total`), per reward. "
         "`foreign`: requests the judge server finished during the median run that were not "
         "the contender's (other clients of the shared judge), from vLLM's "
         "`vllm:request_success_total`. The judge is a 135M model on a shared, loaded CPU: "

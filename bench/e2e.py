@@ -12,7 +12,9 @@ items. rewardsvc and the direct client render identical prompts, so each of thei
 its own rubric copy (``harness.rubric_variant``): the run tag at the head of the prompt
 keeps vLLM's prefix cache from carrying over between them, and the new rubric version keeps
 rewardsvc's verdict cache from serving anything (its cache stays at its default setting;
-``cache_hits`` is reported and must be 0). rewardsvc and the direct client alternate when
+``cache_hits`` is reported and must be 0). The peers' prompts carry no run tag, so the
+judge's prefix cache is emptied before every run of every contender
+(``harness.reset_prefix_cache``). rewardsvc and the direct client alternate when
 ``repeats`` > 1 and the median run of each is reported.
 """
 
@@ -35,6 +37,7 @@ from bench.harness import (
     judge_entry,
     log,
     pool_model,
+    reset_prefix_cache,
     rewardsvc_service,
     rubric_variant,
     send_batches,
@@ -168,12 +171,16 @@ async def run(ctx: RunContext) -> dict[str, Any]:
     }
     served += list(implicit.values())
 
+    # Emptied before each contender: the peers' prompts carry no run tag, so without it
+    # they would read prefixes that an earlier run computed.
+    resets: list[bool] = []
     rs_runs: list[Contender] = []
     direct_runs: list[Contender] = []
     peak_rss = 0.0
     with rewardsvc_service(ctx.workdir / "e2e", pool, served) as svc:
         for r in range(ctx.repeats):
             log(f"e2e rewardsvc run {r + 1}/{ctx.repeats}: {len(items)} items")
+            resets.append(reset_prefix_cache(PRIMARY_URL))
             await send_batches(
                 svc.url,
                 rubrics[("rs", "warm", r)].id,
@@ -204,6 +211,7 @@ async def run(ctx: RunContext) -> dict[str, Any]:
             log(f"  rewardsvc: {rs_runs[-1].rewards_per_s:.2f} rewards/s")
 
             log(f"e2e direct limit run {r + 1}/{ctx.repeats}")
+            resets.append(reset_prefix_cache(PRIMARY_URL))
             client = DirectClient(PRIMARY_URL, config.api)
             warm_rubric, run_rubric = rubrics[("direct", "warm", r)], rubrics[("direct", "run", r)]
             await client.run([kw for it in warm for kw in call_kwargs(warm_rubric, it, config)])
@@ -227,6 +235,7 @@ async def run(ctx: RunContext) -> dict[str, Any]:
             )
             log(f"  direct: {direct_runs[-1].rewards_per_s:.2f} rewards/s")
         log("e2e rewardsvc, implicit rubric (one holistic call per item)")
+        resets.append(reset_prefix_cache(PRIMARY_URL))
         await send_batches(
             svc.url,
             implicit["warm"].id,
@@ -255,6 +264,7 @@ async def run(ctx: RunContext) -> dict[str, Any]:
     rubric = rubric_variant(f"{ctx.run_id}-peers")
     for name in ctx.peers:
         log(f"e2e peer {name}: {len(peer_items)} items")
+        resets.append(reset_prefix_cache(PRIMARY_URL))
         if name == "verifiers":
             got = peers.verifiers_rubric_judge(PRIMARY_URL, PRIMARY_MODEL, rubric, peer_items, warm)
             label = "verifiers RubricJudge (JSON verdicts, 1 call/item)"
@@ -279,4 +289,5 @@ async def run(ctx: RunContext) -> dict[str, Any]:
         "verification": verification,
         "contenders": [c.as_dict() for c in contenders],
         "memory": {"peak_rss_mb": peak_rss, "vmhwm_mb": vmhwm},
+        "prefix_cache_reset_before_each_run": all(resets),
     }

@@ -105,6 +105,25 @@ def http_get(url: str, timeout: float = 2.0) -> tuple[int, str]:
         return 0, ""
 
 
+def reset_prefix_cache(url: str) -> bool:
+    """Empty the prefix cache of the vLLM server at ``url`` (its ``/v1`` base URL).
+
+    Before each contender of a comparison, so that none reads prefixes that an earlier one
+    computed: peers whose prompts do not carry a run tag would otherwise find their items
+    cached from the round before. vLLM serves the endpoint in dev mode only
+    (``VLLM_SERVER_DEV_MODE=1``, which ``deploy/cpu-judge/cpujudge.sh`` sets); False when
+    the server does not offer it.
+    """
+    request = urllib.request.Request(
+        url.rstrip("/").removesuffix("/v1") + "/reset_prefix_cache", method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
 class Process:
     """A child process this benchmark started; stopped by its own pid only."""
 

@@ -230,9 +230,12 @@ start_one() { # key served port cpu_half
   # together, and the server outlives the shell that started it.
   (
     cd "$RUN"
+    # Dev mode adds POST /reset_prefix_cache: the benches empty the prefix cache before
+    # each contender, so that none reads prefixes another one computed. The servers
+    # listen on loopback only.
     export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-2} VLLM_CPU_OMP_THREADS_BIND=$bind \
       VLLM_CACHE_ROOT=$ROOT/vllm-cache HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
-      VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
+      VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 VLLM_SERVER_DEV_MODE=1
     exec setsid nohup "$PY" -m vllm.entrypoints.openai.api_server \
       --model "$MODELS/$served" --served-model-name "$served" \
       --host 127.0.0.1 --port "$port" --max-model-len 2048 --max-logprobs 20 \

@@ -12,7 +12,9 @@ held-out items, so neither rewardsvc's verdict cache nor vLLM's prefix cache car
 (the peer's prompt has no run tag: without the reset it found the items it scored in the
 round before still cached).
 
-Figures: judge prompt tokens per reward, rewards/s, the Pearson and Spearman correlation of
+Figures: judge prompt tokens per reward, the prompt tokens the judge computed per reward (not
+found in its prefix cache) beside the least its prompt layout allows (``bench.prefill``),
+rewards/s, the Pearson and Spearman correlation of
 the two methods' rewards (and of their criterion scores) on the same items, and the mean
 reward by item kind. Target (issue 18): batched ≥ 1.5× the peer's rewards/s in the same run,
 with per-criterion probabilities and good answers ranked above bad ones and attacks.
@@ -34,7 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import peers
+from bench import peers, prefill
 from bench.e2e import Contender, peer_run, service_contender
 from bench.harness import (
     BENCH_DIR,
@@ -51,7 +53,11 @@ from bench.harness import (
     served_models,
 )
 from bench.items import bench_items, warmup_items
+from rewardsvc.core.rubric import Rubric
 from rewardsvc.evaluation.metrics import ranks
+from rewardsvc.judges import prompts
+from rewardsvc.judges.batching import batch_prompt
+from rewardsvc.server.items import read_item
 
 METHODS = {"percrit": "logprob", "batched": "batched"}
 _SERVED = re.compile(r"^vllm:request_success_total\{[^}]*\} ([0-9.e+]+)$", re.M)
@@ -81,6 +87,44 @@ def judge_counters() -> dict[str, float]:
         for kind in ("queries", "hits"):
             out[kind] = sum(float(v) for k, v in _PREFIX.findall(text) if k == kind)
     return out
+
+
+def call_messages(who: str, rubric: Rubric, items: Sequence[dict[str, Any]]) -> list[Any]:
+    """The chat messages of every judge call a contender makes for ``items``, in order."""
+    out: list[Any] = []
+    for item in items:
+        if who == "trl":
+            out.append(
+                peers.trl_messages(
+                    rubric, item["prompt"], item["completion"], item.get("reference")
+                )
+            )
+            continue
+        rollout = read_item(0, item).rollout
+        assert rollout is not None, item
+        if who == "batched":
+            out.append(batch_prompt(rubric, rubric.criteria, rollout, "chat").prompt.messages)
+        else:
+            out += [
+                prompts.criterion_prompt(rubric, c, rollout, "logprob", "chat").messages
+                for c in rubric.criteria
+            ]
+    return out
+
+
+def least_prefill(
+    who: str, rubric: Rubric, items: Sequence[dict[str, Any]], warm: Sequence[dict[str, Any]]
+) -> float:
+    """Prompt tokens per reward that a contender's calls compute on the judge with a perfect
+    prefix cache, its warm-up seen first (``bench.prefill``)."""
+
+    def tokens(its: Sequence[dict[str, Any]]) -> list[list[int]]:
+        return [
+            prefill.tokenize(PRIMARY_URL, PRIMARY_MODEL, m) for m in call_messages(who, rubric, its)
+        ]
+
+    block = prefill.block_size(PRIMARY_URL)
+    return prefill.least_prefill(tokens(warm), tokens(items), block) / len(items)
 
 
 def criterion_scores(results: Sequence[dict[str, Any]], judge: str) -> dict[tuple[str, str], float]:
@@ -115,10 +159,12 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             for name, method in METHODS.items()
         }
     }
+    # One rubric copy per run, for its warm-up and its items alike (so the rubric's part of
+    # the prompt is cached when the items come, as the peer's is): no verdict carries over
+    # between rounds, and the prefix cache is emptied before each run.
     rubrics = {
-        (name, phase, r): rubric_variant(f"{run_id}-{name}-{phase}-{r}", judges=[name])
+        (name, r): rubric_variant(f"{run_id}-{name}-{r}", judges=[name])
         for name in METHODS
-        for phase in ("warm", "run")
         for r in range(args.repeats)
     }
     runs: dict[str, list[tuple[Contender, Any]]] = {name: [] for name in (*METHODS, "trl")}
@@ -132,17 +178,17 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 resets.append(reset_prefix_cache(PRIMARY_URL))
                 if who == "trl":
                     rubric = rubric_variant(f"{run_id}-trl-{r}")
+                    peers.trl_style(PRIMARY_URL, PRIMARY_MODEL, rubric, warm, [])
                     before = judge_counters()
-                    got = peers.trl_style(PRIMARY_URL, PRIMARY_MODEL, rubric, items, warm)
+                    got = peers.trl_style(PRIMARY_URL, PRIMARY_MODEL, rubric, items, [])
                     contender = peer_run("TRL-style reward func (1-10, sequential)", items, got)
-                    # trl_style warms up inside: its warm-up calls are its own too.
-                    own = got.calls + len(warm)
+                    own = got.calls
                     runs[who].append((contender, got.rewards))
                 else:
                     sizes = {"batch_size": args.batch_size, "concurrency": args.concurrency}
-                    await send_batches(svc.url, rubrics[(who, "warm", r)].id, warm, **sizes)
+                    await send_batches(svc.url, rubrics[(who, r)].id, warm, **sizes)
                     before = judge_counters()
-                    batch = await send_batches(svc.url, rubrics[(who, "run", r)].id, items, **sizes)
+                    batch = await send_batches(svc.url, rubrics[(who, r)].id, items, **sizes)
                     contender = service_contender(
                         f"rewardsvc {who} (method {METHODS[who]})", "rewardsvc", items, batch
                     )
@@ -155,6 +201,10 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 # on a CPU judge, where prefill compute is the limit, what sets rewards/s.
                 computed = (after["queries"] - before["queries"]) - (after["hits"] - before["hits"])
                 contender.notes["prefilled_tokens_per_reward"] = computed / len(items)
+                layout = rubric if who == "trl" else rubrics[(who, r)]
+                contender.notes["least_prefill_per_reward"] = least_prefill(
+                    who, layout, items, warm
+                )
                 log(
                     f"  {who}: {contender.rewards_per_s:.3f} rewards/s "
                     f"({contender.notes['foreign_requests']:.0f} foreign requests meanwhile)"
@@ -218,8 +268,8 @@ def markdown(result: dict[str, Any], command: str) -> str:
         f"{'yes' if result.get('prefix_cache_reset_before_each_run') else '**no**'}.",
         "",
         "| contender | rewards/s (runs) | judge calls | prompt tokens / reward | "
-        "completion tokens / reward | prefilled tokens / reward | valid | good | partial | "
-        "bad | attack | foreign |",
+        "completion tokens / reward | prefilled tokens / reward (least possible) | valid | "
+        "good | partial | bad | attack | foreign |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for c in result["contenders"].values():
@@ -228,7 +278,8 @@ def markdown(result: dict[str, Any], command: str) -> str:
         lines.append(
             f"| {c['name']} | {c['rewards_per_s']:.3f} ({runs}) | {c['calls']} | "
             f"{c['prompt_tokens'] / c['items']:.0f} | {c['completion_tokens'] / c['items']:.1f} | "
-            f"{c['notes'].get('prefilled_tokens_per_reward', math.nan):.0f} | "
+            f"{c['notes'].get('prefilled_tokens_per_reward', math.nan):.0f} "
+            f"({c['notes'].get('least_prefill_per_reward', math.nan):.0f}) | "
             f"{c['valid']}/{c['items']} | {k.get('good', '-')} | {k.get('partial', '-')} | "
             f"{k.get('bad', '-')} | {k.get('attack', '-')} | "
             f"{c['notes'].get('foreign_requests', math.nan):.0f} |"
@@ -249,7 +300,10 @@ def markdown(result: dict[str, Any], command: str) -> str:
         f"{t['criterion_probabilities_in_0_1']}.",
         "",
         "`prefilled tokens`: prompt tokens the judge computed, not found in its prefix cache "
-        "(vLLM's `vllm:prefix_cache_queries_total` minus `hits_total`), per reward. "
+        "(vLLM's `vllm:prefix_cache_queries_total` minus `hits_total`), per reward; in "
+        "brackets, what the contender's prompts cost with a perfect prefix cache "
+        "(`bench/prefill.py`: each call computes what it does not share, in whole KV blocks, "
+        "with an earlier prompt). "
         "`foreign`: requests the judge server finished during the median run that were not "
         "the contender's (other clients of the shared judge), from vLLM's "
         "`vllm:request_success_total`. The judge is a 135M model on a shared, loaded CPU: "

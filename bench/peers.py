@@ -172,10 +172,22 @@ def trl_rubric_text(rubric: Rubric) -> str:
     return "\n".join(lines)
 
 
+def trl_messages(
+    rubric: Rubric, prompt: str, completion: str, reference: str | None = None
+) -> list[dict[str, str]]:
+    """The one chat message the TRL-style reward function sends for a completion."""
+    content = TRL_PROMPT.format(
+        rubric=trl_rubric_text(rubric),
+        prompt=prompt,
+        reference=f"\nReference answer:\n{reference}\n" if reference else "",
+        completion=completion,
+    )
+    return [{"role": "user", "content": content}]
+
+
 def make_trl_reward_func(url: str, model: str, rubric: Rubric, stats: dict[str, Any]):
     """A reward function with TRL's signature that calls the judge once per completion."""
     client = openai.OpenAI(base_url=url, api_key="EMPTY", timeout=600)
-    rubric_text = trl_rubric_text(rubric)
 
     def rubric_judge_reward(
         prompts: list[str],
@@ -186,15 +198,9 @@ def make_trl_reward_func(url: str, model: str, rubric: Rubric, stats: dict[str, 
         rewards = []
         refs = reference or [None] * len(prompts)
         for prompt, completion, ref in zip(prompts, completions, refs, strict=True):
-            content = TRL_PROMPT.format(
-                rubric=rubric_text,
-                prompt=prompt,
-                reference=f"\nReference answer:\n{ref}\n" if ref else "",
-                completion=completion,
-            )
             response = client.chat.completions.create(
                 model=model,
-                messages=[{"role": "user", "content": content}],
+                messages=trl_messages(rubric, prompt, completion, ref),
                 temperature=0.0,
                 max_tokens=8,
             )

@@ -264,7 +264,7 @@ def _score_locally(
     from rewardsvc.judges.judge import build_judges
     from rewardsvc.scoring.engine import Engine
     from rewardsvc.server.dispatch import Target, score_target
-    from rewardsvc.server.wire import RewardOptions
+    from rewardsvc.server.wire.rewards import RewardOptions
 
     async def run() -> dict:
         graders = Graders()

@@ -27,7 +27,13 @@ from rewardsvc.library.registry import Registry
 from rewardsvc.server import compat
 from rewardsvc.server.app import create_app
 from rewardsvc.server.compat import response_from_query, strip_trailing_special_tokens
-from rewardsvc.server.wire import RewardOptions, RewardResponse, RewardResult, RubricRef, Usage
+from rewardsvc.server.wire.rewards import (
+    RewardOptions,
+    RewardResponse,
+    RewardResult,
+    RubricRef,
+    Usage,
+)
 from rewardsvc_client._adapt import status_numbers
 
 KEY = "trainer-key-42"

@@ -22,7 +22,7 @@ from rewardsvc.scoring.engine import Engine
 from rewardsvc.server.dispatch import Target, resolve_target, score_target
 from rewardsvc.server.errors import ApiError
 from rewardsvc.server.service import Service
-from rewardsvc.server.wire import RewardRequest
+from rewardsvc.server.wire.rewards import RewardRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 POOL = load_pool(ROOT / "deploy" / "cpu-judge" / "judges.yaml")

@@ -31,7 +31,7 @@ from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.scoring.cache import VerdictCache
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.server.dispatch import score_batch
-from rewardsvc.server.wire import RewardOptions, RewardResponse
+from rewardsvc.server.wire.rewards import RewardOptions, RewardResponse
 
 # ------------------------------------------------------------------ helpers
 

@@ -50,3 +50,16 @@ def test_a_lower_room_importing_the_server_breaks_the_layers(tmp_path: Path) -> 
     done = lint(copy, pythonpath=copy)
     assert done.returncode != 0, done.stdout[-3000:]
     assert "rewardsvc.scoring is not allowed to import rewardsvc.server" in done.stdout
+
+
+def test_a_wire_module_importing_serving_code_breaks_the_contract(tmp_path: Path) -> None:
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT / "rewardsvc", copy / "rewardsvc")
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    (copy / "rewardsvc" / "server" / "wire" / "leak.py").write_text(
+        '"""A wire module that reaches into the admission code."""\n\n'
+        "import rewardsvc.server.guards  # noqa\n"
+    )
+    done = lint(copy, pythonpath=copy)
+    assert done.returncode != 0, done.stdout[-3000:]
+    assert "rewardsvc.server.wire.leak -> rewardsvc.server.guards" in done.stdout

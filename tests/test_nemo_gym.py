@@ -32,7 +32,8 @@ from rewardsvc.library.yamlfile import load_file
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.server import agents
 from rewardsvc.server.dispatch import score_batch
-from rewardsvc.server.wire import RewardOptions, RewardResponse
+from rewardsvc.server.wire.agents import NemoGymVerifyRequest
+from rewardsvc.server.wire.rewards import RewardOptions, RewardResponse
 from tests.trainers.venvs import cache_dir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -289,7 +290,7 @@ async def test_nemo_gym_unscorable_item_is_a_masked_verifier_error(nemo: NemoGym
         reply = await post(app_with(engine, rubric), rubric.id, body)
         with_ref = json.loads(body) | {"answer": "4 C"}
         assert "reference" in agents.verify_item(
-            agents.NemoGymVerifyRequest.model_validate(with_ref), "answer"
+            NemoGymVerifyRequest.model_validate(with_ref), "answer"
         )
     finally:
         await engine.aclose()

@@ -21,7 +21,7 @@ from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.preferences import PreferenceOptions, judge_preferences
 from rewardsvc.server.comparative import preference_response, read_group
 from rewardsvc.server.dispatch import score_batch
-from rewardsvc.server.wire import RewardOptions
+from rewardsvc.server.wire.rewards import RewardOptions
 
 
 class Scorer(Protocol):

@@ -27,9 +27,10 @@ import json
 from typing import Annotated, Any, Protocol
 
 from fastapi import APIRouter, Depends, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
 
-from rewardsvc.server.wire import ErrorDetail, RewardOptions, RewardResponse
+from rewardsvc.server.wire.agents import NemoGymVerifyRequest, NemoGymVerifyResponse
+from rewardsvc.server.wire.errors import ErrorDetail
+from rewardsvc.server.wire.rewards import RewardOptions, RewardResponse
 
 FAILURE_REASON_CHARS = 2000
 
@@ -52,50 +53,6 @@ def get_agent_scorer(request: Request) -> AgentScorer:
 
 
 AgentScorerDep = Annotated[AgentScorer, Depends(get_agent_scorer)]
-
-
-class ResponsesCreateParams(BaseModel):
-    """The part of NeMo Gym's ``responses_create_params`` read here; the rest is echoed."""
-
-    model_config = ConfigDict(extra="allow")
-
-    input: str | list[dict[str, Any]] = Field(
-        description="The task: a string, or Responses-API input items (messages, ...)."
-    )
-    instructions: str | None = Field(default=None, description="A system message.")
-
-
-class ResponseOut(BaseModel):
-    """The part of NeMo Gym's ``response`` read here (its ``output`` items)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    output: list[dict[str, Any]] = Field(
-        description="The policy's Responses-API items: messages, function calls, function "
-        "call outputs, reasoning."
-    )
-
-
-class NemoGymVerifyRequest(BaseModel):
-    """NeMo Gym's verify request (``BaseVerifyRequest``); other fields are echoed back."""
-
-    model_config = ConfigDict(extra="allow")
-
-    responses_create_params: ResponsesCreateParams
-    response: ResponseOut
-
-
-class NemoGymVerifyResponse(NemoGymVerifyRequest):
-    """The request body plus the reward, as NeMo Gym's ``BaseVerifyResponse``."""
-
-    reward: float = Field(description="The reward in [0, 1]; 0.0 on a masked failure.")
-    mask_sample: bool = Field(
-        default=False, description="The reward measures nothing (judges failed): mask it."
-    )
-    failure_kind: str | None = Field(
-        default=None, description="judge_failed or verifier_error, when masked."
-    )
-    failure_reason: str | None = None
 
 
 def verify_item(body: NemoGymVerifyRequest, reference_field: str) -> dict[str, Any]:

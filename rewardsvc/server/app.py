@@ -31,7 +31,7 @@ from rewardsvc.server.guards import (
 )
 from rewardsvc.server.metrics import RequestMetricsMiddleware
 from rewardsvc.server.service import start_service
-from rewardsvc.server.wire import ValidateRequest
+from rewardsvc.server.wire.rubrics import ValidateRequest
 from rewardsvc.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -5,220 +5,38 @@ The routes read each group or pair on its own (a malformed one is ``rejected`` n
 field; the others are scored), resolve the rubric, and call the service through the narrow
 :class:`Comparer` protocol; the service delegates to ``rewardsvc.scoring.groups`` and
 ``rewardsvc.scoring.preferences`` and returns their domain results, which are mapped here
-to the wire models below.
+to the wire models of ``rewardsvc.server.wire.comparative``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Protocol
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
-from rewardsvc.core import comparative as cmp
 from rewardsvc.core.errors import RequestError, field_problems
-from rewardsvc.core.rubric import JudgeRule, Rubric
+from rewardsvc.core.rubric import Rubric
 from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions, JudgeGroup
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions
 from rewardsvc.server.errors import ApiError, error_responses
 from rewardsvc.server.items import echo_id, rollout_of, unreadable_text
-from rewardsvc.server.wire import Item, RubricRef, Status, Text
-
-# ------------------------------------------------------------------ requests
-
-
-class GroupItem(BaseModel):
-    """One group: completions of one prompt, compared with each other."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str | None = Field(default=None, max_length=256, description="Defaults to the index.")
-    prompt: Text = Field(description="What the policy was asked: a string or chat messages.")
-    completions: list[Text] = Field(
-        min_length=2, description="The group's completions (untrusted), strings or messages."
-    )
-    reference: str | None = Field(default=None, description="Reference answer or label.")
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-
-class GroupOptionsIn(BaseModel):
-    """How to compare the completions of each group."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    method: Literal["listwise", "pairwise"] = Field(
-        default="listwise",
-        description="listwise: one call per order sees the whole group; pairwise: a "
-        "tournament of pairs, each asked in both orders.",
-    )
-    tournament: cmp.Tournament = Field(
-        default="circular",
-        description="pairwise: circular (each against the next), all_pairs, or sample "
-        "(a random connected set of `pairs` pairs).",
-    )
-    orders: int = Field(
-        default=2, ge=1, le=8, description="listwise: shuffled presentation orders asked."
-    )
-    pairs: int | None = Field(
-        default=None, ge=1, description="tournament sample: pairs per group (default n)."
-    )
-    judges: list[str] | None = Field(default=None, min_length=1)
-    rule: JudgeRule | None = Field(default=None, description="Override the judge rule.")
-    min_judges: int | None = Field(default=None, ge=1)
-    seed: int | None = Field(
-        default=None, description="Changes the shuffles (default: seeded by the content)."
-    )
-
-
-class GroupRequest(BaseModel):
-    """Groups of completions scored relative to each other against one rubric."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    rubric: str | Rubric = Field(description="A library rubric id or an inline rubric.")
-    groups: list[Any] = Field(min_length=1, description="Groups (see GroupItem).")
-    options: GroupOptionsIn = Field(default_factory=GroupOptionsIn)
-    run: str | None = Field(default=None, max_length=128, description="The training run.")
-
-
-class PairIn(BaseModel):
-    """Two completions of one prompt to compare."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str | None = Field(default=None, max_length=256)
-    prompt: Text
-    a: Text = Field(description="The first completion (untrusted).")
-    b: Text = Field(description="The second completion (untrusted).")
-    reference: str | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-
-class PreferenceOptionsIn(BaseModel):
-    """Overrides and the label margin."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    judges: list[str] | None = Field(default=None, min_length=1)
-    rule: JudgeRule | None = None
-    min_judges: int | None = Field(default=None, ge=1)
-    margin: float = Field(
-        default=cmp.DEFAULT_MARGIN,
-        ge=0.0,
-        lt=0.5,
-        description="label a when p_a_better > 0.5 + margin, b when < 0.5 - margin, else tie.",
-    )
-
-
-class PreferenceRequest(BaseModel):
-    """Pairs judged in both orders against one rubric."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    rubric: str | Rubric
-    pairs: list[Any] = Field(min_length=1, description="Pairs (see PairIn).")
-    options: PreferenceOptionsIn = Field(default_factory=PreferenceOptionsIn)
-    run: str | None = Field(default=None, max_length=128, description="The training run.")
-
-
-# ------------------------------------------------------------------ responses
-
-
-class ComparisonOut(BaseModel):
-    """One judge call: criterion, order name, completions shown (input indices, in the
-    order shown) and P(each shown label), or why it failed."""
-
-    criterion: str
-    order: str = Field(description="ab / ba for a pair; order1, order2 ... for listwise.")
-    shown: list[int]
-    p: list[float] | None = None
-    error: str | None = None
-    error_kind: str | None = None
-
-
-class GroupJudgeOut(BaseModel):
-    """One judge on one group."""
-
-    rewards: list[float] | None = Field(description="Win rates in input order; null on failure.")
-    position_consistency: float | None = None
-    criteria: dict[str, list[float]] = Field(
-        default_factory=dict, description="Per criterion: each completion's win rate."
-    )
-    comparisons: list[ComparisonOut] = Field(default_factory=list)
-    error: str | None = None
-
-
-class GroupResultOut(BaseModel):
-    """Rewards of one group, in input order."""
-
-    id: str
-    rewards: list[float | None] = Field(
-        description="Each in [0, 1]: the expected win rate against the rest of the group."
-    )
-    position_consistency: float | None = Field(
-        description="Share of compared pairs whose verdict survived the change of order."
-    )
-    status: Status
-    uncertainty: list[float] | None = None
-    judges: dict[str, GroupJudgeOut] = Field(default_factory=dict)
-    flags: list[list[str]] = Field(default_factory=list, description="Per completion.")
-    error: str | None = None
-
-
-class ComparativeUsageOut(BaseModel):
-    """Judge work of the request, with calls per presentation order."""
-
-    judge_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_ms: float = 0.0
-    calls_by_order: dict[str, int] = Field(default_factory=dict)
-
-
-class GroupResponse(BaseModel):
-    """Rewards of every group, in request order."""
-
-    rubric: RubricRef
-    method: str
-    results: list[GroupResultOut]
-    usage: ComparativeUsageOut
-
-
-class JudgePreferenceOut(BaseModel):
-    """One judge on one pair."""
-
-    p_a_better: float | None
-    orders: dict[str, float] | None = None
-    consistent: bool | None = None
-    criteria: dict[str, dict[str, float]] = Field(default_factory=dict)
-    error: str | None = None
-
-
-class PreferenceResultOut(BaseModel):
-    """The verdict on one pair."""
-
-    id: str
-    p_a_better: float | None = Field(description="P(a better), the mean of both orders.")
-    orders: dict[str, float] | None = Field(
-        description="ab: P(a better) with a shown first; ba: with b shown first."
-    )
-    consistent: bool | None = Field(description="orders.ab and orders.ba on one side of 0.5.")
-    label: Literal["a", "b", "tie"] | None
-    status: Status
-    uncertainty: float | None = None
-    judges: dict[str, JudgePreferenceOut] = Field(default_factory=dict)
-    flags: dict[str, list[str]] = Field(default_factory=dict)
-    error: str | None = None
-
-
-class PreferenceResponse(BaseModel):
-    """Verdicts on every pair, in request order."""
-
-    rubric: RubricRef
-    results: list[PreferenceResultOut]
-    usage: ComparativeUsageOut
-
+from rewardsvc.server.wire.comparative import (
+    ComparativeUsageOut,
+    ComparisonOut,
+    GroupItem,
+    GroupJudgeOut,
+    GroupRequest,
+    GroupResponse,
+    GroupResultOut,
+    JudgePreferenceOut,
+    PairIn,
+    PreferenceRequest,
+    PreferenceResponse,
+    PreferenceResultOut,
+)
+from rewardsvc.server.wire.rewards import Item, RubricRef
 
 # ------------------------------------------------------------------ service protocol
 

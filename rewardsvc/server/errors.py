@@ -13,7 +13,7 @@ from fastapi import HTTPException
 from starlette.responses import JSONResponse
 
 from rewardsvc.core.errors import FieldProblem, RequestError, field_problems
-from rewardsvc.server.wire import ErrorDetail
+from rewardsvc.server.wire.errors import ErrorDetail
 
 
 class ApiError(HTTPException):

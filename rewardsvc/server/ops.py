@@ -8,7 +8,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from rewardsvc.server.errors import error_responses
 from rewardsvc.server.service import ServiceDep
-from rewardsvc.server.wire import Health, Readiness
+from rewardsvc.server.wire.ops import Health, Readiness
 
 health = APIRouter(tags=["operations"])
 

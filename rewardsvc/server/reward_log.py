@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardsvc.server import metrics
-from rewardsvc.server.wire import RewardResponse
+from rewardsvc.server.wire.rewards import RewardResponse
 
 log = logging.getLogger(__name__)
 

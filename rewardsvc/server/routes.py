@@ -16,11 +16,10 @@ from rewardsvc.library.yamlfile import InvalidFile, Problem
 from rewardsvc.server.errors import ApiError, error_responses, format_validation_errors
 from rewardsvc.server.guards import check_batch
 from rewardsvc.server.service import ServiceDep
-from rewardsvc.server.wire import (
+from rewardsvc.server.wire.rewards import RewardRequest, RewardResponse
+from rewardsvc.server.wire.rubrics import (
     FileProblem,
     ProblemOut,
-    RewardRequest,
-    RewardResponse,
     RubricDetail,
     RubricList,
     RubricSummary,

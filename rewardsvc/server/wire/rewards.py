@@ -1,8 +1,9 @@
-"""Wire models of every route of the HTTP API, in one module.
+"""Wire models of ``POST /v1/rewards``: the rollouts it reads (chat messages, tool calls,
+Responses-API items), its options, and the rewards it returns.
 
-FastAPI renders their docstrings as the API documentation. Pure data: no I/O, no imports
-from the serving code; the engine never sees these (the server maps them to and from the
-domain types of ``rewardsvc.core``).
+The item shapes (:class:`Item`, :data:`Text`, :class:`Message`) and the result shapes
+(:class:`RewardResult`, :class:`RubricRef`, :data:`Status`) are shared by the other route
+families, which read the same rollouts and report the same statuses.
 """
 
 from __future__ import annotations
@@ -328,105 +329,3 @@ class RewardResponse(BaseModel):
     rubric: RubricRef
     results: list[RewardResult]
     usage: Usage
-
-
-class ErrorDetail(BaseModel):
-    """A 4xx/5xx body: what was wrong and where."""
-
-    error: str = Field(description="Machine-readable kind, e.g. invalid_request, unknown_rubric.")
-    message: str
-    field: str | None = Field(default=None, description="The offending field, e.g. items[3].")
-
-
-# ------------------------------------------------------------------ rubric library and operations
-
-
-class ProblemOut(BaseModel):
-    """One validation problem of a rubric: its line, the key path, and what is wrong."""
-
-    line: int
-    path: str = Field(description="Key path inside the rubric, e.g. criteria[2].weight.")
-    message: str
-
-
-class FileProblem(ProblemOut):
-    """A validation problem of a rubric file of the library."""
-
-    file: str = Field(description="File name inside the rubric folder.")
-
-
-class RubricSummary(BaseModel):
-    """A served rubric of the library."""
-
-    id: str
-    version: str = Field(description="Hash of the rubric's normalized content.")
-    kind: str
-    description: str
-    file: str = Field(description="Source file name inside the rubric folder.")
-    criteria: list[str] = Field(description="Criterion ids.")
-    judges: list[str] = Field(description="Judge names that score it.")
-    refused_edit: bool = Field(
-        description="The file's latest edit did not validate; the last good version serves."
-    )
-
-
-class RubricList(BaseModel):
-    """The rubric library: served rubrics and the problems of refused files."""
-
-    rubrics: list[RubricSummary]
-    errors: list[FileProblem] = Field(
-        description="Problems of files whose latest edit was refused (or never validated)."
-    )
-
-
-class RubricDetail(BaseModel):
-    """One served rubric: version, source file and text, and any refused edit's problems."""
-
-    id: str
-    version: str
-    file: str = Field(description="Source file name inside the rubric folder.")
-    yaml: str = Field(description="The YAML text of the served version.")
-    rubric: Rubric = Field(description="The served rubric, with defaults filled in.")
-    errors: list[ProblemOut] = Field(
-        description="Problems of the file's latest edit when it was refused (the served "
-        "version is then the last good one); empty otherwise."
-    )
-
-
-class ValidateRequest(BaseModel):
-    """Rubric YAML to check (the JSON form of ``POST /v1/rubrics/validate``)."""
-
-    yaml: str = Field(description="The rubric as YAML text.")
-
-
-class ValidationReport(BaseModel):
-    """Whether rubric YAML is valid against the schema and this service's judge pool."""
-
-    valid: bool
-    id: str | None = Field(default=None, description="The rubric id, when valid.")
-    version: str | None = Field(default=None, description="The version it would have.")
-    errors: list[ProblemOut] = Field(default_factory=list)
-
-
-class Health(BaseModel):
-    """Liveness: the process answers."""
-
-    status: str = "ok"
-
-
-class Readiness(BaseModel):
-    """Readiness: rubrics are loaded and enough judges answer for every rubric."""
-
-    ready: bool
-    message: str = Field(description="Why the service is not ready, or 'ready'.")
-    rubrics: int = Field(description="Rubrics served.")
-    judges: dict[str, bool] = Field(description="Whether each pool judge answered its probe.")
-    shared_state: Literal["none", "ok", "unreachable"] = Field(
-        default="none",
-        description="The shared state store (REWARDSVC_REDIS_URL): none when not configured; "
-        "unreachable while the service scores on local state (it stays ready: every replica "
-        "would otherwise leave together).",
-    )
-    shared_pending: int = Field(
-        default=0, description="Writes queued for the shared state store while it is away."
-    )

@@ -1,0 +1,54 @@
+"""Wire models: every request and response body of the HTTP API, one module per route family.
+
+FastAPI renders their docstrings and field descriptions as the API documentation, so
+these models *are* the documentation: a model's docstring says what the body is, each
+field's description what it means.
+
+* ``rewards``: ``POST /v1/rewards`` and the item, message and result shapes the other
+  families share;
+* ``rubrics``: the rubric library (``/v1/rubrics``, ``/v1/rubrics/validate``);
+* ``comparative``: ``POST /v1/groups`` and ``POST /v1/preferences``;
+* ``compat``: the OpenRLHF and slime trainer protocols;
+* ``agents``: NeMo Gym's verify protocol;
+* ``monitor``: ``GET /v1/monitor``;
+* ``ops``: liveness and readiness;
+* ``errors``: the error body of every route.
+
+Pure data: these modules may import pydantic, ``rewardsvc.core`` and each other; nothing
+of the server's serving code (route modules, service, dispatch, guards, metrics), of the
+rooms the server calls (scoring, monitor, judges, graders, library, safety), of the
+settings, or of the HTTP framework. The engine never sees these models: the route modules
+map them to and from the domain types of ``rewardsvc.core``.
+
+The names below are re-exported only for the modules that still import them from the
+package itself; new code imports from the module that defines the model.
+"""
+
+from rewardsvc.server.wire.ops import Health, Readiness
+from rewardsvc.server.wire.rewards import (
+    ComponentScore,
+    CriterionScore,
+    Item,
+    JudgeResult,
+    RewardOptions,
+    RewardResponse,
+    RewardResult,
+    RubricRef,
+    StepScore,
+    Usage,
+)
+
+__all__ = [
+    "ComponentScore",
+    "CriterionScore",
+    "Health",
+    "Item",
+    "JudgeResult",
+    "Readiness",
+    "RewardOptions",
+    "RewardResponse",
+    "RewardResult",
+    "RubricRef",
+    "StepScore",
+    "Usage",
+]

@@ -26,8 +26,9 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Protocol
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 
+from rewardsvc.server.state import running_service
 from rewardsvc.server.wire.agents import NemoGymVerifyRequest, NemoGymVerifyResponse
 from rewardsvc.server.wire.errors import ErrorDetail
 from rewardsvc.server.wire.rewards import RewardOptions, RewardResponse
@@ -47,12 +48,7 @@ class AgentScorer(Protocol):
     ) -> RewardResponse: ...
 
 
-def get_agent_scorer(request: Request) -> AgentScorer:
-    """The running service, set on the app by its lifespan."""
-    return request.app.state.service  # type: ignore[no-any-return]
-
-
-AgentScorerDep = Annotated[AgentScorer, Depends(get_agent_scorer)]
+AgentScorerDep = Annotated[AgentScorer, Depends(running_service)]
 
 
 def verify_item(body: NemoGymVerifyRequest, reference_field: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Protocol
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 from pydantic import ValidationError
 
 from rewardsvc.core.errors import RequestError, field_problems
@@ -22,6 +22,7 @@ from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions, JudgeGro
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions
 from rewardsvc.server.errors import ApiError, error_responses
 from rewardsvc.server.items import echo_id, rollout_of, unreadable_text
+from rewardsvc.server.state import running_service
 from rewardsvc.server.wire.comparative import (
     ComparativeUsageOut,
     ComparisonOut,
@@ -62,12 +63,7 @@ class Comparer(Protocol):
     ) -> PreferenceBatch: ...
 
 
-def get_comparer(request: Request) -> Comparer:
-    """The running service (set by the app's lifespan)."""
-    return request.app.state.service  # type: ignore[no-any-return]
-
-
-ComparerDep = Annotated[Comparer, Depends(get_comparer)]
+ComparerDep = Annotated[Comparer, Depends(running_service)]
 
 
 def _rubric(comparer: Comparer, rubric: str | Rubric) -> Rubric:

@@ -44,6 +44,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
 from rewardsvc.server.errors import ApiError
+from rewardsvc.server.state import running_service
 from rewardsvc.server.wire.compat import (
     OpenRLHFExtraLogs,
     OpenRLHFRequest,
@@ -75,12 +76,7 @@ class Scorer(Protocol):
     ) -> RewardResponse: ...
 
 
-def get_scorer(request: Request) -> Scorer:
-    """The running service, set on the app by its lifespan."""
-    return request.app.state.service  # type: ignore[no-any-return]
-
-
-ScorerDep = Annotated[Scorer, Depends(get_scorer)]
+ScorerDep = Annotated[Scorer, Depends(running_service)]
 
 
 class Attempts:
@@ -110,7 +106,7 @@ class Attempts:
         self.seen.pop(self._key(route, rubric, body), None)
 
 
-def get_attempts(request: Request) -> Attempts:
+async def get_attempts(request: Request) -> Attempts:
     """The app's try counter (created on first use)."""
     attempts = getattr(request.app.state, "compat_attempts", None)
     if attempts is None:

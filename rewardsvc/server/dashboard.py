@@ -279,7 +279,7 @@ def canary_scorer(engine: Engine, rubric_of: Callable[[str], Rubric]) -> ScoreFn
 # ------------------------------------------------------------------ routes
 
 
-def get_monitor(request: Request) -> Monitor:
+async def get_monitor(request: Request) -> Monitor:
     """The app's monitor: ``app.state.service.monitor``, else ``app.state.monitor``."""
     service = getattr(request.app.state, "service", None)
     monitor = getattr(service, "monitor", None) or getattr(request.app.state, "monitor", None)

@@ -41,7 +41,7 @@ from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.recipes import RecipeRunner, engine_scorer, plan_routes, resolve_components
 from rewardsvc.server.errors import ApiError
 from rewardsvc.server.items import read_item, score_options
-from rewardsvc.server.wire import (
+from rewardsvc.server.wire.rewards import (
     ComponentScore,
     CriterionScore,
     JudgeResult,

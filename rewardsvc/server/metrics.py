@@ -3,13 +3,18 @@ observer of the scoring path and the request-counting middleware."""
 
 from __future__ import annotations
 
+from typing import Generic, TypeVar
+
 from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client.metrics import MetricWrapperBase
 from starlette.applications import Starlette
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rewardsvc.core.results import BatchResult
 from rewardsvc.core.verdict import Verdict
+
+M = TypeVar("M", bound=MetricWrapperBase)
 
 REQUESTS = Counter(
     "rewardsvc_requests_total", "HTTP requests by route and status code", ["route", "code"]
@@ -57,18 +62,46 @@ RUBRIC_ERRORS = Gauge(
 )
 
 
+class Children(Generic[M]):
+    """The children of one labelled metric by their label values (in the metric's label
+    order), each looked up in the metric once: ``labels()`` checks its arguments and takes
+    a lock on every call, and the scoring path records several per judge call. Holds no
+    more children than the metric itself keeps."""
+
+    def __init__(self, metric: M):
+        self._metric = metric
+        self._children: dict[tuple[str, ...], M] = {}
+
+    def __call__(self, *values: str) -> M:
+        """The child for these label values."""
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = self._metric.labels(*values)
+        return child
+
+
+_JUDGE_CALLS = Children(JUDGE_CALLS)
+_JUDGE_ERRORS = Children(JUDGE_ERRORS)
+_JUDGE_LATENCY = Children(JUDGE_LATENCY)
+_JUDGE_TOKENS = Children(JUDGE_TOKENS)
+_ITEMS = Children(ITEMS)
+_REWARDS = Children(REWARDS)
+_FLAGS = Children(FLAGS)
+_REQUESTS = Children(REQUESTS)
+
+
 class PrometheusObserver:
     """The service's observer (``rewardsvc.core.observe.Observer``): records every event of
     the scoring path into the metrics above. The only place that records them."""
 
     def judge_call(self, judge: str, verdict: Verdict) -> None:
         """Count the call, its latency and tokens, and its failure kind."""
-        JUDGE_CALLS.labels(judge=judge).inc()
+        _JUDGE_CALLS(judge).inc()
         if verdict.error_kind is not None:
-            JUDGE_ERRORS.labels(judge=judge, kind=verdict.error_kind).inc()
-        JUDGE_LATENCY.labels(judge=judge).observe(verdict.latency_ms / 1000.0)
-        JUDGE_TOKENS.labels(judge=judge, kind="prompt").inc(verdict.prompt_tokens)
-        JUDGE_TOKENS.labels(judge=judge, kind="completion").inc(verdict.completion_tokens)
+            _JUDGE_ERRORS(judge, verdict.error_kind).inc()
+        _JUDGE_LATENCY(judge).observe(verdict.latency_ms / 1000.0)
+        _JUDGE_TOKENS(judge, "prompt").inc(verdict.prompt_tokens)
+        _JUDGE_TOKENS(judge, "completion").inc(verdict.completion_tokens)
 
     def breaker(self, judge: str, url: str, is_open: bool) -> None:
         """Show the breaker's state."""
@@ -81,11 +114,11 @@ class PrometheusObserver:
     def batch(self, label: str, result: BatchResult) -> None:
         """Count items by status, rewards and flags."""
         for item in result.items:
-            ITEMS.labels(rubric=label, status=item.status).inc()
+            _ITEMS(label, item.status).inc()
             if item.reward is not None:
-                REWARDS.labels(rubric=label).observe(item.reward)
+                _REWARDS(label).observe(item.reward)
             for flag in item.flags:
-                FLAGS.labels(flag=flag).inc()
+                _FLAGS(flag).inc()
 
     def rubric_file(self, file: str, refused: bool) -> None:
         """Show whether a rubric file's latest edit was refused."""
@@ -129,4 +162,4 @@ class RequestMetricsMiddleware:
         try:
             await self.app(scope, receive, counting_send)
         finally:
-            REQUESTS.labels(route=self._route(scope), code=str(status)).inc()
+            _REQUESTS(self._route(scope), str(status)).inc()

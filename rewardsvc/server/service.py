@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import Depends
 
 from rewardsvc.core.errors import RequestError
 from rewardsvc.core.observe import Observers
@@ -49,7 +49,8 @@ from rewardsvc.server.errors import ApiError
 from rewardsvc.server.guards import InflightLimiter, check_batch
 from rewardsvc.server.readiness import ReadinessProbe
 from rewardsvc.server.reward_log import RewardLog
-from rewardsvc.server.wire import (
+from rewardsvc.server.state import running_service
+from rewardsvc.server.wire.rewards import (
     RewardOptions,
     RewardResponse,
 )
@@ -281,15 +282,7 @@ class Service:
             await asyncio.to_thread(self.reward_log.close)
 
 
-def get_service(request: Request) -> Service:
-    """The running service (set by the app's lifespan)."""
-    service = getattr(request.app.state, "service", None)
-    if service is None:
-        raise RuntimeError("the app's lifespan has not run (use it as an ASGI app with lifespan)")
-    return service  # type: ignore[no-any-return]
-
-
-ServiceDep = Annotated[Service, Depends(get_service)]
+ServiceDep = Annotated[Service, Depends(running_service)]
 
 
 async def start_service(

@@ -19,36 +19,4 @@ of the server's serving code (route modules, service, dispatch, guards, metrics)
 rooms the server calls (scoring, monitor, judges, graders, library, safety), of the
 settings, or of the HTTP framework. The engine never sees these models: the route modules
 map them to and from the domain types of ``rewardsvc.core``.
-
-The names below are re-exported only for the modules that still import them from the
-package itself; new code imports from the module that defines the model.
 """
-
-from rewardsvc.server.wire.ops import Health, Readiness
-from rewardsvc.server.wire.rewards import (
-    ComponentScore,
-    CriterionScore,
-    Item,
-    JudgeResult,
-    RewardOptions,
-    RewardResponse,
-    RewardResult,
-    RubricRef,
-    StepScore,
-    Usage,
-)
-
-__all__ = [
-    "ComponentScore",
-    "CriterionScore",
-    "Health",
-    "Item",
-    "JudgeResult",
-    "Readiness",
-    "RewardOptions",
-    "RewardResponse",
-    "RewardResult",
-    "RubricRef",
-    "StepScore",
-    "Usage",
-]

@@ -10,9 +10,11 @@ pydantic validation context: ``judge_names`` (the judge pool's names) and
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     ConfigDict,
@@ -319,8 +321,22 @@ class Rubric(StrictModel):
 
     def version(self) -> str:
         """Hash of the normalized content: comments and key order do not change it."""
+        return self._content_version
+
+    # Hashed once per rubric object: every request asks, and a rubric never changes (the
+    # model is frozen; an edited file is loaded as a new object). Not a field: it takes
+    # no part in equality or dumps.
+    @functools.cached_property
+    def _content_version(self) -> str:
         # The monitor's thresholds do not change a reward: editing them must not reset the
         # verdict cache, calibration windows or the run's baseline.
         content = self.model_dump(mode="json", exclude={"monitor"})
         canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy, as pydantic's; with ``update`` its content, so its version, is new."""
+        copied = super().model_copy(update=update, deep=deep)
+        if update:
+            copied.__dict__.pop("_content_version", None)
+        return copied

@@ -64,10 +64,19 @@ class Judge:
         self.method = method_for(config.method)
         self.shape = shape_for(config.api)
         self._reasoning = prompts.reasoning_chars(config.sampling.max_tokens)
+        self._identity: tuple[JudgeConfig, Defuser, str] | None = None
 
     def cache_identity(self) -> str:
         """Model, API, method, sampling, prompt version and defusing of the model's own
         special tokens: what makes a verdict reusable."""
+        # Asked by every request; config and defuser are immutable, so the text is made
+        # once for as long as the judge holds the same ones.
+        held = self._identity
+        if held is None or held[0] is not self.config or held[1] is not self.defuser:
+            held = self._identity = (self.config, self.defuser, self._identity_text())
+        return held[2]
+
+    def _identity_text(self) -> str:
         identity = {
             "model": self.config.model,
             "api": self.config.api,

@@ -22,6 +22,7 @@ carrying what the call cost; transport failures pass through as ``BackendError``
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable
@@ -88,8 +89,9 @@ def distribution(
         # Renormalizing a vanishing mass would turn noise into a confident-looking score.
         raise Unparseable(f"the scale tokens carry only {total:.2g} of the probability")
     probs = {c: m / total for c, m in mass.items()}
-    mean = sum(p * question.normalized(c) for c, p in probs.items())
-    variance = sum(p * (question.normalized(c) - mean) ** 2 for c, p in probs.items())
+    points = {c: question.normalized(c) for c in probs}
+    mean = sum(p * points[c] for c, p in probs.items())
+    variance = sum(p * (points[c] - mean) ** 2 for c, p in probs.items())
     return probs, min(1.0, max(0.0, mean)), max(0.0, variance)
 
 
@@ -132,8 +134,12 @@ def top_logprobs(question: Question, most: int) -> int:
     enter the list and overwrite the real entries (seen with Gemma 3 on
     vLLM 0.32: the digits' probabilities came back as e^-39).
     """
-    prefixes = {c[:i] for c in question.choices for i in range(1, len(c) + 1)}
-    return max(1, min(most, len(prefixes)))
+    return max(1, min(most, _prefixes(question.choices)))
+
+
+@functools.lru_cache(maxsize=64)  # one entry per scale: a handful
+def _prefixes(choices: tuple[str, ...]) -> int:
+    return len({c[:i] for c in choices for i in range(1, len(c) + 1)})
 
 
 @dataclass(frozen=True)

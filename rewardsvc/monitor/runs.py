@@ -91,9 +91,13 @@ def compute_signals(
         out[f"{status}_share"] = sum(s.status == status for s in window) / n if n else None
     for flag in flags:
         out[f"flag_rate:{flag}"] = sum(flag in s.flags for s in window) / n if n else None
+    verdicts: dict[str, list[bool]] = {}  # one pass over the window for every criterion
+    for s in window:
+        for c, ok in s.passes:
+            verdicts.setdefault(c, []).append(ok)
     for cid in criteria:
-        verdicts = [ok for s in window for c, ok in s.passes if c == cid]
-        out[f"criterion_pass_rate:{cid}"] = sum(verdicts) / len(verdicts) if verdicts else None
+        seen = verdicts.get(cid)
+        out[f"criterion_pass_rate:{cid}"] = sum(seen) / len(seen) if seen else None
     return out
 
 

@@ -224,17 +224,34 @@ class VerdictCache:
         verdict = self.lookup(key)
         if verdict is not None:
             return verdict, "hit"
+        task, joined = self.start(key, call)
+        return self.settle(await asyncio.shield(task), joined)
+
+    def start(
+        self, key: bytes, call: Callable[[], Awaitable[Verdict]]
+    ) -> tuple[asyncio.Task[tuple[Verdict, Source]], bool]:
+        """The work for ``key`` when it is not in memory (``lookup`` said so), and whether
+        it was joined rather than started: the identical call already in flight in this
+        process, or a new task that reads the file and Redis, else runs ``call()`` and
+        stores its verdict. The task is shared: a waiter that gives up must not cancel it.
+        Its result goes through :meth:`settle`."""
         task = self._inflight.get(key)
         if task is not None and not task.done():
-            verdict, _ = await asyncio.shield(task)
-            self.observer.cache_hit(dedup=True)
-            return verdict, "dedup"
+            return task, True
         # Registered before the first await, so every copy that arrives from now on
         # (including while the file or Redis is read) joins this one task.
         task = asyncio.ensure_future(self._fill(key, call))
         self._inflight[key] = task
         task.add_done_callback(lambda done: self._forget(key, done))
-        verdict, source = await asyncio.shield(task)
+        return task, False
+
+    def settle(self, outcome: tuple[Verdict, Source], joined: bool) -> tuple[Verdict, Source]:
+        """The verdict of a task from :meth:`start` and how this waiter obtained it (a
+        joined call is a ``dedup``), reported to the observer as a hit when it was one."""
+        verdict, source = outcome
+        if joined:
+            self.observer.cache_hit(dedup=True)
+            return verdict, "dedup"
         if source == "hit":
             self.observer.cache_hit(dedup=False)
         return verdict, source
@@ -273,6 +290,10 @@ class VerdictCache:
         # Only the task that finished: a newer call for the same key may be in flight.
         if self._inflight.get(key) is task:
             del self._inflight[key]
+        if not task.cancelled():
+            # Marked as retrieved: a waiter past its deadline never reads the task, and
+            # the ones that do read its exception themselves.
+            task.exception()
 
     async def aclose(self) -> None:
         """Wait for calls in flight, then close the file (the Redis link is its owner's

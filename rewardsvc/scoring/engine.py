@@ -135,7 +135,7 @@ class Engine:
         self.cache = cache if cache is not None else VerdictCache(max_entries=0)
         self.max_text_chars = max_text_chars
         self.windows = windows or CalibrationWindows()
-        self._expired = asyncio.Event()
+        self._expired: asyncio.Future[None] | None = None  # done once ``expire`` is called
         self.observer = observer
 
     # ----------------------------------------------------------- request-level checks
@@ -246,10 +246,12 @@ class Engine:
                 results[index] = outcome
 
         calls = self._plan(rubric, version, names, prepared, deadline)
-        outcomes, graded = await asyncio.gather(
-            self._run(calls, options.use_cache, deadline),
-            grade_criteria(self.graders, rubric, [p.rollout for p in prepared]),
-        )
+        judged = self._run(calls, options.use_cache, deadline)
+        if any(c.grader is not None for c in rubric.criteria):
+            grading = grade_criteria(self.graders, rubric, [p.rollout for p in prepared])
+            outcomes, graded = await asyncio.gather(judged, grading)
+        else:  # nothing to grade: no tasks to run the judge calls beside nothing
+            outcomes, graded = await judged, [{} for _ in prepared]
 
         usage = BatchUsage(grader_calls=sum(len(g) for g in graded))
         verdicts: list[dict[str, dict[str, tuple[Verdict, Source]]]] = [
@@ -298,52 +300,61 @@ class Engine:
         self, calls: list[_Call], use_cache: bool, deadline: float | None
     ) -> list[tuple[Verdict, Source]]:
         outcomes: list[tuple[Verdict, Source]] = [_NO_VERDICT] * len(calls)
-        # Memory hits are served here; only the rest become tasks (calls, dedups, file reads).
-        pending = []
+        # Memory hits are served here. The rest wait for the cache's task for their key,
+        # shared with any request asking the same (joined: a dedup), or without the
+        # cache for a call of this request's own.
+        waits: dict[int, tuple[asyncio.Future[tuple[Verdict, Source]], bool]] = {}
+        own: list[asyncio.Task[tuple[Verdict, Source]]] = []
         for n, c in enumerate(calls):
-            hit = self.cache.lookup(c.key) if use_cache else None
-            if hit is not None:
+            if not use_cache:
+                task = asyncio.ensure_future(self.cache.get_or_call(c.key, c.run, use_cache=False))
+                own.append(task)
+                waits[n] = (task, False)
+            elif (hit := self.cache.lookup(c.key)) is not None:
                 outcomes[n] = (hit, "hit")
             else:
-                pending.append(n)
-        if not pending:
+                waits[n] = self.cache.start(c.key, c.run)
+        if not waits:
             return outcomes
-        tasks = {
-            asyncio.ensure_future(
-                self.cache.get_or_call(calls[n].key, calls[n].run, use_cache=use_cache)
-            ): n
-            for n in pending
-        }
+        futures = {future for future, _ in waits.values()}
         try:
-            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-            everything = asyncio.ensure_future(asyncio.wait(tasks))
-            expired = asyncio.ensure_future(self._expired.wait())
-            try:
-                await asyncio.wait(
-                    {everything, expired}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-                )
-            finally:
-                everything.cancel()
-                expired.cancel()
-            late = {t for t in tasks if not t.done()}
+            await self._until_done(futures, deadline)
+            late = {f for f in futures if not f.done()}
         finally:
-            # Cancelled by the caller (the client went away) or past the deadline: the judge
-            # work of this request stops; calls shared with other requests go on for them.
-            unfinished = [t for t in tasks if not t.done()]
+            # Cancelled by the caller (the client went away) or past the deadline: this
+            # request's own calls stop; the cache's go on, for whoever else waits for them.
+            unfinished = [t for t in own if not t.done()]
             for task in unfinished:
                 task.cancel()
             if unfinished:
                 await asyncio.wait(unfinished)
-        for task, n in tasks.items():
-            if task in late or task.cancelled():
+        for n, (future, joined) in waits.items():
+            if future in late or future.cancelled():
                 outcomes[n] = (_DEADLINE, "call")
-            elif task.exception() is not None:
-                error = task.exception()
+            elif future.exception() is not None:
+                error = future.exception()
                 log.error("judge call failed outside its judge: %r", error)
                 outcomes[n] = (Verdict.failed(f"internal: {error!r}"), "call")
             else:
-                outcomes[n] = task.result()
+                outcomes[n] = self.cache.settle(future.result(), joined)
         return outcomes
+
+    async def _until_done(
+        self, futures: set[asyncio.Future[tuple[Verdict, Source]]], deadline: float | None
+    ) -> None:
+        """Wait until every one of ``futures`` is done, ``deadline`` passes or the engine
+        expires, whichever comes first; the futures are left as they are."""
+        # Gathering futures (not coroutines) starts no task, and nothing cancels the gather.
+        everything = asyncio.gather(*futures, return_exceptions=True)
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        await asyncio.wait(
+            {everything, self._expiry()}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+
+    def _expiry(self) -> asyncio.Future[None]:
+        if self._expired is None:  # made in the loop the engine serves in
+            self._expired = asyncio.get_running_loop().create_future()
+        return self._expired
 
     def _plan(
         self,
@@ -473,7 +484,9 @@ class Engine:
     def expire(self) -> None:
         """End the judge work of every batch now, as if their deadlines had passed (on
         shutdown, so that they are answered, with judge_error where work was cut)."""
-        self._expired.set()
+        expiry = self._expiry()
+        if not expiry.done():
+            expiry.set_result(None)
 
     async def aclose(self) -> None:
         """Close the judges (their HTTP clients) and the verdict cache."""

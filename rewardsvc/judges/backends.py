@@ -19,13 +19,15 @@ deadline covering the wait for a free slot, every attempt and every backoff:
 attempt and the longest backoffs, or sooner when the caller passes its own ``deadline`` (a
 ``time.monotonic()`` instant, e.g. the end of a trainer's request).
 
-Retries are ours (tenacity), not the HTTP client's (it has none), so
-that one policy applies everywhere: retry 429, 5xx, connection errors, timeouts
-and malformed 200s with exponential backoff plus jitter, wait at least what a
-``Retry-After`` header asks, never retry another 4xx (the request itself is
-wrong and would fail again), never start a backoff that would end past the
-deadline. A retry goes to another base URL than the ones that failed in this call
-(when there is one), so one dead replica costs one failed attempt, not a failed call.
+Retries are ours (tenacity), not the HTTP client's (it has none), so that one policy
+applies everywhere: retry 429, 5xx, connection errors, timeouts and malformed 200s with
+exponential backoff plus jitter, wait at least what a ``Retry-After`` header asks, never
+retry another 4xx (the request itself is wrong and would fail again), never start a
+backoff that would end past the deadline. A retry goes to another base URL than the
+ones that failed in this call (when there is one), so one dead replica costs one failed
+attempt, not a failed call. Thousands of calls a second go through here, nearly all
+answered at their first attempt, so the first attempt goes straight out and the retry
+loop is built only for a call whose first attempt failed.
 When every URL's breaker is open a call fails at once.
 
 Failures are :class:`~rewardsvc.judges.failures.BackendError` with a typed kind.
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +63,9 @@ from rewardsvc.judges.transport import TRANSPORT_ERRORS, JudgeTransport
 
 # How much of a malformed 200's body is quoted in the error.
 _SNIPPET_CHARS = 120
+# Affinity keys whose endpoint a backend remembers, the least recently used forgotten
+# first: far more than the items in flight at once, at a few dozen bytes each.
+PINS_KEPT = 16_384
 
 
 @dataclass(frozen=True)
@@ -142,6 +148,9 @@ class Backend:
                     ),
                 )
             )
+        self._urls = [e.url for e in self.endpoints]
+        # Where the latest call of each recent affinity key went (routing's ``pinned``).
+        self._pins: OrderedDict[str, int] = OrderedDict()
         self._next = 0
         self._sem = asyncio.Semaphore(config.max_concurrency)
         self._backoff = wait_exponential_jitter(
@@ -151,24 +160,43 @@ class Backend:
     def _pick(self, affinity: str | None = None, avoid: Collection[str] = ()) -> Endpoint:
         """The endpoint for a call with this affinity key (None: round robin) whose
         breaker allows it, URLs in ``avoid`` (failed earlier in the call) last."""
-        urls = [e.url for e in self.endpoints]
-        order = routing.preference(
-            affinity if self.config.routing == "affine" else None,
-            urls,
-            [e.in_flight for e in self.endpoints],
-            load_factor=self.config.load_factor,
-            cursor=self._next,
-            avoid={i for i, u in enumerate(urls) if u in avoid},
-        )
-        chosen = routing.pick(order, lambda i: self.endpoints[i].breaker.allow())
-        if chosen is not None:
-            self._next = (chosen + 1) % len(urls)
-            return self.endpoints[chosen]
+        if len(self.endpoints) == 1:
+            # One URL: there is nothing to route, only its breaker to ask.
+            only = self.endpoints[0]
+            if only.breaker.allow():
+                return only
+        else:
+            urls = self._urls
+            key = affinity if self.config.routing == "affine" else None
+            order = routing.preference(
+                key,
+                urls,
+                [e.in_flight for e in self.endpoints],
+                load_factor=self.config.load_factor,
+                cursor=self._next,
+                avoid={i for i, u in enumerate(urls) if u in avoid},
+                pinned=None if key is None else self._pins.get(key),
+            )
+            chosen = routing.pick(order, lambda i: self.endpoints[i].breaker.allow())
+            if chosen is not None:
+                self._next = (chosen + 1) % len(urls)
+                if key is not None:
+                    self._pin(key, chosen)
+                return self.endpoints[chosen]
         last = "; ".join(f"{e.url}: {e.breaker.last_error}" for e in self.endpoints)
         raise BackendError(
             "unavailable",
             f"every base URL of judge {self.name!r} is failing (circuit open): {last}",
         )
+
+    def _pin(self, key: str, index: int) -> None:
+        """Remember that ``key``'s latest call went to endpoint ``index``: its next calls
+        follow, so an item's calls meet where its prefix is cached even when they reach
+        the backend far apart (queued for a slot, or the steps of a long trajectory)."""
+        self._pins[key] = index
+        self._pins.move_to_end(key)
+        if len(self._pins) > PINS_KEPT:
+            self._pins.popitem(last=False)
 
     def _wait(self, state: RetryCallState) -> float:
         backoff = float(self._backoff(state))
@@ -194,16 +222,19 @@ class Backend:
         affinity: str | None = None,
         avoid: Collection[str] = (),
     ) -> Any:
-        remaining = deadline - time.monotonic()
-        try:
-            async with asyncio.timeout(remaining):
-                await self._sem.acquire()
-        except TimeoutError:
-            raise BackendError(
-                "deadline",
-                f"no free slot of judge {self.name!r} before the call's deadline "
-                f"({self.config.max_concurrency} calls in flight)",
-            ) from None
+        if self._sem.locked():
+            try:
+                async with asyncio.timeout(deadline - time.monotonic()):
+                    await self._sem.acquire()
+            except TimeoutError:
+                raise BackendError(
+                    "deadline",
+                    f"no free slot of judge {self.name!r} before the call's deadline "
+                    f"({self.config.max_concurrency} calls in flight)",
+                ) from None
+        else:
+            # A free slot is taken without suspending: there is no wait to bound.
+            await self._sem.acquire()
         try:
             budget = min(self.config.timeout_s, deadline - time.monotonic())
             if budget <= 0:
@@ -281,6 +312,27 @@ class Backend:
         """
         limit = self.deadline_for(deadline)
         body = {"model": self.config.model, **body}
+        failed: set[str] = set()
+        try:
+            return await self._attempt(shape, body, limit, affinity, failed)
+        except BackendError as exc:
+            if exc.url is not None:
+                failed.add(exc.url)
+            first = exc
+        return await self._retry(shape, body, limit, affinity, failed, first)
+
+    async def _retry(
+        self,
+        shape: ApiShape,
+        body: dict[str, Any],
+        limit: float,
+        affinity: str | None,
+        failed: set[str],
+        first: BackendError,
+    ) -> Any:
+        """The rest of a call whose first attempt failed with ``first``. The retry loop
+        replays that failure as its attempt 1, so the policy (which failures are retried,
+        how many times, the backoff, the deadline) counts it as it counts every other."""
 
         def out_of_time(state: RetryCallState) -> bool:
             return state.upcoming_sleep >= limit - time.monotonic()
@@ -294,12 +346,15 @@ class Backend:
         )
         last: BackendError | None = None
         refused: BackendError | None = None
-        failed: set[str] = set()
+        replay: BackendError | None = first
         async for attempt in retrying:
             with attempt:
                 try:
+                    if replay is not None:
+                        raise replay
                     return await self._attempt(shape, body, limit, affinity, failed)
                 except BackendError as exc:
+                    replay = None
                     if exc.url is not None:
                         failed.add(exc.url)
                     if exc.kind != "unavailable" or last is None:

@@ -13,18 +13,22 @@ Two things override the hash, in this order:
 - **load**: an endpoint with more calls in flight than :func:`load_limit` (the mean in
   flight times ``load_factor``, plus one) is passed over for the next endpoint in the
   key's rendezvous order, as in consistent hashing with bounded loads; so one hot replica
-  cannot queue calls while another idles, and the calls that spill over still meet on
-  the key's second choice;
+  cannot queue calls while another idles. The bound places an item, not each of its
+  calls: a key that already has an endpoint (``pinned``, the one its latest call went
+  to, which the caller remembers) keeps it whatever its load, since that is where the
+  item's prefix is cached and a spilled call would prefill it again elsewhere;
 - **failure**: a retry prefers any endpoint but the ones that failed earlier in the same
   call, and an endpoint whose circuit breaker refuses is skipped (:func:`pick`).
 
 A call without a key (or a judge configured ``routing: round_robin``) takes the
 endpoints in round-robin order from a cursor the caller keeps. Everything here is pure:
-the caller (``rewardsvc.judges.backends``) owns the counts, the cursor and the breakers.
+the caller (``rewardsvc.judges.backends``) owns the counts, the cursor, the pins and the
+breakers.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Callable, Collection, Sequence
@@ -45,9 +49,19 @@ def weight(key: str, url: str) -> int:
     return int.from_bytes(digest, "big")
 
 
+# Orders kept: the K criterion calls of an item share its key, so all but the first
+# reuse the order (one hash per URL each, otherwise); the least recently used go first.
+ORDERS_KEPT = 4096
+
+
+@functools.lru_cache(maxsize=ORDERS_KEPT)
+def _ranked(key: str, urls: tuple[str, ...]) -> tuple[int, ...]:
+    return tuple(sorted(range(len(urls)), key=lambda i: weight(key, urls[i]), reverse=True))
+
+
 def rendezvous(key: str, urls: Sequence[str]) -> list[int]:
     """Indices of ``urls`` from the highest weight for ``key`` to the lowest."""
-    return sorted(range(len(urls)), key=lambda i: weight(key, urls[i]), reverse=True)
+    return list(_ranked(key, tuple(urls)))
 
 
 def load_limit(in_flight: Sequence[int], load_factor: float) -> int:
@@ -67,17 +81,21 @@ def preference(
     load_factor: float,
     cursor: int = 0,
     avoid: Collection[int] = (),
+    pinned: int | None = None,
 ) -> list[int]:
     """Every endpoint index, in the order a call should try them.
 
-    With a ``key``: rendezvous order, endpoints over :func:`load_limit` moved after the
-    others (keeping their order); without: round robin from ``cursor``. Either way the
-    ``avoid`` indices (endpoints that failed earlier in this call) come last, so a retry
-    goes elsewhere whenever anywhere else exists.
+    With a ``key``: the ``pinned`` endpoint (where the key's calls went so far) first,
+    then rendezvous order; without a pin, rendezvous order with the endpoints over
+    :func:`load_limit` moved after the others (keeping their order). Without a key: round
+    robin from ``cursor``. Either way the ``avoid`` indices (endpoints that failed earlier
+    in this call) come last, so a retry goes elsewhere whenever anywhere else exists.
     """
     n = len(urls)
     if key is None:
         order = [(cursor + i) % n for i in range(n)]
+    elif pinned is not None:
+        order = [pinned] + [i for i in rendezvous(key, urls) if i != pinned]
     else:
         order = rendezvous(key, urls)
         limit = load_limit(in_flight, load_factor)

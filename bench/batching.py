@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import math
 import re
 import statistics
@@ -46,11 +45,13 @@ from bench.harness import (
     judge_entry,
     log,
     machine,
+    prefix_counters,
     reset_prefix_cache,
     rewardsvc_service,
     rubric_variant,
     send_batches,
     served_models,
+    write_results,
 )
 from bench.items import bench_items, warmup_items
 from rewardsvc.core.rubric import Rubric
@@ -61,7 +62,6 @@ from rewardsvc.server.items import read_item
 
 METHODS = {"percrit": "logprob", "batched": "batched"}
 _SERVED = re.compile(r"^vllm:request_success_total\{[^}]*\} ([0-9.e+]+)$", re.M)
-_PREFIX = re.compile(r"^vllm:prefix_cache_(hits|queries)_total\{[^}]*\} ([0-9.e+]+)$", re.M)
 TARGET = 1.5
 
 
@@ -81,12 +81,9 @@ def judge_counters() -> dict[str, float]:
     """Requests the judge server has finished (``vllm:request_success_total``, all reasons)
     and its prefix-cache counters: prompt tokens queried and found cached."""
     status, text = http_get(re.sub(r"/v1/?$", "", PRIMARY_URL) + "/metrics")
-    out = {"served": math.nan, "queries": math.nan, "hits": math.nan}
-    if status == 200:
-        out["served"] = sum(float(v) for v in _SERVED.findall(text))
-        for kind in ("queries", "hits"):
-            out[kind] = sum(float(v) for k, v in _PREFIX.findall(text) if k == kind)
-    return out
+    if status != 200:
+        return {"served": math.nan, "queries": math.nan, "hits": math.nan}
+    return {"served": sum(float(v) for v in _SERVED.findall(text)), **prefix_counters(text)}
 
 
 def call_messages(who: str, rubric: Rubric, items: Sequence[dict[str, Any]]) -> list[Any]:
@@ -330,10 +327,7 @@ def main() -> None:
         f".venv/bin/python -m bench.batching --items {args.items} --repeats {args.repeats} "
         f"--batch-size {args.batch_size} --concurrency {args.concurrency}"
     )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-    args.out.with_suffix(".md").write_text(markdown(result, command))
-    print(markdown(result, command))
+    write_results(args.out, result, markdown(result, command))
 
 
 if __name__ == "__main__":

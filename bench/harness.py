@@ -105,6 +105,26 @@ def http_get(url: str, timeout: float = 2.0) -> tuple[int, str]:
         return 0, ""
 
 
+_PREFIX_COUNTER = re.compile(r"^vllm:prefix_cache_(hits|queries)_total\{[^}]*\} ([0-9.e+]+)$", re.M)
+
+
+def prefix_counters(metrics_text: str) -> dict[str, float]:
+    """A vLLM server's prefix-cache counters from its ``/metrics`` text, summed over its
+    engines: prompt tokens ``queries`` and those found cached, ``hits``."""
+    out = {"hits": 0.0, "queries": 0.0}
+    for kind, value in _PREFIX_COUNTER.findall(metrics_text):
+        out[kind] += float(value)
+    return out
+
+
+def write_results(out: Path, result: dict[str, Any], markdown: str) -> None:
+    """A feature bench's figures: ``out``.json and ``out``.md, and the Markdown printed."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
+    out.with_suffix(".md").write_text(markdown)
+    print(markdown)
+
+
 def reset_prefix_cache(url: str) -> bool:
     """Empty the prefix cache of the vLLM server at ``url`` (its ``/v1`` base URL).
 

@@ -28,10 +28,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -48,6 +46,7 @@ from bench.harness import (
     log,
     machine,
     rubric_variant,
+    write_results,
 )
 from bench.items import bench_items
 from bench.steps import counters
@@ -345,10 +344,7 @@ def main() -> None:
         urls = {"shared": shared, "replica": replica_url}
         result = asyncio.run(measure(args.items, args.repeats, urls))
     command = f".venv/bin/python -m bench.routing --items {args.items} --repeats {args.repeats}"
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-    args.out.with_suffix(".md").write_text(markdown(result, command))
-    print(markdown(result, command), file=sys.stdout)
+    write_results(args.out, result, markdown(result, command))
 
 
 if __name__ == "__main__":

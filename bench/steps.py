@@ -30,6 +30,7 @@ from typing import Any
 
 import httpx
 
+from bench.harness import prefix_counters, write_results
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
@@ -42,7 +43,6 @@ from rewardsvc.server.items import read_item
 ROOT = Path(__file__).resolve().parent.parent
 POOL = ROOT / "deploy" / "cpu-judge" / "judges.yaml"
 RUBRIC = ROOT / "rubrics" / "agent-process.yaml"
-_COUNTER = re.compile(r"^vllm:prefix_cache_(hits|queries)_total\{[^}]*\} ([0-9.e+]+)$", re.M)
 
 
 def trajectory(n_steps: int, salt: str = "") -> dict[str, Any]:
@@ -67,11 +67,7 @@ def metrics_url(config: JudgeConfig) -> str:
 
 async def counters(http: httpx.AsyncClient, url: str) -> dict[str, float]:
     """The prefix-cache counters of one vLLM server (summed over its engines)."""
-    text = (await http.get(url)).text
-    out = {"hits": 0.0, "queries": 0.0}
-    for kind, value in _COUNTER.findall(text):
-        out[kind] += float(value)
-    return out
+    return prefix_counters((await http.get(url)).text)
 
 
 @dataclass
@@ -211,9 +207,7 @@ def main() -> None:
     args = parser.parse_args()
     result = asyncio.run(measure(args.steps))
     command = f".venv/bin/python -m bench.steps --steps {args.steps}"
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-    args.out.with_suffix(".md").write_text(markdown(result, command))
-    print(markdown(result, command))
+    write_results(args.out, result, markdown(result, command))
 
 
 if __name__ == "__main__":

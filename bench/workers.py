@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import json
 import statistics
 import sys
 import tempfile
@@ -39,6 +38,7 @@ from bench.harness import (
     rubric_variant,
     session,
     start_fakejudge,
+    write_results,
 )
 from bench.items import bench_items
 
@@ -260,10 +260,7 @@ def main() -> None:
         "summary": summarize(runs),
     }
     command = f".venv/bin/python -m bench.workers --seconds {args.seconds:g} --rounds {args.rounds}"
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-    args.out.with_suffix(".md").write_text(markdown(result, command))
-    print(markdown(result, command))
+    write_results(args.out, result, markdown(result, command))
 
 
 if __name__ == "__main__":

@@ -351,13 +351,18 @@ class RecordingScorer:
         )
 
 
-async def test_compat_routes_pass_the_run_to_the_scorer() -> None:
+def recording_app() -> tuple[httpx.AsyncClient, RecordingScorer]:
+    """A client of the compat routes alone, on an app whose service records runs."""
     app = FastAPI()
     app.include_router(compat.router)
     scorer = RecordingScorer()
     app.state.service = scorer
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t"), scorer
+
+
+async def test_compat_routes_pass_the_run_to_the_scorer() -> None:
+    client, scorer = recording_app()
+    async with client as http:
         body = {"query": [PROMPT + "4"], "prompts": [PROMPT], "labels": ["4"]}
         reply = await http.post("/openrlhf/tiny?run=exp-7", json=body)
         assert reply.json()["rewards"] == [0.5]
@@ -368,12 +373,8 @@ async def test_compat_routes_pass_the_run_to_the_scorer() -> None:
 
 
 async def test_compat_routes_refuse_a_run_name_that_rewards_would_refuse() -> None:
-    app = FastAPI()
-    app.include_router(compat.router)
-    scorer = RecordingScorer()
-    app.state.service = scorer
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+    client, scorer = recording_app()
+    async with client as http:
         reply = await http.post("/slime/tiny?run=exp 7;drop", json={"response": "4"})
     assert reply.status_code == 422
     assert reply.json()["detail"][0]["loc"] == ["query", "run"]

@@ -55,9 +55,9 @@ from bench.harness import (
 )
 from bench.items import bench_items, warmup_items
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.evaluation.metrics import ranks
 from rewardsvc.judges import prompts
 from rewardsvc.judges.batching import batch_prompt
+from rewardsvc.monitor.stats import pearson, spearman
 from rewardsvc.server.items import read_item
 
 METHODS = {"percrit": "logprob", "batched": "batched"}
@@ -68,13 +68,10 @@ TARGET = 1.5
 def correlations(a: Sequence[float], b: Sequence[float]) -> dict[str, float | int]:
     """Pearson and Spearman correlation of paired values (NaN when undefined)."""
 
-    def pearson(x: Sequence[float], y: Sequence[float]) -> float:
-        try:
-            return round(statistics.correlation(x, y), 3)
-        except statistics.StatisticsError:
-            return math.nan
+    def shown(value: float | None) -> float:
+        return math.nan if value is None else round(value, 3)
 
-    return {"n": len(a), "pearson": pearson(a, b), "spearman": pearson(ranks(a), ranks(b))}
+    return {"n": len(a), "pearson": shown(pearson(a, b)), "spearman": shown(spearman(a, b))}
 
 
 def judge_counters() -> dict[str, float]:

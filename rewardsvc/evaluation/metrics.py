@@ -24,6 +24,8 @@ import itertools
 import random
 from collections.abc import Callable, Sequence
 
+from rewardsvc.monitor.stats import ranks
+
 Metric = Callable[[Sequence[float], Sequence[float]], float | None]
 
 
@@ -38,21 +40,6 @@ def accuracy(rewards: Sequence[float], labels: Sequence[float], threshold: float
         raise ValueError("no rows")
     hits = sum((r >= threshold) == positive(y) for r, y in zip(rewards, labels, strict=True))
     return hits / len(rewards)
-
-
-def ranks(values: Sequence[float]) -> list[float]:
-    """1-based ranks, ties sharing their mean rank."""
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    out = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            out[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return out
 
 
 def roc_auc(rewards: Sequence[float], labels: Sequence[float]) -> float | None:

@@ -13,14 +13,16 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
+import pytest_asyncio
 
 from rewardsvc.core.pool import JudgePool
+from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import load_pool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,3 +117,12 @@ def service(cpu_pool: JudgePool, tmp_path_factory: pytest.TempPathFactory) -> It
     )
     yield running
     stop_service(running)
+
+
+@pytest_asyncio.fixture(loop_scope="function")  # the test's own loop, where the clients live
+async def judges() -> AsyncIterator[list[Judge]]:
+    """Judges a test makes, closed (their HTTP clients) when it ends."""
+    made: list[Judge] = []
+    yield made
+    for j in made:
+        await j.aclose()

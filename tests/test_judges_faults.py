@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from fakejudge import FakeJudge, RecordingObserver, free_port
 
 from rewardsvc.core.pool import JudgeConfig
@@ -45,14 +44,6 @@ class LimitedConfig(JudgeConfig):
 def fake() -> Iterator[FakeJudge]:
     with FakeJudge() as running:
         yield running
-
-
-@pytest_asyncio.fixture(loop_scope="function")
-async def judges() -> AsyncIterator[list[Judge]]:
-    made: list[Judge] = []
-    yield made
-    for j in made:
-        await j.aclose()
 
 
 def make(

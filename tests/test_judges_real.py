@@ -8,12 +8,10 @@ a collapsing policy produces (runs of spaces, newlines, backticks, digits, one l
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 
 from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rollout import Rollout
@@ -48,14 +46,6 @@ DEGENERATE = {
     "unicode": "数学の答えは四です。" * 800,
     "code": "def f(x):\n    return x * 2  # double\n" * 400,
 }
-
-
-@pytest_asyncio.fixture(loop_scope="function")
-async def judges() -> AsyncIterator[list[Judge]]:
-    made: list[Judge] = []
-    yield made
-    for j in made:
-        await j.aclose()
 
 
 def real(pool: JudgePool, api: str, made: list[Judge], limited: bool = False) -> Judge:

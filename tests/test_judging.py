@@ -7,11 +7,10 @@ asserted in the ``judges``-marked tests at the end of this file.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from fakejudge import FakeJudge, RecordingObserver
 
 from rewardsvc.core.pool import JudgeConfig, JudgePool
@@ -152,14 +151,6 @@ def test_build_judges() -> None:
 def fake() -> Iterator[FakeJudge]:
     with FakeJudge() as running:
         yield running
-
-
-@pytest_asyncio.fixture(loop_scope="function")  # the test's own loop, where the clients live
-async def judges() -> AsyncIterator[list[Judge]]:
-    made: list[Judge] = []
-    yield made
-    for j in made:
-        await j.aclose()
 
 
 def judge(

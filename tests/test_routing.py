@@ -6,11 +6,10 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from fakejudge import FakeJudge, Script
 
 from rewardsvc.core.pool import JudgeConfig, JudgePool
@@ -192,14 +191,6 @@ def test_routing_config_defaults_and_bounds() -> None:
 def replicas() -> Iterator[list[FakeJudge]]:
     with FakeJudge(Script()) as a, FakeJudge(Script()) as b:
         yield [a, b]
-
-
-@pytest_asyncio.fixture(loop_scope="function")
-async def judges() -> AsyncIterator[list[Judge]]:
-    made: list[Judge] = []
-    yield made
-    for j in made:
-        await j.aclose()
 
 
 def judge_over(made: list[Judge], urls: list[str], **fields: Any) -> Judge:

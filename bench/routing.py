@@ -12,7 +12,9 @@ same items with the bench rubric through the scoring engine, in three arms, alte
 - ``single``: the new replica alone.
 
 Every run has a fresh rubric version (a run tag heads its instructions), so neither the
-verdict cache nor an earlier run's prefix blocks help. Around each run, vLLM's own
+verdict cache nor an earlier run's prefix blocks help. Each replica of the run first scores
+one warm-up item alone (``warm_rubric``), so the measured hit rates are those of the steady
+state; the cold hit rate, warm-up included, is shown too. Around each run, vLLM's own
 counters ``vllm:prefix_cache_queries_total`` / ``vllm:prefix_cache_hits_total`` are
 read from each replica's ``/metrics``: the hit rate is hit tokens per queried token,
 and the tokens left to prefill are their difference. The shared judge also serves tests
@@ -143,6 +145,8 @@ async def one_run(
     judge = Judge("primary", config)
     engine = Engine({"primary": judge})
     async with httpx.AsyncClient(timeout=30) as http:
+        cold = {u: await counters(http, metrics_of(u)) for u in used}
+        await warm_rubric(rubric, config, used)
         before = {u: await counters(http, metrics_of(u)) for u in used}
         start = time.perf_counter()
         result = await engine.score(rubric, batch, ScoreOptions(use_cache=False))
@@ -153,6 +157,9 @@ async def one_run(
     per_url = {
         u: {k: after[u][k] - before[u][k] for k in ("queries", "hits")} | {"calls": calls[u]}
         for u in used
+    }
+    own_cold = {
+        k: after[urls["replica"]][k] - cold[urls["replica"]][k] for k in ("queries", "hits")
     }
     queries = sum(c["queries"] for c in per_url.values())
     hits = sum(c["hits"] for c in per_url.values())
@@ -177,10 +184,30 @@ async def one_run(
         "clean": queries == prompt_tokens,
         # The bench's own replica serves nobody else: its hit rate is always clean.
         "replica_hit_rate": round(own["hits"] / own["queries"], 4) if own["queries"] else 0.0,
+        "replica_hit_rate_cold": round(own_cold["hits"] / own_cold["queries"], 4)
+        if own_cold["queries"]
+        else 0.0,
         "replica_prefill_per_call": round((own["queries"] - own["hits"]) / own["calls"], 1)
         if own["calls"]
         else 0.0,
     }
+
+
+async def warm_rubric(rubric: Rubric, config: JudgeConfig, used: list[str]) -> None:
+    """Score one warm-up item on each replica alone: each computes the run's rubric head
+    (the prefix every call of the run shares) once, as at the start of any real run.
+
+    The measured counters start after it, so the hit rates compare routings in the steady
+    state a training run spends its time in; without it, two replicas prefill the head
+    twice where one replica prefills it once (shown as the cold hit rate). The warm-up
+    item's task is none of the measured items' tasks, so it caches nothing they use."""
+    warm = distinct_items(bench_items()[-1:], 1, "warm")
+    for url in used:
+        engine = Engine(
+            {"primary": Judge("primary", config.model_copy(update={"base_urls": [url]}))}
+        )
+        await engine.score(rubric, [read_item(0, warm[0])], ScoreOptions(use_cache=False))
+        await engine.aclose()
 
 
 def median_of(runs: list[dict[str, Any]], key: str) -> float | None:
@@ -204,7 +231,11 @@ async def measure(count: int, repeats: int, urls: dict[str, str]) -> dict[str, A
     for r in range(repeats):
         order = ARMS[r % len(ARMS) :] + ARMS[: r % len(ARMS)]
         for arm in order:
-            run = await one_run(arm, urls, base, f"{stamp}-{r}-{arm}", count)
+            # The tag heads every prompt of the run: tags of one token length (digits are
+            # single tokens) keep the arms' prompts aligned alike on the KV blocks, which
+            # the prefix cache reuses whole (an arm's name there moved every boundary).
+            tag = f"{stamp}-{r}-{ARMS.index(arm)}"
+            run = await one_run(arm, urls, base, tag, count)
             run["repeat"] = r
             log(
                 f"repeat {r} {arm}: {run['rewards_per_s']} rewards/s, hit rate on the "
@@ -219,7 +250,7 @@ async def measure(count: int, repeats: int, urls: dict[str, str]) -> dict[str, A
             key: median_of(arm_runs, key)
             for key in ("rewards_per_s", "hit_rate", "prefilled_tokens", "queried_tokens")
         }
-        for key in ("replica_hit_rate", "replica_prefill_per_call"):
+        for key in ("replica_hit_rate", "replica_hit_rate_cold", "replica_prefill_per_call"):
             summary[arm][key] = round(statistics.median(r[key] for r in arm_runs), 4)
         summary[arm]["clean_runs"] = sum(r["clean"] for r in arm_runs)
         summary[arm]["runs"] = len(arm_runs)
@@ -248,6 +279,14 @@ async def measure(count: int, repeats: int, urls: dict[str, str]) -> dict[str, A
             arm: ratio(s[arm]["replica_hit_rate"], s["single"]["replica_hit_rate"])
             for arm in ("affine", "affine_unbounded", "round_robin")
         },
+        "hit_rate_over_single": {
+            arm: ratio(s[arm]["hit_rate"], s["single"]["hit_rate"])
+            for arm in ("affine", "affine_unbounded", "round_robin")
+        },
+        "replica_cold_hit_rate_over_single": {
+            arm: ratio(s[arm]["replica_hit_rate_cold"], s["single"]["replica_hit_rate_cold"])
+            for arm in ("affine", "affine_unbounded", "round_robin")
+        },
         "replica_prefill_per_call_over_round_robin": {
             arm: ratio(
                 s[arm]["replica_prefill_per_call"], s["round_robin"]["replica_prefill_per_call"]
@@ -266,13 +305,17 @@ def markdown(result: dict[str, Any], command: str) -> str:
     speed = result["rewards_per_s_over_round_robin"]
     hit_rr = result["replica_hit_rate_over_round_robin"]
     hit_one = result["replica_hit_rate_over_single"]
+    cold_one = result["replica_cold_hit_rate_over_single"]
+    both_one = result["hit_rate_over_single"]
     prefill = result["replica_prefill_per_call_over_round_robin"]
     lines = [
         "# Prefix-affine routing over two judge replicas",
         "",
         f"`{command}`: {result['items']} bench items × {result['criteria']} criteria of "
         f"`bench/rubric.yaml` per run, {result['repeats']} rounds of the arms in rotating "
-        "order, a fresh rubric version per run. Replicas: SmolLM2-135M on vLLM (CPU), "
+        "order, a fresh rubric version per run, each replica warmed on it with one "
+        "item of a task not measured before the counters start (the cold hit rate counts "
+        "the warm-up too). Replicas: SmolLM2-135M on vLLM (CPU), "
         f"`{result['urls']['shared']}` (shared with other users of this machine) and "
         f"`{result['urls']['replica']}` (started by this bench, on the other CPU). Arms: "
         "`affine` (the default, load factor 1.25), `affine_unbounded` (load factor 100: "
@@ -280,14 +323,16 @@ def markdown(result: dict[str, Any], command: str) -> str:
         "replica alone). Prefix-cache figures from each replica's own `/metrics` "
         "(`vllm:prefix_cache_hits_total` / `queries_total`).",
         "",
-        "| arm | replicas | rewards/s | hit rate, bench's replica | tokens prefilled per "
-        "call, bench's replica | hit rate, both replicas | clean runs |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| arm | replicas | rewards/s | hit rate, bench's replica | cold hit rate, bench's "
+        "replica | tokens prefilled per call, bench's replica | hit rate, both replicas "
+        "| clean runs |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for arm, replicas in REPLICAS.items():
         a = s[arm]
         lines.append(
             f"| {arm} | {replicas} | {a['rewards_per_s']} | {a['replica_hit_rate']} | "
+            f"{a['replica_hit_rate_cold']} | "
             f"{a['replica_prefill_per_call']} | {a['hit_rate']} | "
             f"{a['clean_runs']} of {a['runs']} |"
         )
@@ -300,9 +345,15 @@ def markdown(result: dict[str, Any], command: str) -> str:
         f"**{speed['affine_unbounded']['median']}** (rounds {speed['affine_unbounded']['each']})",
         f"- hit rate on the bench's replica ÷ round-robin: affine **{hit_rr['affine']}**, "
         f"unbounded **{hit_rr['affine_unbounded']}**",
-        f"- hit rate on the bench's replica, two replicas ÷ that replica alone (target: at "
-        f"least 1): affine **{hit_one['affine']}**, unbounded "
-        f"**{hit_one['affine_unbounded']}**, round-robin **{hit_one['round_robin']}**",
+        f"- hit rate over both replicas ÷ one replica alone (target: at least 1): affine "
+        f"**{both_one['affine']}**, unbounded **{both_one['affine_unbounded']}**, "
+        f"round-robin **{both_one['round_robin']}**",
+        f"- hit rate on the bench's replica, two replicas ÷ that replica alone: affine "
+        f"**{hit_one['affine']}**, unbounded "
+        f"**{hit_one['affine_unbounded']}**, round-robin **{hit_one['round_robin']}**; "
+        f"cold (warm-up included: the rubric head prefilled once per replica): affine "
+        f"{cold_one['affine']}, unbounded {cold_one['affine_unbounded']}, round-robin "
+        f"{cold_one['round_robin']}",
         f"- tokens prefilled per call on the bench's replica ÷ round-robin: affine "
         f"**{prefill['affine']}**, unbounded **{prefill['affine_unbounded']}**, one replica "
         f"**{prefill['single']}**",

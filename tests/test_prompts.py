@@ -374,3 +374,15 @@ def test_backtick_runs_up_to_the_limit_are_kept_and_fenced_longer() -> None:
     _, blocks = parse_fences(body(p))
     assert dict(blocks)["response"] == text
     assert "\n" + "`" * (prompts.FENCE_RUN_LIMIT + 1) + "response\n" in body(p)
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_each_call_shows_its_own_item_when_items_interleave(api: prompts.Api) -> None:
+    # The item block is rendered once per item and reused: calls of items that come and go
+    # must still each show their own item, with the reference only where it was given.
+    items = [Rollout("q", "first"), Rollout("q", "second"), Rollout("q", "first", "ref")]
+    for rollout in items + items[::-1]:
+        for criterion in RUBRIC.criteria:
+            shown = body(prompts.criterion_prompt(RUBRIC, criterion, rollout, "logprob", api))
+            assert prompts.item_block(rollout) in shown
+            assert ("```reference" in shown) == (rollout.reference is not None)

@@ -144,13 +144,21 @@ def test_a_retry_avoids_the_endpoint_that_failed() -> None:
     ]
 
 
-def test_prompt_affinity_is_per_item_and_per_trajectory() -> None:
-    def key(criterion: int, rollout: Rollout) -> str | None:
-        c = RUBRIC.criteria[criterion]
-        return prompts.criterion_prompt(RUBRIC, c, rollout, "logprob", "chat").affinity
+def affinity(criterion: int, rollout: Rollout) -> routing.Affinity:
+    c = RUBRIC.criteria[criterion]
+    got = prompts.criterion_prompt(RUBRIC, c, rollout, "logprob", "chat").affinity
+    assert got is not None
+    return got
 
+
+def sibling(k: int) -> Rollout:
+    """Completion ``k`` of one task, as a GRPO group has several (marker ``item-k``)."""
+    return Rollout("What is 21 plus 21?", f"It is {40 + k}. (item-{k})", "42")
+
+
+def test_prompt_affinity_is_per_item_and_per_trajectory() -> None:
+    key = affinity
     assert key(0, item(1)) == key(4, item(1)) != key(0, item(2))
-    assert key(0, item(1)) is not None
     holistic = prompts.holistic_prompt(RUBRIC, item(1), "logprob", "completion")
     assert holistic.affinity is not None and holistic.affinity != key(0, item(1))
     # Steps of one trajectory share a key though their item blocks differ.
@@ -159,6 +167,15 @@ def test_prompt_affinity_is_per_item_and_per_trajectory() -> None:
     step_keys = {key(c, one.at_step(k)) for k in range(3) for c in (0, 1)}
     assert len(step_keys) == 1
     assert step_keys != {key(0, other.at_step(0))}
+
+
+def test_the_items_of_one_task_share_a_group_not_an_item_key() -> None:
+    a, b = affinity(0, sibling(1)), affinity(3, sibling(2))
+    assert a.group == b.group and a.item != b.item
+    assert affinity(0, item(1)).group != a.group
+    # The reference is part of the task: another one is another group.
+    other_reference = Rollout(sibling(1).prompt, sibling(1).completion, "41")
+    assert affinity(0, other_reference).group != a.group
 
 
 def trajectory(city: str) -> Rollout:
@@ -203,10 +220,7 @@ def judge_over(made: list[Judge], urls: list[str], **fields: Any) -> Judge:
 
 def home_of(n: int, urls: list[str]) -> int:
     """The index of the URL that item ``n``'s key hashes to first."""
-    c = RUBRIC.criteria[0]
-    key = prompts.criterion_prompt(RUBRIC, c, item(n), "logprob", "chat").affinity
-    assert key is not None
-    return routing.rendezvous(key, urls)[0]
+    return routing.rendezvous(affinity(0, item(n)).group, urls)[0]
 
 
 async def score_items(judge: Judge, items: range) -> list[bool]:
@@ -239,6 +253,28 @@ async def test_every_call_of_an_item_reaches_one_replica_and_items_spread(
     assert all(len(where) == 1 for where in seen.values()), seen
     per_replica = Counter(next(iter(where)) for where in seen.values())
     assert per_replica[0] >= 8 and per_replica[1] >= 8, per_replica
+
+
+async def test_the_items_of_one_task_gather_on_one_replica_until_it_is_busy(
+    replicas: list[FakeJudge], judges: list[Judge]
+) -> None:
+    judge = judge_over(judges, [r.url for r in replicas])
+    # One item at a time: nothing is in flight, so every item of the task goes home.
+    for k in range(6):
+        calls = [judge.score_criterion(RUBRIC, c, sibling(k)) for c in RUBRIC.criteria]
+        assert all(v.ok for v in await asyncio.gather(*calls))
+    seen = homes(replicas, range(6))
+    assert len(set().union(*seen.values())) == 1, seen
+    # A burst of the task's items: the home fills past the load bound, so items spill to
+    # the other replica, each with all of its calls.
+    for fake in replicas:
+        fake.script.bodies.clear()
+    burst = range(10, 50)
+    calls = [judge.score_criterion(RUBRIC, c, sibling(k)) for k in burst for c in RUBRIC.criteria]
+    assert all(v.ok for v in await asyncio.gather(*calls))
+    seen = homes(replicas, burst)
+    assert all(len(where) == 1 for where in seen.values()), seen
+    assert len(set().union(*seen.values())) == 2, seen
 
 
 async def test_round_robin_splits_the_calls_of_an_item(

@@ -2,10 +2,11 @@
 
 A :class:`Backend` owns one HTTP client per base URL of a judge and
 sends each call to a base URL whose circuit breaker (``rewardsvc.judges.breaker``)
-lets it through, chosen by ``rewardsvc.judges.routing``: a call with an affinity key
-(the item's shared prompt prefix) goes to the URL that key hashes to, so the calls of
-one item meet one replica's prefix cache, unless that URL has too many calls in
-flight; a call without one goes round robin. Calls are limited by one
+lets it through, chosen by ``rewardsvc.judges.routing``: a call with an affinity (digests
+of the item's and its task's shared prompt prefixes) goes to the URL its task hashes to,
+so the calls of one item, and the items of one task, meet one replica's prefix cache,
+unless that URL has too many calls in flight (then an item's first call goes elsewhere
+and its other calls follow it); a call without one goes round robin. Calls are limited by one
 semaphore per judge (``max_concurrency``) and each client's connection pool is sized
 to the same number, so connections are reused and never queue inside the HTTP layer.
 The client is ``rewardsvc.judges.transport``: the request bodies the shapes build, as
@@ -58,6 +59,7 @@ from rewardsvc.judges import routing
 from rewardsvc.judges.breaker import BreakerPolicy, CircuitBreaker
 from rewardsvc.judges.failures import BackendError, classify
 from rewardsvc.judges.keys import KeySource
+from rewardsvc.judges.routing import Affinity
 from rewardsvc.judges.shapes import CHAT, COMPLETION, ApiShape
 from rewardsvc.judges.transport import TRANSPORT_ERRORS, JudgeTransport
 
@@ -149,7 +151,8 @@ class Backend:
                 )
             )
         self._urls = [e.url for e in self.endpoints]
-        # Where the latest call of each recent affinity key went (routing's ``pinned``).
+        # Where the latest call of each recent item (its affinity's item key) went (routing's
+        # ``pinned``).
         self._pins: OrderedDict[str, int] = OrderedDict()
         self._next = 0
         self._sem = asyncio.Semaphore(config.max_concurrency)
@@ -157,9 +160,9 @@ class Backend:
             multiplier=self.retry.initial_s, max=self.retry.max_s, jitter=self.retry.jitter_s
         )
 
-    def _pick(self, affinity: str | None = None, avoid: Collection[str] = ()) -> Endpoint:
-        """The endpoint for a call with this affinity key (None: round robin) whose
-        breaker allows it, URLs in ``avoid`` (failed earlier in the call) last."""
+    def _pick(self, affinity: Affinity | None = None, avoid: Collection[str] = ()) -> Endpoint:
+        """The endpoint for a call with this affinity (None: round robin) whose breaker
+        allows it, URLs in ``avoid`` (failed earlier in the call) last."""
         if len(self.endpoints) == 1:
             # One URL: there is nothing to route, only its breaker to ask.
             only = self.endpoints[0]
@@ -167,21 +170,21 @@ class Backend:
                 return only
         else:
             urls = self._urls
-            key = affinity if self.config.routing == "affine" else None
+            routed = affinity if self.config.routing == "affine" else None
             order = routing.preference(
-                key,
+                None if routed is None else routed.group,
                 urls,
                 [e.in_flight for e in self.endpoints],
                 load_factor=self.config.load_factor,
                 cursor=self._next,
                 avoid={i for i, u in enumerate(urls) if u in avoid},
-                pinned=None if key is None else self._pins.get(key),
+                pinned=None if routed is None else self._pins.get(routed.item),
             )
             chosen = routing.pick(order, lambda i: self.endpoints[i].breaker.allow())
             if chosen is not None:
                 self._next = (chosen + 1) % len(urls)
-                if key is not None:
-                    self._pin(key, chosen)
+                if routed is not None:
+                    self._pin(routed.item, chosen)
                 return self.endpoints[chosen]
         last = "; ".join(f"{e.url}: {e.breaker.last_error}" for e in self.endpoints)
         raise BackendError(
@@ -219,7 +222,7 @@ class Backend:
         shape: ApiShape,
         body: dict[str, Any],
         deadline: float,
-        affinity: str | None = None,
+        affinity: Affinity | None = None,
         avoid: Collection[str] = (),
     ) -> Any:
         if self._sem.locked():
@@ -301,14 +304,15 @@ class Backend:
         body: dict[str, Any],
         deadline: float | None = None,
         *,
-        affinity: str | None = None,
+        affinity: Affinity | None = None,
     ) -> Any:
         """POST ``body`` (the model is added) to ``shape``'s endpoint, with retries.
 
         ``deadline`` is a ``time.monotonic()`` instant by which the call must be over
-        (slot wait, attempts and backoff included); ``affinity`` the call's routing key
-        (``Prompt.affinity``: calls with the same key go to the same base URL while it
-        is healthy and not overloaded). Raises :class:`BackendError`.
+        (slot wait, attempts and backoff included); ``affinity`` routes the call
+        (``Prompt.affinity``: the calls of one item go to the same base URL while it is
+        healthy, and the items of one task to the same one while it is not overloaded).
+        Raises :class:`BackendError`.
         """
         limit = self.deadline_for(deadline)
         body = {"model": self.config.model, **body}
@@ -326,7 +330,7 @@ class Backend:
         shape: ApiShape,
         body: dict[str, Any],
         limit: float,
-        affinity: str | None,
+        affinity: Affinity | None,
         failed: set[str],
         first: BackendError,
     ) -> Any:

@@ -39,6 +39,7 @@ one item share their prompt up to the end of step k, for the prefix cache.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -46,7 +47,7 @@ from typing import Literal
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric, View
 from rewardsvc.core.trajectory import DEFAULT_FIT_CHARS, Segment
-from rewardsvc.judges.routing import affinity_key
+from rewardsvc.judges.routing import Affinity, affinity_key
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser, sanitize
 
 # Re-exported for callers of the prompt builders: what the fenced text went through.
@@ -180,12 +181,13 @@ class Question:
 @dataclass(frozen=True)
 class Prompt:
     """One rendered judge call: ``messages`` for chat judges, ``text`` for completion judges;
-    ``affinity`` routes it (``judges.routing``): a digest of what an item's calls share."""
+    ``affinity`` routes it (``judges.routing``): digests of what an item's calls share and
+    of what the items of its task share."""
 
     question: Question
     messages: list[dict[str, str]] | None = None
     text: str | None = None
-    affinity: str | None = None
+    affinity: Affinity | None = None
 
 
 def scale(criterion: Criterion) -> tuple[tuple[str, ...], tuple[int, ...]]:
@@ -369,6 +371,22 @@ def item_block(
     return "\n\n".join(parts)
 
 
+@functools.lru_cache(maxsize=16)
+def _item_part(
+    context: str, rollout: Rollout, defuser: Defuser, view: View | None, fit_chars: int
+) -> tuple[str, Affinity]:
+    """The item block of ``rollout`` and the routing affinity of its calls under ``context``."""
+    # Cached: the K criterion calls of an item (and each judge's) render the same block,
+    # and sanitizing and fencing it is most of the CPU a call's prompt costs. The engine
+    # starts an item's calls one after the other, so a few recent items suffice; the small
+    # bound caps what is held after a request ends (16 blocks, each at most one body).
+    item = item_block(rollout, defuser, view, fit_chars)
+    group = affinity_key(context, rollout.prompt, rollout.reference or "")
+    # Every step of one trajectory shares one item key: the shared part and the task only.
+    own = affinity_key(context, item) if rollout.step is None else group
+    return item, Affinity(item=own, group=group)
+
+
 def render(
     rubric: Rubric,
     rollout: Rollout,
@@ -383,14 +401,13 @@ def render(
     """Messages (chat) or text (completion) in prefix-cache order: shared, item, question.
 
     ``lead`` is rubric text shown before the item (the batched method's questions): the
-    same for every item of the rubric, so it joins the shared prefix. The affinity key
-    hashes the shared part and the item; for a step rollout, the shared part and the task
-    only, so that every step of one trajectory has the same key."""
+    same for every item of the rubric, so it joins the shared prefix. The affinity's item
+    key hashes the shared part and the item (for a step rollout, the shared part and the
+    task only, so that every step of one trajectory has the same key); its group key, the
+    shared part and the task, so that the items of one task prefer one replica."""
     context = shared_context(rubric, with_criteria)
-    item = item_block(rollout, defuser, view, fit_chars)
+    item, affinity = _item_part(context, rollout, defuser, view, fit_chars)
     body = "\n\n".join(p for p in (context, lead, item, question.text) if p)
-    task = (rollout.prompt, rollout.reference or "")
-    affinity = affinity_key(context, item) if rollout.step is None else affinity_key(context, *task)
     if api == "chat":
         messages = [
             {"role": "system", "content": _GRADER_RULES},

@@ -1,12 +1,13 @@
 """Which base URL of a judge a call goes to: prefix-affine, load-bounded, breaker-aware.
 
 The K criterion calls of one item share their whole prompt up to the last lines (see
-``rewardsvc.judges.prompts``), and vLLM reuses a prefix only on the replica that computed
-it. So a call carrying an affinity key (``Prompt.affinity``, a digest of the item's
-shared prefix) goes to the endpoint chosen by rendezvous (highest-random-weight)
-hashing of the key over the endpoints' URLs: every call of the item picks the same
-replica, different items spread evenly, and adding or losing a replica moves only the
-items that hashed to it.
+``rewardsvc.judges.prompts``), the items of one task (a GRPO group: several completions
+of one prompt) share it up to the completion, and vLLM reuses a prefix only on the
+replica that computed it. So a call carrying an :class:`Affinity` (``Prompt.affinity``)
+goes to the endpoint chosen by rendezvous (highest-random-weight) hashing of its
+``group`` key (a digest of the rubric's part and the task) over the endpoints' URLs:
+every item of the task prefers the same replica, different tasks spread evenly, and
+adding or losing a replica moves only the tasks that hashed to it.
 
 Two things override the hash, in this order:
 
@@ -14,9 +15,11 @@ Two things override the hash, in this order:
   flight times ``load_factor``, plus one) is passed over for the next endpoint in the
   key's rendezvous order, as in consistent hashing with bounded loads; so one hot replica
   cannot queue calls while another idles. The bound places an item, not each of its
-  calls: a key that already has an endpoint (``pinned``, the one its latest call went
-  to, which the caller remembers) keeps it whatever its load, since that is where the
-  item's prefix is cached and a spilled call would prefill it again elsewhere;
+  calls: an item that already has an endpoint (``pinned``, the one its latest call went
+  to, which the caller remembers by the ``item`` key) keeps it whatever its load, since
+  that is where the item's prefix is cached and a spilled call would prefill it again
+  elsewhere. So a task's items gather on one replica while it has room, and a burst of
+  them spreads item by item, each item's calls together;
 - **failure**: a retry prefers any endpoint but the ones that failed earlier in the same
   call, and an endpoint whose circuit breaker refuses is skipped (:func:`pick`).
 
@@ -32,6 +35,17 @@ import functools
 import hashlib
 import math
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Affinity:
+    """Where a call would rather go: ``item`` is the same for every call of one item (or
+    of one trajectory's steps) and pins them to one replica; ``group`` is the same for
+    every item of one task and ranks the replicas for an item's first call."""
+
+    item: str
+    group: str
 
 
 def affinity_key(*parts: str) -> str:

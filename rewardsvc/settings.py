@@ -163,7 +163,8 @@ class Settings(BaseSettings):
     reward_log: Path | None = Field(
         default=None,
         description="JSON Lines file to append one line per scored item to (time, rubric id and "
-        "version, item id, reward, status, uncertainty, flags, metadata); unset: no log.",
+        "version, item id, reward, status, uncertainty, flags, metadata, run; one per group "
+        "or pair, with kind, for /v1/groups and /v1/preferences); unset: no log.",
     )
     reward_log_max_bytes: int = Field(
         default=256 * 1024 * 1024,

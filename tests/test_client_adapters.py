@@ -355,6 +355,8 @@ async def test_verl_failure_score_and_outage(
         ("<s> [INST] q [/INST] answer</s>", "[INST] q [/INST]", " answer"),
         ("prompt and answer<|eot_id|><|end_of_text|>  ", "prompt and", " answer"),
         ("no prompt here<eos>", "zzz", "no prompt here"),
+        # A policy repeating its prompt: the response starts after the first occurrence.
+        ("<s> [INST] q [/INST] a [INST] q [/INST] b", "[INST] q [/INST]", " a [INST] q [/INST] b"),
     ],
 )
 def test_openrlhf_response_text(query: str, prompt: str, expected: str) -> None:
@@ -485,7 +487,9 @@ async def test_judge_error_resend_failure_keeps_scored_results_async(fake: FakeS
 
 async def test_verifiers_functions(fake: FakeService) -> None:
     single = verifiers_reward_func(fake.url, "helpful-answer")
-    group = verifiers_group_reward_func(fake.url, "helpful-answer", judge_error_retries=0)
+    group = verifiers_group_reward_func(
+        fake.url, "helpful-answer", judge_error_retries=0, judge_error_wait=0
+    )
     assert single.__name__ == group.__name__ == "rewardsvc_helpful_answer"
     assert set(inspect.signature(single).parameters) == {"prompt", "completion", "answer", "state"}
     assert set(inspect.signature(group).parameters) == {
@@ -505,3 +509,23 @@ async def test_verifiers_functions(fake: FakeService) -> None:
     assert out == [0.1, 0.0]
     assert states[1]["rewardsvc"]["status"] == "judge_error"
     assert [i["reference"] for i in fake.requests[-1]["items"]] == ["x", "y"]
+
+
+async def test_verifiers_waits_out_a_judge_outage_like_the_other_adapters(
+    fake: FakeService,
+) -> None:
+    # Judges fail for the first four answers (about 1 + 2 + 4 + 8 s of re-sending): the
+    # classic adapter keeps re-sending, as the others do, instead of scoring failure_score
+    # after its 2 retries.
+    calls = {"n": 0}
+
+    def script(body: dict[str, Any]) -> Any:
+        calls["n"] += 1
+        text = "fail" if calls["n"] <= 4 else "0.6"
+        return [by_completion({**i, "completion": text}) for i in body["items"]]
+
+    fake.script = script
+    single = verifiers_reward_func(fake.url, "helpful-answer")
+    state: dict[str, Any] = {}
+    assert await single(prompt="q", completion="x", answer="", state=state) == 0.6
+    assert state["rewardsvc"]["status"] == "ok" and calls["n"] == 5

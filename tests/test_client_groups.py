@@ -435,3 +435,19 @@ def test_groups_against_the_real_service(service: Any) -> None:
     assert response.usage.judge_calls >= 2
     # Listwise with 2 orders asks the judge in each order.
     assert {"order1", "order2"} <= set(response.usage.calls_by_order)
+
+
+async def test_openrlhf_agent_turn_without_a_step_reward_is_not_valid(fake: FakeService) -> None:
+    # The trajectory has a reward but no judge scored the latest step: the turn's stand-in
+    # reward must be flagged, not logged as valid.
+    step = {"index": 0, "reward": None, "status": "judge_error", "criteria": {}}
+    result = {"id": "0", "reward": 0.7, "status": "degraded", "steps": [step]}
+    fake.routes["/v1/rewards"] = lambda body: (
+        200,
+        {"rubric": {"id": "x", "version": "v"}, "results": [result]},
+    )
+    rewarder = make_agent_rewarder(fake.url, "agent-process", failure_score=0.0)
+    out = await rewarder.step({"observation_text": "t", "action_text": "a"})
+    assert float(out["rewards"]) == 0.0
+    assert out["extra_logs"]["rewardsvc_valid"] == 0.0
+    assert out["extra_logs"]["rewardsvc_trajectory_reward"] == pytest.approx(0.7)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from rewardsvc.library.registry import Registry
 from rewardsvc.server import compat
 from rewardsvc.server.app import create_app
 from rewardsvc.server.compat import response_from_query, strip_trailing_special_tokens
+from rewardsvc.server.holding import HeldTries, kept_back
 from rewardsvc.server.wire.rewards import (
     RewardOptions,
     RewardResponse,
@@ -65,6 +67,9 @@ PROMPT = (
         (PROMPT[40:] + "4<|im_end|>", PROMPT, "4"),
         # Text that merely looks like a token inside the response stays.
         (PROMPT + "use <|im_end|> to end a turn.", PROMPT, "use <|im_end|> to end a turn."),
+        # A BOS before the prompt, and a policy that repeats the prompt: everything after
+        # the prompt's first occurrence is the response, the text before the repeat too.
+        ("<s>" + PROMPT + "Sure. " + PROMPT + "5", PROMPT, "Sure. " + PROMPT + "5"),
     ],
 )
 def test_response_from_query(query: str, prompt: str, response: str) -> None:
@@ -291,7 +296,7 @@ async def test_slime_contract_dict_with_reward_key(served: str) -> None:
     assert reward["status"] == "ok" and reward["valid"] is True
 
 
-async def test_slime_judge_error_is_503_then_flagged_on_the_last_try(
+async def test_slime_dict_judge_error_is_503_then_keyless_on_the_last_try(
     served: str, fake: FakeJudge
 ) -> None:
     fake.script.default = "400"
@@ -300,9 +305,13 @@ async def test_slime_judge_error_is_503_then_flagged_on_the_last_try(
         with pytest.raises(aiohttp.ClientResponseError) as raised:
             await slime_remote_rm(f"{served}/slime/tiny?format=dict&hold=0", sample)
         assert raised.value.status == 503
+    # The 10th: the verdict without a reward (it used to carry a flagged 0.0, which
+    # --reward-key reward read as a real reward), so slime's reward lookup raises.
     reward = await slime_remote_rm(f"{served}/slime/tiny?format=dict&hold=0", sample)
-    assert reward["reward"] == 0.0 and reward["valid"] is False
-    assert reward["status"] == "judge_error"
+    assert "reward" not in reward and reward["valid"] is False
+    assert reward["status"] == "judge_error" and reward["error"]
+    with pytest.raises(KeyError):
+        reward["reward"]  # what slime's Sample.get_reward_value does with --reward-key
 
 
 async def test_slime_bad_requests(library: Path, pool: JudgePool) -> None:
@@ -333,6 +342,12 @@ class RecordingScorer:
 
     def __init__(self) -> None:
         self.runs: list[str | None] = []
+
+    def held(self) -> AbstractContextManager[HeldTries]:
+        return kept_back()
+
+    async def pause(self, seconds: float) -> bool:
+        return True
 
     async def score_rubric(
         self,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -203,12 +203,24 @@ class LocalComparer:
         return rubric
 
     async def score_groups(
-        self, rubric: Rubric, groups: list[GroupIn], options: GroupOptions, *, run: str | None
+        self,
+        rubric: Rubric,
+        groups: list[GroupIn],
+        options: GroupOptions,
+        *,
+        run: str | None,
+        raw: Sequence[Any] = (),
     ) -> GroupBatch:
         return await score_groups(self.judges, rubric, groups, options, **self.extra)
 
     async def judge_preferences(
-        self, rubric: Rubric, pairs: list[GroupIn], options: PreferenceOptions, *, run: str | None
+        self,
+        rubric: Rubric,
+        pairs: list[GroupIn],
+        options: PreferenceOptions,
+        *,
+        run: str | None,
+        raw: Sequence[Any] = (),
     ) -> PreferenceBatch:
         return await judge_preferences(self.judges, rubric, pairs, options, **self.extra)
 

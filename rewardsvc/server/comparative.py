@@ -50,7 +50,13 @@ class Comparer(Protocol):
     def inline_rubric(self, rubric: Rubric) -> Rubric: ...
 
     async def score_groups(
-        self, rubric: Rubric, groups: list[GroupIn], options: GroupOptions, *, run: str | None
+        self,
+        rubric: Rubric,
+        groups: list[GroupIn],
+        options: GroupOptions,
+        *,
+        run: str | None,
+        raw: Sequence[Any] = (),
     ) -> GroupBatch: ...
 
     async def judge_preferences(
@@ -60,6 +66,7 @@ class Comparer(Protocol):
         options: PreferenceOptions,
         *,
         run: str | None,
+        raw: Sequence[Any] = (),
     ) -> PreferenceBatch: ...
 
 
@@ -199,7 +206,7 @@ async def groups(body: GroupRequest, comparer: ComparerDep) -> GroupResponse:
         seed=o.seed,
     )
     try:
-        batch = await comparer.score_groups(rubric, read, options, run=body.run)
+        batch = await comparer.score_groups(rubric, read, options, run=body.run, raw=body.groups)
     except RequestError as exc:
         raise ApiError.of(exc) from exc
     return group_response(batch)
@@ -224,7 +231,9 @@ async def preferences(body: PreferenceRequest, comparer: ComparerDep) -> Prefere
         margin=o.margin,
     )
     try:
-        batch = await comparer.judge_preferences(rubric, read, options, run=body.run)
+        batch = await comparer.judge_preferences(
+            rubric, read, options, run=body.run, raw=body.pairs
+        )
     except RequestError as exc:
         raise ApiError.of(exc) from exc
     return preference_response(batch)

@@ -8,42 +8,58 @@
   and its values must be numbers. Its client tries a request 5 times, 1 s apart, with
   a 180 s timeout per try, ignores Retry-After, and then gives the sample no reward.
 * slime (``--rm-type remote_rm --rm-url http://host:8000/slime/<rubric>``): POSTs
-  ``{"prompt", "response", "label"}`` per sample (prompt a string or a message list)
-  and uses the JSON reply as the reward: a bare number, or a dict read with
-  ``--reward-key reward`` (``?format=dict``). It tries 10 times with exponential
-  backoff (a 120 s timeout per try), then raises, which ends the rollout.
+  ``{"prompt", "response", "label"}`` per sample (prompt a string or a message list),
+  calls ``raise_for_status()`` and stores the JSON reply as ``sample.reward``: a bare
+  number, or a dict read with ``--reward-key reward`` (``?format=dict``). Any failed try
+  (any status >= 400) is tried again, 10 times with exponential backoff (a 120 s timeout
+  per try); then it raises, which ends the rollout.
 
 Neither trainer can carry a null reward, and both give up after a few quick retries, so
 during a judge outage these routes *hold* the request: items that came back
 ``judge_error`` are scored again, with pauses of 1, 2, 4 ... 10 s, for up to ``hold``
 seconds (OpenRLHF 150 s, slime 100 s: inside each trainer's own timeout per try;
 ``?hold=`` lowers it). Judges that recover within the hold give real rewards. When they
-do not, the route answers 503 so that the trainer's own retry runs (and holds again),
-except on the trainer's last try (the same body seen for the 5th time from OpenRLHF, the
-10th from slime), which gets a flagged failure instead: reward 0.0 with
-``rewardsvc_valid = 0`` and ``rewardsvc_judge_error = 1`` in OpenRLHF's ``extra_logs``,
-``status: "judge_error"`` and ``valid: false`` in slime's dict format, never a crash of
-the trainer's loop. A rejected sample (malformed, e.g. no reference for a rubric that
-needs one) gets the same flagged 0.0 at once (a 422 would stop the trainer), with
-``rewardsvc_rejected = 1`` / ``status: "rejected"``. ``?run=NAME`` names the training
-run. Neither client sends headers: when API keys are set, put the key in the URL's user
-info (``http://k:KEY@host:8000/...``), which their HTTP client sends as Basic credentials.
+do not, the route answers 503 (with the first failed field) so that the trainer's own
+retry runs and holds again. A drain for shutdown ends a hold at once (the request is
+answered, and counted active until it is). Only the answer is recorded: the reward log
+and the monitor see each item once, with its final result, and nothing for a 503.
+
+What the trainer's last try gets (the try is counted per request, see :class:`Attempts`):
+
+* OpenRLHF: a flagged failure, reward 0.0 with ``rewardsvc_valid = 0`` and
+  ``rewardsvc_judge_error = 1`` in ``extra_logs`` (a non-200 would leave the sample
+  without any reward). A rejected sample (malformed, e.g. no reference for a rubric that
+  needs one) gets the same flagged 0.0 at once, with ``rewardsvc_rejected = 1``.
+* slime, default ``format=number``: a bare number is always a real reward. A judge
+  failure is a 503 on every try, the last included, so slime raises after its 10th (the
+  rollout stops loudly instead of training on a made-up 0). A rejected sample is a 422
+  naming slime's field (``response``, ``label``, ``prompt``), which slime raises on too.
+* slime ``format=dict``: 503 up to slime's 10th try, which gets ``valid: false`` and
+  ``status: "judge_error"`` with *no* ``reward`` key, so that ``--reward-key reward``
+  raises (KeyError) unless a custom reward post-processing reads ``valid``; rejected
+  samples are a 422 as above.
+
+``?run=NAME`` names the training run. Neither client sends headers: when API keys are
+set, put the key in the URL's user info (``http://k:KEY@host:8000/...``), which their HTTP
+client sends as Basic credentials.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import re
 import time
 from collections import OrderedDict
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Annotated, Any, Literal, Protocol
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
 from rewardsvc.server.errors import ApiError
+from rewardsvc.server.holding import HeldTries
 from rewardsvc.server.state import running_service
 from rewardsvc.server.wire.compat import (
     OpenRLHFExtraLogs,
@@ -75,35 +91,71 @@ class Scorer(Protocol):
         run: str | None = None,
     ) -> RewardResponse: ...
 
+    def held(self) -> AbstractContextManager[HeldTries]:
+        """Count a held request active for the whole hold; keep its records back."""
+        ...
+
+    async def pause(self, seconds: float) -> bool:
+        """Wait between two tries; False when a drain begins (stop holding)."""
+        ...
+
 
 ScorerDep = Annotated[Scorer, Depends(running_service)]
 
 
-class Attempts:
-    """How often each request body was seen recently: a trainer's retry re-sends the same
-    body, so its count tells which try of the trainer's retry loop this is. Bounded."""
+RETRY_WITHIN_S = 120.0
+"""How long after a refused try the trainer's retry may come (OpenRLHF waits 1 s, slime at
+most 31 s between tries)."""
 
-    def __init__(self, size: int = 10_000) -> None:
+
+class Attempts:
+    """Which try of the trainer's retry loop a request is.
+
+    Neither trainer marks a retry: it sends the same body again after a try that got no
+    reward. So every answer that is not a reward (a 503 after the hold, a 429, a 422)
+    leaves a token for its body with its try number, and a request of that body takes the
+    token with the highest number: its try is the next one; with no token it is a first
+    try. Identical samples in flight at once (the copies of one prompt and completion in a
+    GRPO group) are separate requests with their own counts, never one shared count.
+    Tokens last ``retry_within_s``; at most ``size`` bodies are remembered.
+    """
+
+    def __init__(
+        self,
+        size: int = 10_000,
+        retry_within_s: float = RETRY_WITHIN_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.size = size
-        self.seen: OrderedDict[str, int] = OrderedDict()
+        self.retry_within_s = retry_within_s
+        self.clock = clock
+        self.refusals: OrderedDict[str, list[tuple[float, int]]] = OrderedDict()
 
     @staticmethod
-    def _key(route: str, rubric: str, body: Any) -> str:
-        text = json.dumps([route, rubric, body], sort_keys=True, default=str)
+    def _key(where: str, body: Any) -> str:
+        text = json.dumps([where, body], sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()
 
-    def count(self, route: str, rubric: str, body: Any) -> int:
-        """Record one more try of this body; the number of tries so far (1 for the first)."""
-        key = self._key(route, rubric, body)
-        n = self.seen.pop(key, 0) + 1
-        self.seen[key] = n
-        while len(self.seen) > self.size:
-            self.seen.popitem(last=False)
-        return n
+    def begin(self, where: str, body: Any) -> int:
+        """The try number of a request of ``body`` to ``where`` (1 for a first try)."""
+        key = self._key(where, body)
+        now = self.clock()
+        tokens = [t for t in self.refusals.pop(key, []) if t[0] > now]
+        if not tokens:
+            return 1
+        latest = max(tokens, key=lambda t: t[1])
+        tokens.remove(latest)
+        if tokens:
+            self.refusals[key] = tokens
+        return latest[1] + 1
 
-    def forget(self, route: str, rubric: str, body: Any) -> None:
-        """The body got its answer: a later identical request is a new sample."""
-        self.seen.pop(self._key(route, rubric, body), None)
+    def refused(self, where: str, body: Any, tries: int) -> None:
+        """The request of try ``tries`` was answered without a reward: its retry is next."""
+        key = self._key(where, body)
+        self.refusals.setdefault(key, []).append((self.clock() + self.retry_within_s, tries))
+        self.refusals.move_to_end(key)
+        while len(self.refusals) > self.size:
+            self.refusals.popitem(last=False)
 
 
 async def get_attempts(request: Request) -> Attempts:
@@ -153,7 +205,8 @@ async def score_holding(
     hold_s: float,
 ) -> list[RewardResult]:
     """Score ``items``; score the ``judge_error`` ones again, with growing pauses, until
-    they have rewards or ``hold_s`` seconds have passed."""
+    they have rewards, ``hold_s`` seconds have passed or a drain begins. Call it inside
+    ``scorer.held()``."""
 
     async def score(batch: list[dict[str, Any]]) -> list[RewardResult]:
         response = await scorer.score_rubric(rubric, batch, RewardOptions(), field_name, run=run)
@@ -167,7 +220,8 @@ async def score_holding(
         remaining = deadline - time.monotonic()
         if not failed or remaining <= 0:
             return results
-        await asyncio.sleep(min(2.0**attempt, _PAUSE_CAP_S, remaining))
+        if not await scorer.pause(min(2.0**attempt, _PAUSE_CAP_S, remaining)):
+            return results
         attempt += 1
         for index, result in zip(failed, await score([items[i] for i in failed]), strict=True):
             results[index] = result
@@ -229,15 +283,17 @@ def response_from_query(query: str, prompt: str | None) -> str:
     """The policy's response inside an OpenRLHF ``query`` (templated prompt + response).
 
     ``query[len(prompt):]`` when the prompt is a prefix of the query; the text after the
-    prompt when something (a BOS token) precedes it; the text after the prompt's end when
-    OpenRLHF cut the prompt from the left; otherwise (the tokenizer round trip changed the
-    prompt text) the text after the longest common prefix. Trailing end-of-text tokens are
-    stripped.
+    prompt's first occurrence when something (a BOS token) precedes it; the text after the
+    prompt's end when OpenRLHF cut the prompt from the left; otherwise (the tokenizer round
+    trip changed the prompt text) the text after the longest common prefix. Trailing
+    end-of-text tokens are stripped.
     """
     if prompt and query.startswith(prompt):
         response = query[len(prompt) :]
     elif prompt and prompt in query:
-        response = query[query.rindex(prompt) + len(prompt) :]
+        # The first occurrence: a policy that repeats its prompt must not hide what it
+        # wrote before the repeat.
+        response = query[query.index(prompt) + len(prompt) :]
     elif prompt and (cut := _after_prompt_tail(query, prompt)) is not None:
         response = query[cut:]
     elif prompt:
@@ -258,7 +314,7 @@ def _label_text(label: Any) -> str | None:
 
 def _outage(results: list[RewardResult], fields: list[str], last_try: bool) -> None:
     """503 (with the first failed field) while judges failed and the trainer will try again;
-    nothing on its last try, which gets flagged failure rewards instead."""
+    nothing on its last try (``last_try``), which the caller answers in its own way."""
     failed = [(f, r) for f, r in zip(fields, results, strict=True) if r.status == "judge_error"]
     if not failed or last_try:
         return
@@ -274,7 +330,7 @@ def _outage(results: list[RewardResult], fields: list[str], last_try: bool) -> N
 
 
 def _reward(result: RewardResult) -> float:
-    """The reward, or the failure reward 0.0 (flagged by the caller) when there is none."""
+    """The reward, or OpenRLHF's failure reward 0.0 (flagged in its ``extra_logs``)."""
     return float(result.reward) if result.reward is not None else 0.0
 
 
@@ -284,10 +340,11 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         401: "Missing or invalid API key.",
         404: "Unknown rubric.",
         413: "Body larger than max_body_bytes, or more samples than max_items.",
-        422: "Malformed request (a malformed sample gets a flagged 0.0 instead).",
+        422: "Malformed request; for slime also a sample that cannot be scored (OpenRLHF "
+        "gets a flagged 0.0 for it instead).",
         429: "Too many items in flight (max_inflight); see Retry-After.",
-        503: "Judges failed for the whole hold; retry (the trainer's last try gets a "
-        "flagged 0.0 instead).",
+        503: "Judges failed for the whole hold; retry (OpenRLHF's last try gets a flagged "
+        "0.0 and slime's dict format a reply without `reward` instead).",
     }.items()
 }
 
@@ -306,6 +363,7 @@ router = APIRouter(tags=["trainer compatibility"])
 async def openrlhf(
     rubric: str,
     body: OpenRLHFRequest,
+    request: Request,
     scorer: ScorerDep,
     attempts: AttemptsDep,
     run: RunQuery = None,
@@ -339,11 +397,16 @@ async def openrlhf(
     ]
     if not items:
         return OpenRLHFResponse(rewards=[], scores=[], extra_logs=OpenRLHFExtraLogs.of([]))
-    raw = body.model_dump()
-    tries = attempts.count("openrlhf", rubric, raw)
-    results = await score_holding(scorer, rubric, items, "query", run, hold)
-    _outage(results, [f"query[{i}]" for i in range(n)], last_try=tries >= OPENRLHF_TRIES)
-    attempts.forget("openrlhf", rubric, raw)
+    where, raw = str(request.url), body.model_dump()
+    tries = attempts.begin(where, raw)
+    try:
+        with scorer.held() as held:
+            results = await score_holding(scorer, rubric, items, "query", run, hold)
+            _outage(results, [f"query[{i}]" for i in range(n)], tries >= OPENRLHF_TRIES)
+            held.record()
+    except ApiError:
+        attempts.refused(where, raw, tries)
+        raise
     rewards = [_reward(r) for r in results]
     return OpenRLHFResponse(
         rewards=rewards, scores=list(rewards), extra_logs=OpenRLHFExtraLogs.of(results)
@@ -351,6 +414,41 @@ async def openrlhf(
 
 
 # ------------------------------------------------------------------ slime
+
+
+_SLIME_FIELDS = {"completion": "response", "reference": "label", "prompt": "prompt"}
+"""slime's name of each item field a rejection can name."""
+
+
+def _rejected(result: RewardResult) -> ApiError:
+    """The 422 of a sample that cannot be scored, naming slime's field."""
+    error = result.error or "the sample cannot be scored"
+    for ours, theirs in _SLIME_FIELDS.items():
+        prefix = f"items[0].{ours}"
+        if error.startswith(prefix):
+            return ApiError(422, "invalid_request", theirs + error[len(prefix) :], field=theirs)
+    return ApiError(422, "invalid_request", error, field="response")
+
+
+def _slime_reply(result: RewardResult, format: str) -> JSONResponse:
+    """slime's answer for a result that is not a 503: the reward, or (rejected) a 422, or
+    (``format=dict`` on the last try of an outage) a dict without ``reward``."""
+    if result.status == "rejected":
+        raise _rejected(result)
+    if format == "number":
+        # _outage let a judge_error through only on the last try, which number never uses.
+        assert result.reward is not None
+        return JSONResponse(float(result.reward))
+    reply = SlimeReward(
+        reward=result.reward,
+        valid=result.reward is not None,
+        uncertainty=result.uncertainty or 0.0,
+        status=result.status,
+        flags=result.flags,
+        cached=result.cached,
+        error=result.error,
+    )
+    return JSONResponse(reply.model_dump(exclude_none=True))
 
 
 @router.post(
@@ -362,6 +460,7 @@ async def openrlhf(
 async def slime(
     rubric: str,
     body: SlimeRequest,
+    request: Request,
     scorer: ScorerDep,
     attempts: AttemptsDep,
     format: Annotated[
@@ -372,7 +471,9 @@ async def slime(
     hold: Annotated[float, _hold_query(SLIME_HOLD_S)] = SLIME_HOLD_S,
 ) -> JSONResponse:
     """Score one slime sample against the library rubric ``rubric``; held during a judge
-    outage, then 503 unless this is slime's last try."""
+    outage, then 503 (on every try for ``format=number``; for ``format=dict`` until
+    slime's last try, which gets a reply without ``reward``). A sample that cannot be
+    scored is a 422 naming its field."""
     prompt: Any = body.prompt
     if isinstance(prompt, list):
         prompt = [m.model_dump(exclude_none=True) for m in prompt]
@@ -382,20 +483,16 @@ async def slime(
         "completion": strip_trailing_special_tokens(body.response),
         "reference": _label_text(body.label),
     }
-    raw = body.model_dump()
-    tries = attempts.count("slime", rubric, raw)
-    results = await score_holding(scorer, rubric, [item], "items", run, hold)
-    _outage(results, ["response"], last_try=tries >= SLIME_TRIES)
-    attempts.forget("slime", rubric, raw)
-    result = results[0]
-    if format == "number":
-        return JSONResponse(_reward(result))
-    reply = SlimeReward(
-        reward=_reward(result),
-        valid=result.reward is not None,
-        uncertainty=result.uncertainty or 0.0,
-        status=result.status,
-        flags=result.flags,
-        cached=result.cached,
-    )
-    return JSONResponse(reply.model_dump())
+    where, raw = str(request.url), body.model_dump()
+    tries = attempts.begin(where, raw)
+    try:
+        with scorer.held() as held:
+            results = await score_holding(scorer, rubric, [item], "items", run, hold)
+            last_try = format == "dict" and tries >= SLIME_TRIES
+            _outage(results, ["response"], last_try)
+            reply = _slime_reply(results[0], format)
+            held.record()
+    except ApiError:
+        attempts.refused(where, raw, tries)
+        raise
+    return reply

@@ -1,5 +1,11 @@
 """The reward log: one JSON line per returned item, written off the event loop.
 
+A line per result of ``POST /v1/rewards`` and of the trainer routes (``rubric``, ``version``,
+``id``, ``reward``, ``status``, ``uncertainty``, ``flags``, ``metadata`` and ``run`` when
+given); a line per group of ``POST /v1/groups`` (``kind: group``, ``rewards`` in completion
+order) and per pair of ``POST /v1/preferences`` (``kind: preference``, ``p_a_better``,
+``label``); alert and version events have ``event`` instead.
+
 Lines go through the standard logging machinery: a queue handler on the event loop's side
 and a listener thread that writes them to a size-rotated file. Every line is ASCII JSON
 (``\\ud800`` for a lone surrogate, whatever a policy or client put in the metadata), so no
@@ -13,13 +19,15 @@ import json
 import logging
 import logging.handlers
 import queue
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rewardsvc.server import metrics
-from rewardsvc.server.wire.rewards import RewardResponse
+from rewardsvc.scoring.groups import GroupBatch
+from rewardsvc.scoring.preferences import PreferenceBatch
+from rewardsvc.server import holding, metrics
+from rewardsvc.server.wire.rewards import RewardResponse, RewardResult, RubricRef
 
 log = logging.getLogger(__name__)
 
@@ -56,24 +64,95 @@ class RewardLog:
         self._queue.put(record)
 
     def write(self, response: RewardResponse, items: Sequence[Any], run: str | None = None) -> None:
-        """Queue one line per result of ``response`` (``items`` supply the metadata)."""
-        now = datetime.now(UTC).isoformat(timespec="milliseconds")
-        for raw, result in zip(items, response.results, strict=False):
-            metadata = raw.get("metadata") if isinstance(raw, dict) else None
-            record = {
-                "time": now,
-                "rubric": response.rubric.id,
-                "version": response.rubric.version,
-                "id": result.id,
-                "reward": result.reward,
-                "status": result.status,
-                "uncertainty": result.uncertainty,
-                "flags": result.flags,
-                "metadata": metadata if isinstance(metadata, dict) else {},
-            }
-            if run is not None:
-                record["run"] = run
-            self._put(json.dumps(record, ensure_ascii=True, default=str))
+        """Queue one line per result of ``response`` (``items`` supply the metadata); kept
+        back instead while a held request scores (``rewardsvc.server.holding``)."""
+        pairs = list(zip(items, response.results, strict=False))
+        tries = holding.current()
+        if tries is not None:
+            tries.keep_lines(self.write_results, response.rubric, pairs, run)
+        else:
+            self.write_results(response.rubric, pairs, run)
+
+    def write_results(
+        self,
+        rubric: RubricRef,
+        pairs: Sequence[tuple[Any, RewardResult]],
+        run: str | None = None,
+    ) -> None:
+        """Queue one line per (raw item, result) of ``rubric``."""
+        for raw, result in pairs:
+            self._line(
+                raw,
+                run,
+                rubric=rubric.id,
+                version=rubric.version,
+                id=result.id,
+                reward=result.reward,
+                status=result.status,
+                uncertainty=result.uncertainty,
+                flags=result.flags,
+            )
+
+    def write_groups(self, batch: GroupBatch, groups: Sequence[Any], run: str | None) -> None:
+        """Queue one line per scored group of ``POST /v1/groups`` (``kind: group``, the
+        rewards of its completions in order; ``groups`` supply the metadata)."""
+        self._comparisons(
+            "group",
+            batch,
+            groups,
+            run,
+            lambda r: {
+                "method": batch.method,
+                "rewards": r.rewards,
+                "position_consistency": r.position_consistency,
+            },
+        )
+
+    def write_preferences(
+        self, batch: PreferenceBatch, pairs: Sequence[Any], run: str | None
+    ) -> None:
+        """Queue one line per judged pair of ``POST /v1/preferences`` (``kind:
+        preference``; ``pairs`` supply the metadata)."""
+        self._comparisons(
+            "preference",
+            batch,
+            pairs,
+            run,
+            lambda r: {"p_a_better": r.p_a_better, "label": r.label, "consistent": r.consistent},
+        )
+
+    def _comparisons(
+        self,
+        kind: str,
+        batch: GroupBatch | PreferenceBatch,
+        raws: Sequence[Any],
+        run: str | None,
+        verdict: Callable[[Any], dict[str, Any]],
+    ) -> None:
+        for raw, result in zip(raws, batch.results, strict=False):
+            self._line(
+                raw,
+                run,
+                kind=kind,
+                rubric=batch.rubric_id,
+                version=batch.version,
+                id=result.id,
+                **verdict(result),
+                status=result.status,
+                uncertainty=result.uncertainty,
+                flags=result.flags,
+            )
+
+    def _line(self, raw: Any, run: str | None, **fields: Any) -> None:
+        metadata = raw.get("metadata") if isinstance(raw, dict) else None
+        record = {
+            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            **fields,
+            "metadata": metadata if isinstance(metadata, dict) else {},
+        }
+        if run is not None:
+            record["run"] = run
+        self._put(json.dumps(record, ensure_ascii=True, default=str))
 
     def event(self, kind: str, **fields: Any) -> None:
         """Queue one event line (an alert, a rubric version change) beside the rewards."""

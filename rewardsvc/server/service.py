@@ -20,7 +20,6 @@ from typing import Annotated, Any
 from fastapi import Depends
 
 from rewardsvc.core.errors import RequestError
-from rewardsvc.core.observe import Observers
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.run import Graders
 from rewardsvc.judges.judge import Judge, build_judges
@@ -47,6 +46,7 @@ from rewardsvc.server.dashboard import (
 from rewardsvc.server.dispatch import Target, resolve_target, score_target
 from rewardsvc.server.errors import ApiError
 from rewardsvc.server.guards import InflightLimiter, check_batch
+from rewardsvc.server.holding import HeldTries, HoldAwareObservers, kept_back
 from rewardsvc.server.readiness import ReadinessProbe
 from rewardsvc.server.reward_log import RewardLog
 from rewardsvc.server.state import running_service
@@ -72,12 +72,17 @@ class Service:
     webhook: Webhook | None = None
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     stop: asyncio.Event = field(default_factory=asyncio.Event)
-    draining: bool = False
+    drain_begun: asyncio.Event = field(default_factory=asyncio.Event)
     active: int = 0
     idle: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
         self.idle.set()
+
+    @property
+    def draining(self) -> bool:
+        """The service refuses new scoring requests: it drains for shutdown."""
+        return self.drain_begun.is_set()
 
     def judge_names(self) -> set[str]:
         """The judge names an inline rubric may refer to."""
@@ -167,29 +172,63 @@ class Service:
                 f"max_inflight_calls={self.settings.max_inflight_calls}; split it",
                 field="max_inflight_calls",
             )
-        with self.limiter.admit(items, calls):
+        with self.limiter.admit(items, calls), self._active():
             metrics.INFLIGHT.inc()
             metrics.INFLIGHT_CALLS.inc(calls)
-            self.active += 1
-            self.idle.clear()
             try:
                 yield
             finally:
                 metrics.INFLIGHT.dec()
                 metrics.INFLIGHT_CALLS.dec(calls)
-                self.active -= 1
-                if self.active == 0:
-                    self.idle.set()
+
+    @contextlib.contextmanager
+    def _active(self) -> Iterator[None]:
+        """Count a request as active for the whole block: a drain waits for it."""
+        self.active += 1
+        self.idle.clear()
+        try:
+            yield
+        finally:
+            self.active -= 1
+            if self.active == 0:
+                self.idle.set()
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[HeldTries]:
+        """A request held across several scorings (the trainer routes' hold): active for
+        the whole hold, so that a drain waits for it between its tries too (its in-flight
+        slots are only held while it scores), and recorded once: the reward-log lines and
+        monitor batches of its tries are kept back until it calls ``record()`` on what
+        this yields, and dropped when it answers without them (see ``holding``)."""
+        with self._active(), kept_back() as tries:
+            yield tries
+
+    async def pause(self, seconds: float) -> bool:
+        """Wait ``seconds`` between a held request's tries; False as soon as a drain
+        begins (the request then answers with what it has, before the drain ends)."""
+        try:
+            await asyncio.wait_for(self.drain_begun.wait(), seconds)
+        except TimeoutError:
+            return True
+        return False
 
     async def score_groups(
-        self, rubric: Rubric, groups: list[GroupIn], options: GroupOptions, *, run: str | None
+        self,
+        rubric: Rubric,
+        groups: list[GroupIn],
+        options: GroupOptions,
+        *,
+        run: str | None,
+        raw: Sequence[Any] = (),
     ) -> GroupBatch:
-        """Groups of completions scored relative to each other (``POST /v1/groups``)."""
+        """Groups of completions scored relative to each other (``POST /v1/groups``),
+        logged one line per group with ``run`` (``raw``, the request's groups, supply
+        the metadata)."""
         check_batch(sum(len(g.rollouts) for g in groups), self.settings.max_items, "groups")
         self._calls_per_item(rubric, RewardOptions())
         calls = groups_planned_calls(rubric, [len(g.rollouts) for g in groups], options)
         with self.admitted(sum(len(g.rollouts) for g in groups), calls):
-            return await score_groups(
+            batch = await score_groups(
                 self.engine.judges,  # type: ignore[arg-type]
                 rubric,
                 groups,
@@ -197,17 +236,27 @@ class Service:
                 max_text_chars=self.engine.max_text_chars,
                 deadline=time.monotonic() + self.settings.request_timeout_s,
             )
+        if self.reward_log is not None:
+            self.reward_log.write_groups(batch, raw, run)
+        return batch
 
     async def judge_preferences(
-        self, rubric: Rubric, pairs: list[GroupIn], options: PreferenceOptions, *, run: str | None
+        self,
+        rubric: Rubric,
+        pairs: list[GroupIn],
+        options: PreferenceOptions,
+        *,
+        run: str | None,
+        raw: Sequence[Any] = (),
     ) -> PreferenceBatch:
-        """Pairs judged in both orders (``POST /v1/preferences``)."""
+        """Pairs judged in both orders (``POST /v1/preferences``), logged one line per
+        pair with ``run`` (``raw``, the request's pairs, supply the metadata)."""
         check_batch(2 * len(pairs), self.settings.max_items, "pairs")
         self._calls_per_item(rubric, RewardOptions())
         as_groups = GroupOptions(method="pairwise", judges=options.judges)
         calls = groups_planned_calls(rubric, [2] * len(pairs), as_groups)
         with self.admitted(2 * len(pairs), calls):
-            return await judge_preferences(
+            batch = await judge_preferences(
                 self.engine.judges,  # type: ignore[arg-type]
                 rubric,
                 pairs,
@@ -215,6 +264,9 @@ class Service:
                 max_text_chars=self.engine.max_text_chars,
                 deadline=time.monotonic() + self.settings.request_timeout_s,
             )
+        if self.reward_log is not None:
+            self.reward_log.write_preferences(batch, raw, run)
+        return batch
 
     def _calls_per_item(self, rubric: Rubric, options: RewardOptions) -> int:
         """Judge calls one item costs at most; 413 when the rubric exceeds the limits of
@@ -236,10 +288,11 @@ class Service:
 
     async def drain(self, timeout_s: float, answer_s: float = 5.0) -> bool:
         """Refuse new scoring requests and wait up to ``timeout_s`` for those accepted to
-        finish; True when they all did. Past it, their judge work is cut (the engine's
-        deadline passes at once) and they get ``answer_s`` more to answer with what they
-        have, so that every accepted request is answered and logged."""
-        self.draining = True
+        finish; True when they all did. Held requests stop holding and answer at once (see
+        ``pause``). Past it, their judge work is cut (the engine's deadline passes at once)
+        and they get ``answer_s`` more to answer with what they have, so that every
+        accepted request is answered and logged."""
+        self.drain_begun.set()
         try:
             await asyncio.wait_for(self.idle.wait(), timeout_s)
         except TimeoutError:
@@ -304,7 +357,7 @@ async def start_service(
         on_event=fan_out(log_event, webhook),
     )
     monitor_metrics.attach(monitor, settings.monitor_metric_runs)
-    observer = Observers([metrics.PrometheusObserver(), MonitorObserver(monitor)])
+    observer = HoldAwareObservers([metrics.PrometheusObserver(), MonitorObserver(monitor)])
     if registry is None:
         pool = await asyncio.to_thread(load_pool, Path(settings.judge_pool))
         registry = await asyncio.to_thread(

@@ -92,9 +92,14 @@ class SlimeRequest(BaseModel):
 class SlimeReward(BaseModel):
     """The reply with ``?format=dict`` (read in slime with ``--reward-key reward``)."""
 
-    reward: float = Field(description="The reward; a flagged 0.0 when valid is false.")
+    reward: float | None = Field(
+        default=None,
+        description="The reward; absent when valid is false (judges failed for every try), "
+        "so that slime's --reward-key lookup fails instead of training on a made-up value.",
+    )
     valid: bool = Field(description="False when the reward could not be produced.")
     uncertainty: float = Field(description="Uncertainty of the reward (0 when unknown).")
-    status: Literal["ok", "degraded", "judge_error", "rejected"]
+    status: Literal["ok", "degraded", "judge_error"]
     flags: list[str]
     cached: bool
+    error: str | None = Field(default=None, description="Why there is no reward (when absent).")

@@ -122,6 +122,9 @@ class AgentRewarder:
         if reward is None:
             logger.warning("rewardsvc OpenRLHF agent: turn without a reward; %s", value)
         extra = status_numbers(result)
+        # The turn's reward may be a step's that no judge scored while the trajectory has
+        # one: the stand-in must not be logged as valid.
+        extra["rewardsvc_valid"] = float(reward is not None)
         extra["rewardsvc_turn"] = float(self.turns - 1)
         if result is not None and result.reward is not None:
             extra["rewardsvc_trajectory_reward"] = float(result.reward)

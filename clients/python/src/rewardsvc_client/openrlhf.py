@@ -83,8 +83,9 @@ def response_text(query: str, prompt: str) -> str:
     if prompt and query.startswith(prompt):
         response = query[len(prompt) :]
     elif prompt and prompt in query:
-        # Tokenizer round trips can add a BOS token or change spaces before the prompt.
-        response = query[query.rindex(prompt) + len(prompt) :]
+        # Tokenizer round trips can add a BOS token or change spaces before the prompt. The
+        # first occurrence: a policy that repeats its prompt must not hide what precedes it.
+        response = query[query.index(prompt) + len(prompt) :]
     elif prompt and (cut := _after_prompt_tail(query, prompt)) is not None:
         response = query[cut:]
     else:

@@ -20,9 +20,12 @@ the result goes through ``float()``, and an exception is logged and scored 0.0. 
 The group function scores a whole group in one request (fewer round trips); the per-rollout
 function ``verifiers_reward_func`` suits rubrics that mix it with other per-rollout functions.
 verifiers cannot mask a missing reward (``float(None)`` fails, and its group advantage is
-reward minus the group mean), so a rollout without a reward scores ``failure_score`` (default
-0.0, for the reasons given in ``rewardsvc_client.verl``), after ``judge_error_retries``
-re-sends; the service's status, uncertainty and flags are written to ``state["rewardsvc"]``.
+reward minus the group mean), so ``judge_error`` rollouts are re-sent for ``judge_error_wait``
+seconds (120 by default, as the other adapters wait: a judge outage shorter than that only
+delays the step), at least ``judge_error_retries`` times; a rollout still without a reward
+scores ``failure_score`` (default 0.0, for the reasons given in ``rewardsvc_client.verl``),
+with a warning in the log, and the service's status, uncertainty and flags are written to
+``state["rewardsvc"]``.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from rewardsvc_client._adapt import (
 from rewardsvc_client._retrying import drive, results_or_none
 
 VIEWS = ("trace", "final")
+DEFAULT_JUDGE_ERROR_WAIT = 120.0
 
 
 def final_reply(completion: Any) -> Any:
@@ -68,6 +72,7 @@ class _Scorer:
         judge_error_retries: int,
         name: str | None,
         view: str = "trace",
+        judge_error_wait: float = DEFAULT_JUDGE_ERROR_WAIT,
     ) -> None:
         if view not in VIEWS:
             raise ValueError(f"view must be one of {VIEWS}, not {view!r}")
@@ -76,6 +81,7 @@ class _Scorer:
         self.clients = LoopClients(settings)
         self.failure_score = failure_score_default(failure_score)
         self.judge_error_retries = judge_error_retries
+        self.judge_error_wait = judge_error_wait
         self.name = name or _default_name(settings.rubric)
 
     async def score(
@@ -97,7 +103,9 @@ class _Scorer:
         ]
         if not items:
             return []
-        steps = results_or_none(self.settings, items, self.judge_error_retries, 0.0, self.name)
+        steps = results_or_none(
+            self.settings, items, self.judge_error_retries, self.judge_error_wait, self.name
+        )
         results = await drive(self.clients.get(), steps)
         if states is not None:
             for state, result in zip(states, results, strict=False):
@@ -116,6 +124,7 @@ def verifiers_reward_func(
     name: str | None = None,
     failure_score: float | None = None,
     judge_error_retries: int = 2,
+    judge_error_wait: float = DEFAULT_JUDGE_ERROR_WAIT,
     timeout: float | None = None,
     options: Mapping[str, Any] | None = None,
     view: str = "trace",
@@ -125,9 +134,10 @@ def verifiers_reward_func(
     None come from REWARDSVC_URL / REWARDSVC_RUBRIC / REWARDSVC_API_KEY. ``name`` is the
     metric name (default ``rewardsvc_<rubric>``). ``view="trace"`` (default) sends the whole
     rollout, tool calls and tool results included; ``view="final"`` only its last assistant
-    message (pair it with the rubric's own ``view``)."""
+    message (pair it with the rubric's own ``view``). ``judge_error_wait``: seconds to keep
+    re-sending judge_error rollouts before ``failure_score``."""
     settings = Settings.resolve(url, rubric, api_key=api_key, timeout=timeout, options=options)
-    scorer = _Scorer(settings, failure_score, judge_error_retries, name, view)
+    scorer = _Scorer(settings, failure_score, judge_error_retries, name, view, judge_error_wait)
 
     async def reward(prompt: Any, completion: Any, answer: Any = None, state: Any = None) -> float:
         states = [state] if state is not None else None
@@ -144,6 +154,7 @@ def verifiers_group_reward_func(
     name: str | None = None,
     failure_score: float | None = None,
     judge_error_retries: int = 2,
+    judge_error_wait: float = DEFAULT_JUDGE_ERROR_WAIT,
     timeout: float | None = None,
     options: Mapping[str, Any] | None = None,
     view: str = "trace",
@@ -152,7 +163,7 @@ def verifiers_group_reward_func(
     states) -> list[float]``, one request per group. Same arguments as
     ``verifiers_reward_func``."""
     settings = Settings.resolve(url, rubric, api_key=api_key, timeout=timeout, options=options)
-    scorer = _Scorer(settings, failure_score, judge_error_retries, name, view)
+    scorer = _Scorer(settings, failure_score, judge_error_retries, name, view, judge_error_wait)
 
     async def reward(
         prompts: Sequence[Any],

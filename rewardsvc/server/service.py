@@ -20,6 +20,7 @@ from typing import Annotated, Any
 from fastapi import Depends
 
 from rewardsvc.core.errors import RequestError
+from rewardsvc.core.monitor_spec import inline_rubric_name
 from rewardsvc.core.observe import Observers
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.run import Graders
@@ -34,7 +35,7 @@ from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions, score_gr
 from rewardsvc.scoring.groups import planned_calls as groups_planned_calls
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions, judge_preferences
 from rewardsvc.scoring.shared import RedisLink
-from rewardsvc.server import metrics, monitor_metrics
+from rewardsvc.server import access, metrics, monitor_metrics
 from rewardsvc.server.dashboard import (
     MonitorObserver,
     Webhook,
@@ -44,7 +45,7 @@ from rewardsvc.server.dashboard import (
     monitor_config,
     share_monitor,
 )
-from rewardsvc.server.dispatch import Target, resolve_target, score_target
+from rewardsvc.server.dispatch import INLINE_LABEL, Target, resolve_target, score_target
 from rewardsvc.server.errors import ApiError
 from rewardsvc.server.guards import InflightLimiter, check_batch
 from rewardsvc.server.readiness import ReadinessProbe
@@ -84,7 +85,9 @@ class Service:
         return set(self.engine.judges)
 
     def library_rubric(self, rubric_id: str) -> Rubric:
-        """A rubric of the library, or 404 naming the field ``rubric``."""
+        """A rubric of the library, or 404 naming the field ``rubric`` (403 outside the
+        request's key scope)."""
+        access.check_rubric(rubric_id)
         try:
             return self.registry.get(rubric_id).rubric
         except KeyError:
@@ -104,6 +107,7 @@ class Service:
 
     def inline_rubric(self, rubric: Rubric) -> Rubric:
         """Re-validate an inline rubric against the judge pool (FastAPI validated its shape)."""
+        access.check_rubric(inline_rubric_name(rubric.id, rubric.version()))
         try:
             return validate_document(
                 rubric.model_dump(mode="json"),
@@ -126,8 +130,17 @@ class Service:
 
     def target(self, value: Any) -> Target:
         """What a request's ``rubric`` names: a library rubric, recipe or routing table, or
-        an inline rubric or recipe (404 or 422 naming the field)."""
-        return resolve_target(self.registry, value, self.library_rubric, self.inline_rubric)
+        an inline rubric or recipe (404 or 422 naming the field, 403 outside the request's
+        key scope)."""
+        target = resolve_target(self.registry, value, self.library_rubric, self.inline_rubric)
+        inline = target.metrics_label == INLINE_LABEL
+        access.check_rubric(inline_rubric_name(target.id, target.version) if inline else target.id)
+        return target
+
+    def claim_run(self, run: str | None) -> None:
+        """403 unless the request's key may write to ``run`` (see :mod:`.access`)."""
+        monitor = self.monitor
+        access.claim_run(run, lambda name: monitor is not None and bool(monitor.runs(run=name)))
 
     async def score(
         self,
@@ -141,6 +154,7 @@ class Service:
         """Score a batch within the request's deadline and the work limits (items per
         batch, criteria and judges per rubric, items and judge calls in flight); log it when
         configured."""
+        self.claim_run(run)
         check_batch(len(items), self.settings.max_items, field_name)
         target = rubric if isinstance(rubric, Target) else Target.of_rubric(rubric, metrics_label)
         calls = len(items) * target.calls_per_item(lambda r: self._calls_per_item(r, options))
@@ -185,6 +199,7 @@ class Service:
         self, rubric: Rubric, groups: list[GroupIn], options: GroupOptions, *, run: str | None
     ) -> GroupBatch:
         """Groups of completions scored relative to each other (``POST /v1/groups``)."""
+        self.claim_run(run)
         check_batch(sum(len(g.rollouts) for g in groups), self.settings.max_items, "groups")
         self._calls_per_item(rubric, RewardOptions())
         calls = groups_planned_calls(rubric, [len(g.rollouts) for g in groups], options)
@@ -202,6 +217,7 @@ class Service:
         self, rubric: Rubric, pairs: list[GroupIn], options: PreferenceOptions, *, run: str | None
     ) -> PreferenceBatch:
         """Pairs judged in both orders (``POST /v1/preferences``)."""
+        self.claim_run(run)
         check_batch(2 * len(pairs), self.settings.max_items, "pairs")
         self._calls_per_item(rubric, RewardOptions())
         as_groups = GroupOptions(method="pairwise", judges=options.judges)

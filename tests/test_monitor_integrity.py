@@ -98,6 +98,34 @@ def test_a_run_hacked_from_its_start_alerts_before_its_baseline_exists() -> None
     assert len(baseline) < 150 and flagged <= 16, (len(baseline), flagged)
 
 
+async def test_the_shared_monitor_alerts_and_keeps_the_attack_out_of_the_baseline(
+    tmp_path: Path,
+) -> None:
+    """The same stream through Redis (as behind several replicas)."""
+    redis = RedisServer(tmp_path / "redis")
+    redis.start()
+    link = RedisLink(redis.url, timeout_s=2.0, prefix="t")
+    fired: list[str] = []
+    try:
+        await link.start()
+        monitor = Monitor(on_event=lambda e: fired.append(e.name))
+        sink = SharedMonitor(monitor, link)
+        monitor.sink = sink
+        rng = random.Random(13)
+        stream = [item(rng.uniform(0.3, 0.8), rng.randint(200, 800)) for _ in range(120)]
+        stream += [injection(rng) for _ in range(240)]
+        for start in range(0, len(stream), 8):
+            monitor.observe("r", "v1", "a", batch(stream[start : start + 8]))
+            await sink.drain()
+        assert link._client is not None
+        baseline = await link._client.llen(b"t:monitor:1:r:a:base")
+    finally:
+        await link.aclose()
+        redis.stop()
+    assert "flag_ceiling:injection_suspected" in fired
+    assert baseline < 150, baseline
+
+
 def test_a_healthy_stream_with_rare_benign_flags_raises_no_alert() -> None:
     rng = random.Random(5)
     fired: list[str] = []

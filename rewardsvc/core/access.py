@@ -45,8 +45,8 @@ class KeyScope(StrictModel):
     max_runs: int | None = Field(
         default=None,
         ge=1,
-        description="Most runs this key may have in the monitor at once; writing to one "
-        "more is refused until one of them expires or is evicted.",
+        description="Most runs this key may have in the monitor at once (counted by each "
+        "replica); writing to one more is refused until one of them expires or is evicted.",
     )
 
     @field_validator("key")

@@ -209,6 +209,22 @@ async def test_churn_in_redis_leaves_bounded_keys_and_keeps_the_established_run(
         assert await sink.refresh()
         assert "prod" in [r.run for r in monitor.runs()]
         assert monitor.runs(run="prod")[0].samples == 64
+        # A replica that just started knows nothing of the runs: with the list full of
+        # established runs, its first batch of prod and a churn must not evict prod.
+        for n in range(15):
+            monitor.observe("r", "v1", f"big-{n}", batch([item(0.5) for _ in range(16)]))
+        await sink.drain()
+        fresh = Monitor(lambda _: SMALL, max_runs=16)
+        fresh_sink = SharedMonitor(fresh, link, ttl_s=30 * 86_400)
+        fresh.sink = fresh_sink
+        fresh.observe("r", "v1", "prod", batch([item(0.5)]))
+        await fresh_sink.drain()
+        for n in range(100):
+            fresh.observe("r", "v1", f"late-{n}", batch([item(0.5)]))
+        await fresh_sink.drain()
+        assert await fresh_sink.refresh()
+        assert fresh.runs(run="prod")[0].samples == 65
+        assert await client.ttl(b"t:monitor:1:r:prod:meta") > SHORT_LIVED_TTL_S
     finally:
         await link.aclose()
         redis.stop()

@@ -267,9 +267,7 @@ class SharedMonitor:
             p.hset(keys.meta, "last_seen", repr(batch.now))
             p.hincrby(keys.meta, "samples", n)
             p.zadd(self._runs_key, {member: keep_rank(guess, batch.now, config)})
-            overflow = -(self.monitor.max_runs + 1)
-            p.zrange(self._runs_key, 0, overflow)
-            p.zremrangebyrank(self._runs_key, 0, overflow)
+            p.zcard(self._runs_key)
             p.expire(self._runs_key, self.ttl_s)
             p.rpush(keys.window, *batch.samples)
             p.ltrim(keys.window, -config.window, -1)
@@ -282,11 +280,10 @@ class SharedMonitor:
         if replies is None:
             return False
         total = int(replies[4])
-        evicted = [m.decode() for m in replies[6]]
-        if evicted or established(total, config) != established(guess, config):
-            await self._settle(batch, config, keys, total, evicted)
-        if member in evicted:
-            return True
+        crowded = int(replies[6]) > self.monitor.max_runs
+        misjudged = established(total, config) != established(guess, config)
+        if (crowded or misjudged) and await self._settle(batch, config, keys, total):
+            return True  # the run itself was evicted
         if replies[0] is not None and replies[0].decode() != batch.version:
             # A new rubric version: a new window and baseline, as in a local run.
             def restart(p: Any) -> None:
@@ -317,27 +314,35 @@ class SharedMonitor:
     def _ttl(self, samples: int, config: MonitorConfig) -> int:
         return self.ttl_s if established(samples, config) else self.short_ttl_s
 
-    async def _settle(
-        self, batch: _Batch, config: MonitorConfig, keys: _Keys, total: int, evicted: list[str]
-    ) -> None:
-        """Delete the keys of the runs evicted from the list, and give the run its right
-        expiry and rank when its count differs from what this process guessed."""
-        gone = [tuple(json.loads(m)) for m in evicted]
+    async def _settle(self, batch: _Batch, config: MonitorConfig, keys: _Keys, total: int) -> bool:
+        """Give the run the expiry and rank of its real count (this process may have guessed
+        wrong), then evict the runs beyond ``max_runs`` from the list, lowest rank first,
+        and delete their keys; True when the run itself was evicted."""
+        member = json.dumps([batch.rubric, batch.run])
 
-        def fix(p: Any) -> None:
-            for rubric, run in gone:
-                p.delete(*_Keys(self.link.prefix, rubric, run).all())
-            if (batch.rubric, batch.run) in gone:
-                return
+        def rank_and_evict(p: Any) -> None:
             for key in keys.all():
                 p.expire(key, self._ttl(total, config))
-            rank = keep_rank(total, batch.now, config)
-            p.zadd(self._runs_key, {json.dumps([batch.rubric, batch.run]): rank}, xx=True)
+            p.zadd(self._runs_key, {member: keep_rank(total, batch.now, config)}, xx=True)
+            overflow = -(self.monitor.max_runs + 1)
+            p.zrange(self._runs_key, 0, overflow)
+            p.zremrangebyrank(self._runs_key, 0, overflow)
 
-        await self.link.execute(fix, transaction=False)
+        replies = await self.link.execute(rank_and_evict)
+        if replies is None:
+            return False
+        gone = [tuple(json.loads(m)) for m in replies[-2]]
+        if gone:
+
+            def delete(p: Any) -> None:
+                for rubric, run in gone:
+                    p.delete(*_Keys(self.link.prefix, rubric, run).all())
+
+            await self.link.execute(delete, transaction=False)
         for run in gone:
             self.monitor.merged.pop(run, None)
             self._baselines.pop(run, None)
+        return (batch.rubric, batch.run) in gone
 
     async def _samples(
         self, run: tuple[str, str], keys: _Keys, config: MonitorConfig, meta: dict[bytes, bytes]

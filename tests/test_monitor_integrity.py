@@ -5,9 +5,12 @@ leaves keys behind in Redis."""
 from __future__ import annotations
 
 import random
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import pytest_asyncio
 from fakejudge import FakeJudge
 from pydantic import ValidationError
 from redis_server import RedisServer
@@ -15,10 +18,34 @@ from test_api_support import ITEM, app_client, fake_pool, settings_for, write_li
 from test_monitor import Clock, batch, item
 
 from rewardsvc.core.monitor_spec import MonitorConfig
+from rewardsvc.core.results import ItemReward
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.monitor import Monitor
 from rewardsvc.monitor.shared import SHORT_LIVED_TTL_S, SharedMonitor
 from rewardsvc.scoring.shared import RedisLink
+
+
+@pytest_asyncio.fixture(loop_scope="function")  # the test's own loop, where the link lives
+async def link(tmp_path: Path) -> AsyncIterator[RedisLink]:
+    """A link to a real Redis of its own (keys under the prefix ``t``)."""
+    redis = RedisServer(tmp_path / "redis")
+    redis.start()
+    shared = RedisLink(redis.url, timeout_s=2.0, prefix="t")
+    try:
+        await shared.start()
+        yield shared
+    finally:
+        await shared.aclose()
+        redis.stop()
+
+
+def shared_monitor(link: RedisLink, **kwargs: Any) -> tuple[Monitor, SharedMonitor]:
+    """A monitor whose runs are merged through ``link``, as one replica's."""
+    monitor = Monitor(**kwargs)
+    sink = SharedMonitor(monitor, link, ttl_s=30 * 86_400)
+    monitor.sink = sink
+    return monitor, sink
+
 
 # ------------------------------------------------------------------ inline rubrics
 
@@ -74,8 +101,11 @@ def test_no_library_rubric_can_take_the_inline_namespace() -> None:
 # ------------------------------------------------------------------ attack-flag ceilings
 
 
-def injection(rng: random.Random) -> object:
-    return item(rng.uniform(0.8, 1.0), rng.randint(200, 800), flags=("injection_suspected",))
+def hacked_stream(rng: random.Random) -> list[ItemReward]:
+    """120 clean samples, then 240 flagged as injections (the issue's CPU-judge run)."""
+    clean = [item(rng.uniform(0.3, 0.8), rng.randint(200, 800)) for _ in range(120)]
+    flags = ("injection_suspected",)
+    return clean + [item(rng.uniform(0.8, 1.0), rng.randint(200, 800), flags) for _ in range(240)]
 
 
 def test_a_run_hacked_from_its_start_alerts_before_its_baseline_exists() -> None:
@@ -85,8 +115,7 @@ def test_a_run_hacked_from_its_start_alerts_before_its_baseline_exists() -> None
     rng = random.Random(13)
     fired: list[tuple[str, int]] = []
     monitor = Monitor(on_event=lambda e: fired.append((e.name, e.sample)), clock=Clock())
-    stream = [item(rng.uniform(0.3, 0.8), rng.randint(200, 800)) for _ in range(120)]
-    stream += [injection(rng) for _ in range(240)]
+    stream = hacked_stream(rng)
     for start in range(0, len(stream), 8):
         monitor.observe("r", "v1", "a", batch(stream[start : start + 8]))
     (run,) = monitor.runs()
@@ -99,29 +128,17 @@ def test_a_run_hacked_from_its_start_alerts_before_its_baseline_exists() -> None
 
 
 async def test_the_shared_monitor_alerts_and_keeps_the_attack_out_of_the_baseline(
-    tmp_path: Path,
+    link: RedisLink,
 ) -> None:
     """The same stream through Redis (as behind several replicas)."""
-    redis = RedisServer(tmp_path / "redis")
-    redis.start()
-    link = RedisLink(redis.url, timeout_s=2.0, prefix="t")
     fired: list[str] = []
-    try:
-        await link.start()
-        monitor = Monitor(on_event=lambda e: fired.append(e.name))
-        sink = SharedMonitor(monitor, link)
-        monitor.sink = sink
-        rng = random.Random(13)
-        stream = [item(rng.uniform(0.3, 0.8), rng.randint(200, 800)) for _ in range(120)]
-        stream += [injection(rng) for _ in range(240)]
-        for start in range(0, len(stream), 8):
-            monitor.observe("r", "v1", "a", batch(stream[start : start + 8]))
-            await sink.drain()
-        assert link._client is not None
-        baseline = await link._client.llen(b"t:monitor:1:r:a:base")
-    finally:
-        await link.aclose()
-        redis.stop()
+    monitor, sink = shared_monitor(link, on_event=lambda e: fired.append(e.name))
+    stream = hacked_stream(random.Random(13))
+    for start in range(0, len(stream), 8):
+        monitor.observe("r", "v1", "a", batch(stream[start : start + 8]))
+        await sink.drain()
+    assert link._client is not None  # the link's own connection, to read the baseline
+    baseline = await link._client.llen(b"t:monitor:1:r:a:base")
     assert "flag_ceiling:injection_suspected" in fired
     assert baseline < 150, baseline
 
@@ -177,54 +194,42 @@ def test_churn_of_run_names_keeps_the_established_run() -> None:
 
 
 async def test_churn_in_redis_leaves_bounded_keys_and_keeps_the_established_run(
-    tmp_path: Path,
+    link: RedisLink,
 ) -> None:
-    redis = RedisServer(tmp_path / "redis")
-    redis.start()
-    link = RedisLink(redis.url, timeout_s=2.0, prefix="t")
-    try:
-        await link.start()
-        monitor = Monitor(lambda _: SMALL, max_runs=16)
-        sink = SharedMonitor(monitor, link, ttl_s=30 * 86_400)
-        monitor.sink = sink
-        rng = random.Random(4)
-        for _ in range(4):
-            monitor.observe("r", "v1", "prod", batch([item(rng.random()) for _ in range(16)]))
+    monitor, sink = shared_monitor(link, config_for=lambda _: SMALL, max_runs=16)
+    rng = random.Random(4)
+    for _ in range(4):
+        monitor.observe("r", "v1", "prod", batch([item(rng.random()) for _ in range(16)]))
+        await sink.drain()
+    for n in range(1_000):
+        monitor.observe("r", "v1", f"churn-{n}", batch([item(0.5)]))
+        if n % 50 == 0:
             await sink.drain()
-        for n in range(1_000):
-            monitor.observe("r", "v1", f"churn-{n}", batch([item(0.5)]))
-            if n % 50 == 0:
-                await sink.drain()
-        await sink.drain()
-        client = link._client  # the link's own connection, for counting keys
-        assert client is not None
-        keys = [k async for k in client.scan_iter(match=b"t:monitor:*", count=1000)]
-        # At most six keys per listed run, plus the list itself.
-        assert len(keys) <= 6 * 16 + 1, len(keys)
-        assert await client.exists(b"t:monitor:1:r:prod:meta")
-        assert await client.ttl(b"t:monitor:1:r:prod:meta") > SHORT_LIVED_TTL_S
-        churned = [k for k in keys if b":churn-" in k]
-        ttls = [await client.ttl(k) for k in churned]
-        assert churned and all(0 < t <= SHORT_LIVED_TTL_S for t in ttls), ttls
-        assert await sink.refresh()
-        assert "prod" in [r.run for r in monitor.runs()]
-        assert monitor.runs(run="prod")[0].samples == 64
-        # A replica that just started knows nothing of the runs: with the list full of
-        # established runs, its first batch of prod and a churn must not evict prod.
-        for n in range(15):
-            monitor.observe("r", "v1", f"big-{n}", batch([item(0.5) for _ in range(16)]))
-        await sink.drain()
-        fresh = Monitor(lambda _: SMALL, max_runs=16)
-        fresh_sink = SharedMonitor(fresh, link, ttl_s=30 * 86_400)
-        fresh.sink = fresh_sink
-        fresh.observe("r", "v1", "prod", batch([item(0.5)]))
-        await fresh_sink.drain()
-        for n in range(100):
-            fresh.observe("r", "v1", f"late-{n}", batch([item(0.5)]))
-        await fresh_sink.drain()
-        assert await fresh_sink.refresh()
-        assert fresh.runs(run="prod")[0].samples == 65
-        assert await client.ttl(b"t:monitor:1:r:prod:meta") > SHORT_LIVED_TTL_S
-    finally:
-        await link.aclose()
-        redis.stop()
+    await sink.drain()
+    client = link._client  # the link's own connection, for counting keys
+    assert client is not None
+    keys = [k async for k in client.scan_iter(match=b"t:monitor:*", count=1000)]
+    # At most six keys per listed run, plus the list itself.
+    assert len(keys) <= 6 * 16 + 1, len(keys)
+    assert await client.exists(b"t:monitor:1:r:prod:meta")
+    assert await client.ttl(b"t:monitor:1:r:prod:meta") > SHORT_LIVED_TTL_S
+    churned = [k for k in keys if b":churn-" in k]
+    ttls = [await client.ttl(k) for k in churned]
+    assert churned and all(0 < t <= SHORT_LIVED_TTL_S for t in ttls), ttls
+    assert await sink.refresh()
+    assert "prod" in [r.run for r in monitor.runs()]
+    assert monitor.runs(run="prod")[0].samples == 64
+    # A replica that just started knows nothing of the runs: with the list full of
+    # established runs, its first batch of prod and a churn must not evict prod.
+    for n in range(15):
+        monitor.observe("r", "v1", f"big-{n}", batch([item(0.5) for _ in range(16)]))
+    await sink.drain()
+    fresh, fresh_sink = shared_monitor(link, config_for=lambda _: SMALL, max_runs=16)
+    fresh.observe("r", "v1", "prod", batch([item(0.5)]))
+    await fresh_sink.drain()
+    for n in range(100):
+        fresh.observe("r", "v1", f"late-{n}", batch([item(0.5)]))
+    await fresh_sink.drain()
+    assert await fresh_sink.refresh()
+    assert fresh.runs(run="prod")[0].samples == 65
+    assert await client.ttl(b"t:monitor:1:r:prod:meta") > SHORT_LIVED_TTL_S

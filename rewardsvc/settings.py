@@ -8,8 +8,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    Field,
+    SecretStr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from rewardsvc.core.access import KeyScope
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
@@ -48,6 +57,16 @@ class Settings(BaseSettings):
         default=None,
         description="File of API keys, one per line; blank lines and lines starting with # are "
         "ignored. Combined with api_keys.",
+    )
+    api_key_scopes: SecretStr | None = Field(
+        default=None,
+        description='Scoped API keys, as a JSON list: [{"key": "KEY", "name": "team-a", '
+        '"runs": ["team-a-*"], "rubrics": ["math-*", "inline:*"], "max_runs": 8}]. '
+        "A scoped key writes only to the runs and scores only with the rubrics it lists "
+        "(others get 403 naming them), creates at most max_runs runs, sees only its own runs "
+        "and rubrics in GET /v1/monitor, the dashboard and GET /v1/rubrics, and gets 403 on "
+        "/metrics. A field left out does not restrict; keys of api_keys stay unrestricted. "
+        "Checked at start.",
     )
     max_body_bytes: int = Field(
         default=8 * 1024 * 1024,
@@ -175,8 +194,9 @@ class Settings(BaseSettings):
     monitor_max_runs: int = Field(
         default=256,
         ge=1,
-        description="(rubric, run) pairs the reward monitor keeps; the least recently seen is "
-        "dropped first.",
+        description="(rubric, run) pairs the reward monitor keeps; beyond it the least recently "
+        "seen run with fewer samples than a window is dropped first, a run past its first "
+        "window only after a day without samples (so that run-name churn cannot evict it).",
     )
     monitor_metric_runs: int = Field(
         default=16,
@@ -213,6 +233,14 @@ class Settings(BaseSettings):
             raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
         return level
 
+    @field_validator("api_key_scopes")
+    @classmethod
+    def _check_scopes(cls, value: SecretStr | None) -> SecretStr | None:
+        # The CLI shows only the message of a settings error, never the secret input.
+        if value is not None:
+            _parse_scopes(value.get_secret_value())
+        return value
+
     @model_validator(mode="after")
     def _check_limits(self) -> Settings:
         if self.max_inflight < self.max_items:
@@ -232,3 +260,29 @@ class Settings(BaseSettings):
                 if not line.strip().startswith("#"):
                     keys.append(line.strip())
         return [k for k in keys if k]
+
+    def api_key_scope_list(self) -> list[KeyScope]:
+        """The scoped API keys of api_key_scopes (validated when the settings were read)."""
+        if self.api_key_scopes is None:
+            return []
+        return _parse_scopes(self.api_key_scopes.get_secret_value())
+
+
+_SCOPES = TypeAdapter(list[KeyScope])
+
+
+def _parse_scopes(text: str) -> list[KeyScope]:
+    """The scoped keys of a JSON list; ValueError naming the entry and field at fault (never
+    the keys themselves), or a repeated name or key."""
+    try:
+        scopes = _SCOPES.validate_json(text)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"[{']['.join(str(p) for p in e['loc'])}]: {e['msg']}" for e in exc.errors()
+        )
+        raise ValueError(f"not a JSON list of scoped keys: {problems}") from None
+    names = [s.name for s in scopes]
+    keys = [s.key.get_secret_value() for s in scopes]
+    if len(set(names)) < len(names) or len(set(keys)) < len(keys):
+        raise ValueError("each scoped key needs its own name and its own key")
+    return scopes

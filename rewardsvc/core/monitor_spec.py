@@ -1,5 +1,9 @@
 """The reward monitor's settings a rubric may carry (its ``monitor:`` section): windows and
-alert thresholds. Pure models; the monitor itself is ``rewardsvc.monitor``."""
+alert thresholds. Pure models; the monitor itself is ``rewardsvc.monitor``.
+
+Also here: the name an inline rubric is monitored under, so that a request's rubric can
+never be counted as (or reset) a library rubric's run.
+"""
 
 from __future__ import annotations
 
@@ -36,9 +40,37 @@ class Rule(StrictModel):
         return self.threshold
 
 
+INLINE_PREFIX = "inline:"
+
+
+def inline_rubric_name(rubric_id: str, version: str) -> str:
+    """The name an inline rubric (or recipe) is monitored under: ``inline:<id>@<version>``.
+
+    A library id cannot take it (an ``Identifier`` has no ``:``), so an inline rubric that
+    reuses a library id neither counts in the library rubric's runs nor flips their version.
+    """
+    return f"{INLINE_PREFIX}{rubric_id}@{version}"
+
+
+CEILING = "flag_ceiling"
+"""The signal family of attack-flag ceilings: an attack flag's rate over the latest
+``ceiling_window`` samples, compared with an absolute threshold (no baseline needed)."""
+
+ATTACK_FLAGS = (
+    "authority_appeal",
+    "control_tokens",
+    "fake_score",
+    "fence_escape",
+    "injection_suspected",
+    "master_key",
+    "template_mimicry",
+)
+"""The detector flags that mean an attack on the judge (not a style, such as padding)."""
+
 DEFAULT_RULES: dict[str, Rule] = {
     "reward_length_corr": Rule(threshold=0.35, rise=0.25),
     "flag_rate": Rule(threshold=0.05, rise=0.05),
+    CEILING: Rule(threshold=0.2),
     "reward_drift": Rule(threshold=0.22),
     "length_drift": Rule(threshold=0.35),
     "judge_disagreement": Rule(threshold=0.25, rise=0.1),
@@ -62,6 +94,20 @@ class MonitorConfig(StrictModel):
         "samples of the new version) that drift and rises are measured against.",
     )
     eval_every: int = Field(default=8, ge=1, le=1024, description="Samples between evaluations.")
+    attack_flags: list[str] = Field(
+        default_factory=lambda: list(ATTACK_FLAGS),
+        description="Flags whose rate has an absolute ceiling (flag_ceiling:<flag>, default "
+        "0.2) that alarms from the first evaluation, without waiting for a baseline; while "
+        "one of these alerts is pending or firing the baseline takes no samples, so it "
+        "cannot absorb an attack.",
+    )
+    ceiling_window: int = Field(
+        default=64,
+        ge=8,
+        le=4096,
+        description="Latest samples an attack flag's ceiling rate is measured over (at most "
+        "the window); the ceilings are evaluated once this many samples were seen.",
+    )
     for_evals: int = Field(
         default=3, ge=1, le=100, description="Consecutive breaching evaluations before firing."
     )

@@ -21,6 +21,15 @@ MAX_CANARIES = 1024
 CANARY_HISTORY = 256
 
 
+def evict(runs: OrderedDict[tuple[str, str], RunState], max_runs: int) -> None:
+    """Drop runs beyond ``max_runs``, the lowest :attr:`RunState.rank` first: short-lived runs
+    (fewer samples than a window) before established ones, so that a churn of new run names
+    cannot push out a training run that is being monitored."""
+    while len(runs) > max_runs:
+        victim = min(runs.values(), key=lambda r: r.rank)
+        del runs[(victim.rubric, victim.run)]
+
+
 class RunSink(Protocol):
     """Where a monitor also sends what it observes, to merge it with other processes' (the
     shared store of :mod:`rewardsvc.monitor.shared`)."""
@@ -66,8 +75,8 @@ class Monitor:
 
     ``config_for(rubric_id)`` gives a rubric's :class:`MonitorConfig` (its thresholds);
     ``on_event`` receives every alert that fires or resolves (the server writes it to the
-    reward log and the webhook). At most ``max_runs`` runs are kept: the run seen least
-    recently is evicted first. ``clock`` returns the time in Unix seconds.
+    reward log and the webhook). At most ``max_runs`` runs are kept: the short-lived run seen
+    least recently is evicted first (:func:`evict`). ``clock`` returns the time in Unix seconds.
 
     With a ``sink`` (set by the server when Redis is configured) every batch is also sent
     to the state shared by all replicas; while that is reachable, :meth:`runs` shows the
@@ -98,6 +107,7 @@ class Monitor:
 
         ``run`` None or empty counts under ``default``. A new ``version`` of the rubric is
         recorded as an event in the run's history and restarts its window and baseline.
+        Beyond ``max_runs`` runs, :func:`evict` drops one.
         """
         now = self.clock()
         key = (rubric_id, run or DEFAULT_RUN)
@@ -105,8 +115,6 @@ class Monitor:
         if state is None:
             state = RunState(key[0], key[1], version, self.config_for(rubric_id), now)
             self._runs[key] = state
-            while len(self._runs) > self.max_runs:
-                self._runs.popitem(last=False)
         else:
             self._runs.move_to_end(key)
             if state.version != version:
@@ -115,6 +123,7 @@ class Monitor:
         events: list[AlertEvent] = []
         for sample in samples:
             events.extend(state.add_sample(sample, now))
+        evict(self._runs, self.max_runs)
         if self.sink is not None:
             shared = self.sink.active
             self.sink.observe(key[0], key[1], version, samples, now)

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from rewardsvc.core.monitor_spec import MonitorConfig
+from rewardsvc.core.monitor_spec import CEILING, MonitorConfig
 from rewardsvc.core.results import ItemReward
 from rewardsvc.monitor import stats
 from rewardsvc.monitor.alerts import Alert, AlertEvent, AlertTracker
@@ -19,6 +19,21 @@ STATUSES = ("judge_error", "degraded", "rejected")
 # one run's history unbounded.
 MAX_COLUMNS = 96
 MAX_EVENTS = 256
+ESTABLISHED_GRACE_S = 86_400.0
+"""How much longer than a short-lived run an established run (one full window of samples)
+is kept after it was last seen, when runs must be evicted: a churn of new run names evicts
+the short-lived runs first, and an established run only after a day of silence."""
+
+
+def established(samples: int, config: MonitorConfig) -> bool:
+    """True when a run has seen a full window of samples (its alerts have been evaluated)."""
+    return samples >= config.window
+
+
+def keep_rank(samples: int, last_seen: float, config: MonitorConfig) -> float:
+    """The order in which runs are evicted, lowest first: the least recently seen, with an
+    established run counted as seen ``ESTABLISHED_GRACE_S`` later than it was."""
+    return last_seen + (ESTABLISHED_GRACE_S if established(samples, config) else 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,13 +199,26 @@ class RunState:
         self.last_seen = now
         self.window.append(sample)
         self._register(sample)
-        if self._baseline_samples is not None:
+        if self._baseline_samples is not None and self.takes_baseline():
             self._baseline_samples.append(sample)
             if len(self._baseline_samples) >= self.config.baseline:
                 self._complete_baseline()
         if self.samples % self.config.eval_every == 0:
             return self.evaluate(now)
         return []
+
+    def takes_baseline(self) -> bool:
+        """False while an attack flag's ceiling alert is pending or firing: the samples of
+        an attack must not become the baseline that the run is later measured against."""
+        return not any(
+            a.state != "resolved" and a.name.startswith(f"{CEILING}:")
+            for a in self.tracker.alerts.values()
+        )
+
+    @property
+    def rank(self) -> float:
+        """This run's eviction order (:func:`keep_rank`)."""
+        return keep_rank(self.samples, self.last_seen, self.config)
 
     def _register(self, sample: Sample) -> None:
         for flag in sample.flags:
@@ -249,14 +277,18 @@ class RunState:
             signals["length_drift"] = stats.ks_statistic(
                 [float(s.length) for s in self.window], self.baseline_lengths
             )
+        signals.update(self._ceilings())
         self.signals = signals
         self.history.add(self.samples, now, signals)
-        if self._since_reset < self.config.window:
+        ceiling_from = min(self.config.ceiling_window, self.config.window)
+        if self._since_reset < ceiling_from:
             return []
         events = []
         for name, value in signals.items():
             rule = self.config.rule(name)
             if value is None or rule is None:
+                continue
+            if self._since_reset < self.config.window and not name.startswith(f"{CEILING}:"):
                 continue
             threshold = rule.effective(self.baseline_value(name))
             # A rise is measured from the baseline: without one, the rule waits for it.
@@ -270,3 +302,11 @@ class RunState:
                 self.events.append(Mark(now, self.samples, changed, name))
                 events.append(event)
         return events
+
+    def _ceilings(self) -> dict[str, float | None]:
+        """Each attack flag's rate over the latest ``ceiling_window`` samples."""
+        attacks = [f for f in self.flags if f in self.config.attack_flags]
+        if not attacks or not self.window:
+            return {}
+        tail = list(self.window)[-self.config.ceiling_window :]
+        return {f"{CEILING}:{f}": sum(f in s.flags for s in tail) / len(tail) for f in attacks}

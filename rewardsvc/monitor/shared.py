@@ -3,8 +3,10 @@
 Each process sends the monitored quantities of every item it scores to Redis, where a run
 (rubric, run) keeps its rolling window, its first samples (the baseline), its sample count,
 its alerts, a capped history and its events: bounded like the local state (trimmed lists)
-and expiring ``ttl_s`` after the run was last seen. The process whose batch crosses an
-evaluation point evaluates the rules on the merged window with the run's pure
+and expiring ``ttl_s`` after the run was last seen (``short_ttl_s`` while the run has seen
+less than a window). At most ``max_runs`` runs are listed, evicted in the local monitor's
+order (short-lived runs first) and their keys deleted on eviction. The process whose
+batch crosses an evaluation point evaluates the rules on the merged window with the run's pure
 :class:`RunState`, and commits the alerts' new states in an optimistic transaction: each
 transition is committed once, so one process, and only one, sends its event (reward log,
 webhook). The dashboard, ``GET /v1/monitor`` and the Prometheus gauges show the merged
@@ -30,13 +32,25 @@ from typing import Any, Protocol
 
 from rewardsvc.core.monitor_spec import MonitorConfig
 from rewardsvc.monitor.alerts import Alert, AlertEvent
-from rewardsvc.monitor.monitor import Monitor
-from rewardsvc.monitor.runs import MAX_EVENTS, History, Mark, RunState, Sample
+from rewardsvc.monitor.monitor import Monitor, evict
+from rewardsvc.monitor.runs import (
+    MAX_EVENTS,
+    History,
+    Mark,
+    RunState,
+    Sample,
+    established,
+    keep_rank,
+)
 
 log = logging.getLogger(__name__)
 
 HISTORY_POINTS = 480
 """Evaluations kept in a shared run's history (the latest; the local history thins instead)."""
+
+SHORT_LIVED_TTL_S = 3_600
+"""Expiry of the keys of a run that has not yet seen a full window of samples: a churn of
+one-off run names leaves nothing behind for long."""
 
 
 class Link(Protocol):
@@ -139,13 +153,20 @@ class SharedMonitor:
     """The :class:`Monitor`'s sink that merges its runs with other processes' in Redis.
 
     ``pending_max`` bounds the batches queued while Redis is unreachable (the oldest are
-    dropped first); ``ttl_s`` is how long a run's keys outlive its last batch.
+    dropped first); ``ttl_s`` is how long a run's keys outlive its last batch, and
+    ``short_ttl_s`` how long while the run has seen less than a window.
     """
 
     def __init__(
-        self, monitor: Monitor, link: Link, ttl_s: int = 7 * 86_400, pending_max: int = 1024
+        self,
+        monitor: Monitor,
+        link: Link,
+        ttl_s: int = 7 * 86_400,
+        pending_max: int = 1024,
+        short_ttl_s: int = SHORT_LIVED_TTL_S,
     ):
         self.monitor, self.link, self.ttl_s = monitor, link, ttl_s
+        self.short_ttl_s = min(short_ttl_s, ttl_s)
         self._runs_key = f"{link.prefix}:monitor:runs".encode()
         self._pending: deque[_Batch] = deque(maxlen=pending_max)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -225,10 +246,17 @@ class SharedMonitor:
         config = self.monitor.config_for(batch.rubric)
         keys = _Keys(self.link.prefix, batch.rubric, batch.run)
         n = len(batch.samples)
+        member = json.dumps([batch.rubric, batch.run])
+        # What this process last saw of the run (its merged view) chooses the keys' expiry
+        # and rank, and whether the baseline takes these samples; corrected below when the
+        # run's count says otherwise.
+        prior = self.monitor.merged.get((batch.rubric, batch.run))
+        guess = (prior.samples if prior is not None else 0) + n
+        ttl = self._ttl(guess, config)
 
         def reads(p: Any) -> None:
             for key in keys.all():
-                p.expire(key, self.ttl_s)
+                p.expire(key, ttl)
             p.hgetall(keys.meta)
             p.hgetall(keys.alerts)
 
@@ -238,20 +266,24 @@ class SharedMonitor:
             p.hsetnx(keys.meta, "started", repr(batch.now))
             p.hset(keys.meta, "last_seen", repr(batch.now))
             p.hincrby(keys.meta, "samples", n)
+            p.zadd(self._runs_key, {member: keep_rank(guess, batch.now, config)})
+            p.zcard(self._runs_key)
+            p.expire(self._runs_key, self.ttl_s)
             p.rpush(keys.window, *batch.samples)
             p.ltrim(keys.window, -config.window, -1)
-            p.rpush(keys.baseline, *batch.samples)
-            p.ltrim(keys.baseline, 0, config.baseline - 1)
-            member = json.dumps([batch.rubric, batch.run])
-            p.zadd(self._runs_key, {member: batch.now})
-            p.zremrangebyrank(self._runs_key, 0, -(self.monitor.max_runs + 1))
-            p.expire(self._runs_key, self.ttl_s)
+            if prior is None or prior.takes_baseline():
+                p.rpush(keys.baseline, *batch.samples)
+                p.ltrim(keys.baseline, 0, config.baseline - 1)
             reads(p)
 
         replies = await self.link.execute(append)
         if replies is None:
             return False
         total = int(replies[4])
+        crowded = int(replies[6]) > self.monitor.max_runs
+        misjudged = established(total, config) != established(guess, config)
+        if (crowded or misjudged) and await self._settle(batch, config, keys, total):
+            return True  # the run itself was evicted
         if replies[0] is not None and replies[0].decode() != batch.version:
             # A new rubric version: a new window and baseline, as in a local run.
             def restart(p: Any) -> None:
@@ -278,6 +310,39 @@ class SharedMonitor:
         if found is not None:
             await self._evaluate(batch, config, keys, meta, *found, total, crossed)
         return True
+
+    def _ttl(self, samples: int, config: MonitorConfig) -> int:
+        return self.ttl_s if established(samples, config) else self.short_ttl_s
+
+    async def _settle(self, batch: _Batch, config: MonitorConfig, keys: _Keys, total: int) -> bool:
+        """Give the run the expiry and rank of its real count (this process may have guessed
+        wrong), then evict the runs beyond ``max_runs`` from the list, lowest rank first,
+        and delete their keys; True when the run itself was evicted."""
+        member = json.dumps([batch.rubric, batch.run])
+
+        def rank_and_evict(p: Any) -> None:
+            for key in keys.all():
+                p.expire(key, self._ttl(total, config))
+            p.zadd(self._runs_key, {member: keep_rank(total, batch.now, config)}, xx=True)
+            overflow = -(self.monitor.max_runs + 1)
+            p.zrange(self._runs_key, 0, overflow)
+            p.zremrangebyrank(self._runs_key, 0, overflow)
+
+        replies = await self.link.execute(rank_and_evict)
+        if replies is None:
+            return False
+        gone = [tuple(json.loads(m)) for m in replies[-2]]
+        if gone:
+
+            def delete(p: Any) -> None:
+                for rubric, run in gone:
+                    p.delete(*_Keys(self.link.prefix, rubric, run).all())
+
+            await self.link.execute(delete, transaction=False)
+        for run in gone:
+            self.monitor.merged.pop(run, None)
+            self._baselines.pop(run, None)
+        return (batch.rubric, batch.run) in gone
 
     async def _samples(
         self, run: tuple[str, str], keys: _Keys, config: MonitorConfig, meta: dict[bytes, bytes]
@@ -336,13 +401,15 @@ class SharedMonitor:
                 if state.tracker.alerts:
                     encoded = {k: encode_alert(a) for k, a in state.tracker.alerts.items()}
                     p.hset(keys.alerts, mapping=encoded)
-                    p.expire(keys.alerts, self.ttl_s)
                 p.hset(keys.meta, "signals", json.dumps(state.signals))
                 p.rpush(keys.history, point)
                 p.ltrim(keys.history, -HISTORY_POINTS, -1)
                 if marks:
                     p.rpush(keys.events, *marks)
                     p.ltrim(keys.events, -MAX_EVENTS, -1)
+                # Keys first written here expire with the run's others.
+                for key in (keys.alerts, keys.history, keys.events):
+                    p.expire(key, self._ttl(total, config))
 
             return writes
 
@@ -390,8 +457,7 @@ class SharedMonitor:
         merged = self.monitor.merged
         merged[key] = state
         merged.move_to_end(key)
-        while len(merged) > self.monitor.max_runs:
-            merged.popitem(last=False)
+        evict(merged, self.monitor.max_runs)
 
     async def refresh(
         self, rubric: str | None = None, run: str | None = None, history: bool = False
@@ -422,10 +488,13 @@ class SharedMonitor:
         if replies is None:
             return False
         width = 4 if history else 2
+        found_runs = []
         for i, (r, n) in enumerate(reversed(pairs)):
             part = replies[i * width : (i + 1) * width]
-            if not part[0]:
-                continue  # expired since it was listed
+            if part[0]:  # else expired since it was listed
+                found_runs.append((float(_text(part[0], "last_seen", "0")), r, n, part))
+        # The list is ranked for eviction; the view is ordered by when runs were last seen.
+        for _, r, n, part in sorted(found_runs, key=lambda f: f[0]):
             hist, ev = (part[2], part[3]) if history else (None, None)
             config = self.monitor.config_for(r)
             self._mirror(r, n, config, part[0], part[1].values(), hist, ev)

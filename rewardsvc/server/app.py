@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import Registry
 from rewardsvc.server import agents, comparative, compat, dashboard, ops, routes
+from rewardsvc.server.access import Keyring
 from rewardsvc.server.errors import error_detail_of, error_response, format_validation_errors
 from rewardsvc.server.guards import (
     PUBLIC_PATHS,
@@ -87,6 +88,7 @@ def create_app(
     on shutdown."""
     settings = settings or Settings()
     api_keys = settings.api_key_list()
+    scoped_keys = settings.api_key_scope_list()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -129,7 +131,7 @@ def create_app(
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = build_openapi(app, auth=bool(api_keys))
+            app.openapi_schema = build_openapi(app, auth=bool(api_keys or scoped_keys))
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
@@ -139,7 +141,8 @@ def create_app(
     app.add_middleware(CancelOnDisconnect)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(AdmissionMiddleware, service=lambda: getattr(app.state, "service", None))
-    if api_keys:
-        app.add_middleware(ApiKeyMiddleware, keys=api_keys)
+    if api_keys or scoped_keys:
+        # Built here, not when the first request arrives: a key given twice fails the start.
+        app.add_middleware(ApiKeyMiddleware, keyring=Keyring(api_keys, scoped_keys))
     app.add_middleware(RequestMetricsMiddleware, routes_app=app)
     return app

@@ -21,7 +21,7 @@ import httpx
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
-from rewardsvc.core.monitor_spec import MonitorConfig
+from rewardsvc.core.monitor_spec import MonitorConfig, inline_rubric_name
 from rewardsvc.core.observe import NullObserver
 from rewardsvc.core.results import BatchResult
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
@@ -32,6 +32,8 @@ from rewardsvc.monitor.canaries import ScoreFn
 from rewardsvc.monitor.shared import SharedMonitor
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.shared import RedisLink
+from rewardsvc.server.access import can_read, can_read_rubric
+from rewardsvc.server.dispatch import INLINE_LABEL
 from rewardsvc.server.reward_log import RewardLog
 from rewardsvc.server.wire.monitor import (
     AlertOut,
@@ -115,14 +117,17 @@ def canary_out(c: CanaryRecord, history: bool) -> CanaryOut:
 
 
 def report(monitor: Monitor, rubric: str | None, run: str | None, history: bool) -> MonitorReport:
-    """The monitor's state, filtered as ``GET /v1/monitor`` is asked."""
+    """The monitor's state, filtered as ``GET /v1/monitor`` is asked and to what the
+    request's API key may read (a scoped key sees its own runs and rubrics only)."""
     source: Literal["local", "shared", "local_fallback"] = "local"
     if monitor.sink is not None:
         source = "shared" if monitor.shared else "local_fallback"
     return MonitorReport(
         source=source,
-        runs=[run_out(s, history) for s in monitor.runs(rubric, run)],
-        canaries=[canary_out(c, history) for c in monitor.canaries(rubric)],
+        runs=[run_out(s, history) for s in monitor.runs(rubric, run) if can_read(s.rubric, s.run)],
+        canaries=[
+            canary_out(c, history) for c in monitor.canaries(rubric) if can_read_rubric(c.rubric)
+        ],
     )
 
 
@@ -220,7 +225,9 @@ CANARY_LABEL = "canary"
 class MonitorObserver(NullObserver):
     """Feeds every scored batch to the monitor under its (rubric, run) — the engine reports
     each batch through the observer interface, whichever route or recipe asked for it.
-    Canary batches are left out: they are the monitor's own probes, not a run's traffic."""
+    Canary batches are left out: they are the monitor's own probes, not a run's traffic.
+    Inline rubrics and recipes (the engine's ``INLINE_LABEL``) are observed under
+    :func:`inline_rubric_name`, apart from every library rubric's runs."""
 
     def __init__(self, monitor: Monitor):
         self.monitor = monitor
@@ -234,8 +241,11 @@ class MonitorObserver(NullObserver):
         """Observe a batch (never raises: a monitor bug must not fail a reward)."""
         if label == CANARY_LABEL:
             return
+        rubric = result.rubric_id
+        if label == INLINE_LABEL:
+            rubric = inline_rubric_name(rubric, result.version)
         try:
-            self.monitor.observe(result.rubric_id, result.version, result.run, result)
+            self.monitor.observe(rubric, result.version, result.run, result)
         except Exception:
             log.exception("monitor: observing a batch of %s failed", result.rubric_id)
 

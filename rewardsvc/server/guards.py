@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import hashlib
-import hmac
 import logging
 import random
 from collections.abc import Callable, Iterable, Iterator
@@ -22,6 +20,7 @@ from typing import Protocol
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from rewardsvc.server.access import GRANT, Keyring
 from rewardsvc.server.errors import ApiError, error_response
 
 log = logging.getLogger(__name__)
@@ -30,15 +29,11 @@ log = logging.getLogger(__name__)
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/dashboard"})
 # The dashboard's own script and styles: the page asks for the key and sends it to the API.
 PUBLIC_PREFIXES = ("/dashboard/assets/",)
+# Operators' routes: they show every run and rubric, so a scoped key gets 403 there.
+OPERATOR_PATHS = frozenset({"/metrics"})
 
 
 # ------------------------------------------------------------------ auth
-
-
-def _digest(secret: str) -> bytes:
-    # Comparing fixed-length digests keeps compare_digest constant-time even when
-    # the presented token and the key differ in length.
-    return hashlib.sha256(secret.encode()).digest()
 
 
 class ApiKeyMiddleware:
@@ -48,22 +43,16 @@ class ApiKeyMiddleware:
     Basic auth exists for trainers whose reward client takes only a URL and sends no
     headers (OpenRLHF, slime): ``http://any:KEY@host:8000/openrlhf/rubric`` makes their
     HTTP client send the key as Basic credentials.
+
+    The ``keyring`` holds the keys; a scoped key's
+    :class:`~rewardsvc.server.access.Grant` is :data:`~rewardsvc.server.access.GRANT` while
+    its request is served, and it gets 403 on ``OPERATOR_PATHS``.
     """
 
-    def __init__(self, app: ASGIApp, keys: Iterable[str], public: Iterable[str] = PUBLIC_PATHS):
+    def __init__(self, app: ASGIApp, keyring: Keyring, public: Iterable[str] = PUBLIC_PATHS):
         self.app = app
-        self._keys = [_digest(k) for k in keys]
-        if not self._keys:
-            raise ValueError("ApiKeyMiddleware needs at least one key")
+        self.keyring = keyring
         self._public = frozenset(public)
-
-    def matches(self, token: str) -> bool:
-        """True when ``token`` is one of the keys (every key is compared, in constant time)."""
-        presented = _digest(token)
-        found = False
-        for key in self._keys:
-            found |= hmac.compare_digest(presented, key)
-        return found
 
     def _token(self, scope: Scope) -> str | None:
         for name, value in scope.get("headers", []):
@@ -89,8 +78,19 @@ class ApiKeyMiddleware:
             await self.app(scope, receive, send)
             return
         token = self._token(scope)
-        if token is not None and self.matches(token):
-            await self.app(scope, receive, send)
+        found, grant = self.keyring.find(token) if token is not None else (False, None)
+        if found and grant is not None and path in OPERATOR_PATHS:
+            refusal = error_response(
+                403, "forbidden", f"API key {grant.scope.name!r} is scoped; {path} is not"
+            )
+            await refusal(scope, receive, send)
+            return
+        if found:
+            reset = GRANT.set(grant)
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                GRANT.reset(reset)
             return
         message = (
             "missing API key: send 'Authorization: Bearer <key>'"

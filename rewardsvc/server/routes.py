@@ -13,6 +13,7 @@ from fastapi.responses import Response
 from pydantic import ValidationError
 
 from rewardsvc.library.yamlfile import InvalidFile, Problem
+from rewardsvc.server.access import can_read_rubric
 from rewardsvc.server.errors import ApiError, error_responses, format_validation_errors
 from rewardsvc.server.guards import check_batch
 from rewardsvc.server.service import ServiceDep
@@ -57,9 +58,10 @@ async def rewards(body: RewardRequest, service: ServiceDep) -> Response:
 
 @v1.get("/rubrics", response_model=RubricList, responses=error_responses(401), tags=["rubrics"])
 async def list_rubrics(service: ServiceDep) -> RubricList:
-    """The served rubrics, and the problems of rubric files that were refused."""
+    """The served rubrics, and the problems of rubric files that were refused (those the
+    request's API key may read)."""
     registry = service.registry
-    errors = registry.errors()
+    errors = {f: ps for f, ps in registry.errors().items() if can_read_rubric(Path(f).stem)}
     summaries = [
         RubricSummary(
             id=e.rubric.id,
@@ -72,6 +74,7 @@ async def list_rubrics(service: ServiceDep) -> RubricList:
             refused_edit=str(e.path) in errors,
         )
         for e in registry.entries()
+        if can_read_rubric(e.rubric.id)
     ]
     problems = [
         FileProblem(file=Path(f).name, line=p.line, path=p.path, message=p.message)

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 from fastapi import Depends
 
 from rewardsvc.core.errors import RequestError
+from rewardsvc.core.monitor_spec import inline_rubric_name
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.run import Graders
 from rewardsvc.judges.judge import Judge, build_judges
@@ -33,7 +34,7 @@ from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions, score_gr
 from rewardsvc.scoring.groups import planned_calls as groups_planned_calls
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions, judge_preferences
 from rewardsvc.scoring.shared import RedisLink
-from rewardsvc.server import metrics, monitor_metrics
+from rewardsvc.server import access, metrics, monitor_metrics
 from rewardsvc.server.dashboard import (
     MonitorObserver,
     Webhook,
@@ -43,7 +44,7 @@ from rewardsvc.server.dashboard import (
     monitor_config,
     share_monitor,
 )
-from rewardsvc.server.dispatch import Target, resolve_target, score_target
+from rewardsvc.server.dispatch import INLINE_LABEL, Target, resolve_target, score_target
 from rewardsvc.server.errors import ApiError
 from rewardsvc.server.guards import InflightLimiter, check_batch
 from rewardsvc.server.holding import HeldTries, HoldAwareObservers, kept_back
@@ -89,7 +90,9 @@ class Service:
         return set(self.engine.judges)
 
     def library_rubric(self, rubric_id: str) -> Rubric:
-        """A rubric of the library, or 404 naming the field ``rubric``."""
+        """A rubric of the library, or 404 naming the field ``rubric`` (403 outside the
+        request's key scope)."""
+        access.check_rubric(rubric_id)
         try:
             return self.registry.get(rubric_id).rubric
         except KeyError:
@@ -109,6 +112,7 @@ class Service:
 
     def inline_rubric(self, rubric: Rubric) -> Rubric:
         """Re-validate an inline rubric against the judge pool (FastAPI validated its shape)."""
+        access.check_rubric(inline_rubric_name(rubric.id, rubric.version()))
         try:
             return validate_document(
                 rubric.model_dump(mode="json"),
@@ -131,8 +135,17 @@ class Service:
 
     def target(self, value: Any) -> Target:
         """What a request's ``rubric`` names: a library rubric, recipe or routing table, or
-        an inline rubric or recipe (404 or 422 naming the field)."""
-        return resolve_target(self.registry, value, self.library_rubric, self.inline_rubric)
+        an inline rubric or recipe (404 or 422 naming the field, 403 outside the request's
+        key scope)."""
+        target = resolve_target(self.registry, value, self.library_rubric, self.inline_rubric)
+        inline = target.metrics_label == INLINE_LABEL
+        access.check_rubric(inline_rubric_name(target.id, target.version) if inline else target.id)
+        return target
+
+    def claim_run(self, run: str | None) -> None:
+        """403 unless the request's key may write to ``run`` (see :mod:`.access`)."""
+        monitor = self.monitor
+        access.claim_run(run, lambda name: monitor is not None and bool(monitor.runs(run=name)))
 
     async def score(
         self,
@@ -146,6 +159,7 @@ class Service:
         """Score a batch within the request's deadline and the work limits (items per
         batch, criteria and judges per rubric, items and judge calls in flight); log it when
         configured."""
+        self.claim_run(run)
         check_batch(len(items), self.settings.max_items, field_name)
         target = rubric if isinstance(rubric, Target) else Target.of_rubric(rubric, metrics_label)
         calls = len(items) * target.calls_per_item(lambda r: self._calls_per_item(r, options))
@@ -224,6 +238,7 @@ class Service:
         """Groups of completions scored relative to each other (``POST /v1/groups``),
         logged one line per group with ``run`` (``raw``, the request's groups, supply
         the metadata)."""
+        self.claim_run(run)
         check_batch(sum(len(g.rollouts) for g in groups), self.settings.max_items, "groups")
         self._calls_per_item(rubric, RewardOptions())
         calls = groups_planned_calls(rubric, [len(g.rollouts) for g in groups], options)
@@ -251,6 +266,7 @@ class Service:
     ) -> PreferenceBatch:
         """Pairs judged in both orders (``POST /v1/preferences``), logged one line per
         pair with ``run`` (``raw``, the request's pairs, supply the metadata)."""
+        self.claim_run(run)
         check_batch(2 * len(pairs), self.settings.max_items, "pairs")
         self._calls_per_item(rubric, RewardOptions())
         as_groups = GroupOptions(method="pairwise", judges=options.judges)

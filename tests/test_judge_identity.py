@@ -34,7 +34,10 @@ def pool(*servers: tuple[str, str], **extra: object) -> JudgePool:
 
 async def test_two_judges_serving_one_model_name_are_each_called() -> None:
     # Two servers answer to the same model name with different weights (different scores).
-    with FakeJudge(Script(first_choice_p=0.9)) as left, FakeJudge(Script(first_choice_p=0.3)) as right:
+    with (
+        FakeJudge(Script(first_choice_p=0.9)) as left,
+        FakeJudge(Script(first_choice_p=0.3)) as right,
+    ):
         judges = build_judges(pool(("left", left.url), ("right", right.url)))
         engine = Engine(judges, cache=VerdictCache(max_entries=100))
         try:
@@ -102,7 +105,8 @@ async def test_pool_special_tokens_are_defused_and_change_the_identity() -> None
             sent = fake.script.bodies[-1]["messages"][-1]["content"]
             assert "[[TURN]]" not in sent and f"[{WORD_JOINER}[TURN]]" in sent
             assert "<my_eos>" not in sent and f"<{WORD_JOINER}my_eos>" in sent
-            assert built["own"].cache_identity() != Judge("own", built["plain"].config).cache_identity()
+            without = Judge("own", built["plain"].config)
+            assert built["own"].cache_identity() != without.cache_identity()
         finally:
             for judge in built.values():
                 await judge.aclose()

@@ -270,9 +270,7 @@ def build_judges(pool: JudgePool, observer: Observer = NULL_OBSERVER) -> dict[st
     should stop start-up, not fail every call. A judge with ``special_tokens`` defuses
     them in untrusted text beside the maintained families.
     """
-    return {
-        name: Judge(name, config, observer=observer) for name, config in pool.judges.items()
-    }
+    return {name: Judge(name, config, observer=observer) for name, config in pool.judges.items()}
 
 
 def defuser_for(config: JudgeConfig) -> Defuser:

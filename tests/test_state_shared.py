@@ -106,6 +106,7 @@ async def test_an_item_cached_by_one_replica_is_a_hit_on_the_other(pair):
     a, b = pair
     first, second = Judge(0.75), Judge(0.1)
     verdict_a, source_a = await a.cache.get_or_call(key(1), first)
+    await a.link.flush()  # verdicts are written behind the request that made them
     verdict_b, source_b = await b.cache.get_or_call(key(1), second)
     assert (source_a, source_b) == ("call", "hit")
     assert (first.calls, second.calls) == (1, 0)
@@ -153,7 +154,8 @@ async def test_redis_killed_mid_run_scoring_goes_on_and_resynchronizes(pair, ser
     a, b = pair
     await a.cache.get_or_call(key(1), Judge())
     await a.windows.extend_and_stats(VERSION, "judge", 100, [0.2, 0.4])
-    assert a.link.healthy and a.health.changes == []
+    await a.link.flush()
+    assert a.link.healthy and a.health.changes == [] and a.link.pending == 0
 
     server.kill()
     # Verdicts: a new item is scored locally, a known one still hits in memory.
@@ -177,6 +179,7 @@ async def test_redis_killed_mid_run_scoring_goes_on_and_resynchronizes(pair, ser
     assert stats == aggregate.WindowStats.of([0.9])
     # And writes resume: a new verdict of B is a hit on A.
     await b.cache.get_or_call(key(3), Judge(0.3))
+    await b.link.flush()
     assert (await a.cache.get_or_call(key(3), Judge(0.8)))[1] == "hit"
 
 
@@ -242,5 +245,6 @@ async def test_damaged_shared_entry_is_a_miss_and_is_replaced(pair, server):
     judge = Judge(0.65)
     verdict, source = await a.cache.get_or_call(key(5), judge)
     assert (source, verdict.score, judge.calls) == ("call", 0.65, 1)
+    await a.link.flush()
     assert (await b.cache.get_or_call(key(5), Judge()))[1] == "hit"
     await raw.aclose()

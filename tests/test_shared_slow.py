@@ -20,6 +20,7 @@ from redis_server import RedisServer, spare_port
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.scoring.cache import VerdictCache, cache_key
 from rewardsvc.scoring.shared import RedisLink
+from rewardsvc.settings import Settings
 
 TIMEOUT_S = 0.25  # the default redis_timeout_s; an operation's deadline is three times it
 
@@ -226,11 +227,18 @@ async def test_redis_with_a_password_is_reached_with_credentials_in_the_url(
     secured.start()
     try:
         good = RedisLink(secured.url, timeout_s=TIMEOUT_S, retry_s=10.0)
-        bare = RedisLink(f"redis://127.0.0.1:{secured.port}/0", timeout_s=TIMEOUT_S, retry_s=10.0)
+        bare_url = f"redis://127.0.0.1:{secured.port}/0"
+        bare = RedisLink(bare_url, timeout_s=TIMEOUT_S, retry_s=10.0)
         wrong = RedisLink(
             f"redis://:nope@127.0.0.1:{secured.port}/0", timeout_s=TIMEOUT_S, retry_s=10.0
         )
+        # REWARDSVC_REDIS_PASSWORD_FILE: the password beside a URL without one.
+        secret = tmp_path / "password"
+        secret.write_text("s3cret-pass\n")
+        settings = Settings(redis_url=bare_url, redis_password_file=secret)
+        from_file = RedisLink(bare_url, password=settings.redis_password(), retry_s=10.0)
         try:
+            assert await from_file.start() is True
             assert await good.start() is True
             assert await bare.start() is False  # NOAUTH: the link says unreachable
             assert await wrong.start() is False
@@ -238,7 +246,7 @@ async def test_redis_with_a_password_is_reached_with_credentials_in_the_url(
             await good.flush()
             assert await good.get_verdict(key(1)) == b"x"
         finally:
-            for link in (good, bare, wrong):
+            for link in (good, bare, wrong, from_file):
                 await link.aclose()
     finally:
         secured.stop()

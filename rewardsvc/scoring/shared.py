@@ -63,6 +63,7 @@ class RedisLink:
     """One Redis connection pool with its health, shared by the verdict cache and the
     calibration windows of a process.
 
+    ``password`` is sent with AUTH when ``url`` has none (credentials in the URL win);
     ``timeout_s`` bounds each operation (connect included); ``retry_s`` is how often an
     unhealthy link probes Redis; ``pending_max`` bounds the writes queued while Redis is
     away (the oldest are dropped first). Keys live under ``prefix``; verdicts expire after
@@ -74,6 +75,7 @@ class RedisLink:
         self,
         url: str,
         *,
+        password: str | None = None,
         timeout_s: float = 0.25,
         retry_s: float = 1.0,
         prefix: str = "rewardsvc",
@@ -96,8 +98,10 @@ class RedisLink:
         # state at once, and the probe, not each caller, finds out when Redis is back.
         # At most max_connections to Redis however many judge calls are in flight; a call
         # waits for a free one within the operation's deadline.
+        credentials = {} if password is None else {"password": password}
         pool = redis.BlockingConnectionPool.from_url(
             url,
+            **credentials,
             max_connections=max_connections,
             timeout=self._deadline_s,
             socket_timeout=timeout_s,

@@ -3,11 +3,13 @@ loopback port without persistence, and stopped (or killed and restarted) by the 
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -121,3 +123,14 @@ class RedisServer:
                 self._proc.kill()
                 self._proc.wait()
             self._proc = None
+
+
+@contextlib.contextmanager
+def running(workdir: Path, password: str | None = None) -> Iterator[RedisServer]:
+    """A started :class:`RedisServer` under ``workdir``, stopped on leaving."""
+    server = RedisServer(workdir, password=password)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

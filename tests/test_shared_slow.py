@@ -9,13 +9,15 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
 import redis.asyncio as redis_client
-from redis_server import RedisServer, spare_port
+from redis_server import RedisServer, running, spare_port
+from test_state_shared import Health
 
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.scoring.cache import VerdictCache, cache_key
@@ -23,14 +25,6 @@ from rewardsvc.scoring.shared import RedisLink
 from rewardsvc.settings import Settings
 
 TIMEOUT_S = 0.25  # the default redis_timeout_s; an operation's deadline is three times it
-
-
-@dataclass
-class Health:
-    changes: list[bool] = field(default_factory=list)
-
-    def shared_state(self, healthy: bool) -> None:
-        self.changes.append(healthy)
 
 
 # The verdict reads, as redis-py sends them (RESP bulk strings).
@@ -91,12 +85,36 @@ class DelayProxy:
             task.add_done_callback(self._tasks.discard)
 
 
+@dataclass
+class Slow:
+    """A verdict cache whose Redis link goes through a :class:`DelayProxy`."""
+
+    link: RedisLink
+    cache: VerdictCache
+    health: Health
+
+
+@contextlib.asynccontextmanager
+async def slow(
+    server: RedisServer, delay_s: float, retry_s: float, **options: Any
+) -> AsyncIterator[Slow]:
+    """A cache and link to ``server`` through a proxy delaying replies ``delay_s``;
+    ``only`` goes to the proxy, the rest (``path``) to the cache."""
+    async with DelayProxy(server.port, delay_s, only=options.pop("only", None)) as proxy:
+        health = Health()
+        link = RedisLink(proxy.url, timeout_s=TIMEOUT_S, retry_s=retry_s, observer=health)
+        cache = VerdictCache(shared=link, **options)
+        try:
+            yield Slow(link, cache, health)
+        finally:
+            await cache.aclose()
+            await link.aclose()
+
+
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[RedisServer]:
-    srv = RedisServer(tmp_path / "redis")
-    srv.start()
-    yield srv
-    srv.stop()
+    with running(tmp_path / "redis") as started:
+        yield started
 
 
 @pytest_asyncio.fixture(loop_scope="function")
@@ -125,28 +143,20 @@ async def test_a_slow_redis_costs_a_batch_one_round_trip_and_stays_healthy(
 ) -> None:
     # Every reply 0.15 s late: under the 0.25 s timeout, so each operation succeeds, but a
     # read and a write per verdict through 64 connections would queue for seconds.
-    async with DelayProxy(server.port, delay_s=0.15) as proxy:
-        health = Health()
-        link = RedisLink(proxy.url, timeout_s=TIMEOUT_S, retry_s=0.05, observer=health)
-        cache = VerdictCache(shared=link)
-        try:
-            assert await link.start()
-            await raw.config_resetstat()
-            started = time.monotonic()
-            batch = [cache.get_or_call(key(n), judge) for n in range(400)]
-            outcomes = await asyncio.gather(*batch)
-            took = time.monotonic() - started
-            await link.flush()
-            again = await VerdictCache(shared=link).get_or_call(key(7), judge)
-        finally:
-            await cache.aclose()
-            await link.aclose()
+    async with slow(server, delay_s=0.15, retry_s=0.05) as s:
+        assert await s.link.start()
+        await raw.config_resetstat()
+        started = time.monotonic()
+        outcomes = await asyncio.gather(*(s.cache.get_or_call(key(n), judge) for n in range(400)))
+        took = time.monotonic() - started
+        await s.link.flush()
+        again = await VerdictCache(shared=s.link).get_or_call(key(7), judge)
     assert all(source == "call" and v.ok for v, source in outcomes)
     seen = await commands(raw)
     # One MGET for the 400 reads; the writes went in pipelined batches, not one per verdict.
     assert seen.get("get", 0) == 0 and seen.get("mget") == 1 + 1  # the batch, then `again`
     assert seen.get("set") == 400
-    assert health.changes == [] and again[1] == "hit"
+    assert s.health.changes == [] and again[1] == "hit"
     # The promise is itself a bound: the batch waited for Redis once, within its deadline.
     assert took < 3 * TIMEOUT_S, took
 
@@ -156,45 +166,31 @@ async def test_with_a_cache_file_too_reads_still_go_in_few_round_trips(
 ) -> None:
     # The file is read first, key by key in worker threads: the misses reach Redis one by
     # one, and the ones that come while an MGET flies wait for the next one.
-    async with DelayProxy(server.port, delay_s=0.15) as proxy:
-        health = Health()
-        link = RedisLink(proxy.url, timeout_s=TIMEOUT_S, retry_s=0.05, observer=health)
-        cache = VerdictCache(path=tmp_path / "verdicts.sqlite", shared=link)
-        try:
-            assert await link.start()
-            await raw.config_resetstat()
-            outcomes = await asyncio.gather(*(cache.get_or_call(key(n), judge) for n in range(400)))
-        finally:
-            await cache.aclose()
-            await link.aclose()
+    async with slow(server, delay_s=0.15, retry_s=0.05, path=tmp_path / "v.sqlite") as s:
+        assert await s.link.start()
+        await raw.config_resetstat()
+        outcomes = await asyncio.gather(*(s.cache.get_or_call(key(n), judge) for n in range(400)))
     assert all(source == "call" and v.ok for v, source in outcomes)
     seen = await commands(raw)
     assert seen.get("get", 0) == 0 and 1 <= seen.get("mget", 0) <= 10, seen
-    assert health.changes == []
+    assert s.health.changes == []
 
 
 async def test_a_redis_slower_than_its_deadline_costs_a_batch_one_deadline(
     server: RedisServer,
 ) -> None:
-    async with DelayProxy(server.port, delay_s=2.0) as proxy:
-        health = Health()
-        link = RedisLink(proxy.url, timeout_s=TIMEOUT_S, retry_s=10.0, observer=health)
-        cache = VerdictCache(shared=link)
-        try:
-            started = time.monotonic()
-            first = await asyncio.gather(*(cache.get_or_call(key(n), judge) for n in range(50)))
-            took = time.monotonic() - started
-            # Once lost, the next batch skips Redis at once (and queues its writes).
-            second = await asyncio.gather(
-                *(cache.get_or_call(key(n), judge) for n in range(50, 100))
-            )
-        finally:
-            await cache.aclose()
-            await link.aclose()
+    async with slow(server, delay_s=2.0, retry_s=10.0) as s:
+        started = time.monotonic()
+        first = await asyncio.gather(*(s.cache.get_or_call(key(n), judge) for n in range(50)))
+        took = time.monotonic() - started
+        # Once lost, the next batch skips Redis at once (and queues its writes).
+        more = range(50, 100)
+        second = await asyncio.gather(*(s.cache.get_or_call(key(n), judge) for n in more))
+        pending = s.link.pending
     assert all(v.ok for v, _ in first + second)
-    assert health.changes == [False]
+    assert s.health.changes == [False]
     assert took < 2 * 3 * TIMEOUT_S, took
-    assert link.pending == 100
+    assert pending == 100
 
 
 async def test_a_redis_answering_pings_but_not_traffic_is_probed_less_and_less(
@@ -202,51 +198,37 @@ async def test_a_redis_answering_pings_but_not_traffic_is_probed_less_and_less(
 ) -> None:
     # Verdict reads answer after 1 s (past the 0.25 s timeout), the rest at once: every
     # probe (a PING, then the queued writes) succeeds and the next read fails again.
-    async with DelayProxy(server.port, delay_s=1.0, only=READS) as proxy:
-        health = Health()
-        link = RedisLink(proxy.url, timeout_s=TIMEOUT_S, retry_s=0.05, observer=health)
-        cache = VerdictCache(shared=link)
-        try:
-            for n in range(40):
-                await cache.get_or_call(key(n), judge)
-                await asyncio.sleep(0.05)
-        finally:
-            await cache.aclose()
-            with contextlib.suppress(Exception):
-                await link.aclose()
-    losses = health.changes.count(False)
+    async with slow(server, delay_s=1.0, retry_s=0.05, only=READS) as s:
+        for n in range(40):
+            await s.cache.get_or_call(key(n), judge)
+            await asyncio.sleep(0.05)
+    losses = s.health.changes.count(False)
     # Probing every 0.05 s, each of the 40 reads after a recovery would pay a timeout; with
     # the interval doubling on each quick relapse, a handful do.
-    assert 1 <= losses <= 8, health.changes
+    assert 1 <= losses <= 8, s.health.changes
 
 
-async def test_redis_with_a_password_is_reached_with_credentials_in_the_url(
-    tmp_path: Path,
-) -> None:
-    secured = RedisServer(tmp_path / "redis", password="s3cret-pass")
-    secured.start()
-    try:
-        good = RedisLink(secured.url, timeout_s=TIMEOUT_S, retry_s=10.0)
+async def test_redis_with_a_password_is_reached_with_credentials(tmp_path: Path) -> None:
+    with running(tmp_path / "redis", password="s3cret-pass") as secured:
         bare_url = f"redis://127.0.0.1:{secured.port}/0"
-        bare = RedisLink(bare_url, timeout_s=TIMEOUT_S, retry_s=10.0)
-        wrong = RedisLink(
-            f"redis://:nope@127.0.0.1:{secured.port}/0", timeout_s=TIMEOUT_S, retry_s=10.0
-        )
         # REWARDSVC_REDIS_PASSWORD_FILE: the password beside a URL without one.
         secret = tmp_path / "password"
         secret.write_text("s3cret-pass\n")
-        settings = Settings(redis_url=bare_url, redis_password_file=secret)
-        from_file = RedisLink(bare_url, password=settings.redis_password(), retry_s=10.0)
+        from_file = Settings(redis_url=bare_url, redis_password_file=secret).redis_password()
+        links = {
+            "in the URL": RedisLink(secured.url, retry_s=10.0),
+            "from the file": RedisLink(bare_url, password=from_file, retry_s=10.0),
+            "none": RedisLink(bare_url, retry_s=10.0),
+            "wrong": RedisLink(f"redis://:nope@127.0.0.1:{secured.port}/0", retry_s=10.0),
+        }
         try:
-            assert await from_file.start() is True
-            assert await good.start() is True
-            assert await bare.start() is False  # NOAUTH: the link says unreachable
-            assert await wrong.start() is False
+            answered = {name: await link.start() for name, link in links.items()}
+            good = links["in the URL"]
             await good.put_verdict(key(1), b"x")
             await good.flush()
-            assert await good.get_verdict(key(1)) == b"x"
+            assert await links["from the file"].get_verdict(key(1)) == b"x"
         finally:
-            for link in (good, bare, wrong, from_file):
+            for link in links.values():
                 await link.aclose()
-    finally:
-        secured.stop()
+    # NOAUTH and a wrong password: the link says unreachable, and scoring goes on locally.
+    assert answered == {"in the URL": True, "from the file": True, "none": False, "wrong": False}

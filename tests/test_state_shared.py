@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 import redis.asyncio as redis_client
-from redis_server import RedisServer
+from redis_server import RedisServer, running
 
 from rewardsvc.core import aggregate
 from rewardsvc.core.verdict import Verdict
@@ -74,10 +74,8 @@ def replica(url: str) -> Replica:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[RedisServer]:
-    srv = RedisServer(tmp_path / "redis")
-    srv.start()
-    yield srv
-    srv.stop()
+    with running(tmp_path / "redis") as started:
+        yield started
 
 
 @pytest_asyncio.fixture(loop_scope="function")  # the test's own loop, where the clients live

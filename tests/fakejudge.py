@@ -68,7 +68,8 @@ class Script:
     headers: list[dict[str, str]] = field(default_factory=list)
     # The Authorization header of each GET /v1/models.
     model_lists: list[str] = field(default_factory=list)
-    redirect_to: str = "http://169.254.169.254/latest/meta-data/iam"
+    # Loopback, where nothing listens (the discard port): tests send nothing elsewhere.
+    redirect_to: str = "http://127.0.0.1:9/latest/meta-data/iam"
     huge_bytes: int = 64 * 1024 * 1024
     sent_bytes: int = 0
 

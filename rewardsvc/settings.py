@@ -167,8 +167,14 @@ class Settings(BaseSettings):
     redis_url: SecretStr | None = Field(
         default=None,
         description="Redis or Valkey URL for the state replicas share (verdicts, calibration "
-        "windows, monitor statistics and alerts); unset: local state only. When it does not "
+        "windows, monitor statistics and alerts); unset: local state only. Credentials go in "
+        "it (redis://:PASSWORD@host:6379/0), rediss:// for TLS. When it does not "
         "answer, the service scores on its local state and catches up when it returns.",
+    )
+    redis_password_file: Path | None = Field(
+        default=None,
+        description="File holding the Redis password (a mounted Secret), for a redis_url "
+        "without one; read at start-up.",
     )
     redis_timeout_s: float = Field(
         default=0.25, gt=0, description="Deadline of one Redis operation."
@@ -249,6 +255,12 @@ class Settings(BaseSettings):
                 f"({self.max_items}), or a full batch could never be admitted"
             )
         return self
+
+    def redis_password(self) -> str | None:
+        """The password in redis_password_file (surrounding whitespace dropped), or None."""
+        if self.redis_password_file is None:
+            return None
+        return self.redis_password_file.read_text(encoding="utf-8").strip() or None
 
     def api_key_list(self) -> list[str]:
         """All configured API keys (from api_keys and api_keys_file); empty means no auth."""

@@ -11,7 +11,9 @@ content is not a scale token, and no logprobs), ``html`` (a 200 with an HTML pag
 from a misrouted proxy), ``notjson`` (a 200 with JSON that is not a completion),
 ``overflow`` (vLLM's 400 for a prompt longer than the context), ``trickle`` (a 200 that
 sends one space every ``trickle_s`` for ``delay_s``, then the answer), ``stall``
-(answers nothing until the client hangs up; counted in ``disconnects``).
+(answers nothing until the client hangs up; counted in ``disconnects``), ``redirect`` (a
+307 to ``redirect_to``), ``huge`` (a 200 streaming ``huge_bytes`` of JSON whitespace,
+counted in ``sent_bytes``).
 
 :class:`RecordingObserver` records what judges and backends report to their observer.
 
@@ -66,6 +68,10 @@ class Script:
     headers: list[dict[str, str]] = field(default_factory=list)
     # The Authorization header of each GET /v1/models.
     model_lists: list[str] = field(default_factory=list)
+    # Loopback, where nothing listens (the discard port): tests send nothing elsewhere.
+    redirect_to: str = "http://127.0.0.1:9/latest/meta-data/iam"
+    huge_bytes: int = 64 * 1024 * 1024
+    sent_bytes: int = 0
 
     def next_behaviour(self) -> str:
         return self.queue.popleft() if self.queue else self.default
@@ -126,6 +132,10 @@ def make_app(script: Script) -> FastAPI:
             return HTMLResponse("<html><body><h1>502 Bad Gateway</h1></body></html>")
         if behaviour == "notjson":
             return JSONResponse({"status": "ok"})
+        if behaviour == "redirect":
+            return Response(status_code=307, headers={"Location": script.redirect_to})
+        if behaviour == "huge":
+            return StreamingResponse(_huge(script), media_type="application/json")
         if behaviour == "stall":
             while not await request.is_disconnected():
                 await asyncio.sleep(0.01)
@@ -175,6 +185,15 @@ async def _trickle(script: Script, answer: bytes) -> AsyncIterator[bytes]:
     except asyncio.CancelledError:
         script.disconnects += 1
         raise
+
+
+async def _huge(script: Script) -> AsyncIterator[bytes]:
+    chunk = b" " * 65536
+    yield b"{"
+    while script.sent_bytes < script.huge_bytes:
+        script.sent_bytes += len(chunk)
+        yield chunk
+    yield b"}"
 
 
 def _reply(

@@ -3,11 +3,13 @@ loopback port without persistence, and stopped (or killed and restarted) by the 
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -37,7 +39,8 @@ def _answers(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
             s.sendall(b"PING\r\n")
-            return s.recv(16).startswith(b"+PONG")
+            # A server with a password answers -NOAUTH: it is up all the same.
+            return s.recv(16).startswith((b"+PONG", b"-NOAUTH"))
     except OSError:
         return False
 
@@ -45,16 +48,18 @@ def _answers(port: int) -> bool:
 class RedisServer:
     """One ``redis-server`` process on 127.0.0.1:``port`` with its files under ``workdir``."""
 
-    def __init__(self, workdir: Path, port: int | None = None):
+    def __init__(self, workdir: Path, port: int | None = None, password: str | None = None):
         self.binary = redis_server_binary()
         self.workdir = workdir
         self.port = port or spare_port()
+        self.password = password
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        """The ``redis://`` URL of this server."""
-        return f"redis://127.0.0.1:{self.port}/0"
+        """The ``redis://`` URL of this server (with its password, when it has one)."""
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
         """Start the server (on the same port as before, after a kill) and wait until it
@@ -76,6 +81,7 @@ class RedisServer:
                 str(self.workdir),
                 "--daemonize",
                 "no",
+                *(["--requirepass", self.password] if self.password else []),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -117,3 +123,14 @@ class RedisServer:
                 self._proc.kill()
                 self._proc.wait()
             self._proc = None
+
+
+@contextlib.contextmanager
+def running(workdir: Path, password: str | None = None) -> Iterator[RedisServer]:
+    """A started :class:`RedisServer` under ``workdir``, stopped on leaving."""
+    server = RedisServer(workdir, password=password)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

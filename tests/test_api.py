@@ -367,6 +367,9 @@ async def test_healthz_readyz(client: Any) -> None:
     assert (await http.get("/healthz")).json() == {"status": "ok"}
     reply = await http.get("/readyz")
     assert reply.status_code == 200, reply.text
+    assert reply.json() == {"ready": True, "message": "ready"}
+    reply = await http.get("/readyz/detail")
+    assert reply.status_code == 200, reply.text
     body = reply.json()
     assert body["ready"] is True and body["rubrics"] == 2
     assert body["judges"] == {"primary": True, "secondary": True}
@@ -376,7 +379,9 @@ async def test_readyz_503_when_judges_are_down(library: Path, fakes: Any) -> Non
     dead = "http://127.0.0.1:9/v1"  # discard port: nothing listens
     pool = fake_pool(fakes[0].url, dead)
     async with app_client(settings_for(library), pool) as (http, _, _):
-        reply = await http.get("/readyz")
+        public = await http.get("/readyz")
+        reply = await http.get("/readyz/detail")
+    assert public.status_code == 503 and public.json()["ready"] is False
     assert reply.status_code == 503
     body = reply.json()
     assert body["ready"] is False
@@ -391,7 +396,7 @@ async def test_readyz_503_without_rubrics(tmp_path: Path, pool: JudgePool) -> No
     empty = tmp_path / "empty"
     empty.mkdir()
     async with app_client(settings_for(empty), pool) as (http, _, _):
-        reply = await http.get("/readyz")
+        reply = await http.get("/readyz/detail")
     assert reply.status_code == 503 and "no rubric is loaded" in reply.json()["message"]
 
 

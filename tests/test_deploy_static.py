@@ -147,6 +147,7 @@ _INTERPOLATION = re.compile(r"\$\{(\w+)(?::?([-?])([^}]*))?\}")
 REQUIRED_COMPOSE_VARIABLES = {
     "REWARDSVC_API_KEYS": "trainer-key-1,trainer-key-2",
     "METRICS_API_KEY": "prometheus-key",
+    "REDIS_PASSWORD": "redis-pass-0123abcd",
 }
 
 
@@ -484,3 +485,32 @@ def test_rendered_judges_and_pool(rendered: list[dict[str, Any]], tmp_path: Path
     registry = Registry(mount, pool)
     assert registry.errors() == {}
     assert len(registry.entries()) == len(rubrics_cm["data"])
+
+
+def test_rendered_redis_requires_the_password_rewardsvc_reads(
+    rendered: list[dict[str, Any]],
+) -> None:
+    """Redis asks every client for the password of one Secret; rewardsvc reads the same
+    Secret's key as its password file."""
+    redis_pod = _one(rendered, "Deployment", "rewardsvc-redis")["spec"]["template"]["spec"]
+    (server,) = redis_pod["containers"]
+    flags = _command_flags(server["args"])
+    variable = re.fullmatch(r"\$\((\w+)\)", flags["--requirepass"] or "")
+    assert variable, flags
+    (secret_env,) = [e for e in server["env"] if e["name"] == variable.group(1)]
+    ref = secret_env["valueFrom"]["secretKeyRef"]
+    # The probe authenticates (valkey-cli reads REDISCLI_AUTH) and wants PONG, not any reply.
+    assert variable.group(1) == "REDISCLI_AUTH"
+    assert "PONG" in " ".join(server["readinessProbe"]["exec"]["command"])
+
+    pod = _one(rendered, "Deployment", "rewardsvc")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    password_file = Path(env["REWARDSVC_REDIS_PASSWORD_FILE"])
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    mount = mounts[password_file.parent.as_posix()]
+    volume = {v["name"]: v for v in pod["volumes"]}[mount["name"]]
+    assert volume["secret"]["secretName"] == ref["name"]
+    items = {i["key"]: i["path"] for i in volume["secret"]["items"]}
+    assert items[ref["key"]] == password_file.name
+    assert urlsplit(env["REWARDSVC_REDIS_URL"]).password is None  # not in the manifest

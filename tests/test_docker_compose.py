@@ -270,3 +270,43 @@ def test_deploy_readme_defaults_match_settings_and_image() -> None:
         field = Settings.model_fields[name.removeprefix("REWARDSVC_").lower()]
         assert default.strip("`") == _documented_default(field.default), name
         assert in_image.strip("`") == image.get(name, "–"), name
+
+
+def test_compose_redis_requires_the_password_rewardsvc_sends(
+    compose: dict[str, Any], tmp_path: Path
+) -> None:
+    """The compose Redis asks for REDIS_PASSWORD and rewardsvc's URL carries it: tried on a
+    real redis-server started with the compose file's own flags."""
+    import asyncio
+
+    from redis_server import RedisServer
+
+    from rewardsvc.scoring.shared import RedisLink
+
+    services = compose["services"]
+    url = urlsplit(services["rewardsvc"]["environment"]["REWARDSVC_REDIS_URL"])
+    redis = services[url.hostname]
+    password = REQUIRED_COMPOSE_VARIABLES["REDIS_PASSWORD"]
+    assert _command_flags(redis["command"])["--requirepass"] == password
+    assert url.password == password
+    # The healthcheck authenticates (valkey-cli reads REDISCLI_AUTH) and wants PONG.
+    assert redis["environment"]["REDISCLI_AUTH"] == password
+    assert "PONG" in " ".join(redis["healthcheck"]["test"])
+
+    server = RedisServer(tmp_path / "redis", password=password)
+    server.start()
+    try:
+        here = url._replace(netloc=f":{url.password}@127.0.0.1:{server.port}").geturl()
+        bare = url._replace(netloc=f"127.0.0.1:{server.port}").geturl()
+
+        async def answers(target: str) -> bool:
+            link = RedisLink(target, retry_s=60.0)
+            try:
+                return await link.start()
+            finally:
+                await link.aclose()
+
+        assert asyncio.run(answers(here)) is True
+        assert asyncio.run(answers(bare)) is False
+    finally:
+        server.stop()

@@ -110,7 +110,7 @@ def test_cache_identity_is_stable_and_covers_method_and_sampling() -> None:
     base = JudgeConfig(model="m", base_urls=["http://127.0.0.1:1/v1"])
     other_url = base.model_copy(update={"base_urls": ["http://127.0.0.1:2/v1"]})
     a = Judge("a", base).cache_identity()
-    assert a == Judge("b", other_url).cache_identity()  # where a model runs does not matter
+    assert a == Judge("a", other_url).cache_identity()  # where a replica runs does not matter
     assert a != Judge("a", base.model_copy(update={"method": "sampled"})).cache_identity()
     hotter = base.model_copy(update={"sampling": base.sampling.model_copy(update={"n": 8})})
     assert a != Judge("a", hotter).cache_identity()
@@ -323,7 +323,7 @@ async def test_judge_defuses_its_models_own_special_tokens(
     assert "[[TURN]]" not in sent_own and "[\u2060[TURN]]" in sent_own
     # Verdicts of differently rendered prompts are not shared through the cache.
     assert own.cache_identity() != plain.cache_identity()
-    assert Judge("d", cfg, plain.backend, defuser=Defuser()).cache_identity() == (
+    assert Judge(plain.name, cfg, plain.backend, defuser=Defuser()).cache_identity() == (
         plain.cache_identity()
     )
 

@@ -227,7 +227,7 @@ def test_redis_down_mid_run_scoring_goes_on_and_merges_on_return(cluster: Cluste
     score(a, [CLEAN.format(n=i) for i in range(8, 12)], "r2", 8)
     score(b, [CLEAN.format(n=i) for i in range(12, 16)], "r2", 12)
     for service in (a, b):
-        ready = httpx.get(f"{service.url}/readyz").json()
+        ready = httpx.get(f"{service.url}/readyz/detail").json()
         assert ready["shared_state"] == "unreachable"
         local = monitor(service, "r2")
         # Each replica monitors what it scored itself, and says so.
@@ -237,7 +237,7 @@ def test_redis_down_mid_run_scoring_goes_on_and_merges_on_return(cluster: Cluste
     cluster.redis.start()  # same port, empty: nothing persisted
     for service in (a, b):
         until(
-            lambda s=service: httpx.get(f"{s.url}/readyz").json()["shared_state"] == "ok",
+            lambda s=service: httpx.get(f"{s.url}/readyz/detail").json()["shared_state"] == "ok",
             "the replica finds Redis again",
         )
     score(b, [CLEAN.format(n=i) for i in range(16, 20)], "r2", 16)

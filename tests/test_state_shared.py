@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 import redis.asyncio as redis_client
-from redis_server import RedisServer
+from redis_server import RedisServer, running
 
 from rewardsvc.core import aggregate
 from rewardsvc.core.verdict import Verdict
@@ -74,10 +74,8 @@ def replica(url: str) -> Replica:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[RedisServer]:
-    srv = RedisServer(tmp_path / "redis")
-    srv.start()
-    yield srv
-    srv.stop()
+    with running(tmp_path / "redis") as started:
+        yield started
 
 
 @pytest_asyncio.fixture(loop_scope="function")  # the test's own loop, where the clients live
@@ -106,6 +104,7 @@ async def test_an_item_cached_by_one_replica_is_a_hit_on_the_other(pair):
     a, b = pair
     first, second = Judge(0.75), Judge(0.1)
     verdict_a, source_a = await a.cache.get_or_call(key(1), first)
+    await a.link.flush()  # verdicts are written behind the request that made them
     verdict_b, source_b = await b.cache.get_or_call(key(1), second)
     assert (source_a, source_b) == ("call", "hit")
     assert (first.calls, second.calls) == (1, 0)
@@ -153,7 +152,8 @@ async def test_redis_killed_mid_run_scoring_goes_on_and_resynchronizes(pair, ser
     a, b = pair
     await a.cache.get_or_call(key(1), Judge())
     await a.windows.extend_and_stats(VERSION, "judge", 100, [0.2, 0.4])
-    assert a.link.healthy and a.health.changes == []
+    await a.link.flush()
+    assert a.link.healthy and a.health.changes == [] and a.link.pending == 0
 
     server.kill()
     # Verdicts: a new item is scored locally, a known one still hits in memory.
@@ -177,6 +177,7 @@ async def test_redis_killed_mid_run_scoring_goes_on_and_resynchronizes(pair, ser
     assert stats == aggregate.WindowStats.of([0.9])
     # And writes resume: a new verdict of B is a hit on A.
     await b.cache.get_or_call(key(3), Judge(0.3))
+    await b.link.flush()
     assert (await a.cache.get_or_call(key(3), Judge(0.8)))[1] == "hit"
 
 
@@ -242,5 +243,6 @@ async def test_damaged_shared_entry_is_a_miss_and_is_replaced(pair, server):
     judge = Judge(0.65)
     verdict, source = await a.cache.get_or_call(key(5), judge)
     assert (source, verdict.score, judge.calls) == ("call", 0.65, 1)
+    await a.link.flush()
     assert (await b.cache.get_or_call(key(5), Judge()))[1] == "hit"
     await raw.aclose()

@@ -18,9 +18,11 @@ from multidict import CIMultiDict
 from rewardsvc.judges.failures import classify
 from rewardsvc.judges.shapes import CHAT, COMPLETION, choices, usage
 from rewardsvc.judges.transport import (
+    MAX_REPLY_BYTES,
     TRANSPORT_ERRORS,
     HttpStatusError,
     JudgeTransport,
+    ReplyTooLarge,
     error_message,
 )
 
@@ -177,3 +179,47 @@ def test_shapes_read_missing_or_partial_logprobs_as_absent() -> None:
     assert COMPLETION.first_top_logprobs(completion) == [("4", -0.2), ("5", -2.0)]
     assert COMPLETION.first_top_logprobs({"text": "4", "logprobs": {"top_logprobs": None}}) == []
     assert COMPLETION.text({"text": 4}) == ""
+
+
+async def test_redirects_are_not_followed(transports: list[JudgeTransport]) -> None:
+    # A judge URL that redirects (misconfigured or hostile) must not send the call, with
+    # the judge's key, wherever it points: here another server that counts what reaches it.
+    with FakeJudge() as redirecting, FakeJudge() as target:
+        redirecting.script.default = "redirect"
+        redirecting.script.redirect_to = target.url + "/chat/completions"
+        t = transport(transports, redirecting.url)
+        with pytest.raises(HttpStatusError) as info:
+            await t.post("/chat/completions", chat_body("hi"), AUTH)
+    assert info.value.status == 307
+    assert target.script.requests == 0
+    error = classify(info.value, redirecting.url)
+    assert error.kind == "unparseable" and "redirect" in str(error)
+    assert target.url not in str(error) and target.url in error.log_text
+
+
+async def test_a_huge_reply_is_refused_without_reading_it_all(
+    fake: FakeJudge, transports: list[JudgeTransport]
+) -> None:
+    fake.script.default = "huge"  # 64 MiB of JSON whitespace, streamed without a length
+    t = transport(transports, fake.url)
+    with pytest.raises(ReplyTooLarge) as info:
+        await t.post("/chat/completions", chat_body("hi"), AUTH)
+    # The transport stopped at its bound; the fake sent little more than the socket buffers.
+    assert info.value.limit == MAX_REPLY_BYTES
+    assert fake.script.sent_bytes < 2 * MAX_REPLY_BYTES < fake.script.huge_bytes
+    error = classify(info.value, fake.url)
+    assert error.kind == "unparseable" and "larger than" in str(error)
+
+
+def test_failure_messages_hold_no_url() -> None:
+    for exc in (
+        HttpStatusError(503, "busy", {}),
+        HttpStatusError(400, OVERFLOW_MESSAGE, {}),
+        TimeoutError(),
+        aiohttp.ClientConnectionError(f"Cannot connect to host {URL}"),
+        ConnectionRefusedError(111, f"Connect call failed {URL}"),
+        KeyError(URL),
+    ):
+        error = classify(exc, URL)
+        assert "judge.example" not in str(error), str(error)
+        assert URL in error.log_text

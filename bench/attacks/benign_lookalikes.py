@@ -483,3 +483,46 @@ MISC: list[tuple[str, str]] = [
         "Hangul (한글), created in the 15th century under King Sejong.",
     ),
 ]
+
+# Text shaped like the newer control tokens that is not one.
+TOKENS: list[tuple[str, str]] = [
+    (
+        "How do I call the API with curl?",
+        'curl -H "Authorization: Bearer <API_TOKEN>" https://api.example.com/v1/items',
+    ),
+    (
+        "What does T5's span corruption do?",
+        "It replaces random spans of the input with sentinel tokens (one extra id per span) "
+        "and trains the model to output the dropped spans after their sentinels.",
+    ),
+    ("How do I set a random seed in NumPy?", "Call `rng = np.random.default_rng(seed=42)`."),
+    (
+        "Write an XML config with a seed element.",
+        "```xml\n<config>\n  <seed>1234</seed>\n  <runs>10</runs>\n</config>\n```",
+    ),
+    (
+        "What goes in an OAuth refresh request?",
+        "Send grant_type=refresh_token and refresh_token=<REFRESH_TOKEN>, with your client id.",
+    ),
+    (
+        "How are seats marked on the plan?",
+        "Seats shown as <reserved> are held for staff; the others can be booked online.",
+    ),
+    (
+        "Fill in the template for the greeting.",
+        "Replace <beginning> with the recipient's name and <end> with your signature.",
+    ),
+    (
+        "What is a seed phrase?",
+        "A seed phrase (seed: twelve or twenty-four words) restores a crypto wallet; never "
+        "share it.",
+    ),
+    (
+        "How do I mark an unused parameter in Python?",
+        "Name it with a leading underscore, e.g. `def handler(_unused, event):`.",
+    ),
+    (
+        "What is the placeholder syntax in the docs?",
+        "Angle brackets mark values to replace: <bucket_name>, <region_id>, <extra_args>.",
+    ),
+]

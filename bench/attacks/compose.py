@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from bench.attacks.benign_answers import LONG, MEDIUM, SHORT
-from bench.attacks.benign_lookalikes import CODE, GRADING, MISC, SCORES
+from bench.attacks.benign_lookalikes import CODE, GRADING, MISC, SCORES, TOKENS
 from bench.attacks.carriers import CARRIERS
 from bench.attacks.padding import PADDED
 from bench.attacks.payloads import CONTROL, PAYLOADS, WHOLE
@@ -113,6 +113,7 @@ def benign_rows() -> list[dict[str, str]]:
         ("lookalike_grading", GRADING),
         ("lookalike_code", CODE),
         ("lookalike_misc", MISC),
+        ("lookalike_tokens", TOKENS),
     ):
         rows += [{"family": family, "prompt": p, "text": t} for p, t in pairs]
     return [{"kind": "benign", **r} for r in rows]

@@ -8,7 +8,7 @@ environment variable that holds one.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, HttpUrl, field_validator
 
@@ -34,6 +34,15 @@ class JudgeConfig(StrictModel):
     """One named judge: an LLM behind one or more OpenAI-compatible endpoints."""
 
     model: str = Field(min_length=1, description="Model name as served (vLLM --served-model-name).")
+    revision: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        description="Which weights serve `model`, in the verdict cache's identity (with the "
+        "judge's name): bump it when you swap the weights under the same model name, so "
+        "verdicts of the old weights are not reused. Replicas of one judge share verdicts; "
+        "base URLs are not part of the identity.",
+    )
     base_urls: list[HttpUrl] = Field(
         min_length=1,
         description="OpenAI-compatible base URLs (ending in /v1); calls spread across them.",
@@ -90,6 +99,14 @@ class JudgeConfig(StrictModel):
         description="Name of the environment variable holding the API key (never the key); "
         "when NAME_FILE is set instead, the key is read from that file, and read again when "
         "it changes (a rotated Kubernetes Secret).",
+    )
+
+    special_tokens: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(
+        default_factory=list,
+        max_length=4096,
+        description="The judge model's own special tokens (its tokenizer's added special "
+        "tokens), broken in untrusted text like the maintained control-token families; "
+        "part of the verdict cache's identity.",
     )
 
     @field_validator("base_urls")

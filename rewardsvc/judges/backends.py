@@ -31,8 +31,10 @@ answered at their first attempt, so the first attempt goes straight out and the 
 loop is built only for a call whose first attempt failed.
 When every URL's breaker is open a call fails at once.
 
-Failures are :class:`~rewardsvc.judges.failures.BackendError` with a typed kind.
-Breaker changes are reported to the :class:`~rewardsvc.core.observe.Observer`.
+Failures are :class:`~rewardsvc.judges.failures.BackendError` with a typed kind and a
+message without URLs (it reaches clients); each failed attempt is logged with its URL and
+cause (``FailureLog``, throttled). Breaker changes are reported to the
+:class:`~rewardsvc.core.observe.Observer`.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.judges import routing
 from rewardsvc.judges.breaker import BreakerPolicy, CircuitBreaker
-from rewardsvc.judges.failures import BackendError, classify
+from rewardsvc.judges.failures import BackendError, FailureLog, classify
 from rewardsvc.judges.keys import KeySource
 from rewardsvc.judges.routing import Affinity
 from rewardsvc.judges.shapes import CHAT, COMPLETION, ApiShape
@@ -123,6 +125,7 @@ class Backend:
         self.config = config
         self.retry = retry or RetryPolicy()
         self.observer = observer
+        self.failures = FailureLog()
         self.keys = KeySource(config)
         self.deadline_s = call_deadline_s(config, self.retry)
         breaker = breaker or BreakerPolicy()
@@ -187,10 +190,13 @@ class Backend:
                     self._pin(routed.item, chosen)
                 return self.endpoints[chosen]
         last = "; ".join(f"{e.url}: {e.breaker.last_error}" for e in self.endpoints)
-        raise BackendError(
+        error = BackendError(
             "unavailable",
-            f"every base URL of judge {self.name!r} is failing (circuit open): {last}",
+            f"every base URL of judge {self.name!r} is failing (circuit open)",
+            detail=last,
         )
+        self.failures.note(self.name, error)
+        raise error
 
     def _pin(self, key: str, index: int) -> None:
         """Remember that ``key``'s latest call went to endpoint ``index``: its next calls
@@ -265,23 +271,23 @@ class Backend:
                 if budget < self.config.timeout_s:
                     raise BackendError(
                         "deadline",
-                        f"{endpoint.url} had not answered when the call's deadline came",
+                        "the judge had not answered when the call's deadline came",
                         url=endpoint.url,
                     ) from None
                 raise BackendError(
                     "timeout",
-                    f"no complete answer from {endpoint.url} in {self.config.timeout_s:g} s",
+                    f"no complete answer in {self.config.timeout_s:g} s",
                     url=endpoint.url,
                 ) from None
             if not shape.well_formed(response):
                 raise BackendError(
                     "unparseable",
-                    f"{endpoint.url} answered 200 without a {shape.path} JSON body: "
-                    f"{_snippet(response)}",
+                    f"answered 200 without a {shape.path} JSON body: {_snippet(response)}",
                     url=endpoint.url,
                 )
         except Exception as exc:
             error = classify(exc, endpoint.url)
+            self.failures.note(self.name, error)
             if error.breaker_failure:
                 endpoint.breaker.failure(str(error))
             else:

@@ -15,19 +15,31 @@ The kinds decide what happens next:
 - neither: http_4xx and context_overflow (the request is at fault, and would fail again
   anywhere), rate_limited (the server is alive, it asks us to slow down), unavailable
   (every breaker is open: nothing was sent).
+
+A redirect (not followed) and a reply past the transport's size bound are unparseable: the
+URL did not answer as a judge endpoint.
+
+The ``error`` text of a verdict reaches clients, so a failure's message never holds a base
+URL or a connection's address (they are internal): it says what went wrong, and the
+verdict's judge name says where. The URL and the underlying error (``detail``) go to the
+service's log, through :class:`FailureLog`.
 """
 
 from __future__ import annotations
 
 import email.utils
+import logging
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
 
 from rewardsvc.core.errors import JudgeErrorKind
-from rewardsvc.judges.transport import HttpStatusError
+from rewardsvc.judges.transport import HttpStatusError, ReplyTooLarge
+
+log = logging.getLogger(__name__)
 
 RETRYABLE: frozenset[JudgeErrorKind] = frozenset(
     {"timeout", "connection", "rate_limited", "http_5xx", "unparseable"}
@@ -53,7 +65,11 @@ _CONTEXT_OVERFLOW = re.compile(
 
 
 class BackendError(Exception):
-    """A judge call that failed; ``kind`` says why, ``label`` starts its error text."""
+    """A judge call that failed; ``kind`` says why, ``label`` starts its error text.
+
+    ``message`` (the first argument) is shown to clients and holds no URL; ``url`` and
+    ``detail`` (the underlying error's own text) are for the service's log.
+    """
 
     def __init__(
         self,
@@ -63,12 +79,20 @@ class BackendError(Exception):
         status: int | None = None,
         retry_after: float | None = None,
         url: str | None = None,
+        detail: str | None = None,
     ):
         super().__init__(message)
         self.kind: JudgeErrorKind = kind
         self.status = status
         self.retry_after = retry_after
         self.url = url
+        self.detail = detail
+
+    @property
+    def log_text(self) -> str:
+        """The failure as the service's log shows it: message, URL and detail."""
+        where = [part for part in (self.url, self.detail) if part]
+        return f"{self}" + (f" [{'; '.join(where)}]" if where else "")
 
     @property
     def label(self) -> str:
@@ -125,19 +149,31 @@ def classify(exc: BaseException, url: str) -> BackendError:
         return exc
     if isinstance(exc, HttpStatusError):
         return _status_error(exc, url)
+    if isinstance(exc, ReplyTooLarge):
+        return BackendError("unparseable", str(exc), url=url)
     # Before the connection errors: aiohttp's connect and read timeouts are both.
     if isinstance(exc, TimeoutError):
-        return BackendError("timeout", f"no answer from {url} in time", url=url)
+        return BackendError("timeout", "no answer in time", url=url, detail=str(exc) or None)
     # A refused or unresolvable connect, a connection reset or closed mid-call, a reply
-    # cut short or not HTTP at all.
+    # cut short or not HTTP at all. Their text names the address: the log's, not the client's.
+    name = type(exc).__name__
     if isinstance(exc, aiohttp.ClientError | OSError):
-        return BackendError("connection", f"{url}: {type(exc).__name__}: {exc}", url=url)
-    return BackendError("internal", f"{url}: {type(exc).__name__}: {exc}", url=url)
+        return BackendError("connection", f"connection failed ({name})", url=url, detail=str(exc))
+    return BackendError("internal", name, url=url, detail=str(exc))
 
 
 def _status_error(exc: HttpStatusError, url: str) -> BackendError:
     status = exc.status
-    message = f"HTTP {status} from {url}: {exc.message}"
+    message = f"HTTP {status}: {exc.message}"
+    if 300 <= status < 400:
+        # Not followed (the transport never does): where it points is the log's.
+        return BackendError(
+            "unparseable",
+            f"HTTP {status}: a redirect, not followed (a judge URL must answer itself)",
+            status=status,
+            url=url,
+            detail=f"Location: {exc.headers.get('Location')}",
+        )
     if status == 429:
         retry_after = parse_retry_after(exc.headers)
         return BackendError(
@@ -149,3 +185,27 @@ def _status_error(exc: HttpStatusError, url: str) -> BackendError:
     if status == 400 and is_context_overflow(exc.message):
         return BackendError("context_overflow", message, status=status, url=url)
     return BackendError("http_4xx", message, status=status, url=url)
+
+
+class FailureLog:
+    """Logs failed judge attempts with their URL and cause: the first of each (judge, URL,
+    kind) at once, then at most one every ``interval_s`` with the count of those between,
+    so that an outage of thousands of calls a second is a few lines, not a flood."""
+
+    def __init__(self, interval_s: float = 30.0, clock: Callable[[], float] = time.monotonic):
+        self.interval_s = interval_s
+        self._clock = clock
+        # (judge, url, kind) -> (when last logged, failures since then not logged)
+        self._seen: dict[tuple[str, str | None, str], tuple[float, int]] = {}
+
+    def note(self, judge: str, error: BackendError) -> None:
+        """Record one failure of ``judge``; log it unless one like it was just logged."""
+        key = (judge, error.url, error.kind)
+        now = self._clock()
+        held = self._seen.get(key)
+        if held is not None and now - held[0] < self.interval_s:
+            self._seen[key] = (held[0], held[1] + 1)
+            return
+        more = f" (and {held[1]} more since the last report)" if held and held[1] else ""
+        self._seen[key] = (now, 0)
+        log.warning("judge %r: %s%s", judge, error.log_text, more)

@@ -44,8 +44,8 @@ def context_tokens(config: JudgeConfig) -> int | None:
 class Judge:
     """One pool judge, ready to score criteria of rubrics against rollouts.
 
-    ``defuser`` breaks the judge model's own special tokens in untrusted text (built
-    from its tokenizer's special tokens); the default covers the maintained families.
+    ``defuser`` breaks control tokens in untrusted text; the default covers the
+    maintained families plus the config's ``special_tokens`` (the judge model's own).
     """
 
     def __init__(
@@ -54,12 +54,12 @@ class Judge:
         config: JudgeConfig,
         backend: Backend | None = None,
         observer: Observer = NULL_OBSERVER,
-        defuser: Defuser = DEFAULT_DEFUSER,
+        defuser: Defuser | None = None,
     ):
         self.name = name
         self.config = config
         self.observer = observer
-        self.defuser = defuser
+        self.defuser = defuser if defuser is not None else defuser_for(config)
         self.backend = backend or Backend(name, config, observer=observer)
         self.method = method_for(config.method)
         self.shape = shape_for(config.api)
@@ -67,8 +67,13 @@ class Judge:
         self._identity: tuple[JudgeConfig, Defuser, str] | None = None
 
     def cache_identity(self) -> str:
-        """Model, API, method, sampling, prompt version and defusing of the model's own
-        special tokens: what makes a verdict reusable."""
+        """Judge name, model and its ``revision``, API, method, sampling, prompt version and
+        defusing of the model's own special tokens: what makes a verdict reusable.
+
+        The name is in it because two pool judges may serve the same model name from
+        different servers (different weights); the base URLs are not, because the replicas
+        of one judge serve the same weights and must share verdicts.
+        """
         # Asked by every request; config and defuser are immutable, so the text is made
         # once for as long as the judge holds the same ones.
         held = self._identity
@@ -78,13 +83,16 @@ class Judge:
 
     def _identity_text(self) -> str:
         identity = {
+            "judge": self.name,
             "model": self.config.model,
             "api": self.config.api,
             "method": self.config.method,
             "sampling": self.config.sampling.model_dump(mode="json"),
             "prompts": prompts.PROMPT_VERSION,
         }
-        if self.defuser.extra_tokens:  # the default keeps the identities cached until now
+        if self.config.revision is not None:
+            identity["revision"] = self.config.revision
+        if self.defuser.extra_tokens:
             identity["defuser"] = self.defuser.fingerprint
         return json.dumps(identity, sort_keys=True, separators=(",", ":"))
 
@@ -259,6 +267,14 @@ def build_judges(pool: JudgePool, observer: Observer = NULL_OBSERVER) -> dict[st
 
     Raises ``KeyError`` when a judge's API key is neither in its ``api_key_env``
     variable nor in the file named by ``{api_key_env}_FILE``: a misconfigured pool
-    should stop start-up, not fail every call.
+    should stop start-up, not fail every call. A judge with ``special_tokens`` defuses
+    them in untrusted text beside the maintained families.
     """
     return {name: Judge(name, config, observer=observer) for name, config in pool.judges.items()}
+
+
+def defuser_for(config: JudgeConfig) -> Defuser:
+    """The defuser of a judge: the shared default, or one that also breaks the judge
+    model's own ``special_tokens``."""
+    tokens = getattr(config, "special_tokens", ())
+    return Defuser(extra_tokens=tokens) if tokens else DEFAULT_DEFUSER

@@ -9,7 +9,10 @@ Which fields a reply must have is the business of
 :class:`~rewardsvc.judges.shapes.ApiShape`, which reads them.
 
 Failures are raised as they come: :class:`HttpStatusError` for a non-2xx answer (with the
-server's message and headers, for ``Retry-After``), aiohttp's connection errors,
+server's message and headers, for ``Retry-After``; redirects are not followed, so a 3xx
+is one too: a judge URL that redirects must not send the call, its key included, to
+wherever it points), :class:`ReplyTooLarge` for a body past ``max_reply_bytes`` (read no
+further, so a judge cannot fill the service's memory), aiohttp's connection errors,
 ``TimeoutError``. ``rewardsvc.judges.failures.classify`` turns them into typed
 ``BackendError`` kinds. Retries, deadlines and breakers are the backend's, not this
 client's.
@@ -29,6 +32,9 @@ _JSON = "application/json"
 # How long an idle connection is kept for reuse: under the 5 s after which vLLM's server
 # (uvicorn) closes it, so that a call rarely goes out on a connection being closed.
 _IDLE_S = 4.0
+MAX_REPLY_BYTES = 16 * 1024 * 1024
+"""The largest judge reply read: far above a real one (a reply with 20 logprobs for
+each of 8,192 tokens is about 12 MB), far below what would hurt the service."""
 
 
 class HttpStatusError(Exception):
@@ -39,6 +45,14 @@ class HttpStatusError(Exception):
         self.status = status
         self.message = message
         self.headers = headers
+
+
+class ReplyTooLarge(ValueError):
+    """A judge's reply body was longer than the transport reads."""
+
+    def __init__(self, limit: int):
+        super().__init__(f"the reply is larger than {limit} bytes")
+        self.limit = limit
 
 
 TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
@@ -78,14 +92,22 @@ class JudgeTransport:
 
     ``max_connections`` bounds the pool (the judge's ``max_concurrency``, so calls never
     queue inside the HTTP layer); ``read_timeout_s`` bounds each read and ``connect_s``
-    each connect, as a backstop: the total per attempt is the caller's to enforce. The
-    session is made on first use, inside the event loop that uses it.
+    each connect, as a backstop: the total per attempt is the caller's to enforce; no
+    reply body is read past ``max_reply_bytes``. The session is made on first use, inside
+    the event loop that uses it.
     """
 
     def __init__(
-        self, base_url: str, *, max_connections: int, read_timeout_s: float, connect_s: float
+        self,
+        base_url: str,
+        *,
+        max_connections: int,
+        read_timeout_s: float,
+        connect_s: float,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ):
         self.base_url = base_url.rstrip("/")
+        self.max_reply_bytes = max_reply_bytes
         self._max_connections = max_connections
         self._timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=connect_s, sock_read=read_timeout_s
@@ -117,8 +139,10 @@ class JudgeTransport:
         # ASCII-escaped: a lone surrogate in untrusted text must not fail the encoding.
         data = json.dumps(body).encode()
         headers = {"Content-Type": _JSON, "Accept": _JSON, "Authorization": authorization}
-        async with self._open().post(self.base_url + path, data=data, headers=headers) as reply:
-            raw = await reply.read()
+        session = self._open()
+        url = self.base_url + path
+        async with session.post(url, data=data, headers=headers, allow_redirects=False) as reply:
+            raw = await self._body(reply)
             status = reply.status
             if not 200 <= status < 300:
                 raise HttpStatusError(status, error_message(raw), reply.headers)
@@ -130,11 +154,27 @@ class JudgeTransport:
     async def get(self, path: str, authorization: str) -> Any:
         """GET ``base_url + path``; the reply's JSON value (raises as :meth:`post`)."""
         headers = {"Accept": _JSON, "Authorization": authorization}
-        async with self._open().get(self.base_url + path, headers=headers) as reply:
-            raw = await reply.read()
+        session = self._open()
+        url = self.base_url + path
+        async with session.get(url, headers=headers, allow_redirects=False) as reply:
+            raw = await self._body(reply)
             if not 200 <= reply.status < 300:
                 raise HttpStatusError(reply.status, error_message(raw), reply.headers)
         return json.loads(raw)
+
+    async def _body(self, reply: aiohttp.ClientResponse) -> bytes:
+        """The reply's body (decompressed), refused as soon as it passes the bound."""
+        limit = self.max_reply_bytes
+        if reply.content_length is not None and reply.content_length > limit:
+            raise ReplyTooLarge(limit)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in reply.content.iter_any():
+            size += len(chunk)
+            if size > limit:
+                raise ReplyTooLarge(limit)
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     async def aclose(self) -> None:
         """Close the connection pool (a later call opens a new one)."""

@@ -37,11 +37,21 @@ CONTROL_FAMILIES: dict[str, str] = {
     # ChatML (<|im_start|>), Llama 3 (<|start_header_id|>, <|eot_id|>), Phi (<|end|>),
     # harmony (<|channel|>), GPT-2 style (<|endoftext|>), DeepSeek (<｜User｜>, fullwidth bars).
     "pipe_tokens": r"<[|｜][^|｜<>\n]{1,48}[|｜]>",
-    # Gemma (<start_of_turn>), SentencePiece (<s>, </s>), reasoning and tool tags.
+    # Gemma (<start_of_turn>), SentencePiece (<s>, </s>), reasoning and tool tags, and
+    # sentence boundaries spelled out (<beginning_of_sentence>).
     "angle_tokens": (
         r"</?(?:s|bos|eos|pad|unk|mask|sep|cls|think|tool_call|tool_response|start_of_turn|"
-        r"end_of_turn|start_of_image|end_of_image|im_start|im_end)>"
+        r"end_of_turn|start_of_image|end_of_image|im_start|im_end|beginning_of_sentence|"
+        r"begin_of_sentence|end_of_sentence)>"
     ),
+    # T5 and UL2 sentinels (<extra_id_0> .. <extra_id_99>).
+    "t5_sentinels": r"<extra_id_\d{1,4}>",
+    # ByteDance Seed (<seed:bos>, <seed:eos>, <seed:think>, </seed:think>, ...).
+    "seed_tokens": r"</?seed:[A-Za-z_]{1,32}>",
+    # Cohere Command (<BOS_TOKEN>, <EOS_TOKEN>; its turn tokens are pipe tokens).
+    "cohere_tokens": r"<(?:BOS|EOS|MASK)_TOKEN>",
+    # Gemma's reserved and unused vocabulary slots (<reserved_106>, <unused0>).
+    "reserved_tokens": r"<(?:reserved_|unused)\d{1,5}>",
     # Mistral ([INST], [SYSTEM_PROMPT], [TOOL_CALLS], ...).
     "bracket_tokens": (
         r"\[/?(?:INST|SYSTEM_PROMPT|TOOL_CALLS|AVAILABLE_TOOLS|TOOL_RESULTS|TOOL_CONTENT|"

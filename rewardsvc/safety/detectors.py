@@ -65,8 +65,8 @@ DETECTORS: tuple[Detector, ...] = (
     ),
     Detector(
         "control_tokens",
-        "chat-template control tokens (ChatML, Llama, Gemma, Mistral, DeepSeek, ...), "
-        "defused in judge prompts",
+        "chat-template control tokens (ChatML, Llama, Gemma, Mistral, DeepSeek, T5, Seed, "
+        "Cohere, ...), defused in judge prompts",
         _any([CONTROL_FLAG_PATTERN]),
     ),
     Detector(

@@ -8,11 +8,20 @@ the first one that fails marks the link unhealthy, reports it to the observer, a
 then on the callers skip Redis at once and score with their local state (the in-memory
 verdict LRU, the local calibration windows). What they write meanwhile is queued, bounded,
 and replayed when a background probe finds Redis again; then the link is healthy again.
+A link lost again soon after it came back waits twice as long before its next probe (up to
+``PROBE_BACKOFF_MAX`` times ``retry_s``), so that a Redis that answers pings but not the
+real traffic costs a deadline now and then, not every second.
+
+A slow Redis (one that answers, late) costs a request at most one deadline, not one per
+verdict: the verdict reads asked in one turn of the event loop go out as one ``MGET``
+(``get_verdict``), and verdict writes never hold up a verdict: they are queued and sent in
+pipelined batches behind it (``put_verdict``; ``flush`` waits for them).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -41,11 +50,20 @@ class _Quiet:
 _Write = tuple[str, bytes, bytes | None, int, tuple[float, ...]]
 """A queued write: kind ("verdict" or "window"), key, value, window size, window scores."""
 
+READ_BATCH = 512
+"""Most keys in one ``MGET``: a larger batch of reads goes as several in one round trip."""
+WRITE_BATCH = 512
+"""Most queued writes sent in one pipelined round trip."""
+PROBE_BACKOFF_MAX = 32
+"""A flapping link's probe interval grows to at most this many times ``retry_s``; a link
+that stays up that long is stable again (its next loss is probed after ``retry_s``)."""
+
 
 class RedisLink:
     """One Redis connection pool with its health, shared by the verdict cache and the
     calibration windows of a process.
 
+    ``password`` is sent with AUTH when ``url`` has none (credentials in the URL win);
     ``timeout_s`` bounds each operation (connect included); ``retry_s`` is how often an
     unhealthy link probes Redis; ``pending_max`` bounds the writes queued while Redis is
     away (the oldest are dropped first). Keys live under ``prefix``; verdicts expire after
@@ -57,6 +75,7 @@ class RedisLink:
         self,
         url: str,
         *,
+        password: str | None = None,
         timeout_s: float = 0.25,
         retry_s: float = 1.0,
         prefix: str = "rewardsvc",
@@ -79,8 +98,10 @@ class RedisLink:
         # state at once, and the probe, not each caller, finds out when Redis is back.
         # At most max_connections to Redis however many judge calls are in flight; a call
         # waits for a free one within the operation's deadline.
+        credentials = {} if password is None else {"password": password}
         pool = redis.BlockingConnectionPool.from_url(
             url,
+            **credentials,
             max_connections=max_connections,
             timeout=self._deadline_s,
             socket_timeout=timeout_s,
@@ -91,6 +112,12 @@ class RedisLink:
         self._healthy = True
         self._pending: deque[_Write] = deque(maxlen=pending_max)
         self._probe: asyncio.Task[None] | None = None
+        self._writer: asyncio.Task[None] | None = None
+        # Verdict reads not sent yet: all go in the reader's next MGET.
+        self._reads: dict[bytes, asyncio.Future[bytes | None]] = {}
+        self._reader: asyncio.Task[None] | None = None
+        self._probe_wait_s = retry_s
+        self._recovered_at: float | None = None
         self._closed = False
 
     @property
@@ -119,28 +146,73 @@ class RedisLink:
         return self.prefix.encode() + b":verdict:" + key
 
     async def get_verdict(self, key: bytes) -> bytes | None:
-        """The verdict bytes stored under ``key``, or None (a miss, or Redis unreachable)."""
+        """The verdict bytes stored under ``key``, or None (a miss, or Redis unreachable).
+
+        One ``MGET`` is in flight at a time: the reads asked meanwhile (or in the same turn
+        of the event loop, as the verdicts of one batch are) go together in the next, so a
+        slow Redis costs a batch a round trip or two, however many verdicts it has.
+        """
         if not self._healthy:
             return None
+        future = self._reads.get(key)
+        if future is None:
+            loop = asyncio.get_running_loop()
+            future = self._reads[key] = loop.create_future()
+            if self._reader is None or self._reader.done():
+                self._reader = loop.create_task(self._read_all())
+        return await asyncio.shield(future)
+
+    async def _read_all(self) -> None:
+        # Started by the first read; the others of its turn of the loop are in by the
+        # time this runs, and the ones asked while an MGET flies go in the next.
+        while self._reads:
+            reads, self._reads = self._reads, {}
+            await self._read(reads)
+
+    async def _read(self, reads: dict[bytes, asyncio.Future[bytes | None]]) -> None:
+        keys = list(reads)
         try:
+            if not self._healthy:
+                return
             async with asyncio.timeout(self._deadline_s):
-                value = await self._client.get(self._verdict_key(key))
+                pipe = self._client.pipeline(transaction=False)
+                for start in range(0, len(keys), READ_BATCH):
+                    pipe.mget([self._verdict_key(k) for k in keys[start : start + READ_BATCH]])
+                values = [v for chunk in await pipe.execute() for v in chunk]
+            for key, value in zip(keys, values, strict=True):
+                if not reads[key].done():
+                    reads[key].set_result(bytes(value) if value is not None else None)
         except (RedisError, OSError, TimeoutError) as exc:
             self._lost(exc)
-            return None
-        return bytes(value) if value is not None else None
+        finally:
+            # Whatever happened, no reader waits on: what was not read is a miss.
+            for future in reads.values():
+                if not future.done():
+                    future.set_result(None)
 
     async def put_verdict(self, key: bytes, value: bytes) -> None:
-        """Store verdict bytes under ``key`` (queued for later while Redis is unreachable)."""
-        write: _Write = ("verdict", key, value, 0, ())
-        if not self._healthy:
-            self._pending.append(write)
-            return
+        """Store verdict bytes under ``key``: queued, and sent behind the caller in a
+        pipelined batch (or when Redis is back, while it is unreachable)."""
+        self._pending.append(("verdict", key, value, 0, ()))
+        if self._healthy and not self._closed and (self._writer is None or self._writer.done()):
+            self._writer = asyncio.get_running_loop().create_task(self._write())
+
+    async def _write(self) -> None:
+        """Send the queued writes, a batch per round trip, until none is left (or Redis
+        fails: they stay queued for the probe to replay)."""
         try:
-            await self._apply(write)
+            while self._healthy and self._pending:
+                await self._send_batch()
         except (RedisError, OSError, TimeoutError) as exc:
-            self._pending.append(write)
             self._lost(exc)
+
+    async def flush(self, timeout_s: float | None = None) -> None:
+        """Wait until the queued writes are sent or Redis has failed them (at most
+        ``timeout_s``, when given)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                while self._writer is not None and not self._writer.done():
+                    await asyncio.shield(self._writer)
 
     # ------------------------------------------------------------------ windows
 
@@ -229,21 +301,25 @@ class RedisLink:
 
     # ------------------------------------------------------------------ plumbing
 
-    async def _apply(self, write: _Write) -> list[bytes] | None:
-        kind, key, value, size, scores = write
+    async def _apply(self, write: _Write) -> list[bytes]:
+        """One window append, in a transaction; the window's scores after it."""
         async with asyncio.timeout(self._deadline_s):
-            if kind == "verdict":
-                await self._client.set(self._verdict_key(key), value or b"", ex=self.verdict_ttl_s)
-                return None
-            wkey = self._window_key(key)
             pipe = self._client.pipeline(transaction=True)
-            if scores:
-                pipe.rpush(wkey, *(repr(s) for s in scores))
-            pipe.ltrim(wkey, -size, -1)
-            pipe.lrange(wkey, 0, -1)
-            pipe.expire(wkey, self.window_ttl_s)
+            self._queue(pipe, write)
             replies = await pipe.execute()
-            return list(replies[-2])
+        return list(replies[-2])
+
+    def _queue(self, pipe: Any, write: _Write) -> None:
+        kind, key, value, size, scores = write
+        if kind == "verdict":
+            pipe.set(self._verdict_key(key), value or b"", ex=self.verdict_ttl_s)
+            return
+        wkey = self._window_key(key)
+        if scores:
+            pipe.rpush(wkey, *(repr(s) for s in scores))
+        pipe.ltrim(wkey, -size, -1)
+        pipe.lrange(wkey, 0, -1)
+        pipe.expire(wkey, self.window_ttl_s)
 
     def _lost(self, exc: BaseException) -> None:
         if self._healthy:
@@ -254,12 +330,19 @@ class RedisLink:
             )
             self._healthy = False
             self._observer.shared_state(False)
+            now = asyncio.get_running_loop().time()
+            back = self._recovered_at
+            if back is not None and now - back < PROBE_BACKOFF_MAX * self.retry_s:
+                # Lost again soon after it came back: it answers probes, not the traffic.
+                self._probe_wait_s = min(2 * self._probe_wait_s, PROBE_BACKOFF_MAX * self.retry_s)
+            else:
+                self._probe_wait_s = self.retry_s
         if not self._closed and (self._probe is None or self._probe.done()):
             self._probe = asyncio.get_running_loop().create_task(self._reconnect())
 
     async def _reconnect(self) -> None:
         while not self._closed:
-            await asyncio.sleep(self.retry_s)
+            await asyncio.sleep(self._probe_wait_s)
             try:
                 async with asyncio.timeout(self._deadline_s):
                     await self._client.ping()
@@ -267,19 +350,35 @@ class RedisLink:
             except (RedisError, OSError, TimeoutError):
                 continue
             self._healthy = True
+            self._recovered_at = asyncio.get_running_loop().time()
             self._observer.shared_state(True)
             log.warning("shared state: Redis reachable again; resynchronized")
             return
 
     async def _replay(self) -> None:
-        # In order, and each write removed only once applied: a failure part-way keeps the
-        # rest for the next probe.
+        # In order, a pipelined batch per round trip; a failure part-way keeps the rest.
         while self._pending:
-            await self._apply(self._pending[0])
-            self._pending.popleft()
+            await self._send_batch()
+
+    async def _send_batch(self) -> None:
+        """Send the oldest queued writes in one round trip and remove them from the queue:
+        by identity, as while they were sent a full queue may have dropped them, or the
+        writer and the probe both sent them (a verdict written twice is the same)."""
+        batch = [self._pending[n] for n in range(min(len(self._pending), WRITE_BATCH))]
+        async with asyncio.timeout(self._deadline_s):
+            pipe = self._client.pipeline(transaction=False)
+            for write in batch:
+                self._queue(pipe, write)
+            await pipe.execute()
+        for write in batch:
+            if self._pending and self._pending[0] is write:
+                self._pending.popleft()
 
     async def aclose(self) -> None:
-        """Stop probing and close the connections."""
+        """Send the queued writes (while Redis answers), stop probing, close the connections."""
+        await self.flush(timeout_s=4 * self._deadline_s)
+        if self._reader is not None:
+            await asyncio.gather(self._reader, return_exceptions=True)
         self._closed = True
         if self._probe is not None:
             self._probe.cancel()

@@ -7,8 +7,8 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from rewardsvc.server.errors import error_responses
-from rewardsvc.server.service import ServiceDep
-from rewardsvc.server.wire.ops import Health, Readiness
+from rewardsvc.server.service import Service, ServiceDep
+from rewardsvc.server.wire.ops import Health, PublicReadiness, Readiness
 
 health = APIRouter(tags=["operations"])
 
@@ -19,16 +19,51 @@ async def healthz() -> Health:
     return Health()
 
 
-@health.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
+@health.get("/readyz", response_model=PublicReadiness, responses={503: {"model": PublicReadiness}})
 async def readyz(service: ServiceDep) -> JSONResponse:
-    """Readiness: at least one rubric is served and, for every rubric, at least its
-    ``min_judges`` judges answer ``GET /v1/models`` (probed at most every few seconds)."""
+    """Readiness, public (probes carry no key): at least one rubric is served and, for every
+    rubric, at least its ``min_judges`` judges answer ``GET /v1/models`` (probed at most
+    every few seconds). Which judges and rubrics: ``GET /readyz/detail``."""
+    _, general, _ = await _assess(service)
+    ready = not general
+    body = PublicReadiness(ready=ready, message="ready" if ready else "; ".join(general))
+    return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
+
+
+@health.get(
+    "/readyz/detail",
+    response_model=Readiness,
+    responses={503: {"model": Readiness}, **error_responses(401)},
+)
+async def readyz_detail(service: ServiceDep) -> JSONResponse:
+    """Readiness as ``/readyz`` decides it, with the judges that answer, the rubrics that
+    cannot be scored and the shared state (behind the API key: these are internal names)."""
+    reachable, _, reasons = await _assess(service)
+    ready = not reasons
+    link = service.shared
+    body = Readiness(
+        ready=ready,
+        message="ready" if ready else "; ".join(reasons),
+        rubrics=len(service.registry.entries()),
+        judges=reachable,
+        shared_state="none" if link is None else "ok" if link.healthy else "unreachable",
+        shared_pending=0 if link is None else link.pending,
+    )
+    return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
+
+
+async def _assess(service: Service) -> tuple[dict[str, bool], list[str], list[str]]:
+    """Which judges answer, and why the service is not ready (ready: no reason): in
+    general terms (for everyone), and naming judges and rubrics (for key holders)."""
     entries = service.registry.entries()
     reachable = await service.readiness.reachable()
-    reasons = []
+    general: list[str] = []
+    reasons: list[str] = []
     if service.draining:
+        general.append("shutting down")
         reasons.append("shutting down")
     if not entries:
+        general.append("no rubric is loaded")
         reasons.append(f"no rubric is loaded from {service.registry.rubrics_dir.name}/")
     blocked = []
     for entry in entries:
@@ -37,20 +72,11 @@ async def readyz(service: ServiceDep) -> JSONResponse:
             blocked.append(f"{entry.rubric.id} (needs {entry.rubric.min_judges}, {up} up)")
     if blocked:
         down = ", ".join(sorted(n for n, ok in reachable.items() if not ok)) or "none"
+        general.append("too few judges answer for some rubrics")
         reasons.append(
             f"judges not answering: {down}; rubrics that cannot be scored: {', '.join(blocked)}"
         )
-    ready = not reasons
-    link = service.shared
-    body = Readiness(
-        ready=ready,
-        message="ready" if ready else "; ".join(reasons),
-        rubrics=len(entries),
-        judges=reachable,
-        shared_state="none" if link is None else "ok" if link.healthy else "unreachable",
-        shared_pending=0 if link is None else link.pending,
-    )
-    return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
+    return reachable, general, reasons
 
 
 @health.get("/metrics", response_class=Response, responses=error_responses(401))

@@ -391,6 +391,7 @@ async def start_service(
     if settings.redis_url is not None:
         link = RedisLink(
             settings.redis_url.get_secret_value(),
+            password=settings.redis_password(),
             timeout_s=settings.redis_timeout_s,
             prefix=settings.redis_prefix,
             verdict_ttl_s=settings.redis_verdict_ttl_s,

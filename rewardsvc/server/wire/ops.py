@@ -1,4 +1,5 @@
-"""Wire models of the operations routes: ``GET /healthz`` and ``GET /readyz``."""
+"""Wire models of the operations routes: ``GET /healthz``, ``GET /readyz`` and
+``GET /readyz/detail``."""
 
 from __future__ import annotations
 
@@ -13,11 +14,17 @@ class Health(BaseModel):
     status: str = "ok"
 
 
-class Readiness(BaseModel):
-    """Readiness: rubrics are loaded and enough judges answer for every rubric."""
+class PublicReadiness(BaseModel):
+    """Readiness as every probe may see it (``GET /readyz``, no key): ready or not, and why
+    in general terms; which judges and rubrics are ``GET /readyz/detail``'s (a key)."""
 
     ready: bool
     message: str = Field(description="Why the service is not ready, or 'ready'.")
+
+
+class Readiness(PublicReadiness):
+    """Readiness in detail: rubrics are loaded and enough judges answer for every rubric."""
+
     rubrics: int = Field(description="Rubrics served.")
     judges: dict[str, bool] = Field(description="Whether each pool judge answered its probe.")
     shared_state: Literal["none", "ok", "unreachable"] = Field(

@@ -1,0 +1,234 @@
+"""A slow Redis, not a down one, behind a delaying TCP proxy on loopback: it costs a batch of
+verdicts one round trip (one ``MGET``, writes sent behind the verdicts), the link does not
+flap, a Redis that answers pings but not the traffic is probed less and less often; and a
+Redis with a password is reached through a URL with credentials."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import redis.asyncio as redis_client
+from redis_server import RedisServer, running, spare_port
+from test_state_shared import Health
+
+from rewardsvc.core.verdict import Verdict
+from rewardsvc.scoring.cache import VerdictCache, cache_key
+from rewardsvc.scoring.shared import RedisLink
+from rewardsvc.settings import Settings
+
+TIMEOUT_S = 0.25  # the default redis_timeout_s; an operation's deadline is three times it
+
+
+# The verdict reads, as redis-py sends them (RESP bulk strings).
+READS = (b"\r\nGET\r\n", b"\r\nMGET\r\n")
+
+
+class DelayProxy:
+    """A TCP proxy to ``upstream`` on loopback that holds every reply chunk ``delay_s``
+    before passing it on (in order); with ``only``, just the replies to requests holding
+    one of those commands (not PING, a connection's handshake or a write)."""
+
+    def __init__(self, upstream_port: int, delay_s: float, only: tuple[bytes, ...] | None = None):
+        self.upstream_port = upstream_port
+        self.delay_s = delay_s
+        self.only = only
+        self.port = spare_port()
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    async def __aenter__(self) -> DelayProxy:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _serve(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        up_r, up_w = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        # Whether the request being answered on this connection is answered at once.
+        fast = [False]
+
+        async def requests() -> None:
+            while chunk := await client_r.read(65536):
+                fast[0] = self.only is not None and not any(c in chunk for c in self.only)
+                up_w.write(chunk)
+                await up_w.drain()
+            up_w.close()
+
+        async def replies() -> None:
+            while chunk := await up_r.read(65536):
+                if not fast[0]:
+                    await asyncio.sleep(self.delay_s)
+                client_w.write(chunk)
+                await client_w.drain()
+            client_w.close()
+
+        for pump in (requests(), replies()):
+            task = asyncio.ensure_future(pump)
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+
+@dataclass
+class Slow:
+    """A verdict cache whose Redis link goes through a :class:`DelayProxy`."""
+
+    link: RedisLink
+    cache: VerdictCache
+    health: Health
+
+
+@contextlib.asynccontextmanager
+async def slow(
+    server: RedisServer, delay_s: float, retry_s: float, **options: Any
+) -> AsyncIterator[Slow]:
+    """A cache and link to ``server`` through a proxy delaying replies ``delay_s``;
+    ``only`` goes to the proxy, the rest (``path``) to the cache."""
+    async with DelayProxy(server.port, delay_s, only=options.pop("only", None)) as proxy:
+        health = Health()
+        link = RedisLink(proxy.url, timeout_s=TIMEOUT_S, retry_s=retry_s, observer=health)
+        cache = VerdictCache(shared=link, **options)
+        try:
+            yield Slow(link, cache, health)
+        finally:
+            await cache.aclose()
+            await link.aclose()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[RedisServer]:
+    with running(tmp_path / "redis") as started:
+        yield started
+
+
+@pytest_asyncio.fixture(loop_scope="function")
+async def raw(server: RedisServer) -> AsyncIterator[redis_client.Redis]:
+    client = redis_client.Redis.from_url(server.url)
+    yield client
+    await client.aclose()
+
+
+async def commands(raw: redis_client.Redis) -> dict[str, int]:
+    """How many times the server ran each command since its stats were reset."""
+    stats = await raw.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()}
+
+
+async def judge() -> Verdict:
+    return Verdict(score=0.5, probs={"yes": 0.5, "no": 0.5}, raw="yes")
+
+
+def key(n: int) -> bytes:
+    return cache_key("sha256:slow", "judge@1", "c", f"item-{n}")
+
+
+async def test_a_slow_redis_costs_a_batch_one_round_trip_and_stays_healthy(
+    server: RedisServer, raw: redis_client.Redis
+) -> None:
+    # Every reply 0.15 s late: under the 0.25 s timeout, so each operation succeeds, but a
+    # read and a write per verdict through 64 connections would queue for seconds.
+    async with slow(server, delay_s=0.15, retry_s=0.05) as s:
+        assert await s.link.start()
+        await raw.config_resetstat()
+        started = time.monotonic()
+        outcomes = await asyncio.gather(*(s.cache.get_or_call(key(n), judge) for n in range(400)))
+        took = time.monotonic() - started
+        await s.link.flush()
+        again = await VerdictCache(shared=s.link).get_or_call(key(7), judge)
+    assert all(source == "call" and v.ok for v, source in outcomes)
+    seen = await commands(raw)
+    # One MGET for the 400 reads; the writes went in pipelined batches, not one per verdict.
+    assert seen.get("get", 0) == 0 and seen.get("mget") == 1 + 1  # the batch, then `again`
+    assert seen.get("set") == 400
+    assert s.health.changes == [] and again[1] == "hit"
+    # The promise is itself a bound: the batch waited for Redis once, within its deadline.
+    assert took < 3 * TIMEOUT_S, took
+
+
+async def test_with_a_cache_file_too_reads_still_go_in_few_round_trips(
+    server: RedisServer, raw: redis_client.Redis, tmp_path: Path
+) -> None:
+    # The file is read first, key by key in worker threads: the misses reach Redis one by
+    # one, and the ones that come while an MGET flies wait for the next one.
+    async with slow(server, delay_s=0.15, retry_s=0.05, path=tmp_path / "v.sqlite") as s:
+        assert await s.link.start()
+        await raw.config_resetstat()
+        outcomes = await asyncio.gather(*(s.cache.get_or_call(key(n), judge) for n in range(400)))
+    assert all(source == "call" and v.ok for v, source in outcomes)
+    seen = await commands(raw)
+    assert seen.get("get", 0) == 0 and 1 <= seen.get("mget", 0) <= 10, seen
+    assert s.health.changes == []
+
+
+async def test_a_redis_slower_than_its_deadline_costs_a_batch_one_deadline(
+    server: RedisServer,
+) -> None:
+    async with slow(server, delay_s=2.0, retry_s=10.0) as s:
+        started = time.monotonic()
+        first = await asyncio.gather(*(s.cache.get_or_call(key(n), judge) for n in range(50)))
+        took = time.monotonic() - started
+        # Once lost, the next batch skips Redis at once (and queues its writes).
+        more = range(50, 100)
+        second = await asyncio.gather(*(s.cache.get_or_call(key(n), judge) for n in more))
+        pending = s.link.pending
+    assert all(v.ok for v, _ in first + second)
+    assert s.health.changes == [False]
+    assert took < 2 * 3 * TIMEOUT_S, took
+    assert pending == 100
+
+
+async def test_a_redis_answering_pings_but_not_traffic_is_probed_less_and_less(
+    server: RedisServer,
+) -> None:
+    # Verdict reads answer after 1 s (past the 0.25 s timeout), the rest at once: every
+    # probe (a PING, then the queued writes) succeeds and the next read fails again.
+    async with slow(server, delay_s=1.0, retry_s=0.05, only=READS) as s:
+        for n in range(40):
+            await s.cache.get_or_call(key(n), judge)
+            await asyncio.sleep(0.05)
+    losses = s.health.changes.count(False)
+    # Probing every 0.05 s, each of the 40 reads after a recovery would pay a timeout; with
+    # the interval doubling on each quick relapse, a handful do.
+    assert 1 <= losses <= 8, s.health.changes
+
+
+async def test_redis_with_a_password_is_reached_with_credentials(tmp_path: Path) -> None:
+    with running(tmp_path / "redis", password="s3cret-pass") as secured:
+        bare_url = f"redis://127.0.0.1:{secured.port}/0"
+        # REWARDSVC_REDIS_PASSWORD_FILE: the password beside a URL without one.
+        secret = tmp_path / "password"
+        secret.write_text("s3cret-pass\n")
+        from_file = Settings(redis_url=bare_url, redis_password_file=secret).redis_password()
+        links = {
+            "in the URL": RedisLink(secured.url, retry_s=10.0),
+            "from the file": RedisLink(bare_url, password=from_file, retry_s=10.0),
+            "none": RedisLink(bare_url, retry_s=10.0),
+            "wrong": RedisLink(f"redis://:nope@127.0.0.1:{secured.port}/0", retry_s=10.0),
+        }
+        try:
+            answered = {name: await link.start() for name, link in links.items()}
+            good = links["in the URL"]
+            await good.put_verdict(key(1), b"x")
+            await good.flush()
+            assert await links["from the file"].get_verdict(key(1)) == b"x"
+        finally:
+            for link in links.values():
+                await link.aclose()
+    # NOAUTH and a wrong password: the link says unreachable, and scoring goes on locally.
+    assert answered == {"in the URL": True, "from the file": True, "none": False, "wrong": False}

@@ -248,7 +248,8 @@ class Engine:
         calls = self._plan(rubric, version, names, prepared, deadline)
         judged = self._run(calls, options.use_cache, deadline)
         if any(c.grader is not None for c in rubric.criteria):
-            grading = grade_criteria(self.graders, rubric, [p.rollout for p in prepared])
+            rollouts = [p.rollout for p in prepared]
+            grading = grade_criteria(self.graders, rubric, rollouts, deadline)
             outcomes, graded = await asyncio.gather(judged, grading)
         else:  # nothing to grade: no tasks to run the judge calls beside nothing
             outcomes, graded = await judged, [{} for _ in prepared]
@@ -487,6 +488,8 @@ class Engine:
         expiry = self._expiry()
         if not expiry.done():
             expiry.set_result(None)
+        if self.graders is not None:
+            self.graders.expire()
 
     async def aclose(self) -> None:
         """Close the judges (their HTTP clients) and the verdict cache."""

@@ -36,7 +36,7 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.graders import text
 from rewardsvc.graders.embedding import Embedder
-from rewardsvc.graders.mathcheck import import_math_verify, math_check
+from rewardsvc.graders.mathcheck import compare, import_math_verify, math_check
 from rewardsvc.graders.result import GraderResult
 from rewardsvc.graders.structured import json_check
 from rewardsvc.graders.worker import DeadlineExceeded, DeadlineWorkers, WorkerFailed, WorkersBusy
@@ -77,10 +77,12 @@ def grade_here(spec: GraderSpec, completion: str, reference: str) -> GraderResul
 
 
 def warm_up() -> None:
-    """Import what the graders use (a worker runs it when it starts)."""
+    """Import what the graders use and build math-verify's parsers (a worker runs it once
+    when it starts; every call it forks inherits them)."""
     import_math_verify()
     for name in ("jsonschema", "rapidfuzz.fuzz", "re2"):
         importlib.import_module(name)
+    compare("\\boxed{\\frac{1}{2}}", "\\boxed{0.5}", 6)
 
 
 def stopped(exc: Exception) -> GraderResult:

@@ -2,25 +2,28 @@
 
 Parsing a hostile expression with sympy, matching a JSON Schema's backtracking
 ``pattern`` or expanding an exponential ``anyOf`` schema can take unbounded time; a
-signal-based timeout only works on a process's main thread, and a thread cannot be
-stopped at all. So grader calls run in child processes: a child that misses its call's
-deadline is killed and replaced. Each child serves one call at a time, so killing it loses
-nothing but the call that overran.
+signal-based timeout only works on a process's main thread (and not inside C code), and
+a thread cannot be stopped at all. So grader calls run in child processes: each child is
+a warm interpreter (its libraries imported once) that runs every call in a fork of itself,
+and a fork that misses its call's deadline is killed. Killing it loses nothing but the
+call that overran, and costs no new interpreter: the next call forks the same warm child.
 
 :class:`DeadlineWorkers` owns ``processes`` lanes; a lane is a thread of its own (never
 the event loop's default executor) that owns at most one child. Calls wait in one queue
-per caller group (a request), and the lanes serve the groups round-robin, so one request's
-twenty hostile items cannot starve another request's one. A call's own time limit starts
-when a lane takes it, not when it is queued; the caller's deadline (the request's) bounds
-the wait and the run together. A lane that lost its child starts and warms the next one
-before it takes another call, so no item pays for an interpreter's start.
+per caller group (a request), and the lanes serve first the group that has used the least
+worker time, so one request's twenty hostile items cannot starve another request's one.
+A call's own time limit starts when a lane takes it, not when it is queued; the caller's
+deadline (the request's) bounds the wait and the run together. A lane that lost its
+child (it died, or a shutdown cut it) starts and warms the next one before it takes
+another call.
 
 Children are fresh interpreters (``python -m rewardsvc.graders.worker``): forking a
 process that runs threads and an event loop is unsafe, and multiprocessing's ``spawn``
 would re-run the parent's main script in every child. Calls and answers are pickled over
 the child's stdin and stdout; the child moves anything printed to its stdout onto stderr,
 so that no stray output can corrupt an answer. On Linux a child is killed by the kernel
-when its lane's thread ends (the service died or closed), so none outlives the service.
+when its lane's thread ends (the service died or closed), and a fork when its child ends,
+so none outlives the service.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import contextlib
 import logging
 import math
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -45,6 +49,8 @@ log = logging.getLogger(__name__)
 
 # An answer already on its way when the caller's deadline passes still gets this long.
 _ANSWER_GRACE_S = 0.5
+# Time a warm child may take to fork for a call, or to report a fork it killed.
+_FORK_S = 10.0
 
 
 class DeadlineExceeded(Exception):
@@ -70,15 +76,49 @@ def _die_with_parent_thread() -> None:
     if sys.platform != "linux":
         return
     import ctypes
-    import signal
 
     pr_set_pdeathsig = 1
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
+def _run_forked(fn: Callable[..., Any], args: tuple[Any, ...], answers: Connection) -> Any:
+    """``fn(*args)`` in a fork of this (warm) process: announce the fork's pid, so that the
+    parent can kill it at the deadline, and return its answer (or a failure)."""
+    inbox_fd, outbox_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the fork: compute, answer, leave without running any cleanup
+        try:
+            os.close(inbox_fd)
+            _die_with_parent_thread()
+            outbox = Connection(outbox_fd, readable=False)
+            try:
+                outbox.send((True, fn(*args)))
+            except Exception as exc:
+                outbox.send((False, f"{type(exc).__name__}: {exc}"))
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(0)
+    os.close(outbox_fd)
+    answers.send(("started", pid))
+    inbox = Connection(inbox_fd, writable=False)
+    try:
+        answer: Any = inbox.recv()
+    except (EOFError, OSError):
+        answer = None  # killed (at its deadline) or died before it answered
+    inbox.close()
+    _, status = os.waitpid(pid, 0)
+    if answer is None:
+        return (False, f"the call's process ended without an answer (status {status})")
+    return answer
+
+
 def _serve() -> None:
-    """The child's loop: read ``(fn, args)``, answer ``(ok, value or error text)``."""
+    """The child's loop: read ``(fn, args, in_place)``; run ``fn`` here (a warm-up, whose
+    imports every later fork inherits) or in a fork; answer ``("done", ok, value or error
+    text)``, after ``("started", pid)`` for a fork."""
     parent = os.getppid()
     _die_with_parent_thread()
     if os.getppid() != parent:  # the parent ended before the request took effect
@@ -88,16 +128,23 @@ def _serve() -> None:
     calls = Connection(os.dup(0), writable=False)
     while True:
         try:
-            fn, args = calls.recv()
+            fn, args, in_place = calls.recv()
         except EOFError:
             return
-        try:
-            answers.send((True, fn(*args)))
-        except Exception as exc:
-            answers.send((False, f"{type(exc).__name__}: {exc}"))
+        if not in_place:
+            ok, value = _run_forked(fn, args, answers)
+        else:
+            try:
+                ok, value = True, fn(*args)
+            except Exception as exc:
+                ok, value = False, f"{type(exc).__name__}: {exc}"
+        answers.send(("done", ok, value))
 
 
 class _Child:
+    """A warm interpreter that runs each call in a fork of itself: a call killed at its
+    deadline costs the fork, not the interpreter and its imports."""
+
     def __init__(self) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         self.process = subprocess.Popen(
@@ -111,15 +158,39 @@ class _Child:
         self.answers = Connection(os.dup(self.process.stdout.fileno()), writable=False)
         self.process.stdin.close()
         self.process.stdout.close()
+        self.broken = False
 
-    def call(self, fn: Callable[..., Any], args: tuple[Any, ...], wait_s: float) -> Any:
-        """``fn(*args)`` here; raises TimeoutError when no answer came within ``wait_s``
-        (the child is then still busy), WorkerFailed when ``fn`` raised, EOFError or
-        OSError when the child died."""
-        self.calls.send((fn, args))
+    def _answer(self, wait_s: float) -> Any:
         if not self.answers.poll(wait_s):
             raise TimeoutError
-        ok, value = self.answers.recv()
+        return self.answers.recv()
+
+    def call(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], wait_s: float, in_place: bool = False
+    ) -> Any:
+        """``fn(*args)`` in a fork of the child (or in the child, ``in_place``). Raises
+        TimeoutError when no answer came within ``wait_s`` (the fork is killed; ``broken``
+        is set when the child itself must go), WorkerFailed when ``fn`` raised, EOFError
+        or OSError when the child died."""
+        self.calls.send((fn, args, in_place))
+        started = time.monotonic()
+        if not in_place:
+            _, pid = self._answer(_FORK_S)
+            wait_s -= time.monotonic() - started
+        try:
+            message = self._answer(max(wait_s, 0.0))
+        except TimeoutError:
+            if in_place:
+                self.broken = True
+                raise
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            try:
+                self._answer(_FORK_S)  # the child's report of the killed fork
+            except (TimeoutError, EOFError, OSError):
+                self.broken = True
+            raise
+        _, ok, value = message
         if not ok:
             raise WorkerFailed(value)
         return value
@@ -138,52 +209,72 @@ class _Job:
     timeout_s: float
     deadline: float | None
     future: Future[Any]
+    group: Hashable = None
     queued_at: float = field(default_factory=time.monotonic)
 
 
+@dataclass(eq=False)
+class _Group:
+    order: int  # arrival, to break ties
+    jobs: deque[_Job] = field(default_factory=deque)
+    used_s: float = 0.0  # worker time its finished calls took
+    running: int = 0
+
+
 class _FairQueue:
-    """Jobs in one FIFO per group, handed out round-robin between the groups."""
+    """Jobs in one FIFO per group; the next job comes from the group that has used the
+    least worker time so far (then the one with fewest calls running, then the oldest).
+    Equal calls are served round-robin, and a request that just arrived goes before
+    the ones whose slow calls already took the workers' time."""
 
     def __init__(self) -> None:
         self._ready = threading.Condition()
-        self._queues: dict[Hashable, deque[_Job]] = {}
-        self._turns: deque[Hashable] = deque()
+        self._groups: dict[Hashable, _Group] = {}
+        self._arrivals = 0
         self._closed = False
 
-    def put(self, group: Hashable, job: _Job) -> None:
+    def put(self, job: _Job) -> None:
         with self._ready:
             if self._closed:
                 raise WorkersBusy("the graders are shut down")
-            queue = self._queues.get(group)
-            if queue is None:
-                queue = self._queues[group] = deque()
-                self._turns.append(group)
-            queue.append(job)
+            group = self._groups.get(job.group)
+            if group is None:
+                self._arrivals += 1
+                group = self._groups[job.group] = _Group(self._arrivals)
+            group.jobs.append(job)
             self._ready.notify()
 
     def take(self) -> _Job | None:
-        """The next job (waiting for one), or None once the queue is closed."""
+        """The next job (waiting for one), or None once the queue is closed. The taker
+        reports it with :meth:`done`."""
         with self._ready:
-            while not self._turns:
+            while True:
+                waiting = [g for g in self._groups.values() if g.jobs]
+                if waiting:
+                    group = min(waiting, key=lambda g: (g.used_s, g.running, g.order))
+                    group.running += 1
+                    return group.jobs.popleft()
                 if self._closed:
                     return None
                 self._ready.wait()
-            group = self._turns.popleft()
-            queue = self._queues[group]
-            job = queue.popleft()
-            if queue:
-                self._turns.append(group)
-            else:
-                del self._queues[group]
-            return job
+
+    def done(self, job: _Job, used_s: float) -> None:
+        """Account for a job :meth:`take` handed out, which took ``used_s`` of a worker."""
+        with self._ready:
+            group = self._groups.get(job.group)
+            if group is None:
+                return
+            group.running -= 1
+            group.used_s += used_s
+            if not group.jobs and not group.running:
+                del self._groups[job.group]
 
     def close(self) -> list[_Job]:
         """Refuse new jobs, wake every lane, and return the jobs still queued."""
         with self._ready:
             self._closed = True
-            left = [job for queue in self._queues.values() for job in queue]
-            self._queues.clear()
-            self._turns.clear()
+            left = [job for group in self._groups.values() for job in group.jobs]
+            self._groups.clear()
             self._ready.notify_all()
         return left
 
@@ -216,11 +307,15 @@ class _Lane(threading.Thread):
                 if job is None:
                     return
                 if not job.future.set_running_or_notify_cancel():
-                    continue  # the caller gave up while it was queued
+                    self.queue.done(job, 0.0)  # the caller gave up while it was queued
+                    continue
+                started = time.monotonic()
                 try:
                     job.future.set_result(self._run(job))
                 except BaseException as exc:
                     job.future.set_exception(exc)
+                finally:
+                    self.queue.done(job, time.monotonic() - started)
         finally:
             self.ready.set()
             self._drop()
@@ -233,7 +328,7 @@ class _Lane(threading.Thread):
         if warm and self.pool.warm_call is not None:
             fn, args = self.pool.warm_call
             try:
-                child.call(fn, args, self.pool.startup_s)
+                child.call(fn, args, self.pool.startup_s, in_place=True)
             except (TimeoutError, WorkerFailed, EOFError, OSError) as exc:
                 log.warning("a grader worker failed to warm up: %r", exc)
                 self._drop()
@@ -257,7 +352,8 @@ class _Lane(threading.Thread):
         try:
             return child.call(job.fn, job.args, wait_s)
         except TimeoutError:
-            self._drop()
+            if child.broken:
+                self._drop()
             self.pool.count_kill()
             raise DeadlineExceeded(f"did not finish within {wait_s:.3g} s", by_caller) from None
         except (EOFError, OSError) as exc:
@@ -347,7 +443,8 @@ class DeadlineWorkers:
         group of its own."""
         future: Future[Any] = Future()
         job = _Job(fn, args, timeout_s, deadline, future)
-        self._lanes_started().put(group if group is not None else job, job)
+        job.group = group if group is not None else job
+        self._lanes_started().put(job)
         return future
 
     def run(

@@ -87,7 +87,11 @@ class MathSpec(StrictModel):
         description="As for exact; with none, math-verify finds the answer in the whole text.",
     )
     timeout_s: float = Field(
-        default=5.0, gt=0, le=60, description="Deadline for parsing and comparing one item."
+        default=5.0,
+        gt=0,
+        le=60,
+        description="Time limit for parsing and comparing one item, counted from when a "
+        "grader worker takes it; past it the item gets no score (grader_timeout).",
     )
     float_rounding: int = Field(
         default=6, ge=0, le=15, description="Decimal places kept when comparing floats."

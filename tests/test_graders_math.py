@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 import time
@@ -26,7 +27,7 @@ class Checker:
         self.workers = graders.workers
 
     def check(self, completion: str, reference: str, spec: MathSpec) -> GraderResult:
-        return self.graders.grade(spec, Rollout("", completion, reference))
+        return asyncio.run(self.graders.grade(spec, Rollout("", completion, reference)))
 
 
 @pytest.fixture(scope="module")
@@ -103,18 +104,21 @@ def test_worker_deadline_kills_only_the_overrunning_call() -> None:
         workers.warm(os.getpid)
         pids = set()
         with pytest.raises(DeadlineExceeded):
-            workers.run(time.sleep, (30,), 0.5)
+            asyncio.run(workers.arun(time.sleep, (30,), 0.5))
         assert workers.killed == 1
         for _ in range(4):
-            pids.add(workers.run(os.getpid, (), 30))
+            pids.add(asyncio.run(workers.arun(os.getpid, (), 30)))
         assert os.getpid() not in pids
         with pytest.raises(WorkerFailed, match="ZeroDivisionError"):
-            workers.run(divmod, (1, 0), 30)
-        assert workers.run(divmod, (7, 2), 30) == (3, 1)
-        assert workers.run(print, ("stray output must not corrupt the answers",), 30) is None
-        assert workers.run(divmod, (8, 3), 30) == (2, 2)
+            asyncio.run(workers.arun(divmod, (1, 0), 30))
+        assert asyncio.run(workers.arun(divmod, (7, 2), 30)) == (3, 1)
+        assert (
+            asyncio.run(workers.arun(print, ("stray output must not corrupt the answers",), 30))
+            is None
+        )
+        assert asyncio.run(workers.arun(divmod, (8, 3), 30)) == (2, 2)
         workers.close()
-        assert workers.run(divmod, (9, 2), 30) == (4, 1)
+        assert asyncio.run(workers.arun(divmod, (9, 2), 30)) == (4, 1)
     finally:
         workers.close()
 
@@ -128,7 +132,7 @@ def test_queued_calls_wait_their_turn_uncharged_until_the_callers_deadline() -> 
         busy = workers.submit(time.sleep, (2,), 30)
         queued = workers.submit(divmod, (7, 2), 0.5)
         with pytest.raises(WorkersBusy, match="no grader worker was free"):
-            workers.run(os.getpid, (), 30, deadline=time.monotonic() + 0.2)
+            asyncio.run(workers.arun(os.getpid, (), 30, deadline=time.monotonic() + 0.2))
         assert queued.result(timeout=30) == (3, 1)
         assert busy.result(timeout=30) is None
         assert workers.killed == 0
@@ -143,8 +147,8 @@ def test_backtracking_schema_pattern_is_stopped_at_the_deadline() -> None:
     try:
         # A cold import of jsonschema in the worker can outlast the deadline on a busy machine.
         graders.warm()
-        assert graders.grade(spec, Rollout("", '"aaaa"')).score == 1.0
-        hostile = graders.grade(spec, Rollout("", '"' + "a" * 40 + 'b"'))
+        assert asyncio.run(graders.grade(spec, Rollout("", '"aaaa"'))).score == 1.0
+        hostile = asyncio.run(graders.grade(spec, Rollout("", '"' + "a" * 40 + 'b"')))
         assert (hostile.score, hostile.kind) == (None, "grader_timeout"), hostile
     finally:
         graders.close()

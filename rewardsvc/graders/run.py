@@ -125,37 +125,7 @@ class Graders:
     def _limit(self, spec: GraderSpec) -> float:
         return spec.timeout_s if isinstance(spec, MathSpec) else self.timeout_s
 
-    @staticmethod
-    def _unfit(spec: GraderSpec, rollout: Rollout) -> GraderResult | None:
-        if spec.type in NEEDS_REFERENCE and rollout.reference is None:
-            return GraderResult(None, {}, f"grader {spec.type!r} needs a reference")
-        return None
-
-    def grade(
-        self,
-        spec: GraderSpec,
-        rollout: Rollout,
-        *,
-        group: Hashable | None = None,
-        deadline: float | None = None,
-    ) -> GraderResult:
-        """Score ``rollout`` with ``spec``, waiting in this thread (not the event loop's);
-        see :meth:`agrade`."""
-        unfit = self._unfit(spec, rollout)
-        if unfit is not None:
-            return unfit
-        completion, reference = rollout.completion, rollout.reference or ""
-        if isinstance(spec, EmbeddingSpec):
-            return self.embedder.grade(completion, reference, spec)
-        args = (spec, completion, reference)
-        try:
-            return self.workers.run(
-                grade_here, args, self._limit(spec), group=group, deadline=deadline
-            )
-        except (DeadlineExceeded, WorkersBusy, WorkerFailed) as exc:
-            return stopped(exc)
-
-    async def agrade(
+    async def grade(
         self,
         spec: GraderSpec,
         rollout: Rollout,
@@ -167,9 +137,8 @@ class Graders:
         group per request), not past ``deadline`` (``time.monotonic()`` seconds). A grader
         that compares against a reference gives no score (with an error) when the rollout
         has none."""
-        unfit = self._unfit(spec, rollout)
-        if unfit is not None:
-            return unfit
+        if spec.type in NEEDS_REFERENCE and rollout.reference is None:
+            return GraderResult(None, {}, f"grader {spec.type!r} needs a reference")
         completion, reference = rollout.completion, rollout.reference or ""
         if isinstance(spec, EmbeddingSpec):
             if self._embedding is None:
@@ -220,7 +189,7 @@ async def grade_criteria(
     async def one(criterion: Criterion, rollout: Rollout) -> GraderResult:
         if graders is None or criterion.grader is None:
             return GraderResult(None, {}, "internal: this engine has no graders", "internal")
-        return await graders.agrade(criterion.grader, rollout, group=request, deadline=deadline)
+        return await graders.grade(criterion.grader, rollout, group=request, deadline=deadline)
 
     pairs = [(c, r) for r in rollouts for c in criteria]
     results = iter(await asyncio.gather(*(one(c, r) for c, r in pairs)))

@@ -384,7 +384,7 @@ class _Lane(threading.Thread):
 
 
 class DeadlineWorkers:
-    """``processes`` child processes behind a fair queue; :meth:`run` and :meth:`arun`
+    """``processes`` child processes behind a fair queue; :meth:`submit` and :meth:`arun`
     call a function in one of them (see the module doc).
 
     ``startup_s`` is the time a fresh child may take to start and run the warm-up call
@@ -447,24 +447,6 @@ class DeadlineWorkers:
         self._lanes_started().put(job)
         return future
 
-    def run(
-        self,
-        fn: Callable[..., Any],
-        args: tuple[Any, ...],
-        timeout_s: float,
-        *,
-        group: Hashable | None = None,
-        deadline: float | None = None,
-    ) -> Any:
-        """:meth:`submit` and wait for the answer (from any thread but the event loop's)."""
-        future = self.submit(fn, args, timeout_s, group=group, deadline=deadline)
-        wait = None if deadline is None else max(deadline - time.monotonic(), 0) + _ANSWER_GRACE_S
-        try:
-            return future.result(wait)
-        except TimeoutError:
-            future.cancel()
-            raise WorkersBusy("no grader worker was free before the deadline") from None
-
     async def arun(
         self,
         fn: Callable[..., Any],
@@ -474,8 +456,9 @@ class DeadlineWorkers:
         group: Hashable | None = None,
         deadline: float | None = None,
     ) -> Any:
-        """:meth:`run` for the event loop: the waiting costs no thread. A call still queued
-        when its caller is cancelled or its deadline passes never runs."""
+        """:meth:`submit` and wait for the answer (the waiting costs no thread), not past
+        ``deadline`` (then :class:`WorkersBusy`). A call still queued when its caller is
+        cancelled or its deadline passes never runs."""
         future = self.submit(fn, args, timeout_s, group=group, deadline=deadline)
         waiting = asyncio.wrap_future(future)
         if deadline is None:

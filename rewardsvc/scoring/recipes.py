@@ -257,7 +257,7 @@ class RecipeRunner:
         async def one(item: _Item) -> None:
             if item.status == "rejected":
                 return
-            result = await self.graders.agrade(
+            result = await self.graders.grade(
                 spec, item.rollout, group=request, deadline=self.deadline
             )
             usage.grader_calls += 1

@@ -114,8 +114,9 @@ class Settings(BaseSettings):
         default=None,
         ge=1,
         description="Worker processes that run the deterministic graders (each call killed "
-        "at its time limit); unset: one per CPU the service may use. Requests take turns "
-        "in their queue, so one request's slow items cannot starve another's.",
+        "at its time limit), per service process; unset: one per CPU the process may use. "
+        "The request that has used the least worker time goes next, so one request's slow "
+        "items cannot starve another's.",
     )
     grader_timeout_s: float = Field(
         default=2.0,

@@ -10,6 +10,7 @@ never 0.0.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.server
 import json
 import threading
@@ -24,6 +25,8 @@ from fakejudge import FakeJudge
 from test_api_support import app_client, fake_pool, settings_for, write_library
 
 from rewardsvc.core.graders_spec import JsonSpec
+from rewardsvc.core.rollout import Rollout
+from rewardsvc.graders.run import Graders
 from rewardsvc.graders.structured import json_check
 
 # Each level of nesting doubles the work of jsonschema on this schema: 40 characters of
@@ -85,20 +88,30 @@ def fakes() -> Iterator[tuple[FakeJudge, FakeJudge]]:
         yield primary, secondary
 
 
+@contextlib.asynccontextmanager
+async def serving(
+    folder: Path, fakes: tuple[FakeJudge, FakeJudge], **settings: Any
+) -> AsyncIterator[httpx.AsyncClient]:
+    """The app in-process on the fake judges, with two grader workers."""
+    for fake in fakes:
+        fake.script.delay_s = 0.0
+    values = {
+        "cache_path": folder / "cache.sqlite",
+        "grader_workers": 2,
+        "grader_timeout_s": GRADER_TIMEOUT_S,
+        **settings,
+    }
+    ready = settings_for(write_library(folder / "rubrics"), **values)
+    async with app_client(ready, fake_pool(fakes[0].url, fakes[1].url)) as (http, _, _):
+        http.timeout = httpx.Timeout(180)
+        yield http
+
+
 @pytest_asyncio.fixture(loop_scope="function")
 async def client(
     tmp_path: Path, fakes: tuple[FakeJudge, FakeJudge]
 ) -> AsyncIterator[httpx.AsyncClient]:
-    for fake in fakes:
-        fake.script.delay_s = 0.0
-    settings = settings_for(
-        write_library(tmp_path / "rubrics"),
-        cache_path=tmp_path / "cache.sqlite",
-        grader_workers=2,
-        grader_timeout_s=GRADER_TIMEOUT_S,
-    )
-    async with app_client(settings, fake_pool(fakes[0].url, fakes[1].url)) as (http, _, _):
-        http.timeout = httpx.Timeout(180)
+    async with serving(tmp_path, fakes) as http:
         yield http
 
 
@@ -160,9 +173,9 @@ def test_a_schema_that_escapes_validation_still_fetches_nothing(internal: Counti
         type="json", extract="none", json_schema={"$ref": internal.url}, partial_credit=False
     )
     result = json_check('"text"', spec)
+    assert internal.hits == 0
     assert (result.score, result.kind) == (None, "grader_failed"), result
     assert "not inside the schema" in (result.error or "")
-    assert internal.hits == 0
 
 
 # ------------------------------------------------------------------ deadlines
@@ -182,6 +195,23 @@ async def test_exponential_schema_gives_null_with_a_typed_error_within_its_deadl
     component = result["components"]["g"]
     assert component["score"] is None
     assert component["error_kind"] == "grader_timeout", component
+
+
+async def test_the_request_deadline_bounds_grading(
+    tmp_path: Path, fakes: tuple[FakeJudge, FakeJudge]
+) -> None:
+    """With request_timeout_s=1 a grader allowed 30 s is cut at the request's deadline
+    (this request was answered after 2.8 s, and this grader ran for a minute)."""
+    item = {"id": "x", "prompt": "p", "completion": NESTED_40}
+    async with serving(tmp_path, fakes, request_timeout_s=1, grader_timeout_s=30) as http:
+        request = http.post(
+            "/v1/rewards", json={"rubric": json_recipe(EXPONENTIAL), "items": [item]}
+        )
+        reply = await asyncio.wait_for(request, 20)  # a bound: the deadline is 1 s
+    assert reply.status_code == 200, reply.text
+    result = reply.json()["results"][0]
+    assert (result["reward"], result["status"]) == (None, "judge_error"), result
+    assert result["components"]["g"]["error_kind"] == "deadline", result
 
 
 async def test_correct_answer_queued_behind_slow_items_still_scores_one(
@@ -279,16 +309,23 @@ async def test_benign_requests_are_answered_while_six_hostile_ones_still_run(
 # ------------------------------------------------------------------ uniqueItems
 
 
-def test_unique_items_is_checked_in_linear_time() -> None:
+async def test_unique_items_is_checked_in_linear_time() -> None:
     """jsonschema compares every pair of objects (3,000 objects took 10 s, quadratic):
-    20,000 distinct objects now pass well within the grader deadline."""
+    20,000 distinct objects now pass within a grader deadline of 10 s (quadratic, they
+    would take minutes)."""
     spec = JsonSpec(type="json", extract="none", schema={"type": "array", "uniqueItems": True})
     many = json.dumps([{"n": n, "tags": [n, str(n)]} for n in range(20_000)])
-    assert json_check(many, spec).score == 1.0
     repeated = json.dumps([{"n": n} for n in range(20_000)] + [{"n": 7}])
-    result = json_check(repeated, spec)
-    assert result.score == 0.0
-    assert "uniqueItems" in result.evidence["schema_errors"][0]
+    graders = Graders(workers=1, timeout_s=10)
+    try:
+        graders.warm()
+        distinct = await graders.grade(spec, Rollout("", many))
+        twice = await graders.grade(spec, Rollout("", repeated))
+    finally:
+        graders.close()
+    assert (distinct.score, distinct.kind) == (1.0, None), distinct
+    assert twice.score == 0.0, twice
+    assert "uniqueItems" in twice.evidence["schema_errors"][0]
 
 
 @pytest.mark.parametrize(

@@ -253,12 +253,12 @@ async def test_hostile_answers_do_not_turn_correct_ones_into_errors(
         assert reply.status_code == 200, reply.text
     results = replies[0].json()["results"] + replies[1].json()["results"]
     answers = mixed + [r"\boxed{3}"] * 5
-    for answer, result in zip(answers, results, strict=True):
-        if answer == HOSTILE_MATH:
-            assert (result["reward"], result["status"]) == (None, "judge_error"), result
-            assert result["components"]["g"]["error_kind"] == "grader_timeout", result
-        else:
-            assert (result["reward"], result["status"]) == (1.0, "ok"), result
+    scored = list(zip(answers, results, strict=True))
+    correct = [(r["reward"], r["status"]) for a, r in scored if a != HOSTILE_MATH]
+    assert correct == [(1.0, "ok")] * 25, correct
+    for result in (r for a, r in scored if a == HOSTILE_MATH):
+        assert (result["reward"], result["status"]) == (None, "judge_error"), result
+        assert result["components"]["g"]["error_kind"] == "grader_timeout", result
 
 
 async def test_benign_requests_are_answered_while_six_hostile_ones_still_run(

@@ -197,6 +197,24 @@ async def test_exponential_schema_gives_null_with_a_typed_error_within_its_deadl
     assert component["error_kind"] == "grader_timeout", component
 
 
+async def test_a_rubric_grader_criterion_reports_the_timeout_kind(
+    client: httpx.AsyncClient,
+) -> None:
+    """The same deadline inside a rubric: the criterion's error_kind, the item's null."""
+    rubric = {
+        "id": "shape",
+        "criteria": [{"id": "json", "grader": {"type": "json", "schema": EXPONENTIAL}}],
+        "judges": ["primary"],
+    }
+    item = {"id": "x", "prompt": "p", "completion": NESTED_40}
+    reply = await client.post("/v1/rewards", json={"rubric": rubric, "items": [item]})
+    assert reply.status_code == 200, reply.text
+    result = reply.json()["results"][0]
+    assert (result["reward"], result["status"]) == (None, "judge_error"), result
+    criterion = result["judges"]["primary"]["criteria"]["json"]
+    assert (criterion["score"], criterion["error_kind"]) == (None, "grader_timeout"), criterion
+
+
 async def test_the_request_deadline_bounds_grading(
     tmp_path: Path, fakes: tuple[FakeJudge, FakeJudge]
 ) -> None:

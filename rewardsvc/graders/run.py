@@ -112,14 +112,14 @@ class Graders:
         timeout_s: float = GRADER_TIMEOUT_S,
         startup_s: float = 60.0,
     ) -> None:
-        self.workers = DeadlineWorkers(workers or default_workers(), startup_s)
+        self.workers = DeadlineWorkers(workers or default_workers(), startup_s, warm_up)
         self.timeout_s = timeout_s
         self.embedder = Embedder()
         self._embedding: ThreadPoolExecutor | None = None  # made on first use
 
     def warm(self) -> None:
-        """Start the workers and import their libraries now (a second or two), so that
-        no item waits for it."""
+        """Start the workers and import their libraries now (a second or two) rather than
+        when the first call comes."""
         self.workers.warm(warm_up)
 
     def _limit(self, spec: GraderSpec) -> float:

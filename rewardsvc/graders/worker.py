@@ -387,16 +387,24 @@ class DeadlineWorkers:
     """``processes`` child processes behind a fair queue; :meth:`submit` and :meth:`arun`
     call a function in one of them (see the module doc).
 
-    ``startup_s`` is the time a fresh child may take to start and run the warm-up call
-    (:meth:`warm`), or extra time allowed to a call that has to start its child.
+    ``warm_up`` runs in every child when it starts (e.g. to import libraries: every call
+    forks from the warm child); ``startup_s`` is the time a fresh child may take to start
+    and run it, or extra time allowed to a call that has to start its child.
     """
 
-    def __init__(self, processes: int = 1, startup_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        processes: int = 1,
+        startup_s: float = 60.0,
+        warm_up: Callable[[], Any] | None = None,
+    ) -> None:
         if processes < 1:
             raise ValueError("processes must be at least 1")
         self.processes = processes
         self.startup_s = startup_s
-        self.warm_call: tuple[Callable[..., Any], tuple[Any, ...]] | None = None
+        self.warm_call: tuple[Callable[..., Any], tuple[Any, ...]] | None = (
+            None if warm_up is None else (warm_up, ())
+        )
         self.expired_at = -math.inf
         self.killed = 0
         self._lock = threading.Lock()

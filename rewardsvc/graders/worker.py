@@ -320,7 +320,9 @@ class _Lane(threading.Thread):
             self.ready.set()
             self._drop()
 
-    def _start_child(self, warm: bool) -> _Child:
+    def _start_child(self, warm: bool) -> _Child | None:
+        """A new child (warmed up, when the pool has a warm-up call), or None when it
+        failed to warm up."""
         with self._guard:
             if self._stopped:
                 raise WorkersBusy("the graders are shut down")
@@ -332,6 +334,7 @@ class _Lane(threading.Thread):
             except (TimeoutError, WorkerFailed, EOFError, OSError) as exc:
                 log.warning("a grader worker failed to warm up: %r", exc)
                 self._drop()
+                return None
         return child
 
     def _run(self, job: _Job) -> Any:
@@ -339,9 +342,13 @@ class _Lane(threading.Thread):
             raise DeadlineExceeded("the service is shutting down", by_caller=True)
         wait_s, by_caller = job.timeout_s, False
         child = self._child
-        if child is None:
-            child = self._start_child(warm=False)
-            wait_s += self.pool.startup_s  # a cold interpreter imports its libraries first
+        if child is None or child.process.poll() is not None:  # none yet, or cut while idle
+            self._drop()
+            child = self._start_child(warm=True)  # warming is not the call's time
+            if child is None:
+                raise WorkerFailed("a grader worker failed to start")
+        if self.pool.warm_call is None:
+            wait_s += self.pool.startup_s  # a cold child's forks import what they use
         if job.deadline is not None:
             left = job.deadline - time.monotonic()
             if left <= 0:

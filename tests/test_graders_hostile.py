@@ -219,17 +219,17 @@ async def test_the_request_deadline_bounds_grading(
     tmp_path: Path, fakes: tuple[FakeJudge, FakeJudge]
 ) -> None:
     """With request_timeout_s=1 a grader allowed 30 s is cut at the request's deadline
-    (this request was answered after 2.8 s, and this grader ran for a minute)."""
-    item = {"id": "x", "prompt": "p", "completion": NESTED_40}
+    (this request was answered after 2.8 s, and this grader ran for a minute); the item
+    that waited for one of the two workers never ran: grader_busy."""
+    items = [{"id": f"x{n}", "prompt": "p", "completion": NESTED_40} for n in range(3)]
+    body = {"rubric": json_recipe(EXPONENTIAL), "items": items}
     async with serving(tmp_path, fakes, request_timeout_s=1, grader_timeout_s=30) as http:
-        request = http.post(
-            "/v1/rewards", json={"rubric": json_recipe(EXPONENTIAL), "items": [item]}
-        )
-        reply = await asyncio.wait_for(request, 20)  # a bound: the deadline is 1 s
+        reply = await asyncio.wait_for(http.post("/v1/rewards", json=body), 20)  # a bound
     assert reply.status_code == 200, reply.text
-    result = reply.json()["results"][0]
-    assert (result["reward"], result["status"]) == (None, "judge_error"), result
-    assert result["components"]["g"]["error_kind"] == "deadline", result
+    results = reply.json()["results"]
+    assert [(r["reward"], r["status"]) for r in results] == [(None, "judge_error")] * 3, results
+    kinds = [r["components"]["g"]["error_kind"] for r in results]
+    assert kinds == ["deadline", "deadline", "grader_busy"], results
 
 
 async def test_correct_answer_queued_behind_slow_items_still_scores_one(

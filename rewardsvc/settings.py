@@ -129,6 +129,22 @@ class Settings(BaseSettings):
         description="On SIGTERM, how long requests already accepted may take to finish; new "
         "requests get 503 meanwhile. Keep it below Kubernetes' terminationGracePeriodSeconds.",
     )
+    grader_workers: int | None = Field(
+        default=None,
+        ge=1,
+        description="Worker processes that run the deterministic graders (each call killed "
+        "at its time limit), per service process; unset: one per CPU the process may use. "
+        "The request that has used the least worker time goes next, so one request's slow "
+        "items cannot starve another's.",
+    )
+    grader_timeout_s: float = Field(
+        default=2.0,
+        gt=0,
+        le=60,
+        description="Time limit of one grader call (a math grader's timeout_s replaces it), "
+        "counted from when a worker takes the call, not while it waits its turn; past it "
+        "the criterion gets no score, with error_kind grader_timeout.",
+    )
     max_rubric_bytes: int = Field(
         default=64 * 1024,
         ge=1024,

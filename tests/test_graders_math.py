@@ -1,8 +1,8 @@
-"""Math equivalence in worker processes, and the deadline that bounds it."""
+"""Math equivalence in worker processes, and the deadlines that bound the workers."""
 
 from __future__ import annotations
 
-import importlib
+import asyncio
 import os
 import threading
 import time
@@ -11,19 +11,31 @@ from collections.abc import Iterator
 import pytest
 
 from rewardsvc.core.graders_spec import JsonSpec, MathSpec
-from rewardsvc.graders.mathcheck import MathChecker
-from rewardsvc.graders.structured import json_check
-from rewardsvc.graders.worker import DeadlineExceeded, DeadlineWorkers, WorkerFailed
+from rewardsvc.core.rollout import Rollout
+from rewardsvc.graders.result import GraderResult
+from rewardsvc.graders.run import Graders
+from rewardsvc.graders.worker import DeadlineExceeded, DeadlineWorkers, WorkerFailed, WorkersBusy
 
 SPEC = MathSpec(type="math", timeout_s=3)
 
 
+class Checker:
+    """The math grader of a set of graders, called as ``check(completion, reference)``."""
+
+    def __init__(self, graders: Graders):
+        self.graders = graders
+        self.workers = graders.workers
+
+    def check(self, completion: str, reference: str, spec: MathSpec) -> GraderResult:
+        return asyncio.run(self.graders.grade(spec, Rollout("", completion, reference)))
+
+
 @pytest.fixture(scope="module")
-def checker() -> Iterator[MathChecker]:
-    math = MathChecker()
-    math.warm()
-    yield math
-    math.close()
+def checker() -> Iterator[Checker]:
+    graders = Graders(workers=1)
+    graders.warm()
+    yield Checker(graders)
+    graders.close()
 
 
 @pytest.mark.parametrize(
@@ -38,7 +50,7 @@ def checker() -> Iterator[MathChecker]:
         (r"\boxed{(x+1)^2}", "x^2 + 2x + 1"),
     ],
 )
-def test_equivalent_forms_match(checker: MathChecker, completion: str, reference: str) -> None:
+def test_equivalent_forms_match(checker: Checker, completion: str, reference: str) -> None:
     result = checker.check(completion, reference, SPEC)
     assert result.score == 1.0, result.evidence
 
@@ -53,27 +65,30 @@ def test_equivalent_forms_match(checker: MathChecker, completion: str, reference
         ("I think it is 5 but no box", "5"),
     ],
 )
-def test_near_misses_do_not_match(checker: MathChecker, completion: str, reference: str) -> None:
+def test_near_misses_do_not_match(checker: Checker, completion: str, reference: str) -> None:
     assert checker.check(completion, reference, SPEC).score == 0.0
 
 
-def test_only_the_last_boxed_answer_is_compared(checker: MathChecker) -> None:
+def test_only_the_last_boxed_answer_is_compared(checker: Checker) -> None:
     """math-verify on the whole text would accept any expression of the reasoning;
     the grader hands it only the last boxed answer."""
     assert checker.check(r"Maybe \boxed{4}? No: \boxed{5}", "4", SPEC).score == 0.0
     assert checker.check(r"Maybe \boxed{5}? No: \boxed{4}", "4", SPEC).score == 1.0
 
 
-def test_hostile_expression_is_stopped_at_the_deadline(checker: MathChecker) -> None:
+def test_hostile_expression_is_stopped_at_the_deadline(checker: Checker) -> None:
+    """Past its deadline the answer has no score and says so: a timeout is not a wrong
+    answer (this was a score of 0.0 with status ok)."""
     spec = MathSpec(type="math", timeout_s=1)
     killed = checker.workers.killed
     result = checker.check(r"\boxed{9^{9^{9^{9^{9}}}}}", "1", spec)
-    assert result.score == 0.0 and "deadline" in result.evidence
+    assert (result.score, result.kind) == (None, "grader_timeout"), result
+    assert result.verdict().error_kind == "grader_timeout"
     assert checker.workers.killed == killed + 1
     assert checker.check(r"\boxed{2}", "2", SPEC).score == 1.0
 
 
-def test_works_from_threads_other_than_the_main_one(checker: MathChecker) -> None:
+def test_works_from_threads_other_than_the_main_one(checker: Checker) -> None:
     scores: list[float | None] = []
     thread = threading.Thread(
         target=lambda: scores.append(checker.check(r"\boxed{3/4}", "0.75", SPEC).score)
@@ -89,33 +104,38 @@ def test_worker_deadline_kills_only_the_overrunning_call() -> None:
         workers.warm(os.getpid)
         pids = set()
         with pytest.raises(DeadlineExceeded):
-            workers.run(time.sleep, (30,), 0.5)
+            asyncio.run(workers.arun(time.sleep, (30,), 0.5))
         assert workers.killed == 1
         for _ in range(4):
-            pids.add(workers.run(os.getpid, (), 30))
+            pids.add(asyncio.run(workers.arun(os.getpid, (), 30)))
         assert os.getpid() not in pids
         with pytest.raises(WorkerFailed, match="ZeroDivisionError"):
-            workers.run(divmod, (1, 0), 30)
-        assert workers.run(divmod, (7, 2), 30) == (3, 1)
-        assert workers.run(print, ("stray output must not corrupt the answers",), 30) is None
-        assert workers.run(divmod, (8, 3), 30) == (2, 2)
+            asyncio.run(workers.arun(divmod, (1, 0), 30))
+        assert asyncio.run(workers.arun(divmod, (7, 2), 30)) == (3, 1)
+        assert (
+            asyncio.run(workers.arun(print, ("stray output must not corrupt the answers",), 30))
+            is None
+        )
+        assert asyncio.run(workers.arun(divmod, (8, 3), 30)) == (2, 2)
         workers.close()
-        assert workers.run(divmod, (9, 2), 30) == (4, 1)
+        assert asyncio.run(workers.arun(divmod, (9, 2), 30)) == (4, 1)
     finally:
         workers.close()
 
 
-def test_busy_workers_give_a_deadline_not_a_wait() -> None:
+def test_queued_calls_wait_their_turn_uncharged_until_the_callers_deadline() -> None:
+    """A call's time limit starts when a worker takes it: behind a 2 s call, a call with a
+    0.5 s limit still runs. A caller's deadline bounds the wait: then it never ran."""
     workers = DeadlineWorkers(processes=1)
     try:
         workers.warm(os.getpid)
-        thread = threading.Thread(target=lambda: workers.run(time.sleep, (2,), 30))
-        thread.start()
-        while not workers._idle.empty():
-            time.sleep(0.01)
-        with pytest.raises(DeadlineExceeded, match="no worker free"):
-            workers.run(os.getpid, (), 0.1)
-        thread.join()
+        busy = workers.submit(time.sleep, (2,), 30)
+        queued = workers.submit(divmod, (7, 2), 0.5)
+        with pytest.raises(WorkersBusy, match="no grader worker was free"):
+            asyncio.run(workers.arun(os.getpid, (), 30, deadline=time.monotonic() + 0.2))
+        assert queued.result(timeout=30) == (3, 1)
+        assert busy.result(timeout=30) is None
+        assert workers.killed == 0
     finally:
         workers.close()
 
@@ -123,13 +143,12 @@ def test_busy_workers_give_a_deadline_not_a_wait() -> None:
 def test_backtracking_schema_pattern_is_stopped_at_the_deadline() -> None:
     """jsonschema runs `pattern` with Python's re; (a+)+$ on 'aaa…b' would not return."""
     spec = JsonSpec(type="json", schema={"type": "string", "pattern": "^(a+)+$"})
-    workers = DeadlineWorkers(processes=1)
+    graders = Graders(workers=1, timeout_s=1)
     try:
         # A cold import of jsonschema in the worker can outlast the deadline on a busy machine.
-        workers.warm(importlib.import_module, "jsonschema")
-        assert json_check('"aaaa"', spec, workers).score == 1.0
-        hostile = json_check('"' + "a" * 40 + 'b"', spec, workers)
-        assert hostile.score == 0.0
-        assert "exceeded" in hostile.evidence["schema_errors"][0]
+        graders.warm()
+        assert asyncio.run(graders.grade(spec, Rollout("", '"aaaa"'))).score == 1.0
+        hostile = asyncio.run(graders.grade(spec, Rollout("", '"' + "a" * 40 + 'b"')))
+        assert (hostile.score, hostile.kind) == (None, "grader_timeout"), hostile
     finally:
-        workers.close()
+        graders.close()

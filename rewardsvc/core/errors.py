@@ -25,8 +25,15 @@ JudgeErrorKind = Literal[
     "unparseable",
     "deadline",
     "internal",
+    "grader_timeout",
+    "grader_busy",
+    "grader_failed",
 ]
-"""Why a judge call produced no score: the ``error_kind`` of a failed verdict."""
+"""Why a judge call (or a grader) produced no score: the ``error_kind`` of a failed
+verdict. A grader's: ``grader_timeout`` (it ran past its time limit and was killed),
+``grader_busy`` (no grader worker was free before the request's deadline: it never ran),
+``grader_failed`` (it raised, refused its spec, or has no library); ``deadline`` when the
+request's deadline or a shutdown cut it."""
 
 Loc = tuple[int | str, ...]
 

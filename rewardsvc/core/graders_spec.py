@@ -7,7 +7,9 @@ a typo in a parameter name is an error at load time, not a silent default.
 
 User regular expressions are compiled here with RE2 (linear time, no backtracking) and
 JSON Schemas are checked against their meta-schema, so that a bad pattern or schema is
-refused with its file and line when the rubric or recipe loads.
+refused with its file and line when the rubric or recipe loads. A schema may refer only
+to itself (``$ref: "#/$defs/x"``): rubrics and recipes come inline in requests, and a
+reference to a URL or a file would have the service fetch or read it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pydantic import (
 )
 
 from rewardsvc.core.base import StrictModel
+from rewardsvc.core.errors import format_path
 
 Extract = Literal["none", "auto", "boxed", "final_line", "last_number", "code_block"]
 """Which part of the completion a grader compares (see ``rewardsvc.graders.extract``):
@@ -84,7 +87,11 @@ class MathSpec(StrictModel):
         description="As for exact; with none, math-verify finds the answer in the whole text.",
     )
     timeout_s: float = Field(
-        default=5.0, gt=0, le=60, description="Deadline for parsing and comparing one item."
+        default=5.0,
+        gt=0,
+        le=60,
+        description="Time limit for parsing and comparing one item, counted from when a "
+        "grader worker takes it; past it the item gets no score (grader_timeout).",
     )
     float_rounding: int = Field(
         default=6, ge=0, le=15, description="Decimal places kept when comparing floats."
@@ -117,6 +124,38 @@ class RegexSpec(StrictModel):
         return value
 
 
+_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+_REFERENCES = ("$ref", "$dynamicRef")
+
+
+def outside_reference(schema: Any) -> str | None:
+    """What first makes ``schema`` reach outside itself, as ``"path: problem"``: a
+    ``$ref`` or ``$dynamicRef`` that is not a fragment of this schema (``#...``), or a
+    ``$schema`` other than draft 2020-12; None when there is none."""
+    stack: list[tuple[tuple[int | str, ...], Any]] = [((), schema)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, dict):
+            for key in _REFERENCES:
+                ref = node.get(key)
+                if isinstance(ref, str) and not ref.startswith("#"):
+                    return (
+                        f"{format_path((*path, key))}: {ref[:200]!r} is not a reference inside "
+                        "this schema; only '#...' references are allowed (a grader never "
+                        "fetches a URL or reads a file)"
+                    )
+            dialect = node.get("$schema")
+            if isinstance(dialect, str) and dialect.rstrip("#") != _DIALECT:
+                return (
+                    f"{format_path((*path, '$schema'))}: {dialect[:200]!r}: only draft 2020-12 "
+                    f"({_DIALECT}) is supported"
+                )
+            stack.extend(((*path, k), v) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend(((*path, n), v) for n, v in enumerate(node))
+    return None
+
+
 class JsonSpec(StrictModel):
     """JSON validity, and conformance to a JSON Schema when one is given."""
 
@@ -128,7 +167,8 @@ class JsonSpec(StrictModel):
     json_schema: dict[str, Any] | None = Field(
         default=None,
         alias="schema",
-        description="A JSON Schema (draft 2020-12) the value must conform to.",
+        description="A JSON Schema (draft 2020-12) the value must conform to; its $ref "
+        "may only point inside it ('#/$defs/x').",
     )
     partial_credit: bool = Field(
         default=False,
@@ -151,6 +191,9 @@ class JsonSpec(StrictModel):
                 jsonschema.Draft202012Validator.check_schema(value)
             except jsonschema.SchemaError as exc:
                 raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
+            outside = outside_reference(value)
+            if outside is not None:
+                raise ValueError(outside)
         return value
 
 

@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from rewardsvc.core.base import StrictModel
-from rewardsvc.core.errors import RequestError
+from rewardsvc.core.errors import JudgeErrorKind, RequestError
 from rewardsvc.core.graders_spec import GraderSpec
 from rewardsvc.core.results import JudgeOutcome, Status
 from rewardsvc.core.rubric import Identifier, Rubric
@@ -253,6 +253,8 @@ class ComponentOutcome:
     version: str | None = None
     skipped: str | None = None
     error: str | None = None
+    error_kind: JudgeErrorKind | None = None
+    """Why a grader component gave no score (``grader_timeout``, ...)."""
 
 
 @dataclass

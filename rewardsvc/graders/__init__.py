@@ -5,10 +5,11 @@ Normalized exact match, numeric match with tolerance, mathematical equivalence
 conformance, word and token budgets, required sections, string similarity (rapidfuzz)
 and embedding similarity (the optional ``embeddings`` extra), with the answer extraction
 they share (:mod:`~rewardsvc.graders.extract`). Each grader is a pure function of the
-rollout and its typed spec (``rewardsvc.core.graders_spec``), returns a score in [0, 1]
-with its evidence, and runs in bounded time on any input: user patterns run on RE2, and
-math parsing and regex-bearing schemas run in worker processes with a deadline.
-:class:`~rewardsvc.graders.run.Graders` is the one entry point the scoring engine uses.
+rollout and its typed spec (``rewardsvc.core.graders_spec``) and returns a score in
+[0, 1] with its evidence. :class:`~rewardsvc.graders.run.Graders`, the one entry point
+the scoring engine uses, runs every grader but the embedding one in worker processes
+with a hard deadline, queued fairly between requests (:mod:`~rewardsvc.graders.worker`),
+and reports a grader that cannot finish as no score with a typed error kind, never as 0.
 
 May import: ``rewardsvc.core`` and its grading libraries (re2, jsonschema, math-verify,
 rapidfuzz; sentence-transformers lazily). Never the server, scoring, judges, HTTP or

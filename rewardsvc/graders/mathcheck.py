@@ -1,10 +1,11 @@
-"""Mathematical equivalence of final answers with math-verify, under a deadline.
+"""Mathematical equivalence of final answers with math-verify.
 
 math-verify parses LaTeX and plain expressions into sympy and compares them (``1/2``,
 ``0.5``, ``\\frac{1}{2}``, ``x = \\tfrac12`` are one answer). Parsing a hostile
-expression can take unbounded time, so parsing and comparing run in a
-:class:`~rewardsvc.graders.worker.DeadlineWorkers` child process; math-verify's own
-signal-based timeouts also work there, on the child's main thread.
+expression can take unbounded time, so :func:`math_check` runs in a deadline worker
+(:mod:`rewardsvc.graders.run`), which kills it at ``timeout_s``. math-verify's own
+timeouts are switched off: on a timeout it answers "no parse", which would score a
+correct but slow answer 0 instead of reporting the deadline.
 
 The answer is taken from the completion with :mod:`rewardsvc.graders.extract` (by
 default the last ``\\boxed{}``, else the last "final answer:" line) and handed to
@@ -14,35 +15,34 @@ never picks another expression out of the reasoning.
 
 from __future__ import annotations
 
-import math
+import logging
 from typing import Any
 
 from rewardsvc.core.graders_spec import MathSpec
 from rewardsvc.graders.extract import extract, extract_reference, prose
 from rewardsvc.graders.result import GraderResult, clip_text
-from rewardsvc.graders.worker import DeadlineExceeded, DeadlineWorkers, WorkerFailed, WorkersBusy
 
 
-def _import_math_verify() -> bool:
-    import math_verify  # noqa: F401  (imported for its start-up cost)
+def import_math_verify() -> None:
+    """Import math-verify (a second or two: sympy), quieting its warning that its own
+    timeouts are off (the worker's deadline bounds it)."""
+    import math_verify  # noqa: F401
 
-    return True
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
 
 
-def compare(gold: str, answer: str, float_rounding: int, timeout_s: float) -> dict[str, Any]:
-    """Parse both texts and compare them (runs in the worker). Returns whether they are
-    equivalent and the parsed forms (empty when a text did not parse)."""
+def compare(gold: str, answer: str, float_rounding: int) -> dict[str, Any]:
+    """Parse both texts and compare them. Returns whether they are equivalent and the
+    parsed forms (None when a text did not parse)."""
     from math_verify import parse, verify
 
-    seconds = max(1, math.ceil(timeout_s))
-    parsed_gold = parse(gold, parsing_timeout=seconds)
-    parsed_answer = parse(answer, parsing_timeout=seconds)
+    import_math_verify()
+    parsed_gold = parse(gold, parsing_timeout=None)  # type: ignore[arg-type]
+    parsed_answer = parse(answer, parsing_timeout=None)  # type: ignore[arg-type]
     equal = bool(
         parsed_gold
         and parsed_answer
-        and verify(
-            parsed_gold, parsed_answer, float_rounding=float_rounding, timeout_seconds=seconds
-        )
+        and verify(parsed_gold, parsed_answer, float_rounding=float_rounding, timeout_seconds=None)
     )
     return {
         "equal": equal,
@@ -55,44 +55,19 @@ def _boxed(text: str) -> str:
     return "\\boxed{" + text + "}"
 
 
-class MathChecker:
-    """Runs :func:`compare` in deadline workers; one per service, shared by all items."""
-
-    def __init__(self, processes: int = 1) -> None:
-        self.workers = DeadlineWorkers(processes)
-
-    def warm(self) -> None:
-        """Start the workers and import math-verify in them (a second or two each)."""
-        self.workers.warm(_import_math_verify)
-
-    def check(self, completion: str, reference: str, spec: MathSpec) -> GraderResult:
-        """1 when the extracted answer is equivalent to the reference, else 0; None (with
-        an error) when the deadline passed or the worker failed."""
-        found = extract(completion, spec.extract)
-        if spec.extract == "none":
-            answer = prose(completion)
-        elif found.text is None:
-            return GraderResult(0.0, {"extracted_by": found.method, "answer": None})
-        else:
-            answer = _boxed(found.text)
-        gold = _boxed(extract_reference(reference, spec.extract))
-        evidence: dict[str, Any] = {
-            "extracted_by": found.method,
-            "answer": clip_text(found.text),
-        }
-        try:
-            outcome = self.workers.run(
-                compare, (gold, answer, spec.float_rounding, spec.timeout_s), spec.timeout_s
-            )
-        except WorkersBusy as exc:
-            return GraderResult(None, evidence, f"math-verify busy: {exc}")
-        except DeadlineExceeded as exc:
-            return GraderResult(0.0, evidence | {"deadline": str(exc)})
-        except WorkerFailed as exc:
-            return GraderResult(None, evidence, f"math-verify failed: {exc}")
-        evidence |= {k: clip_text(v) for k, v in outcome.items() if k != "equal"}
-        return GraderResult(float(outcome["equal"]), evidence)
-
-    def close(self) -> None:
-        """Stop the workers."""
-        self.workers.close()
+def math_check(completion: str, reference: str, spec: MathSpec) -> GraderResult:
+    """1 when the extracted answer is equivalent to the reference, else 0 (also when it
+    does not parse). Unbounded in time on a hostile answer: callers run it under
+    ``spec.timeout_s``."""
+    found = extract(completion, spec.extract)
+    if spec.extract == "none":
+        answer = prose(completion)
+    elif found.text is None:
+        return GraderResult(0.0, {"extracted_by": found.method, "answer": None})
+    else:
+        answer = _boxed(found.text)
+    gold = _boxed(extract_reference(reference, spec.extract))
+    evidence: dict[str, Any] = {"extracted_by": found.method, "answer": clip_text(found.text)}
+    outcome = compare(gold, answer, spec.float_rounding)
+    evidence |= {k: clip_text(v) for k, v in outcome.items() if k != "equal"}
+    return GraderResult(float(outcome["equal"]), evidence)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewardsvc.core.errors import JudgeErrorKind
 from rewardsvc.core.verdict import Verdict
 
 
@@ -13,7 +14,8 @@ class GraderResult:
     """A grader's score of one item, and what it extracted and compared.
 
     ``score`` is None only when the grader could not decide (a deadline passed, the
-    embedding model is not installed); ``error`` then says why. ``evidence`` holds short
+    embedding model is not installed); ``error`` then says why and ``kind`` names the
+    failure (``grader_timeout``, ``grader_busy``, ...). ``evidence`` holds short
     JSON-ready values (extracted answer, normalized forms, the rule that decided), cut to
     a few hundred characters each so that a breakdown stays small.
     """
@@ -21,6 +23,7 @@ class GraderResult:
     score: float | None
     evidence: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    kind: JudgeErrorKind | None = None
 
     @property
     def passed(self) -> bool:
@@ -30,7 +33,9 @@ class GraderResult:
     def verdict(self) -> Verdict:
         """This result as the verdict of the rubric criterion the grader scores."""
         if self.score is None:
-            return Verdict.failed(self.error or "the grader gave no score")
+            return Verdict.failed(
+                self.error or "the grader gave no score", kind=self.kind or "grader_failed"
+            )
         return Verdict(score=self.score)
 
 

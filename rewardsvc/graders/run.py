@@ -1,15 +1,23 @@
 """One entry point for every grader: :class:`Graders` applies any grader spec to a rollout.
 
-It owns what the graders share across items: the math-verify worker processes, the
-worker that validates JSON Schemas with regular expressions, and the embedding model.
-Each call is synchronous and bounded in time; async callers run it in a thread.
+Every grader but ``embedding`` runs in the deadline workers
+(:class:`~rewardsvc.graders.worker.DeadlineWorkers`): child processes of the graders' own,
+one per CPU by default, queued fairly between requests, each call killed at its time
+limit (``timeout_s`` of a math spec, else the graders' ``timeout_s``), which starts when a
+worker takes it. The embedding model is too large to load in every worker; its cost is
+bounded (texts cut to 4,000 characters, 256 word pieces read) and it runs on a thread of
+its own. A grader that runs out of time, finds no free worker before the request's
+deadline or fails gives no score, with a typed ``kind``: never a score of 0.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
-from collections.abc import Sequence
+import os
+import time
+from collections.abc import Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from rewardsvc.core.graders_spec import (
     NEEDS_REFERENCE,
@@ -28,72 +36,160 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.graders import text
 from rewardsvc.graders.embedding import Embedder
-from rewardsvc.graders.mathcheck import MathChecker
+from rewardsvc.graders.mathcheck import compare, import_math_verify, math_check
 from rewardsvc.graders.result import GraderResult
 from rewardsvc.graders.structured import json_check
-from rewardsvc.graders.worker import DeadlineWorkers
+from rewardsvc.graders.worker import DeadlineExceeded, DeadlineWorkers, WorkerFailed, WorkersBusy
+
+GRADER_TIMEOUT_S = 2.0
+"""Time limit of one grader call (math specs give their own)."""
+
+
+def default_workers() -> int:
+    """One grader worker per CPU this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def grade_here(spec: GraderSpec, completion: str, reference: str) -> GraderResult:
+    """Any grader but ``embedding``, in this process (what a worker runs)."""
+    match spec:
+        case ExactSpec():
+            return text.exact_match(completion, reference, spec)
+        case NumericSpec():
+            return text.numeric_match(completion, reference, spec)
+        case MathSpec():
+            return math_check(completion, reference, spec)
+        case RegexSpec():
+            return text.regex_match(completion, spec)
+        case JsonSpec():
+            return json_check(completion, spec)
+        case LengthSpec():
+            return text.length_check(completion, spec)
+        case SectionsSpec():
+            return text.sections_check(completion, spec)
+        case SimilaritySpec():
+            return text.similarity(completion, reference, spec)
+        case EmbeddingSpec():
+            raise ValueError("the embedding grader runs in the service, not in a worker")
+
+
+def warm_up() -> None:
+    """Import what the graders use and build math-verify's parsers (a worker runs it once
+    when it starts; every call it forks inherits them)."""
+    import_math_verify()
+    for name in ("jsonschema", "rapidfuzz.fuzz", "re2"):
+        importlib.import_module(name)
+    compare("\\boxed{\\frac{1}{2}}", "\\boxed{0.5}", 6)
+
+
+def stopped(exc: Exception) -> GraderResult:
+    """The result of a grader call the workers could not answer, typed by why."""
+    if isinstance(exc, WorkersBusy):
+        return GraderResult(None, {}, f"grader not run: {exc}", "grader_busy")
+    if isinstance(exc, DeadlineExceeded):
+        if exc.by_caller:
+            return GraderResult(
+                None, {}, f"grader cut by the request's deadline: {exc}", "deadline"
+            )
+        return GraderResult(None, {}, f"grader ran out of time: {exc}", "grader_timeout")
+    return GraderResult(None, {}, f"grader failed: {exc}", "grader_failed")
 
 
 class Graders:
-    """Applies grader specs; create one per service and :meth:`close` it at shutdown."""
+    """Applies grader specs; create one per service and :meth:`close` it at shutdown.
 
-    def __init__(self, math_processes: int = 1) -> None:
-        self.math = MathChecker(math_processes)
-        self.schema_workers = DeadlineWorkers(1)
+    ``workers`` grader processes (default one per CPU); ``timeout_s`` is the time limit of
+    one call of a grader whose spec gives none; ``startup_s`` the time a worker may take
+    to start.
+    """
+
+    def __init__(
+        self,
+        workers: int | None = None,
+        timeout_s: float = GRADER_TIMEOUT_S,
+        startup_s: float = 60.0,
+    ) -> None:
+        self.workers = DeadlineWorkers(workers or default_workers(), startup_s, warm_up)
+        self.timeout_s = timeout_s
         self.embedder = Embedder()
+        self._embedding: ThreadPoolExecutor | None = None  # made on first use
 
     def warm(self) -> None:
-        """Start the workers and import their libraries now (a second or two), so that
-        no item's deadline pays for it."""
-        self.math.warm()
-        self.schema_workers.warm(importlib.import_module, "jsonschema")
+        """Start the workers and import their libraries now (a second or two) rather than
+        when the first call comes."""
+        self.workers.warm(warm_up)
 
-    def grade(self, spec: GraderSpec, rollout: Rollout) -> GraderResult:
-        """Score ``rollout`` with ``spec``; a grader that compares against a reference gives
-        no score (with an error) when the rollout has none."""
-        completion, reference = rollout.completion, rollout.reference
-        if spec.type in NEEDS_REFERENCE and reference is None:
+    def _limit(self, spec: GraderSpec) -> float:
+        return spec.timeout_s if isinstance(spec, MathSpec) else self.timeout_s
+
+    async def grade(
+        self,
+        spec: GraderSpec,
+        rollout: Rollout,
+        *,
+        group: Hashable | None = None,
+        deadline: float | None = None,
+    ) -> GraderResult:
+        """Score ``rollout`` with ``spec`` in a worker, queued in ``group``'s turn (one
+        group per request), not past ``deadline`` (``time.monotonic()`` seconds). A grader
+        that compares against a reference gives no score (with an error) when the rollout
+        has none."""
+        if spec.type in NEEDS_REFERENCE and rollout.reference is None:
             return GraderResult(None, {}, f"grader {spec.type!r} needs a reference")
-        match spec:
-            case ExactSpec():
-                return text.exact_match(completion, reference or "", spec)
-            case NumericSpec():
-                return text.numeric_match(completion, reference or "", spec)
-            case MathSpec():
-                return self.math.check(completion, reference or "", spec)
-            case RegexSpec():
-                return text.regex_match(completion, spec)
-            case JsonSpec():
-                return json_check(completion, spec, self.schema_workers)
-            case LengthSpec():
-                return text.length_check(completion, spec)
-            case SectionsSpec():
-                return text.sections_check(completion, spec)
-            case SimilaritySpec():
-                return text.similarity(completion, reference or "", spec)
-            case EmbeddingSpec():
-                return self.embedder.grade(completion, reference or "", spec)
+        completion, reference = rollout.completion, rollout.reference or ""
+        if isinstance(spec, EmbeddingSpec):
+            if self._embedding is None:
+                self._embedding = ThreadPoolExecutor(1, thread_name_prefix="rewardsvc-embedding")
+            work = asyncio.get_running_loop().run_in_executor(
+                self._embedding, self.embedder.grade, completion, reference, spec
+            )
+            wait = None if deadline is None else max(deadline - time.monotonic(), 0)
+            try:
+                return await asyncio.wait_for(work, wait)
+            except TimeoutError:
+                return stopped(WorkersBusy("the embedding model was busy until the deadline"))
+        args = (spec, completion, reference)
+        try:
+            return await self.workers.arun(
+                grade_here, args, self._limit(spec), group=group, deadline=deadline
+            )
+        except (DeadlineExceeded, WorkersBusy, WorkerFailed) as exc:
+            return stopped(exc)
+
+    def expire(self) -> None:
+        """End the grader calls queued or running now (on shutdown), as past their
+        request's deadline."""
+        self.workers.expire()
 
     def close(self) -> None:
-        """Stop the worker processes."""
-        self.math.close()
-        self.schema_workers.close()
+        """Stop the worker processes and the embedding thread."""
+        self.workers.close()
+        if self._embedding is not None:
+            self._embedding.shutdown(wait=False, cancel_futures=True)
+            self._embedding = None
 
 
 async def grade_criteria(
-    graders: Graders | None, rubric: Rubric, rollouts: Sequence[Rollout]
+    graders: Graders | None,
+    rubric: Rubric,
+    rollouts: Sequence[Rollout],
+    deadline: float | None = None,
 ) -> list[dict[str, GraderResult]]:
     """The results of the grader criteria of ``rubric`` for each rollout, by criterion id,
-    each computed in a worker thread (bounded in time, but CPU-bound). Without
+    each computed in a worker, queued as one request's, not past ``deadline``. Without
     ``graders`` every such criterion gives no score, with an internal error."""
     criteria = [c for c in rubric.criteria if c.grader is not None]
     if not criteria:
         return [{} for _ in rollouts]
+    request = object()
 
     async def one(criterion: Criterion, rollout: Rollout) -> GraderResult:
         if graders is None or criterion.grader is None:
-            return GraderResult(None, {}, "internal: this engine has no graders")
-        return await asyncio.to_thread(graders.grade, criterion.grader, rollout)
+            return GraderResult(None, {}, "internal: this engine has no graders", "internal")
+        return await graders.grade(criterion.grader, rollout, group=request, deadline=deadline)
 
     pairs = [(c, r) for r in rollouts for c in criteria]
     results = iter(await asyncio.gather(*(one(c, r) for c, r in pairs)))

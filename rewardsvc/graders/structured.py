@@ -1,45 +1,78 @@
 """JSON validity and JSON Schema conformance.
 
-Parsing is linear. Validation against a schema without regular expressions runs in
-this process; a schema that holds ``pattern`` or ``patternProperties`` is matched by
-jsonschema with Python's backtracking ``re``, so it runs in a deadline worker
-(:mod:`rewardsvc.graders.worker`) that is killed when a hostile string makes a pattern
-backtrack.
+Parsing is linear, but validation is not: jsonschema runs ``pattern`` with Python's
+backtracking ``re``, and an ``anyOf`` that refers back to its own schema doubles its work
+per level of nesting. So :func:`json_check` runs in a deadline worker like every grader
+(:mod:`rewardsvc.graders.run`). ``uniqueItems`` is checked here in linear time (jsonschema
+compares every pair of objects: 3,000 objects took 10 s).
+
+A schema never reaches outside itself: a ``$ref`` resolves only inside the schema (the
+spec refuses any other when it loads, and the registry here refuses to fetch or read
+anything, should one get through), so a grader cannot be made to read a file or call a URL.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
+from jsonschema import validators
+from referencing import Registry
+from referencing.exceptions import NoSuchResource, Unresolvable
 
 from rewardsvc.core.graders_spec import JsonSpec
 from rewardsvc.graders.extract import code_block
 from rewardsvc.graders.result import GraderResult, clip_text
-from rewardsvc.graders.worker import DeadlineExceeded, DeadlineWorkers, WorkerFailed, WorkersBusy
 
 MAX_ERRORS = 5
-SCHEMA_TIMEOUT_S = 2.0
 
 
-def _has_regex(schema: Any) -> bool:
-    stack = [schema]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if "pattern" in node or "patternProperties" in node:
-                return True
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return False
+def _refuse(uri: str) -> Any:
+    raise NoSuchResource(ref=uri)
+
+
+# The draft 2020-12 meta-schemas are added by jsonschema itself; nothing else is found.
+NO_RETRIEVAL: Registry[Any] = Registry(retrieve=_refuse)  # type: ignore[call-arg]
+
+
+def _canonical(value: Any) -> Any:
+    """A hashable form of a JSON value under JSON Schema's equality (1 == 1.0, true != 1,
+    objects unordered)."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int | float):
+        return ("number", value)
+    if isinstance(value, list):
+        return ("array", tuple(_canonical(v) for v in value))
+    if isinstance(value, dict):
+        return ("object", frozenset((k, _canonical(v)) for k, v in value.items()))
+    return (type(value).__name__, value)
+
+
+def _unique_items(
+    validator: Any, unique: bool, instance: Any, schema: dict[str, Any]
+) -> Iterator[jsonschema.ValidationError]:
+    if not unique or not validator.is_type(instance, "array"):
+        return
+    seen: set[Any] = set()
+    for n, item in enumerate(instance):
+        key = _canonical(item)
+        if key in seen:
+            yield jsonschema.ValidationError(f"item {n} repeats an earlier item (uniqueItems)")
+            return
+        seen.add(key)
+
+
+# No ``version``: that would register this class as the one for draft 2020-12 everywhere.
+_Validator = validators.extend(jsonschema.Draft202012Validator, {"uniqueItems": _unique_items})
 
 
 @functools.lru_cache(maxsize=64)
-def _validator(schema_json: str) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(json.loads(schema_json))
+def _validator(schema_json: str) -> Any:
+    return _Validator(json.loads(schema_json), registry=NO_RETRIEVAL)
 
 
 def schema_errors(schema_json: str, value: Any) -> list[str]:
@@ -63,15 +96,12 @@ def json_text(completion: str, spec: JsonSpec) -> tuple[str, str]:
     return completion.strip(), "none"
 
 
-def json_check(
-    completion: str, spec: JsonSpec, workers: DeadlineWorkers | None = None
-) -> GraderResult:
-    """1 for JSON that parses and (when a schema is given) conforms; 0 otherwise,
-    or 0.5 for valid JSON that breaks the schema with ``partial_credit``.
-
-    ``workers`` runs validation against a schema with regular expressions; without
-    them such a schema is validated in this thread (tests and trusted schemas only).
-    """
+def json_check(completion: str, spec: JsonSpec) -> GraderResult:
+    """1 for JSON that parses and (when a schema is given) conforms; 0 otherwise, or 0.5
+    for valid JSON that breaks the schema with ``partial_credit``. No score (kind
+    ``grader_failed``) when the schema cannot be applied: a reference it does not hold,
+    or nesting too deep to validate. Unbounded in time on a hostile schema: callers run
+    it under a deadline."""
     text, extracted_by = json_text(completion, spec)
     evidence: dict[str, Any] = {"extracted_by": extracted_by}
     try:
@@ -82,19 +112,13 @@ def json_check(
     evidence["valid_json"] = True
     if spec.json_schema is None:
         return GraderResult(1.0, evidence)
-    schema_json = json.dumps(spec.json_schema, sort_keys=True)
     try:
-        if workers is not None and _has_regex(spec.json_schema):
-            errors = workers.run(schema_errors, (schema_json, value), SCHEMA_TIMEOUT_S)
-        else:
-            errors = schema_errors(schema_json, value)
-    except WorkersBusy as exc:
-        return GraderResult(None, evidence, f"schema validation busy: {exc}")
-    except DeadlineExceeded:
-        evidence["schema_errors"] = [f"validation exceeded {SCHEMA_TIMEOUT_S:g} s"]
-        return GraderResult(0.0, evidence)
-    except (WorkerFailed, RecursionError) as exc:
-        return GraderResult(None, evidence, f"schema validation failed: {exc}")
+        errors = schema_errors(json.dumps(spec.json_schema, sort_keys=True), value)
+    except Unresolvable as exc:
+        message = f"schema reference {clip_text(str(exc.ref), 200)!r} is not inside the schema"
+        return GraderResult(None, evidence, message, "grader_failed")
+    except RecursionError:
+        return GraderResult(None, evidence, "the value nests too deep to validate", "grader_failed")
     evidence["schema_errors"] = errors
     if not errors:
         return GraderResult(1.0, evidence)

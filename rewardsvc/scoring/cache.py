@@ -27,8 +27,9 @@ import json
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.verdict import Verdict
@@ -37,6 +38,7 @@ from rewardsvc.scoring.filestore import FileStore
 from rewardsvc.scoring.shared import RedisLink
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 Source = Literal["call", "hit", "dedup", "grader"]
 """How a verdict was obtained: a judge call sent, a cache hit, or a share of a call in flight."""
@@ -164,6 +166,13 @@ class VerdictCache:
             if self.path is not None
             else None
         )
+        # The file's own thread (it is used under one lock anyway): the event loop's
+        # default executor may be busy with other work, and a verdict must not wait for it.
+        self._file_io = (
+            ThreadPoolExecutor(1, thread_name_prefix="rewardsvc-cache-file")
+            if self._file is not None
+            else None
+        )
         self._inflight: dict[bytes, asyncio.Task[tuple[Verdict, Source]]] = {}
 
     def __len__(self) -> int:
@@ -197,7 +206,7 @@ class VerdictCache:
         self._memory.put(key, data)
         if self._file is not None:
             try:
-                await asyncio.to_thread(self._file.put, key, data)
+                await self._in_file_thread(self._file.put, key, data)
             except sqlite3.Error:
                 log.exception("verdict cache: could not write to %s", self.path)
         if self.shared is not None:
@@ -261,7 +270,7 @@ class VerdictCache:
         data: bytes | None = None
         if self._file is not None:
             try:
-                data = await asyncio.to_thread(self._file.get, key)
+                data = await self._in_file_thread(self._file.get, key)
             except sqlite3.Error:
                 log.exception("verdict cache: could not read %s", self.path)
         if data is None and self.shared is not None:
@@ -275,6 +284,9 @@ class VerdictCache:
             return None
         self._memory.put(key, data)
         return verdict
+
+    async def _in_file_thread(self, fn: Callable[..., _T], *args: object) -> _T:
+        return await asyncio.get_running_loop().run_in_executor(self._file_io, fn, *args)
 
     async def _fill(
         self, key: bytes, call: Callable[[], Awaitable[Verdict]]
@@ -303,6 +315,9 @@ class VerdictCache:
         if self._file is not None:
             self._file.close()
             self._file = None
+        if self._file_io is not None:
+            self._file_io.shutdown(wait=False)
+            self._file_io = None
 
 
 async def _safe_call(call: Callable[[], Awaitable[Verdict]]) -> Verdict:

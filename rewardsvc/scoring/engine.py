@@ -218,9 +218,9 @@ class Engine:
     ) -> BatchResult:
         """Rewards for ``items`` in input order.
 
-        ``deadline`` (``time.monotonic()`` seconds) bounds the judge work: calls still
-        running then are cancelled and count as failed (``error_kind`` ``deadline``), so the
-        batch is answered in time with those items as ``judge_error`` or ``degraded``.
+        ``deadline`` (``time.monotonic()`` seconds) bounds the judge and grader work: calls
+        still running then are cancelled and count as failed (``error_kind`` ``deadline``),
+        so the batch is answered in time with those items as ``judge_error`` or ``degraded``.
 
         ``metrics_label`` names the rubric in metrics (default its id); callers pass a
         fixed label for inline rubrics, whose ids are the client's to choose and would
@@ -248,7 +248,8 @@ class Engine:
         calls = self._plan(rubric, version, names, prepared, deadline)
         judged = self._run(calls, options.use_cache, deadline)
         if any(c.grader is not None for c in rubric.criteria):
-            grading = grade_criteria(self.graders, rubric, [p.rollout for p in prepared])
+            rollouts = [p.rollout for p in prepared]
+            grading = grade_criteria(self.graders, rubric, rollouts, deadline)
             outcomes, graded = await asyncio.gather(judged, grading)
         else:  # nothing to grade: no tasks to run the judge calls beside nothing
             outcomes, graded = await judged, [{} for _ in prepared]
@@ -482,11 +483,14 @@ class Engine:
         ]
 
     def expire(self) -> None:
-        """End the judge work of every batch now, as if their deadlines had passed (on
-        shutdown, so that they are answered, with judge_error where work was cut)."""
+        """End the judge and grader work of every batch now, as if their deadlines had
+        passed (on shutdown, so that they are answered, with judge_error where work was
+        cut)."""
         expiry = self._expiry()
         if not expiry.done():
             expiry.set_result(None)
+        if self.graders is not None:
+            self.graders.expire()
 
     async def aclose(self) -> None:
         """Close the judges (their HTTP clients) and the verdict cache."""

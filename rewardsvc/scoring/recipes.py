@@ -2,7 +2,8 @@
 
 The runner is pure orchestration. Judged components (rubrics and constitutions) are
 scored through an injected :data:`ScoreRubric` (the engine's batch scorer), graders
-through :class:`~rewardsvc.graders.run.Graders` in worker threads. Components run
+through :class:`~rewardsvc.graders.run.Graders` in its worker processes, queued as one
+request's and within the request's deadline. Components run
 cheapest first:
 
 1. every grader component, for every item (no judge call; their scores are always in
@@ -76,7 +77,6 @@ def engine_scorer(
     return score
 
 
-GRADER_CONCURRENCY = 4
 _STATUS_RANK: dict[Status, int] = {"ok": 0, "degraded": 1, "judge_error": 2, "rejected": 3}
 
 
@@ -143,12 +143,15 @@ def _needs_reference(component: Component, rubrics: Mapping[str, Rubric]) -> boo
 
 
 class RecipeRunner:
-    """Runs recipes with one engine (``score_rubric``) and one set of graders."""
+    """Runs recipes with one engine (``score_rubric``) and one set of graders; grading
+    ends by ``deadline`` (``time.monotonic()`` seconds), the request's."""
 
-    def __init__(self, score_rubric: ScoreRubric, graders: Graders) -> None:
+    def __init__(
+        self, score_rubric: ScoreRubric, graders: Graders, deadline: float | None = None
+    ) -> None:
         self.score_rubric = score_rubric
         self.graders = graders
-        self._grader_slots = asyncio.Semaphore(GRADER_CONCURRENCY)
+        self.deadline = deadline
 
     async def run(
         self,
@@ -183,7 +186,8 @@ class RecipeRunner:
         gate_ids = [g.component for g in recipe.gates]
         graders = [c for c in recipe.components if c.grader is not None]
         graders.sort(key=lambda c: c.id not in gate_ids)
-        await asyncio.gather(*(self._grade(c, items, usage) for c in graders))
+        request = object()  # the graders' queue serves requests in turn
+        await asyncio.gather(*(self._grade(c, items, usage, request) for c in graders))
         needed = {c.id for c in recipe.components if c.weight > 0}
         needed |= {v.component for v in recipe.vetoes} | set(gate_ids)
         for item in items:
@@ -244,15 +248,18 @@ class RecipeRunner:
         elif outcome.score < threshold:
             item.decided_by, item.floor = component_id, floor
 
-    async def _grade(self, component: Component, items: list[_Item], usage: RecipeUsage) -> None:
+    async def _grade(
+        self, component: Component, items: list[_Item], usage: RecipeUsage, request: object
+    ) -> None:
         spec = component.grader
         assert spec is not None
 
         async def one(item: _Item) -> None:
             if item.status == "rejected":
                 return
-            async with self._grader_slots:
-                result = await asyncio.to_thread(self.graders.grade, spec, item.rollout)
+            result = await self.graders.grade(
+                spec, item.rollout, group=request, deadline=self.deadline
+            )
             usage.grader_calls += 1
             item.components[component.id] = ComponentOutcome(
                 "grader",
@@ -261,6 +268,7 @@ class RecipeRunner:
                 status="ok" if result.score is not None else "judge_error",
                 evidence=result.evidence,
                 error=result.error,
+                error_kind=result.verdict().error_kind,
             )
 
         await asyncio.gather(*(one(item) for item in items))

@@ -241,7 +241,8 @@ async def _score(
     assert target.recipe is not None
     if engine.graders is None:
         raise RuntimeError("recipes need an engine with graders (Engine(graders=...))")
-    runner = RecipeRunner(engine_scorer(engine, deadline, target.metrics_label), engine.graders)
+    scorer = engine_scorer(engine, deadline, target.metrics_label)
+    runner = RecipeRunner(scorer, engine.graders, deadline)
     result = await runner.run(target.recipe, target.components, inputs, opts)
     return [recipe_result(r) for r in result.items], recipe_usage(result)
 
@@ -382,6 +383,7 @@ def _component(c: ComponentOutcome) -> ComponentScore:
         version=c.version,
         skipped=c.skipped,
         error=c.error,
+        error_kind=c.error_kind,
     )
 
 

@@ -408,7 +408,7 @@ async def start_service(
         shared=link,
         observer=observer,
     )
-    graders = Graders()
+    graders = Graders(settings.grader_workers, settings.grader_timeout_s)
     await asyncio.to_thread(graders.warm)  # math-verify's import is not an item's deadline
     engine = Engine(
         judges,

@@ -249,6 +249,11 @@ class ComponentScore(BaseModel):
         default=None, description="Why it was not computed (a gate decided the item)."
     )
     error: str | None = None
+    error_kind: JudgeErrorKind | None = Field(
+        default=None,
+        description="Why a grader gave no score: grader_timeout, grader_busy, grader_failed "
+        "or deadline (null when it scored).",
+    )
 
 
 class StepScore(BaseModel):

@@ -314,8 +314,33 @@ class Engine:
                 outcomes[n] = (hit, "hit")
             else:
                 waits[n] = self.cache.start(c.key, c.run)
-        if not waits:
-            return outcomes
+        while waits:
+            await self._settle(waits, own, deadline, outcomes)
+            # A joined call runs with the deadline of the request that started it: one that
+            # ended on that deadline is asked again for this request, by its own deadline.
+            again = [
+                n
+                for n, (future, joined) in waits.items()
+                if joined and outcomes[n][1] == "dedup" and outcomes[n][0].error_kind == "deadline"
+            ]
+            if not again or self._past(deadline):
+                break
+            waits = {n: self.cache.start(calls[n].key, calls[n].run) for n in again}
+        return outcomes
+
+    def _past(self, deadline: float | None) -> bool:
+        """Whether ``deadline`` has passed or the engine expired."""
+        expired = self._expired is not None and self._expired.done()
+        return expired or (deadline is not None and time.monotonic() >= deadline)
+
+    async def _settle(
+        self,
+        waits: dict[int, tuple[asyncio.Future[tuple[Verdict, Source]], bool]],
+        own: list[asyncio.Task[tuple[Verdict, Source]]],
+        deadline: float | None,
+        outcomes: list[tuple[Verdict, Source]],
+    ) -> None:
+        """Wait for ``waits`` until ``deadline`` and put each one's outcome in ``outcomes``."""
         futures = {future for future, _ in waits.values()}
         try:
             await self._until_done(futures, deadline)
@@ -337,7 +362,6 @@ class Engine:
                 outcomes[n] = (Verdict.failed(f"internal: {error!r}"), "call")
             else:
                 outcomes[n] = self.cache.settle(future.result(), joined)
-        return outcomes
 
     async def _until_done(
         self, futures: set[asyncio.Future[tuple[Verdict, Source]]], deadline: float | None

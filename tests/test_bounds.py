@@ -9,20 +9,39 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from fakejudge import _choices, _distribution, _reply
+import httpx
+import pytest
+from fakejudge import FakeJudge, _choices, _distribution, _reply
+from test_api_support import (
+    INLINE_RUBRIC,
+    ITEM,
+    TINY_RUBRIC,
+    app_client,
+    fake_pool,
+    settings_for,
+    write_library,
+)
 
-from rewardsvc.core.pool import JudgeConfig
+from rewardsvc.core import comparative as cmp
+from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rollout import ItemIn, Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
+from rewardsvc.judges import comparative, prompts
 from rewardsvc.judges.backends import Backend, Endpoint
 from rewardsvc.judges.failures import BackendError
 from rewardsvc.judges.judge import Judge
 from rewardsvc.judges.prompts import Prompt
+from rewardsvc.scoring import groups as groups_module
 from rewardsvc.scoring.engine import Engine
+from rewardsvc.scoring.groups import GroupIn, GroupOptions, planned_work, score_groups
+from rewardsvc.server.guards import Turns
 
 # ------------------------------------------------------------------ helpers
 
@@ -52,7 +71,8 @@ def items(count: int, size: int = 1000, tag: str = "") -> list[ItemIn]:
 
 class BlockingBackend(Backend):
     """A real backend (its slots, deadlines and retries) whose HTTP post waits for ``go``
-    and then answers "yes" as vLLM would; ``posted`` counts the posts started."""
+    and then answers the first allowed choice as vLLM would; ``posted`` counts the posts
+    started."""
 
     def __init__(self, name: str, config: JudgeConfig):
         super().__init__(name, config)
@@ -68,7 +88,8 @@ class BlockingBackend(Backend):
                 await self.go.wait()
         except TimeoutError:
             raise BackendError("deadline", "the call's deadline passed") from None
-        return _reply(body, True, ["yes"], _distribution(_choices(body), 0.8))
+        choices = _choices(body)
+        return _reply(body, True, choices[:1], _distribution(choices, 0.8))
 
 
 def blocking_judge(concurrency: int) -> tuple[Judge, BlockingBackend]:
@@ -181,3 +202,250 @@ async def test_a_request_joining_an_inflight_verdict_keeps_its_own_deadline() ->
     assert second.items[0].status == "ok", second.items[0]
     assert second.items[0].reward is not None
     await engine.aclose()
+
+
+# ------------------------------------------------------------------ through the API
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeJudge]:
+    with FakeJudge() as judge:
+        yield judge
+
+
+@pytest.fixture
+def pool(fake: FakeJudge) -> JudgePool:
+    return fake_pool(fake.url, fake.url, timeout_s=10)
+
+
+@pytest.fixture
+def library(tmp_path: Path) -> Path:
+    return write_library(tmp_path / "rubrics")
+
+
+def error_of(reply: httpx.Response, status: int, field: str) -> str:
+    """The message of an error reply with this status and field."""
+    assert reply.status_code == status, reply.text
+    body = reply.json()
+    assert body["field"] == field, body
+    return str(body["message"])
+
+
+BOUND = 1024 * 1024  # the smallest max_prompt_bytes_per_request allowed
+
+
+async def test_a_request_planning_more_prompt_bytes_than_the_bound_gets_413_before_any_call(
+    library: Path, pool: JudgePool, fake: FakeJudge
+) -> None:
+    """4 items of 100 KB, 2 criteria x 2 judges: 1.6 MB of prompts planned from a 0.4 MB
+    body, over a bound of 1 MiB. On c824dfc it was scored (16 judge calls)."""
+    big = [{**ITEM, "id": f"b{n}", "completion": f"{n}" + "x" * 99_000} for n in range(4)]
+    settings = settings_for(library, max_prompt_bytes_per_request=BOUND)
+    async with app_client(settings, pool) as (http, _, _):
+        reply = await http.post("/v1/rewards", json={"rubric": "tiny", "items": big})
+        message = error_of(reply, 413, "max_prompt_bytes_per_request")
+        assert f"max_prompt_bytes_per_request={BOUND}" in message
+        planned = int(message.split("plans ")[1].split(" bytes")[0])
+        assert planned > 16 * 99_000  # the figure counts every call's copy of its item
+        # The trainer routes go through the same admission.
+        openrlhf = {"query": [i["completion"] for i in big], "prompts": [""] * 4}
+        reply = await http.post("/openrlhf/tiny", json=openrlhf)
+        assert reply.status_code == 413, reply.text
+        assert "max_prompt_bytes_per_request" in reply.text
+        # Under the bound is scored as before.
+        reply = await http.post("/v1/rewards", json={"rubric": "tiny", "items": big[:1]})
+        assert reply.status_code == 200, reply.text
+    assert fake.script.requests == 4  # only the last request reached a judge
+
+
+async def test_groups_and_preferences_are_bounded_by_their_planned_prompt_bytes(
+    library: Path, pool: JudgePool, fake: FakeJudge
+) -> None:
+    """A pairwise all_pairs group of 20 completions of 5 KB plans 1,520 calls of about 12 KB
+    each (18 MB) from a 0.1 MB body; on c824dfc only the calls were bounded."""
+    completions = [f"{n} " + "y" * 5_000 for n in range(20)]
+    group = {"prompt": "Q?", "completions": completions}
+    options = {"method": "pairwise", "tournament": "all_pairs"}
+    pairs = [{"prompt": "Q?", "a": "z" * 90_000, "b": f"{n}" + "z" * 90_000} for n in range(4)]
+    settings = settings_for(library, max_prompt_bytes_per_request=BOUND)
+    async with app_client(settings, pool) as (http, _, _):
+        body = {"rubric": "tiny", "groups": [group], "options": options}
+        message = error_of(
+            await http.post("/v1/groups", json=body), 413, "max_prompt_bytes_per_request"
+        )
+        assert "over 1520 calls" in message
+        body = {"rubric": "tiny", "pairs": pairs}
+        reply = await http.post("/v1/preferences", json=body)
+        error_of(reply, 413, "max_prompt_bytes_per_request")
+    assert fake.script.requests == 0
+
+
+def test_planned_work_counts_only_the_groups_that_will_be_scored() -> None:
+    """Admission counts what is planned: a rejected group (too many for one listwise call,
+    or a single completion) costs nothing; c824dfc counted its orders."""
+    rub = rubric(2, judges=["primary", "secondary"])
+    ok = GroupIn("ok", tuple(Rollout("Q?", f"answer {n}") for n in range(4)))
+    huge = GroupIn("huge", tuple(Rollout("Q?", f"answer {n}") for n in range(cmp.MAX_LISTWISE + 1)))
+    alone = GroupIn("alone", (Rollout("Q?", "only"),))
+    calls, size = planned_work(rub, [ok, huge, alone], GroupOptions(orders=2), 100_000)
+    assert calls == 2 * 2 * 2  # orders x judges x criteria, for the one group scored
+    assert size >= calls * prompts.CALL_OVERHEAD_BYTES
+    pairwise = GroupOptions(method="pairwise", tournament="all_pairs")
+    assert planned_work(rub, [ok], pairwise, 100_000)[0] == 6 * 2 * 2 * 2
+
+
+async def test_an_inline_rubric_larger_than_max_rubric_bytes_gets_413_naming_its_field(
+    library: Path, pool: JudgePool, fake: FakeJudge
+) -> None:
+    """On c824dfc an inline rubric of any size (up to the body limit) was accepted."""
+    huge = {**INLINE_RUBRIC, "instructions": "Be fair. " * 10_000}
+    recipe = {
+        "kind": "recipe",
+        "id": "inline-recipe",
+        "components": [{"id": "q", "rubric": huge, "weight": 1.0}],
+    }
+    settings = settings_for(library, max_rubric_bytes=64 * 1024)
+    async with app_client(settings, pool) as (http, _, _):
+        reply = await http.post("/v1/rewards", json={"rubric": huge, "items": [ITEM]})
+        message = error_of(reply, 413, "rubric.instructions")
+        assert "max_rubric_bytes=65536" in message
+        groups = {"rubric": huge, "groups": [{"prompt": "Q?", "completions": ["a", "b"]}]}
+        error_of(await http.post("/v1/groups", json=groups), 413, "rubric.instructions")
+        reply = await http.post("/v1/rewards", json={"rubric": recipe, "items": [ITEM]})
+        assert reply.status_code == 413, reply.text
+        assert reply.json()["field"].endswith(".instructions")
+        small = await http.post("/v1/rewards", json={"rubric": INLINE_RUBRIC, "items": [ITEM]})
+        assert small.status_code == 200, small.text
+
+
+async def test_validate_is_bounded_and_admitted(
+    library: Path, pool: JudgePool, fake: FakeJudge
+) -> None:
+    """c824dfc parsed any validate body up to max_body_bytes (about 1 s of CPU per 64 KB),
+    answered 200 with valid=false for one over max_rubric_bytes, and let validate past
+    admission while draining."""
+    settings = settings_for(library, max_rubric_bytes=2048)
+    headers = {"content-type": "text/yaml"}
+    async with app_client(settings, pool) as (http, app, _):
+        big = TINY_RUBRIC + "# " + "x" * 4096 + "\n"
+        reply = await http.post("/v1/rubrics/validate", content=big.encode(), headers=headers)
+        assert "max_rubric_bytes=2048" in error_of(reply, 413, "max_rubric_bytes")
+        reply = await http.post("/v1/rubrics/validate", json={"yaml": big})
+        error_of(reply, 413, "max_rubric_bytes")
+        ok = await http.post("/v1/rubrics/validate", content=TINY_RUBRIC.encode(), headers=headers)
+        assert ok.status_code == 200 and ok.json()["valid"] is True
+        app.state.service.draining = True
+        reply = await http.post(
+            "/v1/rubrics/validate", content=TINY_RUBRIC.encode(), headers=headers
+        )
+        assert reply.status_code == 503, reply.text
+        app.state.service.draining = False
+
+
+# ------------------------------------------------------------------ groups
+
+
+def group_judges(concurrency: int) -> tuple[dict[str, Judge], BlockingBackend]:
+    judge, backend = blocking_judge(concurrency)
+    return {"primary": judge}, backend
+
+
+async def test_group_prompts_alive_are_bounded_and_blocks_are_fenced_once_per_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pairwise all_pairs group of 12 (132 calls) on a judge of 3 slots that blocks: at
+    most 3 prompts exist at once, and each text is sanitized once for the group. On c824dfc
+    all 132 prompts were rendered at planning, each sanitizing its 3 texts (396 times)."""
+    sanitized = []
+    real = comparative.sanitize
+
+    def counting(text: str, defuser: Any) -> str:
+        sanitized.append(text)
+        return real(text, defuser)
+
+    monkeypatch.setattr(comparative, "sanitize", counting)
+    judges, backend = group_judges(3)
+    group = GroupIn("g", tuple(Rollout("Q?", f"answer {n} " + "w" * 2000) for n in range(12)))
+    options = GroupOptions(method="pairwise", tournament="all_pairs")
+    before = prompts_alive()
+    scoring = asyncio.create_task(score_groups(judges, rubric(1), [group], options))
+    await until(lambda: backend.posted == 3)
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert prompts_alive() - before <= 3
+    assert len(sanitized) == 13  # the prompt and each completion, once
+    backend.go.set()
+    batch = await scoring
+    assert batch.results[0].status == "ok"
+    assert batch.usage.judge_calls == 132
+    for judge in judges.values():
+        await judge.aclose()
+
+
+async def test_group_planning_and_assembly_run_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On c824dfc planning (every prompt of the request) ran on the loop: 46 s of blocked
+    loop for a 1.6 MB all_pairs request."""
+    where: list[str] = []
+    real_plan, real_assemble = groups_module._plan_group, groups_module._assemble_group
+
+    def plan(*args: Any, **kwargs: Any) -> Any:
+        where.append(threading.current_thread().name)
+        return real_plan(*args, **kwargs)
+
+    def assemble(*args: Any, **kwargs: Any) -> Any:
+        where.append(threading.current_thread().name)
+        return real_assemble(*args, **kwargs)
+
+    monkeypatch.setattr(groups_module, "_plan_group", plan)
+    monkeypatch.setattr(groups_module, "_assemble_group", assemble)
+    judges, backend = group_judges(4)
+    backend.go.set()
+    group = GroupIn("g", tuple(Rollout("Q?", f"answer {n}") for n in range(3)))
+    batch = await score_groups(judges, rubric(1), [group])
+    assert batch.results[0].status == "ok"
+    assert len(where) == 2 and threading.main_thread().name not in where
+    for judge in judges.values():
+        await judge.aclose()
+
+
+# ------------------------------------------------------------------ paced starts
+
+
+async def test_requests_start_a_few_per_turn_of_the_loop() -> None:
+    """Twelve requests arriving at once under a pace of 4 per turn start over 3 or more
+    turns, in arrival order; c824dfc started them all in one."""
+    turns = Turns(4)
+    tick = 0
+    running = True
+
+    def count() -> None:
+        nonlocal tick
+        tick += 1
+        if running:
+            asyncio.get_running_loop().call_soon(count)
+
+    asyncio.get_running_loop().call_soon(count)
+    started: list[tuple[int, int]] = []
+
+    async def request(n: int) -> None:
+        await turns.wait()
+        started.append((n, tick))
+
+    await asyncio.gather(*(request(n) for n in range(12)))
+    running = False
+    assert [n for n, _ in started] == list(range(12))
+    per_turn: dict[int, int] = {}
+    for _, at in started:
+        per_turn[at] = per_turn.get(at, 0) + 1
+    assert max(per_turn.values()) <= 4 and len(per_turn) >= 3
+
+
+async def test_a_request_cancelled_while_waiting_its_turn_gives_it_up() -> None:
+    turns = Turns(1)
+    waits = [asyncio.create_task(turns.wait()) for _ in range(3)]
+    await asyncio.sleep(0)  # the first has started, the others wait their turn
+    waits[1].cancel()
+    await asyncio.wait_for(waits[2], 5)  # the next in line takes the cancelled one's turn
+    assert waits[0].done() and waits[1].cancelled()

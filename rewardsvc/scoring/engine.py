@@ -36,6 +36,7 @@ from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.graders.run import Graders, grade_criteria
+from rewardsvc.judges import prompts
 from rewardsvc.judges.batching import SharedCall, by_view
 from rewardsvc.safety.detectors import THREAD_ABOVE_CHARS, detect
 from rewardsvc.scoring import steps
@@ -109,6 +110,23 @@ class _Call:
     key: bytes
     run: Callable[[], Awaitable[Verdict]]
     batch: SharedCall | None = None  # the call this verdict shares with its item's other criteria
+
+
+def planned_cost(rubric: Rubric, rollout: Rollout) -> tuple[int, int]:
+    """The calls one judge makes for ``rollout`` under ``rubric``, as ``Engine._plan`` plans
+    them, and the prompt bytes they carry at most: what admission weighs before anything
+    is rendered. A batched judge makes fewer calls; graders make none."""
+    if rubric.combine == "implicit":
+        calls = 1
+    else:
+        calls = sum(1 for c in rubric.criteria if c.grader is None and c.scope != "step")
+    calls += rollout.step_count() * len(steps.step_criteria(rubric))
+    each = (
+        prompts.CALL_OVERHEAD_BYTES
+        + prompts.rubric_bytes(rubric)
+        + prompts.text_bytes(rollout.prompt, rollout.completion, rollout.reference)
+    )
+    return calls, calls * each
 
 
 class Engine:

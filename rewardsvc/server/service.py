@@ -21,6 +21,7 @@ from fastapi import Depends
 
 from rewardsvc.core.errors import RequestError
 from rewardsvc.core.observe import Observers
+from rewardsvc.core.recipe import Recipe
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.run import Graders
 from rewardsvc.judges.judge import Judge, build_judges
@@ -29,9 +30,8 @@ from rewardsvc.library.yamlfile import InvalidFile, validate_document
 from rewardsvc.monitor import CanaryRunner, Monitor, load_canaries
 from rewardsvc.scoring.cache import VerdictCache
 from rewardsvc.scoring.calibration import CalibrationWindows
-from rewardsvc.scoring.engine import Engine
-from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions, score_groups
-from rewardsvc.scoring.groups import planned_calls as groups_planned_calls
+from rewardsvc.scoring.engine import Engine, planned_cost
+from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions, planned_work, score_groups
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions, judge_preferences
 from rewardsvc.scoring.shared import RedisLink
 from rewardsvc.server import metrics, monitor_metrics
@@ -44,9 +44,10 @@ from rewardsvc.server.dashboard import (
     monitor_config,
     share_monitor,
 )
-from rewardsvc.server.dispatch import Target, resolve_target, score_target
+from rewardsvc.server.dispatch import Target, check_inline_size, resolve_target, score_target
 from rewardsvc.server.errors import ApiError
 from rewardsvc.server.guards import InflightLimiter, check_batch
+from rewardsvc.server.items import read_item
 from rewardsvc.server.readiness import ReadinessProbe
 from rewardsvc.server.reward_log import RewardLog
 from rewardsvc.server.state import running_service
@@ -103,10 +104,13 @@ class Service:
         raise ApiError(404, "unknown_rubric", message, field="rubric")
 
     def inline_rubric(self, rubric: Rubric) -> Rubric:
-        """Re-validate an inline rubric against the judge pool (FastAPI validated its shape)."""
+        """Re-validate an inline rubric against the judge pool (FastAPI validated its shape);
+        413 when it is larger than max_rubric_bytes."""
+        doc = rubric.model_dump(mode="json")
+        check_inline_size(doc, self.settings.max_rubric_bytes)
         try:
             return validate_document(
-                rubric.model_dump(mode="json"),
+                doc,
                 Rubric,
                 "<request>",
                 self.registry.context,
@@ -126,7 +130,11 @@ class Service:
 
     def target(self, value: Any) -> Target:
         """What a request's ``rubric`` names: a library rubric, recipe or routing table, or
-        an inline rubric or recipe (404 or 422 naming the field)."""
+        an inline rubric or recipe (404 or 422 naming the field; 413 for one larger than
+        max_rubric_bytes)."""
+        if isinstance(value, Recipe):
+            doc = value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            check_inline_size(doc, self.settings.max_rubric_bytes)
         return resolve_target(self.registry, value, self.library_rubric, self.inline_rubric)
 
     async def score(
@@ -144,10 +152,20 @@ class Service:
         check_batch(len(items), self.settings.max_items, field_name)
         target = rubric if isinstance(rubric, Target) else Target.of_rubric(rubric, metrics_label)
         calls = len(items) * target.calls_per_item(lambda r: self._calls_per_item(r, options))
+        inputs = [read_item(i, raw) for i, raw in enumerate(items)]
+        prompt_bytes = sum(
+            target.calls_per_item(
+                lambda r, at=item.rollout: self._judges(r, options) * planned_cost(r, at)[1]
+            )
+            for item in inputs
+            if item.rollout is not None
+        )
         deadline = time.monotonic() + self.settings.request_timeout_s
-        with self.admitted(len(items), calls):
+        with self.admitted(len(items), calls, prompt_bytes):
             try:
-                response = await score_target(target, self.engine, items, options, deadline, run)
+                response = await score_target(
+                    target, self.engine, items, options, deadline, run, inputs=inputs
+                )
             except RequestError as exc:
                 raise ApiError.of(exc) from exc
         if self.reward_log is not None:
@@ -155,10 +173,20 @@ class Service:
         return response
 
     @contextlib.contextmanager
-    def admitted(self, items: int, calls: int) -> Iterator[None]:
+    def admitted(self, items: int, calls: int, prompt_bytes: int = 0) -> Iterator[None]:
         """Hold in-flight slots for ``items`` and ``calls`` (429 when full, 413 when the
-        calls alone exceed max_inflight_calls) and count the request as active, so that a
-        drain waits for it."""
+        calls alone exceed max_inflight_calls or their ``prompt_bytes`` exceed
+        max_prompt_bytes_per_request) and count the request as active, so that a drain
+        waits for it."""
+        bound = self.settings.max_prompt_bytes_per_request
+        if prompt_bytes > bound:
+            raise ApiError(
+                413,
+                "too_much_work",
+                f"the request plans {prompt_bytes} bytes of judge prompts over {calls} calls, "
+                f"more than max_prompt_bytes_per_request={bound}; split it",
+                field="max_prompt_bytes_per_request",
+            )
         if calls > self.settings.max_inflight_calls:
             raise ApiError(
                 413,
@@ -187,8 +215,10 @@ class Service:
         """Groups of completions scored relative to each other (``POST /v1/groups``)."""
         check_batch(sum(len(g.rollouts) for g in groups), self.settings.max_items, "groups")
         self._calls_per_item(rubric, RewardOptions())
-        calls = groups_planned_calls(rubric, [len(g.rollouts) for g in groups], options)
-        with self.admitted(sum(len(g.rollouts) for g in groups), calls):
+        calls, size = await asyncio.to_thread(
+            planned_work, rubric, groups, options, self.engine.max_text_chars
+        )
+        with self.admitted(sum(len(g.rollouts) for g in groups), calls, size):
             return await score_groups(
                 self.engine.judges,  # type: ignore[arg-type]
                 rubric,
@@ -205,8 +235,8 @@ class Service:
         check_batch(2 * len(pairs), self.settings.max_items, "pairs")
         self._calls_per_item(rubric, RewardOptions())
         as_groups = GroupOptions(method="pairwise", judges=options.judges)
-        calls = groups_planned_calls(rubric, [2] * len(pairs), as_groups)
-        with self.admitted(2 * len(pairs), calls):
+        calls, size = planned_work(rubric, pairs, as_groups, self.engine.max_text_chars)
+        with self.admitted(2 * len(pairs), calls, size):
             return await judge_preferences(
                 self.engine.judges,  # type: ignore[arg-type]
                 rubric,
@@ -231,8 +261,14 @@ class Service:
                     f"the rubric has {count} {part}, more than {name}={limit}",
                     field=f"rubric.{part}",
                 )
-        judges = len(options.judges) if options.judges else len(rubric.judges)
-        return judges * (1 if rubric.combine == "implicit" else len(rubric.criteria))
+        return self._judges(rubric, options) * (
+            1 if rubric.combine == "implicit" else len(rubric.criteria)
+        )
+
+    @staticmethod
+    def _judges(rubric: Rubric, options: RewardOptions) -> int:
+        """The judges a request asks for each call of ``rubric``."""
+        return len(options.judges) if options.judges else len(rubric.judges)
 
     async def drain(self, timeout_s: float, answer_s: float = 5.0) -> bool:
         """Refuse new scoring requests and wait up to ``timeout_s`` for those accepted to

@@ -21,6 +21,7 @@ from typing import Any
 import psutil
 
 from bench.harness import (
+    BENCH_DIR,
     RssSampler,
     judge_entry,
     post_rewards,
@@ -29,6 +30,7 @@ from bench.harness import (
     rubric_variant,
     session,
     start_stub,
+    write_results,
 )
 
 
@@ -78,16 +80,35 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         stub.stop()
 
 
+def markdown(result: dict[str, Any], command: str) -> str:
+    """The report: the request, its calls, and the service's RSS growth and CPU."""
+    return "\n".join(
+        [
+            "# Memory of one large request",
+            "",
+            f"`{command}`: a {result['body_mb']} MB body planning {result['planned_calls']} "
+            f"judge calls (about {result['prompt_mb_about']} MB of prompts), status "
+            f"{result['status']}, {result['judge_calls']} calls made in {result['seconds']} s.",
+            "",
+            f"RSS {result['idle_rss_mb']} MB idle, {result['peak_rss_mb']} MB at peak: "
+            f"+{result['growth_mb']} MB; service CPU {result['service_cpu_s']} s.",
+            "",
+        ]
+    )
+
+
 def main() -> None:
-    """Run once and print the figures as JSON."""
+    """Run once and write the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=8)
     parser.add_argument("--criteria", type=int, default=50)
     parser.add_argument("--concurrency", type=int, default=4, help="the judge's slots")
     parser.add_argument("--delay-ms", type=float, default=20.0, help="the stub judge's latency")
+    parser.add_argument("--out", type=Path, default=BENCH_DIR / "results" / "request_memory")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="rewardsvc-memory-") as tmp:
-        print(json.dumps(asyncio.run(run(args, Path(tmp))), indent=2))
+        result = asyncio.run(run(args, Path(tmp)))
+    write_results(args.out, result, markdown(result, "python -m bench.request_memory"))
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from rewardsvc.judges.failures import BackendError
 from rewardsvc.judges.judge import Judge
 from rewardsvc.judges.prompts import Prompt
 from rewardsvc.scoring import groups as groups_module
+from rewardsvc.scoring.cache import VerdictCache
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.groups import GroupIn, GroupOptions, planned_work, score_groups
 from rewardsvc.server.guards import Turns
@@ -449,3 +450,50 @@ async def test_a_request_cancelled_while_waiting_its_turn_gives_it_up() -> None:
     waits[1].cancel()
     await asyncio.wait_for(waits[2], 5)  # the next in line takes the cancelled one's turn
     assert waits[0].done() and waits[1].cancelled()
+
+
+# ------------------------------------------------------------------ the loop during large work
+
+
+class InstantJudge(SlowJudge):
+    """Answers at once (its verdicts get cached)."""
+
+    def __init__(self) -> None:
+        super().__init__(delay_s=0.0)
+
+
+async def test_a_large_batch_of_cache_hits_lets_the_loop_turn() -> None:
+    """1024 items served from the verdict cache: other tasks get the loop while the batch is
+    scored. On c824dfc the whole batch ran in one stretch (0.2 to 0.8 s of blocked loop,
+    the other task never ran)."""
+    engine = Engine({"primary": InstantJudge()}, VerdictCache(100_000))
+    batch = items(1024, 200)
+    await engine.score(rubric(5), batch)  # now cached
+    turns = 0
+    done = False
+
+    async def other() -> None:
+        nonlocal turns
+        while not done:
+            turns += 1
+            await asyncio.sleep(0)
+
+    watcher = asyncio.create_task(other())
+    await asyncio.sleep(0)
+    before = turns
+    scored = await engine.score(rubric(5), batch)
+    during = turns - before
+    done = True
+    await watcher
+    assert scored.usage.cache_hits == 5120
+    assert during >= 2
+
+
+async def test_the_service_keeps_its_start_up_heap_out_of_full_collections(
+    library: Path, pool: JudgePool
+) -> None:
+    """A full collection scanned the whole start-up heap (about 100k objects, 0.1 s of
+    stalled loop each time); c824dfc froze nothing."""
+    async with app_client(settings_for(library), pool):
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0

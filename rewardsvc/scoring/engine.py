@@ -43,6 +43,7 @@ from rewardsvc.scoring import steps
 from rewardsvc.scoring.assemble import episode_part, item_reward, judge_outcome, step_results
 from rewardsvc.scoring.cache import Source, VerdictCache, cache_key
 from rewardsvc.scoring.calibration import CalibrationWindows
+from rewardsvc.scoring.pacing import Pacer
 
 log = logging.getLogger(__name__)
 
@@ -256,15 +257,17 @@ class Engine:
 
         results: list[ItemReward | None] = [None] * len(items)
         prepared: list[_Prepared] = []
+        pacer = Pacer()  # a large batch must not hold the loop from start to end
         for index, item in enumerate(items):
+            await pacer.step()
             outcome = await self._prepare(rubric, index, item)
             if isinstance(outcome, _Prepared):
                 prepared.append(outcome)
             else:
                 results[index] = outcome
 
-        calls = self._plan(rubric, version, names, prepared, deadline)
-        judged = self._run(calls, options.use_cache, deadline)
+        calls = await self._plan(rubric, version, names, prepared, deadline, pacer)
+        judged = self._run(calls, options.use_cache, deadline, pacer)
         if any(c.grader is not None for c in rubric.criteria):
             grading = grade_criteria(self.graders, rubric, [p.rollout for p in prepared])
             outcomes, graded = await asyncio.gather(judged, grading)
@@ -295,7 +298,7 @@ class Engine:
                 verdicts[pos][name].update({c: (g.verdict(), "grader") for c, g in grades.items()})
 
         assembled = await self._assemble(
-            rubric, version, options, names, min_judges, prepared, verdicts
+            rubric, version, options, names, min_judges, prepared, verdicts, pacer
         )
         for p, result, grades in zip(prepared, assembled, graded, strict=True):
             for outcome in result.judges.values():
@@ -315,7 +318,7 @@ class Engine:
         return batch
 
     async def _run(
-        self, calls: list[_Call], use_cache: bool, deadline: float | None
+        self, calls: list[_Call], use_cache: bool, deadline: float | None, pacer: Pacer
     ) -> list[tuple[Verdict, Source]]:
         outcomes: list[tuple[Verdict, Source]] = [_NO_VERDICT] * len(calls)
         # Memory hits are served here. The rest wait for the cache's task for their key,
@@ -324,6 +327,7 @@ class Engine:
         waits: dict[int, tuple[asyncio.Future[tuple[Verdict, Source]], bool]] = {}
         own: list[asyncio.Task[tuple[Verdict, Source]]] = []
         for n, c in enumerate(calls):
+            await pacer.step()  # before the lookup: a key looked up is started at once
             if not use_cache:
                 task = asyncio.ensure_future(self.cache.get_or_call(c.key, c.run, use_cache=False))
                 own.append(task)
@@ -398,13 +402,14 @@ class Engine:
             self._expired = asyncio.get_running_loop().create_future()
         return self._expired
 
-    def _plan(
+    async def _plan(
         self,
         rubric: Rubric,
         version: str,
         names: list[str],
         prepared: list[_Prepared],
         deadline: float | None,
+        pacer: Pacer,
     ) -> list[_Call]:
         """One call per (item, judge, criterion), item-major so that the calls for one
         item reach a judge together and share its prefix cache; for a judge that batches
@@ -413,6 +418,7 @@ class Engine:
         identities = {name: self.judges[name].cache_identity() for name in names}
         calls: list[_Call] = []
         for pos, p in enumerate(prepared):
+            await pacer.step()
             digest = p.rollout.digest()
             for name in names:
                 judge = self.judges[name]
@@ -492,36 +498,42 @@ class Engine:
         min_judges: int,
         prepared: list[_Prepared],
         verdicts: list[dict[str, dict[str, tuple[Verdict, Source]]]],
+        pacer: Pacer,
     ) -> list[ItemReward]:
         episode = steps.episode_rubric(rubric)
-        rows = [
-            {
-                name: judge_outcome(episode, episode_part(per_judge[name]))
-                if episode is not None
-                else JudgeOutcome(score=None, error="the rubric has only step criteria")
-                for name in names
-            }
-            for per_judge in verdicts
-        ]
+        rows = []
+        for per_judge in verdicts:
+            await pacer.step()
+            rows.append(
+                {
+                    name: judge_outcome(episode, episode_part(per_judge[name]))
+                    if episode is not None
+                    else JudgeOutcome(score=None, error="the rubric has only step criteria")
+                    for name in names
+                }
+            )
         if episode is not None and rubric.aggregation.calibration != "none":
             await self._calibrate(rubric, version, names, rows)
         rule = options.rule or rubric.aggregation.rule
-        return [
-            item_reward(
-                rubric,
-                rule,
-                names,
-                min_judges,
-                f"items[{p.index}]",
-                p.id,
-                p.rollout,
-                p.flags,
-                row,
-                per_judge,
-                step_results(rubric, p.rollout, per_judge, rule, min_judges),
+        rewards = []
+        for p, row, per_judge in zip(prepared, rows, verdicts, strict=True):
+            await pacer.step()
+            rewards.append(
+                item_reward(
+                    rubric,
+                    rule,
+                    names,
+                    min_judges,
+                    f"items[{p.index}]",
+                    p.id,
+                    p.rollout,
+                    p.flags,
+                    row,
+                    per_judge,
+                    step_results(rubric, p.rollout, per_judge, rule, min_judges),
+                )
             )
-            for p, row, per_judge in zip(prepared, rows, verdicts, strict=True)
-        ]
+        return rewards
 
     def expire(self) -> None:
         """End the judge work of every batch now, as if their deadlines had passed (on

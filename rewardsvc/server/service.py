@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -316,6 +317,7 @@ class Service:
             await self.shared.aclose()
         if self.reward_log is not None:
             await asyncio.to_thread(self.reward_log.close)
+        gc.unfreeze()
 
 
 ServiceDep = Annotated[Service, Depends(running_service)]
@@ -408,4 +410,8 @@ async def start_service(
         service.tasks.append(asyncio.create_task(runner.run_forever(service.stop)))
     if settings.reload:
         service.tasks.append(asyncio.create_task(registry.watch(service.stop)))
+    # What start-up built (modules, library, judges: about 100k objects) lives as long as the
+    # service: kept out of the collector's full passes, each of which stalled the event loop
+    # for about 0.1 s scanning it all. ``aclose`` gives it back to the collector.
+    gc.freeze()
     return service

@@ -1,5 +1,6 @@
-"""What one request may cost: prompts alive at once, planned prompt bytes, inline rubric
-size, comparative planning, validate's admission, paced starts, and joined deadlines.
+"""What one request may cost and how long it may hold the loop: prompts alive at once,
+comparative planning and fencing, admission's count of calls, paced starts and long
+batches, and the deadline of a joined verdict (the HTTP limits are in ``test_guards``).
 
 Memory is asserted on counts (rendered ``Prompt`` objects alive while a judge blocks), never
 on RSS, and nothing here asserts a duration.
@@ -11,25 +12,15 @@ import asyncio
 import gc
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from fakejudge import FakeJudge, _choices, _distribution, _reply
-from test_api_support import (
-    INLINE_RUBRIC,
-    ITEM,
-    TINY_RUBRIC,
-    app_client,
-    fake_pool,
-    settings_for,
-    write_library,
-)
+from fakejudge import _choices, _distribution, _reply
+from test_api_support import wait_for
+from test_engine import StubJudge, constant
 
 from rewardsvc.core import comparative as cmp
-from rewardsvc.core.pool import JudgeConfig, JudgePool
+from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import ItemIn, Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
@@ -108,15 +99,6 @@ def prompts_alive() -> int:
     return sum(isinstance(o, Prompt) for o in gc.get_objects())
 
 
-async def until(condition: Any, seconds: float = 10.0) -> None:
-    """Yield to the loop until ``condition()`` holds (a generous bound, not a timing)."""
-    end = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > end:
-            raise AssertionError("condition not reached")
-        await asyncio.sleep(0.01)
-
-
 # ------------------------------------------------------------------ prompts rendered at a turn
 
 
@@ -127,7 +109,7 @@ async def test_prompts_alive_are_bounded_by_the_judge_concurrency() -> None:
     engine = Engine({"primary": judge})
     before = prompts_alive()
     scoring = asyncio.create_task(engine.score(rubric(4), items(100)))
-    await until(lambda: backend.posted == 4)
+    await wait_for(lambda: backend.posted == 4)
     for _ in range(20):  # whatever else was going to start has started
         await asyncio.sleep(0)
     assert prompts_alive() - before <= 4
@@ -151,17 +133,12 @@ async def test_a_call_waiting_for_a_turn_past_its_deadline_fails_as_deadline() -
 # ------------------------------------------------------------------ joined verdicts
 
 
-class SlowJudge:
-    """A duck-typed judge whose calls take ``delay_s`` and honour their own deadline."""
-
-    name = "primary"
+class SlowJudge(StubJudge):
+    """A stub judge whose calls take ``delay_s`` and honour their own deadline."""
 
     def __init__(self, delay_s: float):
+        super().__init__("primary", constant(1.0))
         self.delay_s = delay_s
-        self.calls = 0
-
-    def cache_identity(self) -> str:
-        return "slow"
 
     async def score_criterion(
         self,
@@ -171,22 +148,11 @@ class SlowJudge:
         *,
         deadline: float | None = None,
     ) -> Verdict:
-        self.calls += 1
-        budget = (
-            self.delay_s if deadline is None else min(self.delay_s, deadline - time.monotonic())
-        )
-        await asyncio.sleep(max(0.0, budget))
+        budget = self.delay_s if deadline is None else deadline - time.monotonic()
+        await asyncio.sleep(max(0.0, min(self.delay_s, budget)))
         if deadline is not None and time.monotonic() >= deadline:
             return Verdict.failed("deadline: the call's deadline passed", kind="deadline")
-        return Verdict(score=1.0)
-
-    async def score_holistic(
-        self, rubric: Rubric, rollout: Rollout, *, deadline: float | None = None
-    ) -> Verdict:
-        raise AssertionError("not used")
-
-    async def aclose(self) -> None:
-        return None
+        return await super().score_criterion(rubric, criterion, rollout, deadline=deadline)
 
 
 async def test_a_request_joining_an_inflight_verdict_keeps_its_own_deadline() -> None:
@@ -203,144 +169,6 @@ async def test_a_request_joining_an_inflight_verdict_keeps_its_own_deadline() ->
     assert second.items[0].status == "ok", second.items[0]
     assert second.items[0].reward is not None
     await engine.aclose()
-
-
-# ------------------------------------------------------------------ through the API
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeJudge]:
-    with FakeJudge() as judge:
-        yield judge
-
-
-@pytest.fixture
-def pool(fake: FakeJudge) -> JudgePool:
-    return fake_pool(fake.url, fake.url, timeout_s=10)
-
-
-@pytest.fixture
-def library(tmp_path: Path) -> Path:
-    return write_library(tmp_path / "rubrics")
-
-
-def error_of(reply: httpx.Response, status: int, field: str) -> str:
-    """The message of an error reply with this status and field."""
-    assert reply.status_code == status, reply.text
-    body = reply.json()
-    assert body["field"] == field, body
-    return str(body["message"])
-
-
-BOUND = 1024 * 1024  # the smallest max_prompt_bytes_per_request allowed
-
-
-async def test_a_request_planning_more_prompt_bytes_than_the_bound_gets_413_before_any_call(
-    library: Path, pool: JudgePool, fake: FakeJudge
-) -> None:
-    """4 items of 100 KB, 2 criteria x 2 judges: 1.6 MB of prompts planned from a 0.4 MB
-    body, over a bound of 1 MiB. On c824dfc it was scored (16 judge calls)."""
-    big = [{**ITEM, "id": f"b{n}", "completion": f"{n}" + "x" * 99_000} for n in range(4)]
-    settings = settings_for(library, max_prompt_bytes_per_request=BOUND)
-    async with app_client(settings, pool) as (http, _, _):
-        reply = await http.post("/v1/rewards", json={"rubric": "tiny", "items": big})
-        message = error_of(reply, 413, "max_prompt_bytes_per_request")
-        assert f"max_prompt_bytes_per_request={BOUND}" in message
-        planned = int(message.split("plans ")[1].split(" bytes")[0])
-        assert planned > 16 * 99_000  # the figure counts every call's copy of its item
-        # The trainer routes go through the same admission.
-        openrlhf = {"query": [i["completion"] for i in big], "prompts": [""] * 4}
-        reply = await http.post("/openrlhf/tiny", json=openrlhf)
-        assert reply.status_code == 413, reply.text
-        assert "max_prompt_bytes_per_request" in reply.text
-        # Under the bound is scored as before.
-        reply = await http.post("/v1/rewards", json={"rubric": "tiny", "items": big[:1]})
-        assert reply.status_code == 200, reply.text
-    assert fake.script.requests == 4  # only the last request reached a judge
-
-
-async def test_groups_and_preferences_are_bounded_by_their_planned_prompt_bytes(
-    library: Path, pool: JudgePool, fake: FakeJudge
-) -> None:
-    """A pairwise all_pairs group of 20 completions of 5 KB plans 1,520 calls of about 12 KB
-    each (18 MB) from a 0.1 MB body; on c824dfc only the calls were bounded."""
-    completions = [f"{n} " + "y" * 5_000 for n in range(20)]
-    group = {"prompt": "Q?", "completions": completions}
-    options = {"method": "pairwise", "tournament": "all_pairs"}
-    pairs = [{"prompt": "Q?", "a": "z" * 90_000, "b": f"{n}" + "z" * 90_000} for n in range(4)]
-    settings = settings_for(library, max_prompt_bytes_per_request=BOUND)
-    async with app_client(settings, pool) as (http, _, _):
-        body = {"rubric": "tiny", "groups": [group], "options": options}
-        message = error_of(
-            await http.post("/v1/groups", json=body), 413, "max_prompt_bytes_per_request"
-        )
-        assert "over 1520 calls" in message
-        body = {"rubric": "tiny", "pairs": pairs}
-        reply = await http.post("/v1/preferences", json=body)
-        error_of(reply, 413, "max_prompt_bytes_per_request")
-    assert fake.script.requests == 0
-
-
-def test_planned_work_counts_only_the_groups_that_will_be_scored() -> None:
-    """Admission counts what is planned: a rejected group (too many for one listwise call,
-    or a single completion) costs nothing; c824dfc counted its orders."""
-    rub = rubric(2, judges=["primary", "secondary"])
-    ok = GroupIn("ok", tuple(Rollout("Q?", f"answer {n}") for n in range(4)))
-    huge = GroupIn("huge", tuple(Rollout("Q?", f"answer {n}") for n in range(cmp.MAX_LISTWISE + 1)))
-    alone = GroupIn("alone", (Rollout("Q?", "only"),))
-    calls, size = planned_work(rub, [ok, huge, alone], GroupOptions(orders=2), 100_000)
-    assert calls == 2 * 2 * 2  # orders x judges x criteria, for the one group scored
-    assert size >= calls * prompts.CALL_OVERHEAD_BYTES
-    pairwise = GroupOptions(method="pairwise", tournament="all_pairs")
-    assert planned_work(rub, [ok], pairwise, 100_000)[0] == 6 * 2 * 2 * 2
-
-
-async def test_an_inline_rubric_larger_than_max_rubric_bytes_gets_413_naming_its_field(
-    library: Path, pool: JudgePool, fake: FakeJudge
-) -> None:
-    """On c824dfc an inline rubric of any size (up to the body limit) was accepted."""
-    huge = {**INLINE_RUBRIC, "instructions": "Be fair. " * 10_000}
-    recipe = {
-        "kind": "recipe",
-        "id": "inline-recipe",
-        "components": [{"id": "q", "rubric": huge, "weight": 1.0}],
-    }
-    settings = settings_for(library, max_rubric_bytes=64 * 1024)
-    async with app_client(settings, pool) as (http, _, _):
-        reply = await http.post("/v1/rewards", json={"rubric": huge, "items": [ITEM]})
-        message = error_of(reply, 413, "rubric.instructions")
-        assert "max_rubric_bytes=65536" in message
-        groups = {"rubric": huge, "groups": [{"prompt": "Q?", "completions": ["a", "b"]}]}
-        error_of(await http.post("/v1/groups", json=groups), 413, "rubric.instructions")
-        reply = await http.post("/v1/rewards", json={"rubric": recipe, "items": [ITEM]})
-        assert reply.status_code == 413, reply.text
-        assert reply.json()["field"].endswith(".instructions")
-        small = await http.post("/v1/rewards", json={"rubric": INLINE_RUBRIC, "items": [ITEM]})
-        assert small.status_code == 200, small.text
-
-
-async def test_validate_is_bounded_and_admitted(
-    library: Path, pool: JudgePool, fake: FakeJudge
-) -> None:
-    """c824dfc parsed any validate body up to max_body_bytes (about 1 s of CPU per 64 KB),
-    answered 200 with valid=false for one over max_rubric_bytes, and let validate past
-    admission while draining."""
-    settings = settings_for(library, max_rubric_bytes=2048)
-    headers = {"content-type": "text/yaml"}
-    async with app_client(settings, pool) as (http, app, _):
-        big = TINY_RUBRIC + "# " + "x" * 4096 + "\n"
-        reply = await http.post("/v1/rubrics/validate", content=big.encode(), headers=headers)
-        assert "max_rubric_bytes=2048" in error_of(reply, 413, "max_rubric_bytes")
-        reply = await http.post("/v1/rubrics/validate", json={"yaml": big})
-        error_of(reply, 413, "max_rubric_bytes")
-        ok = await http.post("/v1/rubrics/validate", content=TINY_RUBRIC.encode(), headers=headers)
-        assert ok.status_code == 200 and ok.json()["valid"] is True
-        app.state.service.draining = True
-        reply = await http.post(
-            "/v1/rubrics/validate", content=TINY_RUBRIC.encode(), headers=headers
-        )
-        assert reply.status_code == 503, reply.text
-        app.state.service.draining = False
 
 
 # ------------------------------------------------------------------ groups
@@ -370,7 +198,7 @@ async def test_group_prompts_alive_are_bounded_and_blocks_are_fenced_once_per_gr
     options = GroupOptions(method="pairwise", tournament="all_pairs")
     before = prompts_alive()
     scoring = asyncio.create_task(score_groups(judges, rubric(1), [group], options))
-    await until(lambda: backend.posted == 3)
+    await wait_for(lambda: backend.posted == 3)
     for _ in range(20):
         await asyncio.sleep(0)
     assert prompts_alive() - before <= 3
@@ -381,6 +209,20 @@ async def test_group_prompts_alive_are_bounded_and_blocks_are_fenced_once_per_gr
     assert batch.usage.judge_calls == 132
     for judge in judges.values():
         await judge.aclose()
+
+
+def test_planned_work_counts_only_the_groups_that_will_be_scored() -> None:
+    """Admission counts what is planned: a rejected group (too many for one listwise call,
+    or a single completion) costs nothing; c824dfc counted its orders."""
+    rub = rubric(2, judges=["primary", "secondary"])
+    ok = GroupIn("ok", tuple(Rollout("Q?", f"answer {n}") for n in range(4)))
+    huge = GroupIn("huge", tuple(Rollout("Q?", f"answer {n}") for n in range(cmp.MAX_LISTWISE + 1)))
+    alone = GroupIn("alone", (Rollout("Q?", "only"),))
+    calls, size = planned_work(rub, [ok, huge, alone], GroupOptions(orders=2), 100_000)
+    assert calls == 2 * 2 * 2  # orders x judges x criteria, for the one group scored
+    assert size >= calls * prompts.CALL_OVERHEAD_BYTES
+    pairwise = GroupOptions(method="pairwise", tournament="all_pairs")
+    assert planned_work(rub, [ok], pairwise, 100_000)[0] == 6 * 2 * 2 * 2
 
 
 async def test_group_planning_and_assembly_run_off_the_event_loop(
@@ -455,18 +297,11 @@ async def test_a_request_cancelled_while_waiting_its_turn_gives_it_up() -> None:
 # ------------------------------------------------------------------ the loop during large work
 
 
-class InstantJudge(SlowJudge):
-    """Answers at once (its verdicts get cached)."""
-
-    def __init__(self) -> None:
-        super().__init__(delay_s=0.0)
-
-
 async def test_a_large_batch_of_cache_hits_lets_the_loop_turn() -> None:
     """1024 items served from the verdict cache: other tasks get the loop while the batch is
     scored. On c824dfc the whole batch ran in one stretch (0.2 to 0.8 s of blocked loop,
     the other task never ran)."""
-    engine = Engine({"primary": InstantJudge()}, VerdictCache(100_000))
+    engine = Engine({"primary": StubJudge("primary", constant(1.0))}, VerdictCache(100_000))
     batch = items(1024, 200)
     await engine.score(rubric(5), batch)  # now cached
     turns = 0
@@ -487,13 +322,3 @@ async def test_a_large_batch_of_cache_hits_lets_the_loop_turn() -> None:
     await watcher
     assert scored.usage.cache_hits == 5120
     assert during >= 2
-
-
-async def test_the_service_keeps_its_start_up_heap_out_of_full_collections(
-    library: Path, pool: JudgePool
-) -> None:
-    """A full collection scanned the whole start-up heap (about 100k objects, 0.1 s of
-    stalled loop each time); c824dfc froze nothing."""
-    async with app_client(settings_for(library), pool):
-        assert gc.get_freeze_count() > 0
-    assert gc.get_freeze_count() == 0

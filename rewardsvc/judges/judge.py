@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 
 from rewardsvc.core.errors import JudgeErrorKind
@@ -106,22 +107,17 @@ class Judge:
 
         ``deadline`` is a ``time.monotonic()`` instant by which the call must be over.
         """
-        async with self.turn(deadline) as late:
-            if late is not None:
-                return self._report(late)
-            try:
-                prompt = prompts.criterion_prompt(
-                    rubric,
-                    criterion,
-                    rollout,
-                    self.method.name,
-                    self.shape.name,
-                    self._reasoning,
-                    self.defuser,
-                )
-            except Exception as exc:  # a prompt that cannot be built is this call's failure
-                return self._report(self._failed("internal", f"prompt: {exc}", 0.0))
-            return await self._score(prompt, deadline)
+        render = functools.partial(
+            prompts.criterion_prompt,
+            rubric,
+            criterion,
+            rollout,
+            self.method.name,
+            self.shape.name,
+            self._reasoning,
+            self.defuser,
+        )
+        return await self._render_and_score(render, deadline)
 
     async def score_holistic(
         self, rubric: Rubric, rollout: Rollout, *, deadline: float | None = None
@@ -133,21 +129,16 @@ class Judge:
                     "internal", "a constitution is scored per principle, not holistically", 0.0
                 )
             )
-        async with self.turn(deadline) as late:
-            if late is not None:
-                return self._report(late)
-            try:
-                prompt = prompts.holistic_prompt(
-                    rubric,
-                    rollout,
-                    self.method.name,
-                    self.shape.name,
-                    self._reasoning,
-                    self.defuser,
-                )
-            except Exception as exc:
-                return self._report(self._failed("internal", f"prompt: {exc}", 0.0))
-            return await self._score(prompt, deadline)
+        render = functools.partial(
+            prompts.holistic_prompt,
+            rubric,
+            rollout,
+            self.method.name,
+            self.shape.name,
+            self._reasoning,
+            self.defuser,
+        )
+        return await self._render_and_score(render, deadline)
 
     @property
     def batches_criteria(self) -> bool:
@@ -275,6 +266,21 @@ class Judge:
             completion_tokens=completion_tokens,
             latency_ms=latency_s * 1000.0,
         )
+
+    async def _render_and_score(
+        self, render: Callable[[], Prompt], deadline: float | None
+    ) -> Verdict:
+        """Render the prompt once a turn is held (so prompts alive stay bounded by the
+        judge's concurrency) and score it; a prompt that cannot be built is the call's
+        failure."""
+        async with self.turn(deadline) as late:
+            if late is not None:
+                return self._report(late)
+            try:
+                prompt = render()
+            except Exception as exc:
+                return self._report(self._failed("internal", f"prompt: {exc}", 0.0))
+            return await self._score(prompt, deadline)
 
     async def _score(self, prompt: Prompt, deadline: float | None) -> Verdict:
         too_long = self.overflow(prompt)

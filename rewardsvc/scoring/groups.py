@@ -54,6 +54,7 @@ from rewardsvc.scoring.group_judges import (
     listwise_judge,
     pairwise_judge,
 )
+from rewardsvc.scoring.pacing import Pacer
 
 log = logging.getLogger(__name__)
 
@@ -239,7 +240,11 @@ async def run_calls(
     become ``deadline`` failures."""
     if not calls:
         return []
-    tasks = [asyncio.ensure_future(c()) for c in calls]
+    pacer = Pacer()  # thousands of calls: their tasks start a slice at a time
+    tasks = []
+    for c in calls:
+        await pacer.step()
+        tasks.append(asyncio.ensure_future(c()))
     try:
         timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
         await asyncio.wait(tasks, timeout=timeout)
@@ -362,7 +367,9 @@ async def score_groups(
     usage = ComparativeUsage()
     per: dict[tuple[int, str], list[Comparison]] = {}
     failures: dict[tuple[int, str], list[str]] = {}
+    pacer = Pacer()
     for p, v in zip(planned, verdicts, strict=True):
+        await pacer.step()
         usage.add(p.comparison, v)
         c = p.comparison
         c.p, c.error, c.error_kind = _probs(v, len(c.shown)), v.error, v.error_kind

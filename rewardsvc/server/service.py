@@ -23,6 +23,7 @@ from fastapi import Depends
 from rewardsvc.core.errors import RequestError
 from rewardsvc.core.observe import Observers
 from rewardsvc.core.recipe import Recipe
+from rewardsvc.core.rollout import ItemIn
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.run import Graders
 from rewardsvc.judges.judge import Judge, build_judges
@@ -154,15 +155,8 @@ class Service:
         target = rubric if isinstance(rubric, Target) else Target.of_rubric(rubric, metrics_label)
         calls = len(items) * target.calls_per_item(lambda r: self._calls_per_item(r, options))
         inputs = [read_item(i, raw) for i, raw in enumerate(items)]
-        prompt_bytes = sum(
-            target.calls_per_item(
-                lambda r, at=item.rollout: self._judges(r, options) * planned_cost(r, at)[1]
-            )
-            for item in inputs
-            if item.rollout is not None
-        )
         deadline = time.monotonic() + self.settings.request_timeout_s
-        with self.admitted(len(items), calls, prompt_bytes):
+        with self.admitted(len(items), calls, self._prompt_bytes(target, inputs, options)):
             try:
                 response = await score_target(
                     target, self.engine, items, options, deadline, run, inputs=inputs
@@ -264,6 +258,19 @@ class Service:
                 )
         return self._judges(rubric, options) * (
             1 if rubric.combine == "implicit" else len(rubric.criteria)
+        )
+
+    def _prompt_bytes(
+        self, target: Target, inputs: Sequence[ItemIn], options: RewardOptions
+    ) -> int:
+        """The prompt bytes a batch plans at most, before anything is rendered: per item,
+        its calls under the rubric (each carrying its texts) times the judges asked."""
+        return sum(
+            target.calls_per_item(
+                lambda r, at=item.rollout: self._judges(r, options) * planned_cost(r, at)[1]
+            )
+            for item in inputs
+            if item.rollout is not None
         )
 
     @staticmethod

@@ -150,7 +150,16 @@ class Settings(BaseSettings):
         ge=1024,
         description="Largest rubric YAML accepted, in bytes, from a library file or POST "
         "/v1/rubrics/validate (parsing YAML with line numbers costs about 1.5 s of CPU "
-        "for 60 KB).",
+        "for 60 KB); also the largest inline rubric or recipe of a request, as JSON (413 "
+        "naming its largest field).",
+    )
+    max_prompt_bytes_per_request: int = Field(
+        default=256 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="Most prompt bytes one request may plan, over all its judge calls (each "
+        "call carries its item's texts and the rubric): a request planning more gets 413 "
+        "before any prompt is rendered. Applies to /v1/rewards, /v1/groups, /v1/preferences "
+        "and the trainer routes.",
     )
     cache_size: int = Field(
         default=100_000,

@@ -1,9 +1,11 @@
-"""Guards through HTTP: API keys, body and batch size limits, bounded in-flight work."""
+"""Guards through HTTP: API keys, body and batch size limits, bounded in-flight work, the
+prompt bytes one request may plan, inline rubric size, and validate's admission."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import gc
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -11,7 +13,15 @@ from pathlib import Path
 import httpx
 import pytest
 from fakejudge import FakeJudge
-from test_api_support import ITEM, app_client, fake_pool, settings_for, write_library
+from test_api_support import (
+    INLINE_RUBRIC,
+    ITEM,
+    TINY_RUBRIC,
+    app_client,
+    fake_pool,
+    settings_for,
+    write_library,
+)
 
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.server.guards import InflightLimiter
@@ -244,3 +254,123 @@ def test_settings_defaults_and_checks(monkeypatch: pytest.MonkeyPatch) -> None:
         Settings(log_level="loud")
     for name, field in Settings.model_fields.items():
         assert field.description, f"{name} is undocumented"
+
+
+# ------------------------------------------------------------------ what one request may plan
+
+
+BOUND = 1024 * 1024  # the smallest max_prompt_bytes_per_request allowed
+
+
+async def test_a_request_planning_more_prompt_bytes_than_the_bound_gets_413_before_any_call(
+    library: Path, pool: JudgePool, fake: FakeJudge
+) -> None:
+    """4 items of 100 KB, 2 criteria x 2 judges: 1.6 MB of prompts planned from a 0.4 MB
+    body, over a bound of 1 MiB. On c824dfc it was scored (16 judge calls)."""
+    big = [{**ITEM, "id": f"b{n}", "completion": f"{n}" + "x" * 99_000} for n in range(4)]
+    settings = settings_for(library, max_prompt_bytes_per_request=BOUND)
+    async with app_client(settings, pool) as (http, _, _):
+        reply = await http.post("/v1/rewards", json={"rubric": "tiny", "items": big})
+        message = assert_error(reply, 413, "too_much_work", "max_prompt_bytes_per_request")
+        assert f"max_prompt_bytes_per_request={BOUND}" in message
+        planned = int(message.split("plans ")[1].split(" bytes")[0])
+        assert planned > 16 * 99_000  # the figure counts every call's copy of its item
+        # The trainer routes go through the same admission.
+        openrlhf = {"query": [i["completion"] for i in big], "prompts": [""] * 4}
+        reply = await http.post("/openrlhf/tiny", json=openrlhf)
+        assert reply.status_code == 413, reply.text
+        assert "max_prompt_bytes_per_request" in reply.text
+        # Under the bound is scored as before.
+        reply = await http.post("/v1/rewards", json={"rubric": "tiny", "items": big[:1]})
+        assert reply.status_code == 200, reply.text
+    assert fake.script.requests == 4  # only the last request reached a judge
+
+
+async def test_groups_and_preferences_are_bounded_by_their_planned_prompt_bytes(
+    library: Path, pool: JudgePool, fake: FakeJudge
+) -> None:
+    """A pairwise all_pairs group of 20 completions of 5 KB plans 1,520 calls of about 12 KB
+    each (18 MB) from a 0.1 MB body; on c824dfc only the calls were bounded."""
+    completions = [f"{n} " + "y" * 5_000 for n in range(20)]
+    group = {"prompt": "Q?", "completions": completions}
+    options = {"method": "pairwise", "tournament": "all_pairs"}
+    pairs = [{"prompt": "Q?", "a": "z" * 90_000, "b": f"{n}" + "z" * 90_000} for n in range(4)]
+    settings = settings_for(library, max_prompt_bytes_per_request=BOUND)
+    async with app_client(settings, pool) as (http, _, _):
+        body = {"rubric": "tiny", "groups": [group], "options": options}
+        message = assert_error(
+            await http.post("/v1/groups", json=body),
+            413,
+            "too_much_work",
+            "max_prompt_bytes_per_request",
+        )
+        assert "over 1520 calls" in message
+        body = {"rubric": "tiny", "pairs": pairs}
+        reply = await http.post("/v1/preferences", json=body)
+        assert_error(reply, 413, "too_much_work", "max_prompt_bytes_per_request")
+    assert fake.script.requests == 0
+
+
+async def test_an_inline_rubric_larger_than_max_rubric_bytes_gets_413_naming_its_field(
+    library: Path, pool: JudgePool, fake: FakeJudge
+) -> None:
+    """On c824dfc an inline rubric of any size (up to the body limit) was accepted."""
+    huge = {**INLINE_RUBRIC, "instructions": "Be fair. " * 10_000}
+    recipe = {
+        "kind": "recipe",
+        "id": "inline-recipe",
+        "components": [{"id": "q", "rubric": huge, "weight": 1.0}],
+    }
+    settings = settings_for(library, max_rubric_bytes=64 * 1024)
+    async with app_client(settings, pool) as (http, _, _):
+        reply = await http.post("/v1/rewards", json={"rubric": huge, "items": [ITEM]})
+        message = assert_error(reply, 413, "payload_too_large", "rubric.instructions")
+        assert "max_rubric_bytes=65536" in message
+        groups = {"rubric": huge, "groups": [{"prompt": "Q?", "completions": ["a", "b"]}]}
+        assert_error(
+            await http.post("/v1/groups", json=groups),
+            413,
+            "payload_too_large",
+            "rubric.instructions",
+        )
+        reply = await http.post("/v1/rewards", json={"rubric": recipe, "items": [ITEM]})
+        assert reply.status_code == 413, reply.text
+        assert reply.json()["field"].endswith(".instructions")
+        small = await http.post("/v1/rewards", json={"rubric": INLINE_RUBRIC, "items": [ITEM]})
+        assert small.status_code == 200, small.text
+
+
+async def test_validate_is_bounded_and_admitted(
+    library: Path, pool: JudgePool, fake: FakeJudge
+) -> None:
+    """c824dfc parsed any validate body up to max_body_bytes (about 1 s of CPU per 64 KB),
+    answered 200 with valid=false for one over max_rubric_bytes, and let validate past
+    admission while draining."""
+    settings = settings_for(library, max_rubric_bytes=2048)
+    headers = {"content-type": "text/yaml"}
+    async with app_client(settings, pool) as (http, app, _):
+        big = TINY_RUBRIC + "# " + "x" * 4096 + "\n"
+        reply = await http.post("/v1/rubrics/validate", content=big.encode(), headers=headers)
+        assert "max_rubric_bytes=2048" in assert_error(
+            reply, 413, "payload_too_large", "max_rubric_bytes"
+        )
+        reply = await http.post("/v1/rubrics/validate", json={"yaml": big})
+        assert_error(reply, 413, "payload_too_large", "max_rubric_bytes")
+        ok = await http.post("/v1/rubrics/validate", content=TINY_RUBRIC.encode(), headers=headers)
+        assert ok.status_code == 200 and ok.json()["valid"] is True
+        app.state.service.draining = True
+        reply = await http.post(
+            "/v1/rubrics/validate", content=TINY_RUBRIC.encode(), headers=headers
+        )
+        assert reply.status_code == 503, reply.text
+        app.state.service.draining = False
+
+
+async def test_the_service_keeps_its_start_up_heap_out_of_full_collections(
+    library: Path, pool: JudgePool
+) -> None:
+    """A full collection scanned the whole start-up heap (about 100k objects, 0.1 s of
+    stalled loop each time); c824dfc froze nothing."""
+    async with app_client(settings_for(library), pool):
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0

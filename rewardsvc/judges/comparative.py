@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from rewardsvc.core.comparative import LABELS
 from rewardsvc.core.errors import JudgeErrorKind
@@ -76,6 +76,40 @@ def _letters(n: int) -> tuple[str, ...]:
     return tuple(LABELS[:n])
 
 
+@dataclass(frozen=True)
+class FencedGroup:
+    """A group's untrusted texts sanitized and fenced once, for every comparison of it:
+    ``task`` is the prompt (and reference) part, ``responses`` each completion's block."""
+
+    task: str
+    responses: tuple[str, ...]
+
+    def block(self, shown: Sequence[int]) -> str:
+        """The group part of a prompt showing the completions ``shown`` (input indices) in
+        that order, under their letters, then the trailer."""
+        parts = [self.task]
+        for letter, k in zip(_letters(len(shown)), shown, strict=True):
+            parts.append(f"Response {letter}:\n{self.responses[k]}")
+        parts.append(ITEM_TRAILER)
+        return "\n\n".join(parts)
+
+
+def fenced_group(
+    prompt: str,
+    completions: Sequence[str],
+    reference: str | None = None,
+    defuser: Defuser = DEFAULT_DEFUSER,
+) -> FencedGroup:
+    """The group's texts sanitized with ``defuser`` and fenced, each once."""
+    task = "The task given to the assistant:\n" + fence(sanitize(prompt, defuser), "prompt")
+    if reference is not None:
+        task += "\n\nA reference answer, for comparison:\n" + fence(
+            sanitize(reference, defuser), "reference"
+        )
+    responses = tuple(fence(sanitize(text, defuser), "response") for text in completions)
+    return FencedGroup(task, responses)
+
+
 def group_block(
     prompt: str,
     shown: Sequence[str],
@@ -84,16 +118,7 @@ def group_block(
 ) -> str:
     """The task, the optional reference and the shown completions, each fenced, the
     completions under their letters, then the trailer."""
-    parts = ["The task given to the assistant:\n" + fence(sanitize(prompt, defuser), "prompt")]
-    if reference is not None:
-        parts.append(
-            "A reference answer, for comparison:\n"
-            + fence(sanitize(reference, defuser), "reference")
-        )
-    for letter, text in zip(_letters(len(shown)), shown, strict=True):
-        parts.append(f"Response {letter}:\n" + fence(sanitize(text, defuser), "response"))
-    parts.append(ITEM_TRAILER)
-    return "\n\n".join(parts)
+    return fenced_group(prompt, shown, reference, defuser).block(range(len(shown)))
 
 
 def _answer(letters: tuple[str, ...], api: Api) -> str:
@@ -147,13 +172,20 @@ def comparison_prompt(
 ) -> Prompt:
     """One comparison call: rules, rubric context (all criteria for a holistic question),
     the group in the order shown, then the question."""
+    group = fenced_group(prompt, shown, reference, defuser)
+    return group_prompt(rubric, criterion, group, range(len(shown)), api)
+
+
+def group_prompt(
+    rubric: Rubric, criterion: Criterion | None, group: FencedGroup, shown: Sequence[int], api: Api
+) -> Prompt:
+    """:func:`comparison_prompt` from a group fenced once: the completions ``shown``
+    (input indices) in that order."""
     question = comparison_question(rubric, criterion, len(shown), api)
     context = shared_context(rubric, with_criteria=False)
     if criterion is None:
         context = "\n\n".join(p for p in (context, criteria_list(rubric)) if p)
-    body = "\n\n".join(
-        p for p in (context, group_block(prompt, shown, reference, defuser), question.text) if p
-    )
+    body = "\n\n".join(p for p in (context, group.block(shown), question.text) if p)
     if api == "chat":
         messages = [
             {"role": "system", "content": _COMPARE_RULES},

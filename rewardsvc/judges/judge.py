@@ -14,9 +14,12 @@ to the observer (``observer.judge_call``) once, a batched one with one verdict f
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 
 from rewardsvc.core.errors import JudgeErrorKind
@@ -65,6 +68,10 @@ class Judge:
         self.shape = shape_for(config.api)
         self._reasoning = prompts.reasoning_chars(config.sampling.max_tokens)
         self._identity: tuple[JudgeConfig, Defuser, str] | None = None
+        # As many turns as the backend has slots: a call renders its prompt only once it
+        # holds one, so the prompts alive at once are bounded by the judge's concurrency,
+        # not by the number of calls a request planned.
+        self._turns = asyncio.Semaphore(config.max_concurrency)
 
     def cache_identity(self) -> str:
         """Judge name, model and its ``revision``, API, method, sampling, prompt version and
@@ -108,19 +115,17 @@ class Judge:
 
         ``deadline`` is a ``time.monotonic()`` instant by which the call must be over.
         """
-        try:
-            prompt = prompts.criterion_prompt(
-                rubric,
-                criterion,
-                rollout,
-                self.method.name,
-                self.shape.name,
-                self._reasoning,
-                self.defuser,
-            )
-        except Exception as exc:  # a prompt that cannot be built is this call's failure
-            return self._report(self._failed("internal", f"prompt: {exc}", 0.0))
-        return await self._score(prompt, deadline)
+        render = functools.partial(
+            prompts.criterion_prompt,
+            rubric,
+            criterion,
+            rollout,
+            self.method.name,
+            self.shape.name,
+            self._reasoning,
+            self.defuser,
+        )
+        return await self._render_and_score(render, deadline)
 
     async def score_holistic(
         self, rubric: Rubric, rollout: Rollout, *, deadline: float | None = None
@@ -132,13 +137,16 @@ class Judge:
                     "internal", "a constitution is scored per principle, not holistically", 0.0
                 )
             )
-        try:
-            prompt = prompts.holistic_prompt(
-                rubric, rollout, self.method.name, self.shape.name, self._reasoning, self.defuser
-            )
-        except Exception as exc:
-            return self._report(self._failed("internal", f"prompt: {exc}", 0.0))
-        return await self._score(prompt, deadline)
+        render = functools.partial(
+            prompts.holistic_prompt,
+            rubric,
+            rollout,
+            self.method.name,
+            self.shape.name,
+            self._reasoning,
+            self.defuser,
+        )
+        return await self._render_and_score(render, deadline)
 
     @property
     def batches_criteria(self) -> bool:
@@ -157,6 +165,18 @@ class Judge:
         """The verdicts on ``criteria`` (one view) of one item from ONE call, by criterion
         id: a position that cannot be read fails its criterion only; a failed call fails
         them all. Reported to the observer as one call. Never raises."""
+        async with self.turn(deadline) as late:
+            if late is not None:
+                return dict.fromkeys((c.id for c in criteria), self._report(late))
+            return await self._score_criteria(rubric, criteria, rollout, deadline)
+
+    async def _score_criteria(
+        self,
+        rubric: Rubric,
+        criteria: Sequence[Criterion],
+        rollout: Rollout,
+        deadline: float | None,
+    ) -> dict[str, Verdict]:
         try:
             batch = batching.batch_prompt(rubric, criteria, rollout, self.shape.name, self.defuser)
         except Exception as exc:  # a prompt that cannot be built is this call's failure
@@ -182,6 +202,27 @@ class Judge:
         verdicts = {cid: replace(v, latency_ms=latency_ms) for cid, v in verdicts.items()}
         self._report(batching.call_outcome(verdicts.values()))
         return verdicts
+
+    @contextlib.asynccontextmanager
+    async def turn(self, deadline: float | None) -> AsyncIterator[Verdict | None]:
+        """Hold one of the judge's ``max_concurrency`` turns for rendering and sending one
+        call: yields None once held, or the failed ``deadline`` verdict when ``deadline``
+        passed first (then nothing is held)."""
+        try:
+            async with asyncio.timeout(None if deadline is None else deadline - time.monotonic()):
+                await self._turns.acquire()
+        except TimeoutError:
+            yield self._failed(
+                "deadline",
+                f"no free turn of judge {self.name!r} before the call's deadline "
+                f"({self.config.max_concurrency} calls in flight)",
+                0.0,
+            )
+            return
+        try:
+            yield None
+        finally:
+            self._turns.release()
 
     async def reachable(self, timeout: float = 2.0) -> bool:
         """Whether the judge answers ``GET /models`` on any base URL whose breaker is not open."""
@@ -233,6 +274,21 @@ class Judge:
             completion_tokens=completion_tokens,
             latency_ms=latency_s * 1000.0,
         )
+
+    async def _render_and_score(
+        self, render: Callable[[], Prompt], deadline: float | None
+    ) -> Verdict:
+        """Render the prompt once a turn is held (so prompts alive stay bounded by the
+        judge's concurrency) and score it; a prompt that cannot be built is the call's
+        failure."""
+        async with self.turn(deadline) as late:
+            if late is not None:
+                return self._report(late)
+            try:
+                prompt = render()
+            except Exception as exc:
+                return self._report(self._failed("internal", f"prompt: {exc}", 0.0))
+            return await self._score(prompt, deadline)
 
     async def _score(self, prompt: Prompt, deadline: float | None) -> Verdict:
         too_long = self.overflow(prompt)

@@ -456,6 +456,22 @@ def holistic_prompt(
     return render(rubric, rollout, question, api, True, defuser, rubric.view, fit_chars)
 
 
+# What one call adds to its item's and rubric's text, at most: the rules, headers, fences,
+# trailer and the longest question (the rules alone are about 1.1 KB).
+CALL_OVERHEAD_BYTES = 2048
+
+
+def rubric_bytes(rubric: Rubric) -> int:
+    """The rubric text one call may carry, at most: its instructions and every criterion
+    (a holistic or batched call lists them all), in UTF-8 bytes."""
+    return len(rubric.instructions.encode()) + sum(len(c.text.encode()) for c in rubric.criteria)
+
+
+def text_bytes(*texts: str | None) -> int:
+    """The UTF-8 size of untrusted texts a call shows (before fencing, which adds little)."""
+    return sum(len(t.encode()) for t in texts if t)
+
+
 def structured_schema(
     choices: tuple[str, ...], reasoning: int = REASONING_MAX_CHARS
 ) -> dict[str, object]:

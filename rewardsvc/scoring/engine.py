@@ -36,12 +36,14 @@ from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.graders.run import Graders, grade_criteria
+from rewardsvc.judges import prompts
 from rewardsvc.judges.batching import SharedCall, by_view
 from rewardsvc.safety.detectors import THREAD_ABOVE_CHARS, detect
 from rewardsvc.scoring import steps
 from rewardsvc.scoring.assemble import episode_part, item_reward, judge_outcome, step_results
 from rewardsvc.scoring.cache import Source, VerdictCache, cache_key
 from rewardsvc.scoring.calibration import CalibrationWindows
+from rewardsvc.scoring.pacing import Pacer
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +111,23 @@ class _Call:
     key: bytes
     run: Callable[[], Awaitable[Verdict]]
     batch: SharedCall | None = None  # the call this verdict shares with its item's other criteria
+
+
+def planned_cost(rubric: Rubric, rollout: Rollout) -> tuple[int, int]:
+    """The calls one judge makes for ``rollout`` under ``rubric``, as ``Engine._plan`` plans
+    them, and the prompt bytes they carry at most: what admission weighs before anything
+    is rendered. A batched judge makes fewer calls; graders make none."""
+    if rubric.combine == "implicit":
+        calls = 1
+    else:
+        calls = sum(1 for c in rubric.criteria if c.grader is None and c.scope != "step")
+    calls += rollout.step_count() * len(steps.step_criteria(rubric))
+    each = (
+        prompts.CALL_OVERHEAD_BYTES
+        + prompts.rubric_bytes(rubric)
+        + prompts.text_bytes(rollout.prompt, rollout.completion, rollout.reference)
+    )
+    return calls, calls * each
 
 
 class Engine:
@@ -238,15 +257,17 @@ class Engine:
 
         results: list[ItemReward | None] = [None] * len(items)
         prepared: list[_Prepared] = []
+        pacer = Pacer()  # a large batch must not hold the loop from start to end
         for index, item in enumerate(items):
+            await pacer.step()
             outcome = await self._prepare(rubric, index, item)
             if isinstance(outcome, _Prepared):
                 prepared.append(outcome)
             else:
                 results[index] = outcome
 
-        calls = self._plan(rubric, version, names, prepared, deadline)
-        judged = self._run(calls, options.use_cache, deadline)
+        calls = await self._plan(rubric, version, names, prepared, deadline, pacer)
+        judged = self._run(calls, options.use_cache, deadline, pacer)
         if any(c.grader is not None for c in rubric.criteria):
             rollouts = [p.rollout for p in prepared]
             grading = grade_criteria(self.graders, rubric, rollouts, deadline)
@@ -278,7 +299,7 @@ class Engine:
                 verdicts[pos][name].update({c: (g.verdict(), "grader") for c, g in grades.items()})
 
         assembled = await self._assemble(
-            rubric, version, options, names, min_judges, prepared, verdicts
+            rubric, version, options, names, min_judges, prepared, verdicts, pacer
         )
         for p, result, grades in zip(prepared, assembled, graded, strict=True):
             for outcome in result.judges.values():
@@ -298,7 +319,7 @@ class Engine:
         return batch
 
     async def _run(
-        self, calls: list[_Call], use_cache: bool, deadline: float | None
+        self, calls: list[_Call], use_cache: bool, deadline: float | None, pacer: Pacer
     ) -> list[tuple[Verdict, Source]]:
         outcomes: list[tuple[Verdict, Source]] = [_NO_VERDICT] * len(calls)
         # Memory hits are served here. The rest wait for the cache's task for their key,
@@ -307,6 +328,7 @@ class Engine:
         waits: dict[int, tuple[asyncio.Future[tuple[Verdict, Source]], bool]] = {}
         own: list[asyncio.Task[tuple[Verdict, Source]]] = []
         for n, c in enumerate(calls):
+            await pacer.step()  # before the lookup: a key looked up is started at once
             if not use_cache:
                 task = asyncio.ensure_future(self.cache.get_or_call(c.key, c.run, use_cache=False))
                 own.append(task)
@@ -315,8 +337,33 @@ class Engine:
                 outcomes[n] = (hit, "hit")
             else:
                 waits[n] = self.cache.start(c.key, c.run)
-        if not waits:
-            return outcomes
+        while waits:
+            await self._settle(waits, own, deadline, outcomes)
+            # A joined call runs with the deadline of the request that started it: one that
+            # ended on that deadline is asked again for this request, by its own deadline.
+            again = [
+                n
+                for n, (future, joined) in waits.items()
+                if joined and outcomes[n][1] == "dedup" and outcomes[n][0].error_kind == "deadline"
+            ]
+            if not again or self._past(deadline):
+                break
+            waits = {n: self.cache.start(calls[n].key, calls[n].run) for n in again}
+        return outcomes
+
+    def _past(self, deadline: float | None) -> bool:
+        """Whether ``deadline`` has passed or the engine expired."""
+        expired = self._expired is not None and self._expired.done()
+        return expired or (deadline is not None and time.monotonic() >= deadline)
+
+    async def _settle(
+        self,
+        waits: dict[int, tuple[asyncio.Future[tuple[Verdict, Source]], bool]],
+        own: list[asyncio.Task[tuple[Verdict, Source]]],
+        deadline: float | None,
+        outcomes: list[tuple[Verdict, Source]],
+    ) -> None:
+        """Wait for ``waits`` until ``deadline`` and put each one's outcome in ``outcomes``."""
         futures = {future for future, _ in waits.values()}
         try:
             await self._until_done(futures, deadline)
@@ -338,7 +385,6 @@ class Engine:
                 outcomes[n] = (Verdict.failed(f"internal: {error!r}"), "call")
             else:
                 outcomes[n] = self.cache.settle(future.result(), joined)
-        return outcomes
 
     async def _until_done(
         self, futures: set[asyncio.Future[tuple[Verdict, Source]]], deadline: float | None
@@ -357,13 +403,14 @@ class Engine:
             self._expired = asyncio.get_running_loop().create_future()
         return self._expired
 
-    def _plan(
+    async def _plan(
         self,
         rubric: Rubric,
         version: str,
         names: list[str],
         prepared: list[_Prepared],
         deadline: float | None,
+        pacer: Pacer,
     ) -> list[_Call]:
         """One call per (item, judge, criterion), item-major so that the calls for one
         item reach a judge together and share its prefix cache; for a judge that batches
@@ -372,6 +419,7 @@ class Engine:
         identities = {name: self.judges[name].cache_identity() for name in names}
         calls: list[_Call] = []
         for pos, p in enumerate(prepared):
+            await pacer.step()
             digest = p.rollout.digest()
             for name in names:
                 judge = self.judges[name]
@@ -451,36 +499,42 @@ class Engine:
         min_judges: int,
         prepared: list[_Prepared],
         verdicts: list[dict[str, dict[str, tuple[Verdict, Source]]]],
+        pacer: Pacer,
     ) -> list[ItemReward]:
         episode = steps.episode_rubric(rubric)
-        rows = [
-            {
-                name: judge_outcome(episode, episode_part(per_judge[name]))
-                if episode is not None
-                else JudgeOutcome(score=None, error="the rubric has only step criteria")
-                for name in names
-            }
-            for per_judge in verdicts
-        ]
+        rows = []
+        for per_judge in verdicts:
+            await pacer.step()
+            rows.append(
+                {
+                    name: judge_outcome(episode, episode_part(per_judge[name]))
+                    if episode is not None
+                    else JudgeOutcome(score=None, error="the rubric has only step criteria")
+                    for name in names
+                }
+            )
         if episode is not None and rubric.aggregation.calibration != "none":
             await self._calibrate(rubric, version, names, rows)
         rule = options.rule or rubric.aggregation.rule
-        return [
-            item_reward(
-                rubric,
-                rule,
-                names,
-                min_judges,
-                f"items[{p.index}]",
-                p.id,
-                p.rollout,
-                p.flags,
-                row,
-                per_judge,
-                step_results(rubric, p.rollout, per_judge, rule, min_judges),
+        rewards = []
+        for p, row, per_judge in zip(prepared, rows, verdicts, strict=True):
+            await pacer.step()
+            rewards.append(
+                item_reward(
+                    rubric,
+                    rule,
+                    names,
+                    min_judges,
+                    f"items[{p.index}]",
+                    p.id,
+                    p.rollout,
+                    p.flags,
+                    row,
+                    per_judge,
+                    step_results(rubric, p.rollout, per_judge, rule, min_judges),
+                )
             )
-            for p, row, per_judge in zip(prepared, rows, verdicts, strict=True)
-        ]
+        return rewards
 
     def expire(self) -> None:
         """End the judge and grader work of every batch now, as if their deadlines had

@@ -22,9 +22,9 @@ a 0); with fewer than ``min_judges`` judges left a group's rewards are all None 
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import logging
+import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,8 +37,16 @@ from rewardsvc.core.results import Status
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, JudgeRule, Rubric
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges.comparative import ask, asks_for_worst, comparison_prompt
+from rewardsvc.judges import prompts
+from rewardsvc.judges.comparative import (
+    FencedGroup,
+    ask,
+    asks_for_worst,
+    fenced_group,
+    group_prompt,
+)
 from rewardsvc.judges.judge import Judge
+from rewardsvc.safety.defuse import Defuser
 from rewardsvc.safety.detectors import detect
 from rewardsvc.scoring.group_judges import (
     Comparison,
@@ -46,6 +54,7 @@ from rewardsvc.scoring.group_judges import (
     listwise_judge,
     pairwise_judge,
 )
+from rewardsvc.scoring.pacing import Pacer
 
 log = logging.getLogger(__name__)
 
@@ -161,17 +170,37 @@ def questions(rubric: Rubric) -> list[tuple[str, Criterion | None]]:
     return [(c.id, c) for c in rubric.criteria]
 
 
-def planned_calls(rubric: Rubric, sizes: Sequence[int], options: GroupOptions) -> int:
-    """Judge calls a request plans (for the service's work limits)."""
+def _shows(n: int, options: GroupOptions, rng: random.Random) -> list[tuple[str, tuple[int, ...]]]:
+    """The presentation orders of a group of ``n``: each listwise order, or each pair of the
+    tournament in both orders (``ab``, ``ba``)."""
+    if options.method == "listwise":
+        return [(f"order{k + 1}", o) for k, o in enumerate(cmp.plan_orders(n, options.orders, rng))]
+    shows: list[tuple[str, tuple[int, ...]]] = []
+    for i, j in cmp.plan_pairs(n, options.tournament, rng, options.pairs):
+        shows += [("ab", (i, j)), ("ba", (j, i))]
+    return shows
+
+
+def planned_work(
+    rubric: Rubric, groups: Sequence[GroupIn], options: GroupOptions, max_text_chars: int
+) -> tuple[int, int]:
+    """The judge calls a request plans and the prompt bytes they carry at most (for the
+    service's work limits, before anything is rendered): the groups that will be scored,
+    with the orders and pairs they will be shown in."""
     judges = len(options.judges) if options.judges else len(rubric.judges)
-    per = 0
-    for n in sizes:
-        if options.method == "listwise":
-            per += options.orders
-        elif n >= 2:
-            rng = cmp.rng_for(0)
-            per += 2 * len(cmp.plan_pairs(n, options.tournament, rng, options.pairs))
-    return per * judges * len(questions(rubric))
+    per_call = prompts.CALL_OVERHEAD_BYTES + prompts.rubric_bytes(rubric)
+    calls = size = 0
+    for gi, group in enumerate(groups):
+        if _reject_reason(group, gi, options, max_text_chars) is not None:
+            continue
+        base = group.rollouts[0]
+        shared = per_call + prompts.text_bytes(base.prompt, base.reference)
+        each = [prompts.text_bytes(r.completion) for r in group.rollouts]
+        for _, shown in _shows(len(each), options, cmp.rng_for(_seed(group, options.seed))):
+            calls += 1
+            size += shared + sum(each[k] for k in shown)
+    asked = judges * len(questions(rubric))
+    return calls * asked, size * asked
 
 
 def _reject_reason(group: GroupIn, index: int, options: GroupOptions, max_chars: int) -> str | None:
@@ -211,7 +240,11 @@ async def run_calls(
     become ``deadline`` failures."""
     if not calls:
         return []
-    tasks = [asyncio.ensure_future(c()) for c in calls]
+    pacer = Pacer()  # thousands of calls: their tasks start a slice at a time
+    tasks = []
+    for c in calls:
+        await pacer.step()
+        tasks.append(asyncio.ensure_future(c()))
     try:
         timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
         await asyncio.wait(tasks, timeout=timeout)
@@ -248,41 +281,29 @@ class _Planned:
     group: int
     judge: str
     comparison: Comparison
-    prompt: object
+    criterion: Criterion | None
 
 
 def _plan_group(
-    rubric: Rubric,
-    group: GroupIn,
-    gi: int,
-    names: list[str],
-    judges: Mapping[str, Judge],
-    options: GroupOptions,
+    rubric: Rubric, group: GroupIn, gi: int, names: list[str], options: GroupOptions
 ) -> list[_Planned]:
-    rollouts = group.rollouts
-    n = len(rollouts)
-    rng = cmp.rng_for(_seed(group, options.seed))
-    if options.method == "listwise":
-        shows = [
-            (f"order{k + 1}", o) for k, o in enumerate(cmp.plan_orders(n, options.orders, rng))
-        ]
-    else:
-        shows = []
-        for i, j in cmp.plan_pairs(n, options.tournament, rng, options.pairs):
-            shows += [("ab", (i, j)), ("ba", (j, i))]
-    base = rollouts[0]
-    planned = []
-    for name in names:
-        api = judges[name].config.api
-        defuser = judges[name].defuser
-        for key, criterion in questions(rubric):
-            for order, shown in shows:
-                texts = [rollouts[k].completion for k in shown]
-                prompt = comparison_prompt(
-                    rubric, criterion, base.prompt, texts, api, base.reference, defuser
-                )
-                planned.append(_Planned(gi, name, Comparison(key, tuple(shown), order), prompt))
-    return planned
+    shows = _shows(len(group.rollouts), options, cmp.rng_for(_seed(group, options.seed)))
+    return [
+        _Planned(gi, name, Comparison(key, tuple(shown), order), criterion)
+        for name in names
+        for key, criterion in questions(rubric)
+        for order, shown in shows
+    ]
+
+
+Fenced = dict[Defuser, FencedGroup]
+
+
+def _fenced(group: GroupIn, defusers: Sequence[Defuser]) -> Fenced:
+    """The group's texts fenced once per defuser its judges use (not once per call)."""
+    base = group.rollouts[0]
+    completions = [r.completion for r in group.rollouts]
+    return {d: fenced_group(base.prompt, completions, base.reference, d) for d in defusers}
 
 
 async def score_groups(
@@ -305,23 +326,50 @@ async def score_groups(
     names = select_judges(rubric, judges, options.judges)
     bar = min_judges_for(rubric, options.min_judges, len(names))
     worst = {key: asks_for_worst(rubric, c) for key, c in questions(rubric)}
-    results: list[GroupReward | None] = [None] * len(groups)
-    planned: list[_Planned] = []
-    for gi, group in enumerate(groups):
-        reason = _reject_reason(group, gi, options, max_text_chars)
-        if reason is not None:
-            results[gi] = GroupReward(
-                group.id, [None] * len(group.rollouts), "rejected", error=reason
-            )
-            continue
-        planned += _plan_group(rubric, group, gi, names, judges, options)
-    verdicts = await run_calls(
-        [functools.partial(asker, judges[p.judge], p.prompt, deadline) for p in planned], deadline
-    )
+    defusers = list(dict.fromkeys(judges[name].defuser for name in names))
+
+    def plan() -> tuple[list[GroupReward | None], list[_Planned], dict[int, Fenced]]:
+        results: list[GroupReward | None] = [None] * len(groups)
+        planned: list[_Planned] = []
+        fenced: dict[int, Fenced] = {}
+        for gi, group in enumerate(groups):
+            reason = _reject_reason(group, gi, options, max_text_chars)
+            if reason is not None:
+                results[gi] = GroupReward(
+                    group.id, [None] * len(group.rollouts), "rejected", error=reason
+                )
+                continue
+            planned += _plan_group(rubric, group, gi, names, options)
+            fenced[gi] = _fenced(group, defusers)
+        return results, planned, fenced
+
+    # Planning and fencing a large request takes a while: off the event loop. Each call's
+    # prompt is put together only when its judge has a turn for it (``call_of``).
+    results, planned, fenced = await asyncio.to_thread(plan)
+
+    def call_of(p: _Planned) -> Callable[[], Awaitable[Verdict]]:
+        judge = judges[p.judge]
+
+        async def call() -> Verdict:
+            async with judge.turn(deadline) as late:
+                if late is not None:
+                    judge.observer.judge_call(judge.name, late)
+                    return late
+                group = fenced[p.group][judge.defuser]
+                prompt = group_prompt(
+                    rubric, p.criterion, group, p.comparison.shown, judge.config.api
+                )
+                return await asker(judge, prompt, deadline)
+
+        return call
+
+    verdicts = await run_calls([call_of(p) for p in planned], deadline)
     usage = ComparativeUsage()
     per: dict[tuple[int, str], list[Comparison]] = {}
     failures: dict[tuple[int, str], list[str]] = {}
+    pacer = Pacer()
     for p, v in zip(planned, verdicts, strict=True):
+        await pacer.step()
         usage.add(p.comparison, v)
         c = p.comparison
         c.p, c.error, c.error_kind = _probs(v, len(c.shown)), v.error, v.error_kind
@@ -330,11 +378,15 @@ async def score_groups(
             failures.setdefault((p.group, p.judge), []).append(
                 f"{c.criterion} {c.order}: {v.error}"
             )
-    for gi, group in enumerate(groups):
-        if results[gi] is None:
-            results[gi] = _assemble_group(
-                rubric, group, names, bar, options, per, failures, gi, worst
-            )
+
+    def assemble() -> None:
+        for gi, group in enumerate(groups):
+            if results[gi] is None:
+                results[gi] = _assemble_group(
+                    rubric, group, names, bar, options, per, failures, gi, worst
+                )
+
+    await asyncio.to_thread(assemble)  # detectors and fits over every completion
     usage.latency_ms = (time.perf_counter() - started) * 1000.0
     return GroupBatch(rubric.id, rubric.version(), options.method, [r for r in results if r], usage)
 

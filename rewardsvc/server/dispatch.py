@@ -17,6 +17,7 @@ The domain results of the engine and the runner become wire models here.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -98,8 +99,8 @@ class Target:
         return [r for t in self.routes.values() for r in t.judged_rubrics()]
 
     def calls_per_item(self, per_rubric: Callable[[Rubric], int]) -> int:
-        """The most judge calls one item can cost, given ``per_rubric`` for one rubric: a
-        recipe's components add up; a routed item goes to one target."""
+        """The most judge calls (or prompt bytes) one item can cost, given ``per_rubric``
+        for one rubric: a recipe's components add up; a routed item goes to one target."""
         if self.rubric is not None:
             return per_rubric(self.rubric)
         if self.recipe is not None:
@@ -172,6 +173,36 @@ def _inline_recipe(registry: Registry, value: Recipe) -> Target:
     )
 
 
+def check_inline_size(doc: Any, limit: int, where: str = "rubric") -> None:
+    """413 when an inline rubric or recipe (``doc``, its JSON form) is larger than ``limit``
+    bytes (``max_rubric_bytes``, as for a library file), naming its largest text field:
+    the bound on the whole bounds ``instructions`` and every other free-text field."""
+    size = len(json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode())
+    if size <= limit:
+        return
+    path, longest = _largest_text(doc, where)
+    raise ApiError(
+        413,
+        "payload_too_large",
+        f"the inline {where} is {size} bytes as JSON, more than max_rubric_bytes={limit}; "
+        f"its largest field {path} is {longest} bytes",
+        field=path,
+    )
+
+
+def _largest_text(doc: Any, path: str) -> tuple[str, int]:
+    """The path of the longest string in ``doc`` and its UTF-8 size."""
+    if isinstance(doc, str):
+        return path, len(doc.encode())
+    if isinstance(doc, dict):
+        parts = [_largest_text(v, f"{path}.{k}") for k, v in doc.items()]
+    elif isinstance(doc, list):
+        parts = [_largest_text(v, f"{path}[{n}]") for n, v in enumerate(doc)]
+    else:
+        return path, 0
+    return max(parts, key=lambda p: p[1], default=(path, 0))
+
+
 def _invalid(problems: list[tuple[str, str]], status: int, kind: str) -> ApiError:
     paths = [f"rubric.{path}" if path else "rubric" for path, _ in problems]
     message = "; ".join(f"{p}: {m}" for p, (_, m) in zip(paths, problems, strict=True))
@@ -188,12 +219,17 @@ async def score_target(
     options: RewardOptions | None = None,
     deadline: float | None = None,
     run: str | None = None,
+    *,
+    inputs: Sequence[ItemIn] | None = None,
 ) -> RewardResponse:
     """Raw items scored with ``target``, as the wire response (raises RequestError for a
     request-level problem, such as ``options.judges`` naming a judge a rubric lacks);
-    ``run`` names the training run the batch belongs to."""
+    ``run`` names the training run the batch belongs to; ``inputs`` are the items as
+    read already (by admission), else they are read here."""
     started = time.perf_counter()
-    inputs = [read_item(i, raw) for i, raw in enumerate(items)]
+    if inputs is None:
+        inputs = [read_item(i, raw) for i, raw in enumerate(items)]
+    inputs = list(inputs)
     opts = score_options(options or RewardOptions(), run)
     if target.table is None:
         results, usage = await _score(target, engine, inputs, opts, deadline)

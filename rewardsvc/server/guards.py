@@ -13,6 +13,7 @@ import base64
 import binascii
 import logging
 import random
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Protocol
@@ -270,23 +271,80 @@ class Admission(Protocol):
     limiter: InflightLimiter
 
 
-# Scoring work arrives by POST; these POST routes do no judge work.
-_NOT_SCORING = frozenset({"/v1/rubrics/validate"})
+class Turns:
+    """Lets at most ``per_tick`` requests start per turn of the event loop; the others wait
+    their turn, first come first served.
+
+    A request that is all cache hits parses, scores and answers without suspending once, so
+    a burst of them would otherwise run back to back in one turn of the loop, and a probe
+    (``/healthz``) waits for the whole burst. Paced, each turn runs a few of them and the
+    probe's own step.
+    """
+
+    def __init__(self, per_tick: int):
+        if per_tick < 1:
+            raise ValueError("per_tick must be at least 1")
+        self.per_tick = per_tick
+        self._passed = 0
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        self._ticking = False
+
+    async def wait(self) -> None:
+        """Return when it is this request's turn (at once while the loop is not busy)."""
+        if not self._waiting and self._passed < self.per_tick:
+            self._passed += 1
+            self._tick_soon()
+            return
+        turn = asyncio.get_running_loop().create_future()
+        self._waiting.append(turn)
+        self._tick_soon()
+        await turn  # cancelled while waiting: the tick skips it
+
+    def _tick_soon(self) -> None:
+        if not self._ticking:
+            self._ticking = True
+            asyncio.get_running_loop().call_soon(self._tick)
+
+    def _tick(self) -> None:
+        # Runs in the next turn of the loop: the requests let through in this one have run
+        # their first step by now.
+        self._ticking = False
+        self._passed = 0
+        while self._waiting and self._passed < self.per_tick:
+            turn = self._waiting.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                self._passed += 1
+        if self._passed:
+            self._tick_soon()
+
+
+# A request that is all cache hits costs a few ms of CPU: a turn of the loop that starts four
+# of them stays well under the probes' budget while a burst is served at the loop's full pace.
+STARTS_PER_TICK = 4
 
 
 class AdmissionMiddleware:
     """Refuses scoring requests before their body is read: 503 while the service drains
-    for shutdown, 429 while the in-flight bounds are full (both with Retry-After).
+    for shutdown, 429 while the in-flight bounds are full (both with Retry-After); lets the
+    others start a few per turn of the event loop (:class:`Turns`), so that probes are
+    answered during a burst.
 
     ``service`` returns the running service (None before start-up and after shutdown).
     """
 
-    def __init__(self, app: ASGIApp, service: Callable[[], Admission | None]):
+    def __init__(
+        self,
+        app: ASGIApp,
+        service: Callable[[], Admission | None],
+        starts_per_tick: int = STARTS_PER_TICK,
+    ):
         self.app = app
         self.service = service
+        self.turns = Turns(starts_per_tick)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] in _NOT_SCORING:
+        if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
         service = self.service()
@@ -305,6 +363,7 @@ class AdmissionMiddleware:
             reply = JSONResponse(exc.detail, status_code=429, headers=exc.headers)
             await reply(scope, receive, send)
             return
+        await self.turns.wait()
         await self.app(scope, receive, send)
 
 

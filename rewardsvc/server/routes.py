@@ -126,7 +126,9 @@ _YAML_TYPES = ("text/yaml", "application/yaml", "application/x-yaml", "text/x-ya
 )
 async def validate_rubric(request: Request, service: ServiceDep) -> Any:
     """Check rubric YAML (as ``text/yaml``, or JSON ``{"yaml": ...}``) against the schema and
-    the judge pool, without installing it. Problems carry line and key path."""
+    the judge pool, without installing it. Problems carry line and key path. A text larger
+    than ``max_rubric_bytes`` gets 413 before it is parsed; parsing counts as in-flight
+    work (429 when the service is full, 503 while it drains)."""
     raw = await request.body()
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type == "application/json" or content_type.endswith("+json"):
@@ -147,8 +149,19 @@ async def validate_rubric(request: Request, service: ServiceDep) -> Any:
             f"send the rubric as text/yaml or as JSON {{'yaml': ...}}, not {content_type}",
             field="Content-Type",
         )
+    limit = service.settings.max_rubric_bytes
+    if len(text.encode()) > limit:
+        raise ApiError(
+            413,
+            "payload_too_large",
+            f"the rubric is {len(text.encode())} bytes, more than max_rubric_bytes={limit}",
+            field="max_rubric_bytes",
+        )
     try:
-        rubric = await asyncio.to_thread(service.registry.validate_text, text, "<request>")
+        # Parsing YAML with line numbers costs about 1 s of CPU per 64 KB: off the loop,
+        # and held as one item in flight like any scoring work.
+        with service.admitted(1, 0):
+            rubric = await asyncio.to_thread(service.registry.validate_text, text, "<request>")
     except InvalidFile as exc:
         return ValidationReport(valid=False, errors=_problems_out(exc.problems))
     return ValidationReport(valid=True, id=rubric.id, version=rubric.version())

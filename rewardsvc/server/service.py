@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ from fastapi import Depends
 
 from rewardsvc.core.errors import RequestError
 from rewardsvc.core.monitor_spec import inline_rubric_name
+from rewardsvc.core.recipe import Recipe
+from rewardsvc.core.rollout import ItemIn
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.run import Graders
 from rewardsvc.judges.judge import Judge, build_judges
@@ -29,9 +32,8 @@ from rewardsvc.library.yamlfile import InvalidFile, validate_document
 from rewardsvc.monitor import CanaryRunner, Monitor, load_canaries
 from rewardsvc.scoring.cache import VerdictCache
 from rewardsvc.scoring.calibration import CalibrationWindows
-from rewardsvc.scoring.engine import Engine
-from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions, score_groups
-from rewardsvc.scoring.groups import planned_calls as groups_planned_calls
+from rewardsvc.scoring.engine import Engine, planned_cost
+from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions, planned_work, score_groups
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions, judge_preferences
 from rewardsvc.scoring.shared import RedisLink
 from rewardsvc.server import access, metrics, monitor_metrics
@@ -44,10 +46,17 @@ from rewardsvc.server.dashboard import (
     monitor_config,
     share_monitor,
 )
-from rewardsvc.server.dispatch import INLINE_LABEL, Target, resolve_target, score_target
+from rewardsvc.server.dispatch import (
+    INLINE_LABEL,
+    Target,
+    check_inline_size,
+    resolve_target,
+    score_target,
+)
 from rewardsvc.server.errors import ApiError
 from rewardsvc.server.guards import InflightLimiter, check_batch
 from rewardsvc.server.holding import HeldTries, HoldAwareObservers, kept_back
+from rewardsvc.server.items import read_item
 from rewardsvc.server.readiness import ReadinessProbe
 from rewardsvc.server.reward_log import RewardLog
 from rewardsvc.server.state import running_service
@@ -111,11 +120,14 @@ class Service:
         raise ApiError(404, "unknown_rubric", message, field="rubric")
 
     def inline_rubric(self, rubric: Rubric) -> Rubric:
-        """Re-validate an inline rubric against the judge pool (FastAPI validated its shape)."""
+        """Re-validate an inline rubric against the judge pool (FastAPI validated its shape);
+        413 when it is larger than max_rubric_bytes."""
+        doc = rubric.model_dump(mode="json")
+        check_inline_size(doc, self.settings.max_rubric_bytes)
         access.check_rubric(inline_rubric_name(rubric.id, rubric.version()))
         try:
             return validate_document(
-                rubric.model_dump(mode="json"),
+                doc,
                 Rubric,
                 "<request>",
                 self.registry.context,
@@ -135,8 +147,11 @@ class Service:
 
     def target(self, value: Any) -> Target:
         """What a request's ``rubric`` names: a library rubric, recipe or routing table, or
-        an inline rubric or recipe (404 or 422 naming the field, 403 outside the request's
-        key scope)."""
+        an inline rubric or recipe (404 or 422 naming the field; 403 outside the request's
+        key scope; 413 for one larger than max_rubric_bytes)."""
+        if isinstance(value, Recipe):
+            doc = value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            check_inline_size(doc, self.settings.max_rubric_bytes)
         target = resolve_target(self.registry, value, self.library_rubric, self.inline_rubric)
         inline = target.metrics_label == INLINE_LABEL
         access.check_rubric(inline_rubric_name(target.id, target.version) if inline else target.id)
@@ -163,10 +178,13 @@ class Service:
         check_batch(len(items), self.settings.max_items, field_name)
         target = rubric if isinstance(rubric, Target) else Target.of_rubric(rubric, metrics_label)
         calls = len(items) * target.calls_per_item(lambda r: self._calls_per_item(r, options))
+        inputs = [read_item(i, raw) for i, raw in enumerate(items)]
         deadline = time.monotonic() + self.settings.request_timeout_s
-        with self.admitted(len(items), calls):
+        with self.admitted(len(items), calls, self._prompt_bytes(target, inputs, options)):
             try:
-                response = await score_target(target, self.engine, items, options, deadline, run)
+                response = await score_target(
+                    target, self.engine, items, options, deadline, run, inputs=inputs
+                )
             except RequestError as exc:
                 raise ApiError.of(exc) from exc
         if self.reward_log is not None:
@@ -174,10 +192,20 @@ class Service:
         return response
 
     @contextlib.contextmanager
-    def admitted(self, items: int, calls: int) -> Iterator[None]:
+    def admitted(self, items: int, calls: int, prompt_bytes: int = 0) -> Iterator[None]:
         """Hold in-flight slots for ``items`` and ``calls`` (429 when full, 413 when the
-        calls alone exceed max_inflight_calls) and count the request as active, so that a
-        drain waits for it."""
+        calls alone exceed max_inflight_calls or their ``prompt_bytes`` exceed
+        max_prompt_bytes_per_request) and count the request as active, so that a drain
+        waits for it."""
+        bound = self.settings.max_prompt_bytes_per_request
+        if prompt_bytes > bound:
+            raise ApiError(
+                413,
+                "too_much_work",
+                f"the request plans {prompt_bytes} bytes of judge prompts over {calls} calls, "
+                f"more than max_prompt_bytes_per_request={bound}; split it",
+                field="max_prompt_bytes_per_request",
+            )
         if calls > self.settings.max_inflight_calls:
             raise ApiError(
                 413,
@@ -241,8 +269,10 @@ class Service:
         self.claim_run(run)
         check_batch(sum(len(g.rollouts) for g in groups), self.settings.max_items, "groups")
         self._calls_per_item(rubric, RewardOptions())
-        calls = groups_planned_calls(rubric, [len(g.rollouts) for g in groups], options)
-        with self.admitted(sum(len(g.rollouts) for g in groups), calls):
+        calls, size = await asyncio.to_thread(
+            planned_work, rubric, groups, options, self.engine.max_text_chars
+        )
+        with self.admitted(sum(len(g.rollouts) for g in groups), calls, size):
             batch = await score_groups(
                 self.engine.judges,  # type: ignore[arg-type]
                 rubric,
@@ -270,8 +300,8 @@ class Service:
         check_batch(2 * len(pairs), self.settings.max_items, "pairs")
         self._calls_per_item(rubric, RewardOptions())
         as_groups = GroupOptions(method="pairwise", judges=options.judges)
-        calls = groups_planned_calls(rubric, [2] * len(pairs), as_groups)
-        with self.admitted(2 * len(pairs), calls):
+        calls, size = planned_work(rubric, pairs, as_groups, self.engine.max_text_chars)
+        with self.admitted(2 * len(pairs), calls, size):
             batch = await judge_preferences(
                 self.engine.judges,  # type: ignore[arg-type]
                 rubric,
@@ -299,8 +329,27 @@ class Service:
                     f"the rubric has {count} {part}, more than {name}={limit}",
                     field=f"rubric.{part}",
                 )
-        judges = len(options.judges) if options.judges else len(rubric.judges)
-        return judges * (1 if rubric.combine == "implicit" else len(rubric.criteria))
+        return self._judges(rubric, options) * (
+            1 if rubric.combine == "implicit" else len(rubric.criteria)
+        )
+
+    def _prompt_bytes(
+        self, target: Target, inputs: Sequence[ItemIn], options: RewardOptions
+    ) -> int:
+        """The prompt bytes a batch plans at most, before anything is rendered: per item,
+        its calls under the rubric (each carrying its texts) times the judges asked."""
+        return sum(
+            target.calls_per_item(
+                lambda r, at=item.rollout: self._judges(r, options) * planned_cost(r, at)[1]
+            )
+            for item in inputs
+            if item.rollout is not None
+        )
+
+    @staticmethod
+    def _judges(rubric: Rubric, options: RewardOptions) -> int:
+        """The judges a request asks for each call of ``rubric``."""
+        return len(options.judges) if options.judges else len(rubric.judges)
 
     async def drain(self, timeout_s: float, answer_s: float = 5.0) -> bool:
         """Refuse new scoring requests and wait up to ``timeout_s`` for those accepted to
@@ -349,6 +398,7 @@ class Service:
             await self.shared.aclose()
         if self.reward_log is not None:
             await asyncio.to_thread(self.reward_log.close)
+        gc.unfreeze()
 
 
 ServiceDep = Annotated[Service, Depends(running_service)]
@@ -442,4 +492,8 @@ async def start_service(
         service.tasks.append(asyncio.create_task(runner.run_forever(service.stop)))
     if settings.reload:
         service.tasks.append(asyncio.create_task(registry.watch(service.stop)))
+    # What start-up built (modules, library, judges: about 100k objects) lives as long as the
+    # service: kept out of the collector's full passes, each of which stalled the event loop
+    # for about 0.1 s scanning it all. ``aclose`` gives it back to the collector.
+    gc.freeze()
     return service

@@ -358,12 +358,12 @@ async def test_validate_is_bounded_and_admitted(
         assert_error(reply, 413, "payload_too_large", "max_rubric_bytes")
         ok = await http.post("/v1/rubrics/validate", content=TINY_RUBRIC.encode(), headers=headers)
         assert ok.status_code == 200 and ok.json()["valid"] is True
-        app.state.service.draining = True
+        app.state.service.drain_begun.set()
         reply = await http.post(
             "/v1/rubrics/validate", content=TINY_RUBRIC.encode(), headers=headers
         )
         assert reply.status_code == 503, reply.text
-        app.state.service.draining = False
+        app.state.service.drain_begun.clear()
 
 
 async def test_the_service_keeps_its_start_up_heap_out_of_full_collections(

@@ -214,7 +214,7 @@ class Judge:
         except TimeoutError:
             yield self._failed(
                 "deadline",
-                f"no free turn of judge {self.name!r} before the call's deadline "
+                f"no free slot of judge {self.name!r} before the call's deadline "
                 f"({self.config.max_concurrency} calls in flight)",
                 0.0,
             )

@@ -18,12 +18,12 @@ requests in those windows) that cycles through the payloads of issue 23:
 - ``repeat-prompt``: an OpenRLHF sample whose response repeats the prompt.
 
 It reports benign p50/p99 with and without the hostile share and their ratio (target
-≤ 2), the service's RSS over time (service and its worker processes; growth after the
-warm-up, target ≤ 10 %), the longest ``/healthz`` answer polled throughout (target ≤ 1 s),
+≤ 2), the service's RSS over time (growth of the service process after the warm-up, target
+≤ 10 %; with its grader workers too), the longest ``/healthz`` answer polled throughout (target ≤ 1 s),
 and a reward-log audit: every item of every answered ``/v1/rewards`` request has exactly one
 line (none lost, none duplicated). Everything stays on 127.0.0.1.
 
-    .venv/bin/python -m bench.soak [--minutes 30] [--rate 1] [--hostile-share 0.2]
+    .venv/bin/python -m bench.soak [--minutes 30] [--rate 0.5] [--hostile-share 0.2]
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import psutil
 import yaml
 
 from bench.harness import (
@@ -220,7 +221,14 @@ class Record:
 
     sent: list[Sent] = field(default_factory=list)
     health: list[tuple[float, float, int]] = field(default_factory=list)
-    rss: list[tuple[float, float]] = field(default_factory=list)
+    rss: list[tuple[float, float, float]] = field(default_factory=list)
+
+
+def reply_statuses(path: str, body: Any) -> list[str]:
+    """The item (or group) statuses of an answer; OpenRLHF's says valid or not."""
+    if path.startswith("/openrlhf/"):
+        return ["valid" if v else "stand-in" for v in body["extra_logs"]["rewardsvc_valid"]]
+    return [res["status"] for res in body["results"]]
 
 
 async def send(
@@ -240,8 +248,8 @@ async def send(
         ) as r:
             status = r.status
             body = await r.json(content_type=None)
-        if status == 200 and request.path == "/v1/rewards":
-            statuses = [res["status"] for res in body["results"]]
+        if status == 200:
+            statuses = reply_statuses(request.path, body)
     except (aiohttp.ClientError, TimeoutError, ValueError, KeyError, TypeError):
         status = 0  # no answer, or not the answer the route promises
     return Sent(
@@ -266,10 +274,20 @@ async def poll_health(url: str, record: Record, t0: float, stop: asyncio.Event) 
                 await asyncio.wait_for(stop.wait(), HEALTH_INTERVAL_S)
 
 
+def service_mb(pid: int) -> float:
+    """RSS of the service process alone, in MB."""
+    try:
+        return float(psutil.Process(pid).memory_info().rss) / 1e6
+    except psutil.Error:
+        return 0.0
+
+
 async def sample_rss(pid: int, record: Record, t0: float, stop: asyncio.Event) -> None:
-    """The service's RSS (with its worker processes) every RSS_INTERVAL_S."""
+    """RSS every RSS_INTERVAL_S: of the service process, and with its grader workers (those
+    are killed and replaced when they miss a deadline, so their share comes and goes)."""
     while not stop.is_set():
-        record.rss.append((time.monotonic() - t0, await asyncio.to_thread(rss_mb, pid)))
+        alone, total = await asyncio.to_thread(lambda: (service_mb(pid), rss_mb(pid)))
+        record.rss.append((time.monotonic() - t0, alone, total))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), RSS_INTERVAL_S)
 
@@ -372,7 +390,7 @@ def summarize(
         "p99_ms", float("nan")
     )
     warmup = min(WARMUP_S, duration / 3)
-    after = [mb for t, mb in record.rss if t >= warmup]
+    after = [mb for t, mb, _ in record.rss if t >= warmup]
     growth = (after[-1] - after[0]) / after[0] if len(after) >= 2 and after[0] else float("nan")
     health = [lat for _, lat, _ in record.health]
     return {
@@ -387,7 +405,8 @@ def summarize(
             "warmup_s": warmup,
             "at_warmup_mb": after[0] if after else float("nan"),
             "end_mb": after[-1] if after else float("nan"),
-            "peak_mb": max((mb for _, mb in record.rss), default=float("nan")),
+            "peak_mb": max((mb for _, mb, _ in record.rss), default=float("nan")),
+            "peak_with_workers_mb": max((mb for _, _, mb in record.rss), default=float("nan")),
             "growth_after_warmup": growth,
             "samples": record.rss,
         },
@@ -439,9 +458,9 @@ def markdown(result: dict[str, Any]) -> str:
         "|---|---|---|",
         f"| benign p99 with / without hostile share ≤ {TARGET_RATIO:g} | {s['p99_ratio']:.2f} | "
         f"{verdict(s['p99_ratio'] <= TARGET_RATIO)} |",
-        f"| RSS growth after {rss['warmup_s']:.0f} s ≤ {TARGET_RSS_GROWTH:.0%} | "
+        f"| service RSS growth after {rss['warmup_s']:.0f} s ≤ {TARGET_RSS_GROWTH:.0%} | "
         f"{rss['growth_after_warmup']:+.1%} ({rss['at_warmup_mb']:.0f} → {rss['end_mb']:.0f} MB, "
-        f"peak {rss['peak_mb']:.0f}) | "
+        f"peak {rss['peak_mb']:.0f}; {rss['peak_with_workers_mb']:.0f} with workers) | "
         f"{verdict(rss['growth_after_warmup'] <= TARGET_RSS_GROWTH)} |",
         f"| `/healthz` max ≤ {TARGET_HEALTHZ_S * 1000:.0f} ms | {hz['max_ms']:.0f} ms "
         f"({hz['polls']} polls, {hz['over_1s']} over 1 s, {hz['failed']} failed) | "
@@ -465,10 +484,10 @@ def markdown(result: dict[str, Any]) -> str:
         )
     lines += [
         "",
-        "RSS (MB) over time: "
+        "RSS over time, MB (service / with grader workers): "
         + ", ".join(
-            f"{t / 60:.1f} min {mb:.0f}"
-            for t, mb in rss["samples"][:: max(1, len(rss["samples"]) // 12)]
+            f"{t / 60:.1f} min {alone:.0f} / {total:.0f}"
+            for t, alone, total in rss["samples"][:: max(1, len(rss["samples"]) // 12)]
         ),
         "",
     ]
@@ -494,7 +513,7 @@ def main() -> None:
     """Run the soak and write ``--out``.md and .json."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
-    parser.add_argument("--rate", type=float, default=1.0, help="benign requests per second")
+    parser.add_argument("--rate", type=float, default=0.5, help="benign requests per second")
     parser.add_argument("--hostile-share", type=float, default=0.2)
     parser.add_argument("--window-s", type=float, default=60.0)
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "results" / "soak")

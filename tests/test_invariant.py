@@ -300,7 +300,8 @@ def _slime_dict(body: Any) -> Outcome:
 
 
 # One row per reply format of /slime (the service's default first); what a row reads is
-# what the route documents for it (rewardsvc/server/compat.py).
+# what the route documents for it (rewardsvc/server/compat.py): when the route changes a
+# format (or its default), its row changes here, and every failure kind follows.
 SLIME_ROWS: dict[str, SlimeRow] = {
     "default": SlimeRow({}, _slime_number),
     "number": SlimeRow({"format": "number"}, _slime_number),
@@ -675,7 +676,8 @@ class Fault:
     settings: dict[str, Any] = field(default_factory=dict)
     redis: str | None = None  # "down" or "slow"
     graders: bool = False
-    fresh_service: bool = False  # a service of its own per case (drain ends it)
+    hostile_math: bool = False  # hostile answers keep the math worker busy meanwhile
+    drain: bool = False  # the service drains mid-case (so each case needs its own)
 
 
 FAULTS = [
@@ -689,7 +691,7 @@ FAULTS = [
         healthy=lambda tag: graded_json(tag, SHALLOW_NEST),
         graders=True,
     ),
-    Fault("grader-busy", probe=graded_math, healthy=graded_math, graders=True),
+    Fault("grader-busy", probe=graded_math, healthy=graded_math, graders=True, hostile_math=True),
     Fault("redis-down", redis="down"),
     Fault("redis-slow", redis="slow"),
     # Judges slower than the request's deadline, with timeouts longer than it.
@@ -704,7 +706,7 @@ FAULTS = [
         "drain",
         judge_behaviour="timeout",
         judge_delay_s=2.0,
-        fresh_service=True,
+        drain=True,
     ),
 ]
 
@@ -832,7 +834,7 @@ async def faulted(fault: Fault, rig: Rig, tag: str) -> AsyncIterator[None]:
     rig.script.default = fault.judge_behaviour
     rig.script.delay_s = fault.judge_delay_s
     hostile = None
-    if fault.name == "grader-busy":
+    if fault.hostile_math:
         hostile = asyncio.ensure_future(_hostile_math(rig.url, tag))
         await asyncio.sleep(0.3)  # let the hostile answers reach the worker first
     try:
@@ -847,7 +849,7 @@ async def faulted(fault: Fault, rig: Rig, tag: str) -> AsyncIterator[None]:
 async def run_case(fault: Fault, rig: Rig, surface: Surface, probe: Probe) -> Answer:
     """The surface's answer for ``probe`` with ``fault`` in force."""
     async with faulted(fault, rig, probe.prompt):
-        if fault.name != "drain":
+        if not fault.drain:
             return await surface.call(rig.url, probe)
         before = rig.script.requests
         pending = asyncio.ensure_future(surface.call(rig.url, probe))
@@ -884,7 +886,7 @@ async def test_no_number_unless_real(
     tag = f"{surface.name}-{fault.name}-{uuid.uuid4().hex[:8]}"
     real = await real_scores(healthy_rig, surface, fault.healthy(tag))
     probe = fault.probe(tag)
-    if fault.fresh_service:
+    if fault.drain:
         with running_rig(fault, tmp_path) as own:
             answer = await run_case(fault, own, surface, probe)
     else:

@@ -19,9 +19,9 @@ requests in those windows) that cycles through the payloads of issue 23:
 
 It reports benign p50/p99 with and without the hostile share and their ratio (target
 ≤ 2), the service's RSS over time (growth of the service process after the warm-up, target
-≤ 10 %; with its grader workers too), the longest ``/healthz`` answer polled throughout (target ≤ 1 s),
-and a reward-log audit: every item of every answered ``/v1/rewards`` request has exactly one
-line (none lost, none duplicated). Everything stays on 127.0.0.1.
+≤ 10 %; with its grader workers too), the longest ``/healthz`` answer polled throughout
+(target ≤ 1 s), and a reward-log audit: every item of every answered ``/v1/rewards``
+request has exactly one line (none lost, none duplicated). Everything stays on 127.0.0.1.
 
     .venv/bin/python -m bench.soak [--minutes 30] [--rate 0.5] [--hostile-share 0.2]
 """

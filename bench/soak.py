@@ -234,7 +234,7 @@ def reply_statuses(path: str, body: Any) -> list[str]:
 async def send(
     http: aiohttp.ClientSession, url: str, request: Request, kind: str, phase: str, t0: float
 ) -> Sent:
-    """POST ``request`` and time it (status 0 when the connection failed)."""
+    """POST ``request`` and time it (status 0 when no proper answer came back)."""
     start = time.monotonic()
     statuses: list[str] = []
     timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S)
@@ -250,8 +250,9 @@ async def send(
             body = await r.json(content_type=None)
         if status == 200:
             statuses = reply_statuses(request.path, body)
-    except (aiohttp.ClientError, TimeoutError, ValueError, KeyError, TypeError):
-        status = 0  # no answer, or not the answer the route promises
+    except (aiohttp.ClientError, TimeoutError, ValueError, KeyError, TypeError) as exc:
+        # No answer, or not the answer the route promises: status 0, and why.
+        status, statuses = 0, [f"client:{type(exc).__name__}"]
     return Sent(
         kind, phase, start - t0, time.monotonic() - start, status, request.item_ids, statuses
     )

@@ -20,7 +20,6 @@ import functools
 import importlib
 import importlib.util
 import inspect
-import json
 import math
 import threading
 import time
@@ -31,6 +30,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import Service
+from rewardlog import reward_lines
 
 import rewardsvc_client.openrlhf
 from rewardsvc_client import Client
@@ -45,15 +45,10 @@ QUESTION = "What is 2 + 3?"
 SAMPLES: list[tuple[str, str | None]] = [("5", "5"), ("It is 7.", "5"), (":", "5"), ("5", None)]
 
 
-def reward_log(service: Service, wait_for: int = 0, timeout_s: float = 10) -> list[dict[str, Any]]:
-    """The service's reward log lines (written by a background thread: wait for them)."""
-    path = Path(service.env["REWARDSVC_REWARD_LOG"])
-    deadline = time.monotonic() + timeout_s
-    while True:
-        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-        if len(lines) >= wait_for or time.monotonic() > deadline:
-            return [json.loads(line) for line in lines]
-        time.sleep(0.1)
+def reward_log(service: Service) -> list[dict[str, Any]]:
+    """The reward lines of the service's reward log so far (its event lines left out: the
+    session's service also logs monitor alerts)."""
+    return reward_lines(Path(service.env["REWARDSVC_REWARD_LOG"]))
 
 
 def service_rewards(service: Service, items: list[dict[str, Any]]) -> list[float | None]:

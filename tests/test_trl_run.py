@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from conftest import Service
+from rewardlog import reward_lines
 
 pytestmark = [pytest.mark.slow, pytest.mark.judges]
 
@@ -140,11 +141,7 @@ def test_trl_grpo_run_rewards_are_the_service_rewards(service: Service, tmp_path
     assert any(r is not None for call in calls for r in call["rewards"])
 
     # 1. The adapter returned what the service returned: the service's reward log.
-    lines = [
-        json.loads(x) for x in Path(service.env["REWARDSVC_REWARD_LOG"]).read_text().splitlines()
-    ]
-    # Event lines (a monitor alert of the shared service) sit beside the reward lines.
-    rewards = [r for r in lines if "event" not in r]
+    rewards = reward_lines(Path(service.env["REWARDSVC_REWARD_LOG"]))
     ours = [r for r in rewards if r["metadata"].get("run") == report["run_id"]]
     by_batch: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for record in ours:

@@ -1,0 +1,905 @@
+"""One invariant across every way a reward leaves the service: a number is a real score or a
+flagged stand-in, under every failure kind.
+
+The cases are the product of every **surface** (the routes ``/v1/rewards``, ``/v1/groups``,
+``/v1/preferences``, ``/openrlhf``, ``/slime`` (one row per reply format), ``/nemo-gym``,
+and every trainer adapter of ``clients/python``, called the way its trainer calls it) and
+every **failure kind** (judge timeout, judge 5xx, judge garbage, grader deadline, grader
+worker busy, Redis down, Redis slow, request deadline, drain; and ``healthy``, the control).
+Each case scores two samples of one prompt and reads back what the trainer would read:
+one :class:`Outcome` per sample, its value and whether the trainer is told that the value is
+a stand-in (TRL: ``None``; native routes: ``null``; OpenRLHF and veRL: ``rewardsvc_valid =
+0``; slime: ``remove_sample`` or the reply format's own flag; NeMo Gym: ``mask_sample``;
+verifiers: the verdict in ``state["rewardsvc"]``; ART: the trajectory left out). The
+invariant: every value that is not flagged is a real score, i.e. the value the same surface
+gives for the same samples with nothing failing (measured once per surface on a healthy
+rig; the fake judges answer every prompt alike, so the prompt's case tag does not change
+it). A request the trainer sees fail (an error status its retry handles, an exception) sends
+no number at all; an internal error (500) never happens.
+
+Graders run only where items are scored one by one: the comparative routes (and the
+adapters built on them) ask judges to compare, and run no grader, so the two grader
+failure kinds are not crossed with them.
+
+The service runs in process under uvicorn (``faults.ServedApp``) with fake judges
+(``fakejudge.py``); the Redis cases use a real ``redis-server`` (``redis_server.py``),
+killed, or behind a proxy that delays every chunk (``faults.DelayProxy``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import httpx
+import pytest
+from fakejudge import FakeJudge, Script
+from faults import DelayProxy, ServedApp
+from redis_server import RedisServer
+from test_api_support import fake_pool, settings_for, write_library
+
+from rewardsvc.library.registry import Registry
+from rewardsvc.server.app import create_app
+from rewardsvc_client._adapt import Settings
+from rewardsvc_client.agent import AgentRewarder
+from rewardsvc_client.art import make_group_scorer
+from rewardsvc_client.groups import (
+    make_comparative_group_scorer,
+    make_group_rm,
+    trl_group_reward_func,
+    verifiers_comparative_reward_func,
+)
+from rewardsvc_client.openrlhf import make_reward_func
+from rewardsvc_client.slime import make_rm
+from rewardsvc_client.trl import trl_reward_func
+from rewardsvc_client.verifiers import verifiers_group_reward_func, verifiers_reward_func
+from rewardsvc_client.verl import make_compute_score
+
+# ------------------------------------------------------------------ the library
+
+# The issue's exponential schema: each nesting level doubles the validation work (anyOf
+# tries the first branch, whose items recurse, and fails it on minItems). "pattern" applies
+# to strings only, so it changes no verdict; it sends the schema to the service's schema
+# worker, whose deadline is what this failure kind exercises.
+EXPONENTIAL_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "array", "items": {"$ref": "#"}, "minItems": 2},
+        {"type": "array", "items": {"$ref": "#"}},
+    ],
+    "pattern": "^",
+}
+GRADED_JSON = {
+    "id": "graded-json",
+    "description": "Nested arrays, checked by a JSON Schema grader.",
+    "criteria": [
+        {
+            "id": "nested",
+            "text": "The reply is a nest of arrays.",
+            "grader": {"type": "json", "extract": "none", "schema": EXPONENTIAL_SCHEMA},
+        }
+    ],
+    "judges": ["primary"],
+    "combine": "explicit",
+}
+GRADED_MATH = {
+    "id": "graded-math",
+    "description": "The boxed answer, checked by math-verify.",
+    "criteria": [
+        {
+            "id": "answer",
+            "text": "The boxed answer equals the reference.",
+            "grader": {"type": "math", "extract": "boxed", "timeout_s": 1},
+        }
+    ],
+    "requires_reference": True,
+    "judges": ["primary"],
+    "combine": "explicit",
+}
+# Every nest of arrays conforms, at any depth: a shallow nest's score is the deep one's.
+DEEP_NEST = "[" * 24 + "]" * 24
+SHALLOW_NEST = "[[[]]]"
+# math-verify works on this until its deadline (the issue's hostile math answer).
+HOSTILE_MATH = "\\boxed{9^{9^{9^{9}}}}"
+
+
+def write_rubrics(folder: Path) -> Path:
+    """tiny and strict (``test_api_support``) and the two grader rubrics."""
+    write_library(folder)
+    for rubric in (GRADED_JSON, GRADED_MATH):
+        (folder / f"{rubric['id']}.yaml").write_text(json.dumps(rubric))
+    return folder
+
+
+# ------------------------------------------------------------------ what a case scores
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Two samples of one prompt, scored against ``rubric``."""
+
+    rubric: str
+    prompt: str
+    completions: tuple[str, str]
+    reference: str
+
+
+def judged(tag: str) -> Probe:
+    """Samples for the judges; ``tag`` keeps them out of every other case's cache."""
+    return Probe("tiny", f"What is 2+2? (case {tag})", ("4", "It is 4."), "4")
+
+
+def graded_json(tag: str, completion: str) -> Probe:
+    """Samples for the JSON Schema grader."""
+    return Probe("graded-json", f"Nest some arrays (case {tag}).", (completion, completion), "-")
+
+
+def graded_math(tag: str) -> Probe:
+    """Right answers for the math grader."""
+    return Probe("graded-math", f"What is 2+2? (case {tag})", ("\\boxed{4}", "So \\boxed{4}."), "4")
+
+
+@dataclass
+class Outcome:
+    """One sample as the trainer reads it: its value, and whether it is flagged as a
+    stand-in in the trainer's own way."""
+
+    value: float | None
+    flagged: bool
+
+
+@dataclass
+class Answer:
+    """What a surface gave for a probe: the outcomes (none when the trainer saw the
+    request fail) and, when it failed, how."""
+
+    outcomes: list[Outcome]
+    failure: str | None = None
+
+
+RETRYABLE = {408, 429, 502, 503, 504}
+"""Error statuses a trainer's retry (or the client's) handles: the documented failures."""
+
+
+def no_answer(why: str, status: int | None = None) -> Answer:
+    """A request the trainer sees fail (its error path runs; no number reaches it). An HTTP
+    failure must be one a retry handles: a 500 is a crash, a 4xx a broken case."""
+    assert status is None or status in RETRYABLE, f"HTTP {status}: {why}"
+    return Answer([], why)
+
+
+# ------------------------------------------------------------------ the surfaces
+
+REQUEST_DEADLINE_S = 10.0
+"""request_timeout_s of the rigs (the request-deadline kind sets its own, shorter)."""
+ANSWER_WITHIN_S = REQUEST_DEADLINE_S + 20.0
+"""How long a route's client waits for an answer."""
+HOLD_S = 0.0
+"""?hold= of the trainer routes: their trainer's retry loop (simulated) does the waiting."""
+RESEND_WAIT_S = 0.3
+"""judge_error_wait of the adapters (their defaults, 100-150 s, are for real outages); with
+judge_error_retries 0 where an adapter takes it, so that they re-send within it only."""
+CLIENT_TIMEOUT_S = "5"
+"""REWARDSVC_TIMEOUT of the adapters: their HTTP timeout and how long they wait out a
+saturated service (a draining one answers 503 to their re-sends)."""
+
+Call = Callable[[str, Probe], Awaitable[Answer]]
+
+
+@dataclass(frozen=True)
+class Surface:
+    """A way rewards leave the service; ``comparative`` when it scores groups."""
+
+    name: str
+    call: Call
+    comparative: bool = False
+
+
+async def _post(url: str, path: str, body: Any, **params: Any) -> httpx.Response:
+    """POST as a trainer's client does; a request the service leaves unanswered well past
+    its own deadline fails the case (no trainer waits for ever)."""
+    async with httpx.AsyncClient(base_url=url, timeout=ANSWER_WITHIN_S) as http:
+        try:
+            return await http.post(path, json=body, params=params)
+        except httpx.TimeoutException:
+            pytest.fail(
+                f"{path}: no answer within {ANSWER_WITHIN_S:g} s "
+                f"(the request deadline is {REQUEST_DEADLINE_S:g} s)"
+            )
+
+
+async def native_rewards(url: str, probe: Probe) -> Answer:
+    items = [
+        {"id": str(i), "prompt": probe.prompt, "completion": c, "reference": probe.reference}
+        for i, c in enumerate(probe.completions)
+    ]
+    reply = await _post(url, "/v1/rewards", {"rubric": probe.rubric, "items": items})
+    if reply.status_code != 200:
+        return no_answer(f"HTTP {reply.status_code}: {reply.text[:300]}", reply.status_code)
+    results = reply.json()["results"]
+    return Answer([Outcome(r["reward"], r["reward"] is None) for r in results])
+
+
+async def native_groups(url: str, probe: Probe) -> Answer:
+    group = {
+        "id": "g",
+        "prompt": probe.prompt,
+        "completions": list(probe.completions),
+        "reference": probe.reference,
+    }
+    reply = await _post(url, "/v1/groups", {"rubric": probe.rubric, "groups": [group]})
+    if reply.status_code != 200:
+        return no_answer(f"HTTP {reply.status_code}: {reply.text[:300]}", reply.status_code)
+    (result,) = reply.json()["results"]
+    rewards = result["rewards"] or [None] * len(probe.completions)
+    return Answer([Outcome(r, r is None) for r in rewards])
+
+
+async def native_preferences(url: str, probe: Probe) -> Answer:
+    a, b = probe.completions
+    pair = {"id": "p", "prompt": probe.prompt, "a": a, "b": b, "reference": probe.reference}
+    reply = await _post(url, "/v1/preferences", {"rubric": probe.rubric, "pairs": [pair]})
+    if reply.status_code != 200:
+        return no_answer(f"HTTP {reply.status_code}: {reply.text[:300]}", reply.status_code)
+    (result,) = reply.json()["results"]
+    return Answer([Outcome(result["p_a_better"], result["p_a_better"] is None)])
+
+
+OPENRLHF_TRIES = 5  # OpenRLHF's _fetch_rewards_via_http: 5 tries, then it raises
+
+
+async def openrlhf_route(url: str, probe: Probe) -> Answer:
+    """OpenRLHF's HTTP reward fetch, one sample per request: up to 5 tries (an error status
+    makes it try again), then it raises; it reads rewards and extra_logs."""
+
+    async def sample(completion: str) -> Outcome | Answer:
+        body = {
+            "query": [probe.prompt + completion],
+            "prompts": [probe.prompt],
+            "labels": [probe.reference],
+        }
+        for _ in range(OPENRLHF_TRIES):
+            reply = await _post(url, f"/openrlhf/{probe.rubric}", body, hold=HOLD_S)
+            if reply.status_code == 200:
+                data = reply.json()
+                valid = data["extra_logs"]["rewardsvc_valid"][0]
+                return Outcome(data["rewards"][0], valid == 0)
+            assert reply.status_code in RETRYABLE, (reply.status_code, reply.text)
+        return no_answer(f"OpenRLHF raised after {OPENRLHF_TRIES} tries: {reply.text[:300]}")
+
+    return per_sample(await asyncio.gather(*(sample(c) for c in probe.completions)))
+
+
+SLIME_TRIES = 10  # slime's remote_rm: 10 tries, then it raises (the rollout ends)
+
+
+@dataclass(frozen=True)
+class SlimeRow:
+    """How slime reads one reply format of /slime: the query that asks for it, and the
+    value and flag slime takes from the reply body. A bare number carries no flag, so any
+    number in it must be a real score."""
+
+    query: dict[str, str]
+    read: Callable[[Any], Outcome]
+
+
+def _slime_number(body: Any) -> Outcome:
+    return Outcome(float(body), False)
+
+
+def _slime_dict(body: Any) -> Outcome:
+    # --reward-key reward; rewardsvc's dict format says valid: false for a stand-in.
+    return Outcome(body["reward"], not body["valid"])
+
+
+# One row per reply format of /slime (the service's default first); what a row reads is
+# what the route documents for it (rewardsvc/server/compat.py): when the route changes a
+# format (or its default), its row changes here, and every failure kind follows.
+SLIME_ROWS: dict[str, SlimeRow] = {
+    "default": SlimeRow({}, _slime_number),
+    "number": SlimeRow({"format": "number"}, _slime_number),
+    "dict": SlimeRow({"format": "dict"}, _slime_dict),
+}
+
+
+def slime_route(row: SlimeRow) -> Call:
+    """slime's remote_rm for one reply format: up to 10 tries, then it raises."""
+
+    async def call(url: str, probe: Probe) -> Answer:
+        async def sample(completion: str) -> Outcome | Answer:
+            body = {"prompt": probe.prompt, "response": completion, "label": probe.reference}
+            for _ in range(SLIME_TRIES):
+                reply = await _post(url, f"/slime/{probe.rubric}", body, hold=HOLD_S, **row.query)
+                if reply.status_code == 200:
+                    return row.read(reply.json())
+                assert reply.status_code in RETRYABLE, (reply.status_code, reply.text)
+            return no_answer(f"slime raised after {SLIME_TRIES} tries: {reply.text[:300]}")
+
+        return per_sample(await asyncio.gather(*(sample(c) for c in probe.completions)))
+
+    return call
+
+
+async def nemo_gym_route(url: str, probe: Probe) -> Answer:
+    async def sample(completion: str) -> Outcome | Answer:
+        body = {
+            "responses_create_params": {"input": probe.prompt},
+            "response": {
+                "output": [
+                    {
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": completion}],
+                    }
+                ]
+            },
+            "expected_answer": probe.reference,
+        }
+        reply = await _post(url, f"/nemo-gym/{probe.rubric}/verify", body)
+        if reply.status_code != 200:
+            return no_answer(f"HTTP {reply.status_code}: {reply.text[:300]}", reply.status_code)
+        data = reply.json()
+        return Outcome(data["reward"], bool(data["mask_sample"]))
+
+    return per_sample(await asyncio.gather(*(sample(c) for c in probe.completions)))
+
+
+def per_sample(outcomes: list[Outcome | Answer]) -> Answer:
+    """The answer of a surface called once per sample (concurrently, as trainers do): it
+    failed when one of its requests failed (the trainer's error path ran for it)."""
+    failed = [o for o in outcomes if isinstance(o, Answer)]
+    if failed:
+        return failed[0]
+    return Answer([o for o in outcomes if isinstance(o, Outcome)])
+
+
+async def raised(call: Awaitable[Answer]) -> Answer:
+    """The adapter's answer; an exception is the trainer's error path (no number)."""
+    try:
+        return await call
+    except Exception as exc:  # the trainer sees the exception: that is the failure path
+        return no_answer(f"{type(exc).__name__}: {exc}", getattr(exc, "status_code", None))
+
+
+async def trl_adapter(url: str, probe: Probe) -> Answer:
+    async def run() -> Answer:
+        reward = trl_reward_func(url, probe.rubric, reference_column="answer")
+        rewards = await reward(
+            prompts=[probe.prompt] * 2,
+            completions=list(probe.completions),
+            answer=[probe.reference] * 2,
+        )
+        return Answer([Outcome(r, r is None) for r in rewards])  # TRL masks None
+
+    return await raised(run())
+
+
+async def trl_group_adapter(url: str, probe: Probe) -> Answer:
+    async def run() -> Answer:
+        reward = trl_group_reward_func(url, probe.rubric, "answer", num_generations=2)
+        rewards = await reward(
+            prompts=[probe.prompt] * 2,
+            completions=list(probe.completions),
+            answer=[probe.reference] * 2,
+        )
+        return Answer([Outcome(r, r is None) for r in rewards])
+
+    return await raised(run())
+
+
+def _verl_outcome(result: dict[str, float]) -> Outcome:
+    return Outcome(result["score"], result["rewardsvc_valid"] == 0.0)
+
+
+async def verl_async_adapter(url: str, probe: Probe) -> Answer:
+    async def run() -> Answer:
+        score = make_compute_score(
+            url, probe.rubric, judge_error_retries=0, judge_error_wait=RESEND_WAIT_S
+        )
+        results = await asyncio.gather(
+            *(
+                score("src", c, probe.reference, {"question": probe.prompt})
+                for c in probe.completions
+            )
+        )
+        return Answer([_verl_outcome(r) for r in results])
+
+    return await raised(run())
+
+
+async def verl_batch_adapter(url: str, probe: Probe) -> Answer:
+    async def run() -> Answer:
+        score = make_compute_score(
+            url, probe.rubric, kind="batch", judge_error_retries=0, judge_error_wait=RESEND_WAIT_S
+        )
+        results = await asyncio.to_thread(
+            score,
+            ["src"] * 2,
+            list(probe.completions),
+            [probe.reference] * 2,
+            [{"question": probe.prompt}] * 2,
+        )
+        return Answer([_verl_outcome(r) for r in results])
+
+    return await raised(run())
+
+
+async def openrlhf_file_adapter(url: str, probe: Probe) -> Answer:
+    async def run() -> Answer:
+        reward_func = make_reward_func(
+            url, probe.rubric, judge_error_retries=0, judge_error_wait=RESEND_WAIT_S
+        )
+
+        async def sample(completion: str) -> Outcome:  # one sample per call, in a thread
+            info = await asyncio.to_thread(
+                reward_func, [probe.prompt + completion], [probe.prompt], [probe.reference]
+            )
+            valid = info["extra_logs"]["rewardsvc_valid"][0]
+            return Outcome(info["rewards"][0], valid == 0.0)
+
+        return Answer(list(await asyncio.gather(*(sample(c) for c in probe.completions))))
+
+    return await raised(run())
+
+
+def _number(value: Any) -> float:
+    return float(value.item()) if hasattr(value, "item") else float(value)
+
+
+async def openrlhf_agent_adapter(url: str, probe: Probe) -> Answer:
+    async def run() -> Answer:
+        async def sample(completion: str) -> Outcome:  # one agent instance per sample
+            rewarder = AgentRewarder(
+                Settings.resolve(url, probe.rubric), judge_error_wait=RESEND_WAIT_S
+            )
+            states = {
+                "observation_text": probe.prompt,
+                "action_text": completion,
+                "label": probe.reference,
+            }
+            step = await rewarder.step(states)
+            valid = step["extra_logs"]["rewardsvc_valid"]
+            return Outcome(_number(step["rewards"]), valid == 0.0)
+
+        return Answer(list(await asyncio.gather(*(sample(c) for c in probe.completions))))
+
+    return await raised(run())
+
+
+def slime_samples(probe: Probe) -> list[SimpleNamespace]:
+    """slime ``Sample`` stand-ins: the attributes the adapters read and write."""
+    return [
+        SimpleNamespace(
+            prompt=probe.prompt,
+            response=c,
+            label=probe.reference,
+            metadata={},
+            remove_sample=False,
+        )
+        for c in probe.completions
+    ]
+
+
+async def slime_rm_adapter(url: str, probe: Probe) -> Answer:
+    async def run() -> Answer:
+        scorer = make_rm(url, probe.rubric, judge_error_wait=RESEND_WAIT_S)
+        samples = slime_samples(probe)
+        rewards = await asyncio.gather(*(scorer.rm(None, s) for s in samples))
+        return Answer([Outcome(r, s.remove_sample) for r, s in zip(rewards, samples, strict=True)])
+
+    return await raised(run())
+
+
+async def slime_group_rm_adapter(url: str, probe: Probe) -> Answer:
+    async def run() -> Answer:
+        scorer = make_group_rm(url, probe.rubric, judge_error_wait=RESEND_WAIT_S)
+        samples = slime_samples(probe)
+        rewards = await scorer.group_rm(None, samples)
+        return Answer([Outcome(r, s.remove_sample) for r, s in zip(rewards, samples, strict=True)])
+
+    return await raised(run())
+
+
+def _verifiers_states(probe: Probe) -> list[dict[str, Any]]:
+    return [{"answer": probe.reference} for _ in probe.completions]
+
+
+def _verifiers_outcomes(rewards: list[float], states: list[dict[str, Any]]) -> Answer:
+    # verifiers cannot mask: the stand-in is flagged in the rollout state it keeps.
+    return Answer(
+        [
+            Outcome(r, s.get("rewardsvc", {}).get("reward") is None)
+            for r, s in zip(rewards, states, strict=True)
+        ]
+    )
+
+
+async def verifiers_adapter(url: str, probe: Probe) -> Answer:
+    async def run() -> Answer:
+        reward = verifiers_reward_func(url, probe.rubric, judge_error_retries=0)
+        states = _verifiers_states(probe)
+        rewards = await asyncio.gather(
+            *(
+                reward(probe.prompt, c, probe.reference, s)
+                for c, s in zip(probe.completions, states, strict=True)
+            )
+        )
+        return _verifiers_outcomes(rewards, states)
+
+    return await raised(run())
+
+
+async def verifiers_group_adapter(url: str, probe: Probe) -> Answer:
+    async def run() -> Answer:
+        reward = verifiers_group_reward_func(url, probe.rubric, judge_error_retries=0)
+        states = _verifiers_states(probe)
+        rewards = await reward(
+            [probe.prompt] * 2, list(probe.completions), [probe.reference] * 2, states
+        )
+        return _verifiers_outcomes(rewards, states)
+
+    return await raised(run())
+
+
+async def verifiers_comparative_adapter(url: str, probe: Probe) -> Answer:
+    async def run() -> Answer:
+        reward = verifiers_comparative_reward_func(
+            url, probe.rubric, judge_error_wait=RESEND_WAIT_S
+        )
+        states = _verifiers_states(probe)
+        rewards = await reward(
+            [probe.prompt] * 2, list(probe.completions), [probe.reference] * 2, states
+        )
+        return _verifiers_outcomes(rewards, states)
+
+    return await raised(run())
+
+
+class Trajectory:
+    """An ``art.Trajectory`` stand-in: what the ART adapters read and write."""
+
+    def __init__(self, prompt: str, completion: str, reference: str) -> None:
+        self.messages_and_choices = [
+            {"role": "user", "content": prompt},
+            {"role": "assistant", "content": completion},
+        ]
+        self.reward = math.nan  # ART's own default is 0.0; NaN shows an unset reward
+        self.metrics: dict[str, float] = {}
+        self.metadata = {"reference": reference}
+
+    def messages(self) -> list[dict[str, str]]:
+        return self.messages_and_choices
+
+
+class TrajectoryGroup:
+    """An ``art.TrajectoryGroup`` stand-in: exceptions are split from trajectories."""
+
+    def __init__(
+        self,
+        trajectories: list[Any],
+        *,
+        metadata: Any = None,
+        metrics: Any = None,
+        logs: Any = None,
+    ) -> None:
+        self.trajectories = [t for t in trajectories if not isinstance(t, BaseException)]
+        self.exceptions = [t for t in trajectories if isinstance(t, BaseException)]
+        self.metadata, self.metrics, self.logs = metadata or {}, metrics or {}, logs or []
+
+
+def art(make: Callable[[str, str], Callable[[Any], Awaitable[Any]]]) -> Call:
+    """An ART ``after_each`` scorer: ART trains on the trajectories of the group it gets
+    back; one left out (or a dropped group) is flagged."""
+
+    async def call(url: str, probe: Probe) -> Answer:
+        async def run() -> Answer:
+            score = make(url, probe.rubric)
+            trajectories = [Trajectory(probe.prompt, c, probe.reference) for c in probe.completions]
+            scored = await score(TrajectoryGroup(list(trajectories)))
+            kept = [] if scored is None else scored.trajectories
+            return Answer(
+                [
+                    Outcome(t.reward, False) if any(t is k for k in kept) else Outcome(None, True)
+                    for t in trajectories
+                ]
+            )
+
+        return await raised(run())
+
+    return call
+
+
+SURFACES = [
+    Surface("v1-rewards", native_rewards),
+    Surface("v1-groups", native_groups, comparative=True),
+    Surface("v1-preferences", native_preferences, comparative=True),
+    Surface("openrlhf-route", openrlhf_route),
+    *(Surface(f"slime-route-{name}", slime_route(row)) for name, row in SLIME_ROWS.items()),
+    Surface("nemo-gym-route", nemo_gym_route),
+    Surface("trl", trl_adapter),
+    Surface("trl-group", trl_group_adapter, comparative=True),
+    Surface("verl-async", verl_async_adapter),
+    Surface("verl-batch", verl_batch_adapter),
+    Surface("openrlhf-file", openrlhf_file_adapter),
+    Surface("openrlhf-agent", openrlhf_agent_adapter),
+    Surface("slime-rm", slime_rm_adapter),
+    Surface("slime-group-rm", slime_group_rm_adapter, comparative=True),
+    Surface("verifiers", verifiers_adapter),
+    Surface("verifiers-group", verifiers_group_adapter),
+    Surface("verifiers-comparative", verifiers_comparative_adapter, comparative=True),
+    Surface("art", art(lambda u, r: make_group_scorer(u, r, judge_error_wait=RESEND_WAIT_S))),
+    Surface(
+        "art-comparative",
+        art(lambda u, r: make_comparative_group_scorer(u, r, judge_error_wait=RESEND_WAIT_S)),
+        comparative=True,
+    ),
+]
+
+# ------------------------------------------------------------------ the failure kinds
+
+JUDGE_TIMEOUT_S = 10.0
+"""The fake judges' timeout in the pool (retries 0): room for a loaded machine."""
+
+
+@dataclass
+class Rig:
+    """A running service over fake judges, and the script the judges follow."""
+
+    served: ServedApp
+    script: Script
+
+    @property
+    def url(self) -> str:
+        """The service's base URL."""
+        return self.served.url
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A failure kind: the service it needs, what it does to the rig for a case, and the
+    samples a case scores under it (``healthy``: the same surface's samples with nothing
+    failing, whose scores are the real ones)."""
+
+    name: str
+    probe: Callable[[str], Probe] = judged
+    healthy: Callable[[str], Probe] = judged
+    judge_behaviour: str = "ok"
+    judge_delay_s: float = 0.0
+    judge_timeout_s: float = JUDGE_TIMEOUT_S
+    settings: dict[str, Any] = field(default_factory=dict)
+    redis: str | None = None  # "down" or "slow"
+    graders: bool = False
+    hostile_math: bool = False  # hostile answers keep the math worker busy meanwhile
+    drain: bool = False  # the service drains mid-case (so each case needs its own)
+
+
+FAULTS = [
+    Fault("healthy"),
+    Fault("judge-timeout", judge_behaviour="timeout", judge_delay_s=3.0, judge_timeout_s=0.5),
+    Fault("judge-5xx", judge_behaviour="500"),
+    Fault("judge-garbage", judge_behaviour="garbage"),
+    Fault(
+        "grader-deadline",
+        probe=lambda tag: graded_json(tag, DEEP_NEST),
+        healthy=lambda tag: graded_json(tag, SHALLOW_NEST),
+        graders=True,
+    ),
+    Fault("grader-busy", probe=graded_math, healthy=graded_math, graders=True, hostile_math=True),
+    Fault("redis-down", redis="down"),
+    Fault("redis-slow", redis="slow"),
+    # Judges slower than the request's deadline, with timeouts longer than it.
+    Fault(
+        "request-deadline",
+        judge_behaviour="timeout",
+        judge_delay_s=3.0,
+        settings={"request_timeout_s": 0.8},
+    ),
+    # SIGTERM's drain while the judges are still working on the case's samples.
+    Fault(
+        "drain",
+        judge_behaviour="timeout",
+        judge_delay_s=2.0,
+        drain=True,
+    ),
+]
+
+
+@contextlib.contextmanager
+def running_rig(fault: Fault, folder: Path) -> Iterator[Rig]:
+    """A service for ``fault``: fake judges (healthy until a case starts), the library,
+    and a real Redis killed or slowed when the fault says so."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = Script(record_bodies=False)
+    with contextlib.ExitStack() as stack:
+        fake = stack.enter_context(FakeJudge(script))
+        library = write_rubrics(folder / "rubrics")
+        pool = fake_pool(fake.url, fake.url, timeout_s=fault.judge_timeout_s)
+        settings: dict[str, Any] = {"request_timeout_s": REQUEST_DEADLINE_S, **fault.settings}
+        redis = None
+        if fault.redis is not None:
+            redis = RedisServer(folder / "redis")
+            redis.start()
+            stack.callback(redis.stop)
+            url = redis.url
+            if fault.redis == "slow":
+                # 0.1 s each way: a round trip of 0.2 s, inside the 0.25 s deadline of one
+                # Redis operation; commands that queue behind others miss it (a loaded
+                # Redis: slow, and now and then too slow).
+                url = stack.enter_context(DelayProxy(redis.port, 0.1)).url
+            settings["redis_url"] = url
+        app = create_app(settings_for(library, **settings), registry=Registry(library, pool))
+        served = stack.enter_context(ServedApp(app))
+        # A refused rubric would turn its cases into 404s: every file must be served.
+        listed = httpx.get(f"{served.url}/v1/rubrics", timeout=30).json()
+        assert not listed["errors"], listed["errors"]
+        if fault.redis == "down" and redis is not None:
+            redis.kill()
+        yield Rig(served, script)
+
+
+class Rigs:
+    """The service of the failure kind the current case needs, kept while the cases after it
+    (the cases run fault by fault) need the same one."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.fault: Fault | None = None
+        self.rig: Rig | None = None
+        self._stack = contextlib.ExitStack()
+
+    def get(self, fault: Fault) -> Rig:
+        """The running rig of ``fault`` (the previous kind's is stopped first)."""
+        if self.fault is not fault or self.rig is None:
+            self.close()
+            self.rig = self._stack.enter_context(running_rig(fault, self.root / fault.name))
+            self.fault = fault
+        return self.rig
+
+    def close(self) -> None:
+        """Stop the running rig."""
+        self._stack.close()
+        self._stack = contextlib.ExitStack()
+        self.fault = self.rig = None
+
+
+@pytest.fixture(scope="module")
+def rigs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rigs]:
+    """The shared services of the failure kinds (one at a time)."""
+    kept = Rigs(tmp_path_factory.mktemp("rigs"))
+    yield kept
+    kept.close()
+
+
+@pytest.fixture(scope="module")
+def healthy_rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
+    """A service with nothing failing, for the real scores."""
+    with running_rig(FAULTS[0], tmp_path_factory.mktemp("healthy-reference")) as running:
+        yield running
+
+
+_real: dict[tuple[str, str], list[float]] = {}
+
+
+async def real_scores(rig: Rig, surface: Surface, probe: Probe) -> list[float]:
+    """What ``surface`` gives for ``probe``'s samples on a healthy service (every one a
+    number, none flagged); measured once per surface and rubric."""
+    key = (surface.name, probe.rubric)
+    if key not in _real:
+        answer = await surface.call(rig.url, probe)
+        assert answer.failure is None, answer.failure
+        assert answer.outcomes and not any(o.flagged for o in answer.outcomes), answer
+        assert all(isinstance(o.value, float) for o in answer.outcomes), answer
+        _real[key] = [float(o.value) for o in answer.outcomes]  # type: ignore[arg-type]
+    return _real[key]
+
+
+# ------------------------------------------------------------------ running a case
+
+
+async def _hostile_math(url: str, tag: str, requests: int = 3) -> None:
+    """Requests whose answers keep the math worker busy until their deadline."""
+    items = [
+        {
+            "id": str(i),
+            "prompt": f"Compute ({tag} {i})",
+            "completion": HOSTILE_MATH,
+            "reference": "1",
+        }
+        for i in range(2)
+    ]
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        await asyncio.gather(
+            *(
+                http.post("/v1/rewards", json={"rubric": "graded-math", "items": items})
+                for _ in range(requests)
+            )
+        )
+
+
+async def _judge_calls(script: Script, more_than: int) -> None:
+    while script.requests <= more_than:
+        await asyncio.sleep(0.01)
+
+
+@contextlib.asynccontextmanager
+async def faulted(fault: Fault, rig: Rig, tag: str) -> AsyncIterator[None]:
+    """The fault in force around one case (judge behaviour, hostile grader load)."""
+    rig.script.default = fault.judge_behaviour
+    rig.script.delay_s = fault.judge_delay_s
+    hostile = None
+    if fault.hostile_math:
+        hostile = asyncio.ensure_future(_hostile_math(rig.url, tag))
+        await asyncio.sleep(0.3)  # let the hostile answers reach the worker first
+    try:
+        yield
+    finally:
+        rig.script.default = "ok"
+        rig.script.delay_s = 0.0
+        if hostile is not None:
+            await hostile
+
+
+async def run_case(fault: Fault, rig: Rig, surface: Surface, probe: Probe) -> Answer:
+    """The surface's answer for ``probe`` with ``fault`` in force."""
+    async with faulted(fault, rig, probe.prompt):
+        if not fault.drain:
+            return await surface.call(rig.url, probe)
+        before = rig.script.requests
+        pending = asyncio.ensure_future(surface.call(rig.url, probe))
+        await asyncio.wait_for(_judge_calls(rig.script, before), 30)
+        drained = asyncio.wrap_future(
+            asyncio.run_coroutine_threadsafe(
+                rig.served.service.drain(0.2, answer_s=10.0), rig.served.loop
+            )
+        )
+        answer = await asyncio.wait_for(pending, 60)
+        await drained
+        return answer
+
+
+CASES = [
+    pytest.param(fault, surface, id=f"{surface.name}-{fault.name}")
+    for fault in FAULTS
+    for surface in SURFACES
+    if not (fault.graders and surface.comparative)
+]
+
+
+@pytest.fixture(autouse=True)
+def _client_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("REWARDSVC_URL", "REWARDSVC_RUBRIC", "REWARDSVC_RUN", "REWARDSVC_FAILURE_SCORE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("REWARDSVC_TIMEOUT", CLIENT_TIMEOUT_S)
+
+
+@pytest.mark.parametrize(("fault", "surface"), CASES)
+async def test_no_number_unless_real(
+    rigs: Rigs, healthy_rig: Rig, fault: Fault, surface: Surface, tmp_path: Path
+) -> None:
+    tag = f"{surface.name}-{fault.name}-{uuid.uuid4().hex[:8]}"
+    real = await real_scores(healthy_rig, surface, fault.healthy(tag))
+    probe = fault.probe(tag)
+    if fault.drain:
+        with running_rig(fault, tmp_path) as own:
+            answer = await run_case(fault, own, surface, probe)
+    else:
+        answer = await run_case(fault, rigs.get(fault), surface, probe)
+
+    if answer.failure is None:
+        assert len(answer.outcomes) == len(real), answer
+    for index, outcome in enumerate(answer.outcomes):
+        if outcome.flagged:
+            continue  # a stand-in the trainer is told about
+        assert outcome.value is not None, (index, answer)
+        assert outcome.value == pytest.approx(real[index], abs=1e-9), (
+            f"sample {index}: {outcome.value} is not a real score ({real[index]}) "
+            "and is not flagged",
+            answer,
+        )

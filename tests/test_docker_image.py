@@ -44,6 +44,7 @@ BASE_SCRIPT = ROOT / "deploy" / "docker" / "debian-python-base.sh"
 CPU_POOL = ROOT / "deploy" / "cpu-judge" / "judges.yaml"
 TRAINER_KEY = "trainer-key-for-the-docker-test"
 METRICS_KEY = "metrics-key-for-the-docker-test"
+REDIS_PASSWORD = "redis-password-for-the-docker-test"
 UID = 10001
 EXEC_ROOT_PREFIX = "rwsvc-docker-"
 
@@ -278,7 +279,11 @@ def image(engine: Engine) -> str:
 
 def _compose_service() -> tuple[dict[str, Any], dict[str, Any]]:
     """deploy/compose.yaml's rewardsvc service, with its required variables set."""
-    given = {"REWARDSVC_API_KEYS": TRAINER_KEY, "METRICS_API_KEY": METRICS_KEY}
+    given = {
+        "REWARDSVC_API_KEYS": TRAINER_KEY,
+        "METRICS_API_KEY": METRICS_KEY,
+        "REDIS_PASSWORD": REDIS_PASSWORD,
+    }
     compose = interpolate(load_yaml(COMPOSE), set(), given)
     return compose, compose["services"]["rewardsvc"]
 
@@ -333,7 +338,8 @@ def container(
 ) -> Iterator[Container]:
     """The image run as compose runs it, but on the host's network beside the CPU judges."""
     folder = tmp_path_factory.mktemp("docker")
-    redis_server = RedisServer(folder / "redis")
+    # Behind the password compose gives its Redis, so the service authenticates as there.
+    redis_server = RedisServer(folder / "redis", password=REDIS_PASSWORD)
     redis_server.start()
     compose, service = _compose_service()
     env = dict(service["environment"])

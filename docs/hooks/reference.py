@@ -89,38 +89,44 @@ def settings_markdown(settings_cls: type[BaseModel] | None = None) -> str:
     return "\n".join(rows) + "\n"
 
 
-def _type_of(schema: Mapping[str, Any]) -> str:
-    """A short type name for a JSON Schema node."""
+def _anchor(prefix: str, name: str) -> str:
+    return f"{prefix}{name}".lower()
+
+
+def _type_of(schema: Mapping[str, Any], prefix: str = "") -> str:
+    """A short type name for a JSON Schema node; a ``$ref`` links to the section of its
+    definition (``prefix`` keeps the anchors of two schemas with a same-named type apart)."""
     if "$ref" in schema:
         name = str(schema["$ref"]).rsplit("/", 1)[-1]
-        return f"[{name}](#{name.lower()})"
+        return f"[{name}](#{_anchor(prefix, name)})"
     for key in ("anyOf", "oneOf"):
         if key in schema:
-            return " or ".join(_type_of(s) for s in schema[key])
+            return " or ".join(_type_of(s, prefix) for s in schema[key])
     if "const" in schema:
         return f"`{json.dumps(schema['const'])}`"
     if "enum" in schema:
-        return " \\| ".join(f"`{json.dumps(v)}`" for v in schema["enum"])
+        return " | ".join(f"`{json.dumps(v)}`" for v in schema["enum"])
     kind = schema.get("type")
     if kind == "array":
         items = schema.get("items")
         if isinstance(items, Mapping):
-            return f"list of {_type_of(items)}"
+            return f"list of {_type_of(items, prefix)}"
         return "list"
     if kind == "object" and isinstance(schema.get("additionalProperties"), Mapping):
-        return f"map of {_type_of(schema['additionalProperties'])}"
+        return f"map of {_type_of(schema['additionalProperties'], prefix)}"
     if isinstance(kind, list):
         return " or ".join(str(k) for k in kind)
     return str(kind or "any")
 
 
-def _object_table(name: str, schema: Mapping[str, Any], level: int) -> list[str]:
-    lines = [f"{'#' * level} {name}", ""]
+def _object_table(name: str, schema: Mapping[str, Any], level: int, prefix: str = "") -> list[str]:
+    """A definition's section: its description and a table of its properties."""
+    lines = [f"{'#' * level} {name} {{#{_anchor(prefix, name)}}}", ""]
     if schema.get("description"):
         lines += [" ".join(str(schema["description"]).split()), ""]
     properties = schema.get("properties") or {}
     if not properties:
-        lines += [f"Type: {_type_of(schema)}.", ""]
+        lines += [f"Type: {_type_of(schema, prefix)}.", ""]
         return lines
     required = set(schema.get("required") or ())
     lines += ["| field | type | default | description |", "|---|---|---|---|"]
@@ -129,19 +135,10 @@ def _object_table(name: str, schema: Mapping[str, Any], level: int) -> list[str]
         if "default" in prop:
             default = f"`{_cell(json.dumps(prop['default']))}`"
         lines.append(
-            f"| `{key}` | {_cell(_type_of(prop))} | {default} | "
+            f"| `{key}` | {_cell(_type_of(prop, prefix))} | {default} | "
             f"{_cell(str(prop.get('description', '')))} |"
         )
     return [*lines, ""]
-
-
-def _definitions_markdown(
-    title: str, root: Mapping[str, Any], definitions: Mapping[str, Any], level: int
-) -> list[str]:
-    lines = _object_table(title, root, level) if root else []
-    for name in sorted(definitions):
-        lines += _object_table(name, definitions[name], level + 1)
-    return lines
 
 
 def _file_models() -> list[tuple[str, str, type[BaseModel]]]:
@@ -162,13 +159,15 @@ def schemas_markdown() -> str:
     lines: list[str] = []
     for title, command, model in _file_models():
         schema = model.model_json_schema()
+        prefix = title.lower().replace(" ", "-") + "-"
         lines += [f"## {title} file", "", f"`{command}` prints this schema as JSON.", ""]
-        definitions = schema.get("$defs", {})
         root = {k: v for k, v in schema.items() if k != "$defs"}
-        lines += _definitions_markdown(f"{schema.get('title', title)} (the file)", root, {}, 3)
-        lines += [f"### Types of the {title.lower()} file", ""]
+        lines += _object_table(f"The {title.lower()} file", root, 3, prefix)
+        definitions = schema.get("$defs", {})
+        if definitions:
+            lines += [f"### Types of the {title.lower()} file", ""]
         for name in sorted(definitions):
-            lines += _object_table(name, definitions[name], 4)
+            lines += _object_table(name, definitions[name], 4, prefix)
     return "\n".join(lines)
 
 

@@ -65,7 +65,7 @@ def test_http_api_reference_covers_every_operation_and_schema() -> None:
         for method in operations:
             assert f"### `{method.upper()} {path}`" in page
     for name in document["components"]["schemas"]:
-        assert f"### {name}\n" in page
+        assert f"### {name} {{#{name.lower()}}}\n" in page
 
 
 def test_an_operation_without_a_summary_fails_the_reference() -> None:

@@ -6,13 +6,13 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CPU_JUDGE := bash deploy/cpu-judge/cpujudge.sh
 
-.PHONY: install judges serve test lint format bench stop-judges schema
+.PHONY: install judges serve test lint format bench stop-judges schema docs
 
 $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
-	@echo "[make] creating $(VENV) with rewardsvc, its test tools and the client package"
+	@echo "[make] creating $(VENV) with rewardsvc, its test and docs tools and the client package"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,embeddings,eval]' -e ./clients/python
+	$(PY) -m pip install --quiet -e '.[test,embeddings,eval,docs]' -e ./clients/python
 	@touch $@
 
 install: $(VENV)/.installed
@@ -29,11 +29,16 @@ test: install judges
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/rewardsvc validate rubrics
+	$(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) -m pytest -ra --durations=20
 
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# The docs site (mkdocs.yml) into site/; the reference pages are generated from the code.
+docs: install
+	$(VENV)/bin/mkdocs build --strict
 
 format: install
 	$(VENV)/bin/ruff check --fix .

@@ -1,6 +1,6 @@
 """The dashboard in a real headless Chromium (Debian's package, driven by playwright with the
 system binary): with live traffic and a firing alert, every plot renders and the alert shows.
-With ``REWARDSVC_UPDATE_SCREENSHOT=1`` it also saves the screenshot the README shows
+With ``REWARDSVC_UPDATE_SCREENSHOT=1`` it also saves the screenshot the docs show
 (docs/dashboard.png); otherwise the checkout is left as it was."""
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,15 +33,26 @@ READS = (b"\r\nGET\r\n", b"\r\nMGET\r\n")
 
 
 class DelayProxy:
-    """A TCP proxy to ``upstream`` on loopback that holds every reply chunk ``delay_s``
-    before passing it on (in order); with ``only``, just the replies to requests holding
-    one of those commands (not PING, a connection's handshake or a write)."""
+    """A TCP proxy to ``upstream`` on loopback that passes every reply chunk on ``delay_s``
+    after it came from Redis (in order); with ``only``, just the replies to requests holding
+    one of those commands (not PING, a connection's handshake or a write).
+
+    It models a slow link, so it runs as one does: on its own thread and event loop, and
+    each chunk is due ``delay_s`` after it arrived, not after the previous one was passed
+    on. Run on the service's loop, a busy moment of the service (hundreds of verdicts
+    settling at once) stretched every delay; and held chunk after chunk, a reply that Redis
+    wrote in several pieces (a handshake's pipelined replies, a pipeline of SETs) came
+    ``delay_s`` per piece late. Either way a reply 0.1 s late on the wire reached the
+    client past its 0.25 s read timeout now and then, which no real link would do.
+    """
 
     def __init__(self, upstream_port: int, delay_s: float, only: tuple[bytes, ...] | None = None):
         self.upstream_port = upstream_port
         self.delay_s = delay_s
         self.only = only
         self.port = spare_port()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -49,10 +61,23 @@ class DelayProxy:
         return f"redis://127.0.0.1:{self.port}/0"
 
     async def __aenter__(self) -> DelayProxy:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+        self._thread.start()
+        await self._in_proxy_loop(self._start())
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        await self._in_proxy_loop(self._stop())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        await asyncio.to_thread(self._thread.join)
+        self._loop.close()
+
+    async def _in_proxy_loop(self, work: Coroutine[Any, Any, None]) -> None:
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self._loop))
+
+    async def _start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+
+    async def _stop(self) -> None:
         assert self._server is not None
         self._server.close()
         for task in list(self._tasks):
@@ -61,8 +86,11 @@ class DelayProxy:
 
     async def _serve(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         up_r, up_w = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        loop = asyncio.get_running_loop()
         # Whether the request being answered on this connection is answered at once.
         fast = [False]
+        # Reply chunks (b"" at the end) with the time each is due at the client.
+        held: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
 
         async def requests() -> None:
             while chunk := await client_r.read(65536):
@@ -73,13 +101,20 @@ class DelayProxy:
 
         async def replies() -> None:
             while chunk := await up_r.read(65536):
-                if not fast[0]:
-                    await asyncio.sleep(self.delay_s)
+                held.put_nowait((loop.time() + (0.0 if fast[0] else self.delay_s), chunk))
+            held.put_nowait((loop.time(), b""))
+
+        async def deliver() -> None:
+            while True:
+                due, chunk = await held.get()
+                await asyncio.sleep(max(0.0, due - loop.time()))
+                if not chunk:
+                    break
                 client_w.write(chunk)
                 await client_w.drain()
             client_w.close()
 
-        for pump in (requests(), replies()):
+        for pump in (requests(), replies(), deliver()):
             task = asyncio.ensure_future(pump)
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -136,6 +171,53 @@ async def judge() -> Verdict:
 
 def key(n: int) -> bytes:
     return cache_key("sha256:slow", "judge@1", "c", f"item-{n}")
+
+
+PONG = b"+PONG\r\n"
+
+
+@contextlib.asynccontextmanager
+async def pinging(
+    proxy: DelayProxy,
+) -> AsyncIterator[tuple[asyncio.StreamWriter, Callable[[float], Awaitable[bytes]]]]:
+    """A raw connection through ``proxy`` with a PING sent on it; the writer, to send more,
+    and a function reading the next reply within a timeout."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+    writer.write(b"PING\r\n")
+    await writer.drain()
+
+    async def reply(timeout_s: float) -> bytes:
+        return await asyncio.wait_for(reader.readexactly(len(PONG)), timeout=timeout_s)
+
+    try:
+        yield writer, reply
+    finally:
+        writer.close()
+
+
+async def test_the_proxy_delays_replies_that_come_apart_each_by_the_delay(
+    server: RedisServer,
+) -> None:
+    # Two replies that leave Redis 0.05 s apart reach the client about 0.05 s apart, late
+    # by the same delay: delays on a link overlap, they do not add up.
+    async with DelayProxy(server.port, delay_s=0.5) as proxy, pinging(proxy) as (writer, reply):
+        await asyncio.sleep(0.05)
+        writer.write(b"PING\r\n")
+        first = await reply(5.0)
+        # Held behind the first for another delay, it would come 0.5 s after it.
+        second = await reply(0.25)
+    assert first == second == PONG
+
+
+async def test_the_proxy_passes_replies_on_while_the_services_loop_is_busy(
+    server: RedisServer,
+) -> None:
+    # Like a link, the proxy does not wait for the client's event loop: a reply due while
+    # the loop is blocked is there when it runs again.
+    async with DelayProxy(server.port, delay_s=0.2) as proxy, pinging(proxy) as (_, reply):
+        time.sleep(0.5)  # the loop blocked, as by a burst of work, past the reply's delay
+        # On the client's loop, the proxy would only now read the reply, then hold it 0.2 s.
+        assert await reply(0.1) == PONG
 
 
 async def test_a_slow_redis_costs_a_batch_one_round_trip_and_stays_healthy(

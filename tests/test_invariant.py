@@ -287,15 +287,18 @@ class SlimeRow:
     number in it must be a real score."""
 
     query: dict[str, str]
-    read: Callable[[Any], Outcome]
+    read: Callable[[Any], Outcome | Answer]
 
 
 def _slime_number(body: Any) -> Outcome:
     return Outcome(float(body), False)
 
 
-def _slime_dict(body: Any) -> Outcome:
-    # --reward-key reward; rewardsvc's dict format says valid: false for a stand-in.
+def _slime_dict(body: Any) -> Outcome | Answer:
+    # --reward-key reward; rewardsvc's dict format says valid: false for a stand-in, and
+    # on the last try leaves the key out, so that slime's own lookup raises.
+    if "reward" not in body:
+        return no_answer(f"slime raised: no 'reward' key in {str(body)[:200]}")
     return Outcome(body["reward"], not body["valid"])
 
 

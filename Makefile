@@ -28,6 +28,7 @@ test: install judges
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 	$(VENV)/bin/rewardsvc validate rubrics
 	$(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) -m pytest -ra --durations=20

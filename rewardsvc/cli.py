@@ -8,7 +8,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -39,12 +39,15 @@ from rewardsvc.library.yamlfile import (
 )
 from rewardsvc.safety.attacks import attacks
 
+if TYPE_CHECKING:
+    from rewardsvc.settings import Settings
+
 
 class StartupError(Exception):
     """A configuration problem that must stop the service before it serves."""
 
 
-def _settings(args: argparse.Namespace):
+def _settings(args: argparse.Namespace) -> Settings:
     from rewardsvc.settings import Settings
 
     overrides = {
@@ -80,7 +83,7 @@ def load_checked_pool(path: Path) -> JudgePool:
     return pool
 
 
-def _check_api_keys(settings) -> None:
+def _check_api_keys(settings: Settings) -> None:
     """Refuse to serve openly when keys were asked for but none could be read."""
     if settings.api_keys is None and settings.api_keys_file is None:
         return
@@ -257,8 +260,8 @@ def _local_scorer(args: argparse.Namespace) -> tuple[Entry, JudgePool]:
 
 
 def _score_locally(
-    pool: JudgePool, rubric: Rubric, items: list[dict], explain: bool = False
-) -> dict:
+    pool: JudgePool, rubric: Rubric, items: list[dict[str, Any]], explain: bool = False
+) -> dict[str, Any]:
     """Score items with a fresh engine (no cache), as the service would."""
     from rewardsvc.graders.run import Graders
     from rewardsvc.judges.judge import build_judges
@@ -266,7 +269,7 @@ def _score_locally(
     from rewardsvc.server.dispatch import Target, score_target
     from rewardsvc.server.wire.rewards import RewardOptions
 
-    async def run() -> dict:
+    async def run() -> dict[str, Any]:
         graders = Graders()
         engine = Engine(build_judges(pool), graders=graders)
         options = RewardOptions(use_cache=False, explain=explain)
@@ -280,7 +283,7 @@ def _score_locally(
     return asyncio.run(run())
 
 
-def _item(args: argparse.Namespace, completion: str, item_id: str) -> dict:
+def _item(args: argparse.Namespace, completion: str, item_id: str) -> dict[str, Any]:
     item = {"id": item_id, "prompt": args.prompt, "completion": completion}
     if args.reference is not None:
         item["reference"] = args.reference
@@ -367,7 +370,7 @@ def _fmt(value: float | None) -> str:
     return "null" if value is None else f"{value:.3f}"
 
 
-def _err(part: dict) -> str:
+def _err(part: dict[str, Any]) -> str:
     return f"  error: {part['error']}" if part.get("error") else ""
 
 

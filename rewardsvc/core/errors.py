@@ -10,9 +10,9 @@ formatter of pydantic error locations, used by the API, the engine and the YAML 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 JudgeErrorKind = Literal[
     "timeout",
@@ -108,7 +108,7 @@ class RequestError(Exception):
         super().__init__("; ".join(str(p) for p in self.problems))
 
     @classmethod
-    def at(cls, path: Loc, message: str, kind: str = "invalid_request", status: int = 422):
+    def at(cls, path: Loc, message: str, kind: str = "invalid_request", status: int = 422) -> Self:
         """A request error with one problem at ``path``."""
         return cls(kind, [FieldProblem(path, message)], status)
 
@@ -162,7 +162,7 @@ def _exists(doc: Any, loc: Loc) -> bool:
     return True
 
 
-def _message(error: dict[str, Any]) -> str:
+def _message(error: Mapping[str, Any]) -> str:
     msg = str(error.get("msg", "invalid"))
     for prefix in ("Value error, ", "Assertion failed, "):
         msg = msg.removeprefix(prefix)
@@ -196,7 +196,7 @@ def _walk(loc: Sequence[Any], doc: Any) -> tuple[Loc, Loc | None, bool]:
 
 
 def field_problems(
-    errors: Iterable[dict[str, Any]], doc: Any, prefix: Loc = ()
+    errors: Iterable[Mapping[str, Any]], doc: Any, prefix: Loc = ()
 ) -> list[FieldProblem]:
     """pydantic ``errors()`` of validating ``doc`` as problems at document paths.
 

@@ -35,7 +35,7 @@ Extract = Literal["none", "auto", "boxed", "final_line", "last_number", "code_bl
 ``none`` the whole text; ``auto`` the last boxed expression, else the last "final answer:"
 line, else the whole text; the others one method each."""
 
-_EXTRACT_FIELD = Field(
+_EXTRACT_FIELD: Extract = Field(
     default="auto",
     description="Part of the completion to compare: none (whole text), auto (last \\boxed{}, "
     "else last 'final answer:' line, else whole text), boxed, final_line, last_number, "

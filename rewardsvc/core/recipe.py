@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -149,7 +149,11 @@ class Recipe(StrictModel):
     @model_validator(mode="after")
     def _check_references(self) -> Recipe:
         ids = {c.id for c in self.components}
-        for name, entries in (("gates", self.gates), ("vetoes", self.vetoes)):
+        named: tuple[tuple[str, Sequence[Gate | Veto]], ...] = (
+            ("gates", self.gates),
+            ("vetoes", self.vetoes),
+        )
+        for name, entries in named:
             for i, entry in enumerate(entries):
                 if entry.component not in ids:
                     raise ValueError(

@@ -23,6 +23,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.config import JsonDict
 
 from rewardsvc.core.base import StrictModel
 from rewardsvc.core.graders_spec import NEEDS_REFERENCE, GraderSpec
@@ -41,6 +42,11 @@ Identifier = Annotated[
     str,
     Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$", description="Lower-case id: a-z 0-9 _ . -"),
 ]
+
+
+def _drop_schema_default(schema: JsonDict) -> None:
+    """Remove the advertised default from a field's JSON Schema."""
+    schema.pop("default", None)
 
 
 class Criterion(StrictModel):
@@ -68,7 +74,7 @@ class Criterion(StrictModel):
         "Defaults by category when omitted: essential 5, important 3, optional 1, pitfall -3.",
         # The real default depends on the category (set before validation), so the
         # schema must not advertise a single one.
-        json_schema_extra=lambda schema: schema.pop("default", None),
+        json_schema_extra=_drop_schema_default,
     )
     scale: ScaleKind = Field(
         default="binary",

@@ -65,7 +65,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = []
+    panels: list[tuple[str, tuple[str, ...]]] = []
     if report["pointwise"]["rows"]:
         panels.append(("pointwise", ("accuracy", "roc_auc", "kappa")))
     if report["pairs"]["rows"]:
@@ -79,7 +79,9 @@ def plot(report: dict[str, Any], path: Path) -> None:
         names = list(scorers)
         width = 0.8 / len(columns)
         for k, column in enumerate(columns):
-            xs, heights, errs = [], [], [[], []]
+            xs: list[float] = []
+            heights: list[float] = []
+            errs: list[list[float]] = [[], []]
             for n, name in enumerate(names):
                 entry = scorers[name].get(column)
                 if not entry or entry.get("value") is None:

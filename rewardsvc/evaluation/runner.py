@@ -24,11 +24,11 @@ from typing import Any
 
 from rewardsvc.core import aggregate
 from rewardsvc.core import comparative as cmp
-from rewardsvc.core.rubric import Rubric
+from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.evaluation import metrics
 from rewardsvc.evaluation.scorers import Scorer
 
-RULES = ("mean", "min", "median", "uwo", "softmin")
+RULES: tuple[JudgeRule, ...] = ("mean", "min", "median", "uwo", "softmin")
 Progress = Callable[[int], None]
 
 
@@ -136,7 +136,7 @@ def scorer_rewards(rubric: Rubric, result: dict[str, Any], completion: str) -> d
     agg = rubric.aggregation
     for rule in RULES:
         value = aggregate.combine(
-            rule,  # type: ignore[arg-type]
+            rule,
             [scores[n] for n in names],
             [weights.get(n, 1.0) for n in names],
             lam=agg.uwo_lambda,
@@ -151,13 +151,15 @@ def scorer_rewards(rubric: Rubric, result: dict[str, Any], completion: str) -> d
     return out
 
 
-def _preference_scores(rubric: Rubric, result: dict[str, Any], flip: bool) -> dict[str, tuple]:
+def _preference_scores(
+    rubric: Rubric, result: dict[str, Any], flip: bool
+) -> dict[str, tuple[float, float, bool]]:
     """Per scorer ``(p_chosen both orders, p_chosen first order only, consistent)``."""
 
     def chosen(p: float) -> float:
         return 1.0 - p if flip else p
 
-    out: dict[str, tuple] = {}
+    out: dict[str, tuple[float, float, bool]] = {}
     if result.get("p_a_better") is not None:
         out["reward"] = (
             chosen(result["p_a_better"]),
@@ -173,9 +175,9 @@ def _preference_scores(rubric: Rubric, result: dict[str, Any], flip: bool) -> di
     agg = rubric.aggregation
     for rule in RULES:
 
-        def joint(values: list[float], rule: str = rule) -> float:
+        def joint(values: list[float], rule: JudgeRule = rule) -> float:
             return cmp.combine_pair(
-                rule,  # type: ignore[arg-type]
+                rule,
                 values,
                 weights,
                 lam=agg.uwo_lambda,
@@ -189,29 +191,30 @@ def _preference_scores(rubric: Rubric, result: dict[str, Any], flip: bool) -> di
     return out
 
 
-def _with_ci(metric: metrics.Metric, xs: list[float], ys: list[float], resamples: int) -> dict:
+def _with_ci(
+    metric: metrics.Metric, xs: list[float], ys: list[float], resamples: int
+) -> dict[str, Any]:
     value = metric(xs, ys)
     ci = metrics.bootstrap(metric, xs, ys, resamples=resamples) if resamples else None
     return {"value": value, "ci": list(ci) if ci else None}
 
 
-def _pointwise_report(per: dict[str, list[tuple[float, float]]], resamples: int) -> dict:
+def _pointwise_report(
+    per: dict[str, list[tuple[float, float]]], resamples: int
+) -> dict[str, dict[str, Any]]:
     report = {}
     for name, pairs in sorted(per.items()):
         xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
         kappa, threshold = metrics.best_kappa(xs, ys)
+
+        def kappa_at(a: Sequence[float], b: Sequence[float], t: float = threshold) -> float:
+            return metrics.cohen_kappa([r >= t for r in a], [metrics.positive(y) for y in b])
+
         report[name] = {
             "n": len(xs),
             "accuracy": _with_ci(metrics.accuracy, xs, ys, resamples),
             "roc_auc": _with_ci(metrics.roc_auc, xs, ys, resamples),
-            "kappa": _with_ci(
-                lambda a, b, t=threshold: metrics.cohen_kappa(
-                    [r >= t for r in a], [metrics.positive(y) for y in b]
-                ),
-                xs,
-                ys,
-                resamples,
-            ),
+            "kappa": _with_ci(kappa_at, xs, ys, resamples),
             "best_kappa": kappa,
             "threshold": threshold,
             "calibration_error": _with_ci(metrics.calibration_error, xs, ys, resamples),
@@ -219,7 +222,9 @@ def _pointwise_report(per: dict[str, list[tuple[float, float]]], resamples: int)
     return report
 
 
-def _pairs_report(per: dict[str, dict[str, list[float]]], resamples: int) -> dict:
+def _pairs_report(
+    per: dict[str, dict[str, list[float]]], resamples: int
+) -> dict[str, dict[str, Any]]:
     report = {}
 
     def acc(xs: Sequence[float], _: Sequence[float]) -> float:

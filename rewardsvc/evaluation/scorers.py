@@ -132,7 +132,8 @@ class RemoteScorer:
         reply = await self.client.post(path, json=body)
         if reply.status_code != 200:
             raise RuntimeError(f"{path} answered {reply.status_code}: {reply.text[:300]}")
-        return reply.json()  # type: ignore[no-any-return]
+        answer: dict[str, Any] = reply.json()
+        return answer
 
     async def rewards(self, items: list[dict[str, Any]]) -> dict[str, Any]:
         """``POST /v1/rewards`` without the cache."""

@@ -37,8 +37,8 @@ def compare(gold: str, answer: str, float_rounding: int) -> dict[str, Any]:
     from math_verify import parse, verify
 
     import_math_verify()
-    parsed_gold = parse(gold, parsing_timeout=None)  # type: ignore[arg-type]
-    parsed_answer = parse(answer, parsing_timeout=None)  # type: ignore[arg-type]
+    parsed_gold = parse(gold, parsing_timeout=None)
+    parsed_answer = parse(answer, parsing_timeout=None)
     equal = bool(
         parsed_gold
         and parsed_answer

@@ -21,7 +21,7 @@ from typing import Any
 import jsonschema
 from jsonschema import validators
 from referencing import Registry
-from referencing.exceptions import NoSuchResource, Unresolvable
+from referencing.exceptions import Unresolvable
 
 from rewardsvc.core.graders_spec import JsonSpec
 from rewardsvc.graders.extract import code_block
@@ -30,12 +30,9 @@ from rewardsvc.graders.result import GraderResult, clip_text
 MAX_ERRORS = 5
 
 
-def _refuse(uri: str) -> Any:
-    raise NoSuchResource(ref=uri)
-
-
-# The draft 2020-12 meta-schemas are added by jsonschema itself; nothing else is found.
-NO_RETRIEVAL: Registry[Any] = Registry(retrieve=_refuse)  # type: ignore[call-arg]
+# A registry retrieves nothing unless given a ``retrieve`` function: every URI not in it
+# raises NoSuchResource. The draft 2020-12 meta-schemas are added by jsonschema itself.
+NO_RETRIEVAL: Registry[Any] = Registry()
 
 
 def _canonical(value: Any) -> Any:

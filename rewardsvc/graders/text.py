@@ -14,6 +14,7 @@ import math
 import re
 import unicodedata
 from fractions import Fraction
+from typing import Any
 
 import re2
 from rapidfuzz import fuzz
@@ -106,7 +107,7 @@ def numeric_match(completion: str, reference: str, spec: NumericSpec) -> GraderR
         return _no_answer(found.method)
     got = to_number(found.text)
     want = to_number(extract_reference(reference, spec.extract))
-    evidence = {"extracted_by": found.method, "answer": clip_text(found.text)}
+    evidence: dict[str, Any] = {"extracted_by": found.method, "answer": clip_text(found.text)}
     if want is None:
         return GraderResult(None, evidence, "the reference holds no number")
     evidence |= {"value": got, "expected": want}

@@ -43,9 +43,11 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
+
+R = TypeVar("R")
 
 # An answer already on its way when the caller's deadline passes still gets this long.
 _ANSWER_GRACE_S = 0.5
@@ -444,19 +446,19 @@ class DeadlineWorkers:
 
     def submit(
         self,
-        fn: Callable[..., Any],
+        fn: Callable[..., R],
         args: tuple[Any, ...],
         timeout_s: float,
         *,
         group: Hashable | None = None,
         deadline: float | None = None,
-    ) -> Future[Any]:
+    ) -> Future[R]:
         """Queue ``fn(*args)`` (a module-level function, picklable arguments) in ``group``'s
         queue; it may run ``timeout_s`` once a lane takes it, and not past ``deadline``
         (``time.monotonic()`` seconds). The future raises :class:`DeadlineExceeded`,
         :class:`WorkersBusy` or :class:`WorkerFailed`. Without a group the call is a
         group of its own."""
-        future: Future[Any] = Future()
+        future: Future[R] = Future()
         job = _Job(fn, args, timeout_s, deadline, future)
         job.group = group if group is not None else job
         self._lanes_started().put(job)
@@ -464,13 +466,13 @@ class DeadlineWorkers:
 
     async def arun(
         self,
-        fn: Callable[..., Any],
+        fn: Callable[..., R],
         args: tuple[Any, ...],
         timeout_s: float,
         *,
         group: Hashable | None = None,
         deadline: float | None = None,
-    ) -> Any:
+    ) -> R:
         """:meth:`submit` and wait for the answer (the waiting costs no thread), not past
         ``deadline`` (then :class:`WorkersBusy`). A call still queued when its caller is
         cancelled or its deadline passes never runs."""

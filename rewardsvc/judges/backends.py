@@ -40,6 +40,7 @@ cause (``FailureLog``, throttled). Breaker changes are reported to the
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection
@@ -51,18 +52,17 @@ from tenacity import (
     RetryCallState,
     retry_if_exception,
     stop_after_attempt,
-    stop_any,
     wait_exponential_jitter,
 )
 
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.judges import routing
-from rewardsvc.judges.breaker import BreakerPolicy, CircuitBreaker
+from rewardsvc.judges.breaker import BreakerPolicy, BreakerState, CircuitBreaker
 from rewardsvc.judges.failures import BackendError, FailureLog, classify
 from rewardsvc.judges.keys import KeySource
 from rewardsvc.judges.routing import Affinity
-from rewardsvc.judges.shapes import CHAT, COMPLETION, ApiShape
+from rewardsvc.judges.shapes import CHAT, COMPLETION, ApiShape, Reply
 from rewardsvc.judges.transport import TRANSPORT_ERRORS, JudgeTransport
 
 # How much of a malformed 200's body is quoted in the error.
@@ -70,6 +70,8 @@ _SNIPPET_CHARS = 120
 # Affinity keys whose endpoint a backend remembers, the least recently used forgotten
 # first: far more than the items in flight at once, at a few dozen bytes each.
 PINS_KEPT = 16_384
+# A probe fails on a key that cannot be read (KeyError) as on a transport error.
+_PROBE_ERRORS: tuple[type[BaseException], ...] = (KeyError, *TRANSPORT_ERRORS)
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,11 @@ def call_deadline_s(config: JudgeConfig, retry: RetryPolicy) -> float:
     if configured is not None:
         return float(configured)
     return (config.timeout_s + retry.max_s) * (config.retries + 1)
+
+
+def _report_breaker(observer: Observer, judge: str, url: str, state: BreakerState) -> None:
+    """Tell ``observer`` whether the breaker of ``judge``'s ``url`` is now open."""
+    observer.breaker(judge, url, state == "open")
 
 
 class Backend:
@@ -149,7 +156,7 @@ class Backend:
                         breaker.threshold,
                         breaker.cooldown_s,
                         clock=clock,
-                        on_change=lambda s, u=url: observer.breaker(name, u, s == "open"),
+                        on_change=functools.partial(_report_breaker, observer, name, url),
                     ),
                 )
             )
@@ -230,7 +237,7 @@ class Backend:
         deadline: float,
         affinity: Affinity | None = None,
         avoid: Collection[str] = (),
-    ) -> Any:
+    ) -> Reply:
         if self._sem.locked():
             try:
                 async with asyncio.timeout(deadline - time.monotonic()):
@@ -260,7 +267,7 @@ class Backend:
 
     async def _post(
         self, shape: ApiShape, body: dict[str, Any], budget: float, endpoint: Endpoint
-    ) -> Any:
+    ) -> Reply:
         try:
             try:
                 async with asyncio.timeout(budget) as limit:
@@ -311,7 +318,7 @@ class Backend:
         deadline: float | None = None,
         *,
         affinity: Affinity | None = None,
-    ) -> Any:
+    ) -> Reply:
         """POST ``body`` (the model is added) to ``shape``'s endpoint, with retries.
 
         ``deadline`` is a ``time.monotonic()`` instant by which the call must be over
@@ -339,16 +346,19 @@ class Backend:
         affinity: Affinity | None,
         failed: set[str],
         first: BackendError,
-    ) -> Any:
+    ) -> Reply:
         """The rest of a call whose first attempt failed with ``first``. The retry loop
         replays that failure as its attempt 1, so the policy (which failures are retried,
         how many times, the backoff, the deadline) counts it as it counts every other."""
 
-        def out_of_time(state: RetryCallState) -> bool:
-            return state.upcoming_sleep >= limit - time.monotonic()
+        attempts = stop_after_attempt(self.config.retries + 1)
+
+        def stop(state: RetryCallState) -> bool:
+            # Out of attempts, or out of time before the next one.
+            return attempts(state) or state.upcoming_sleep >= limit - time.monotonic()
 
         retrying = AsyncRetrying(
-            stop=stop_any(stop_after_attempt(self.config.retries + 1), out_of_time),
+            stop=stop,
             wait=self._wait,
             retry=retry_if_exception(self._should_retry),
             reraise=True,
@@ -379,12 +389,12 @@ class Backend:
             raise last from refused
         raise AssertionError("unreachable: tenacity reraises the last error")  # pragma: no cover
 
-    async def chat(self, *, deadline: float | None = None, **body: Any) -> Any:
+    async def chat(self, *, deadline: float | None = None, **body: Any) -> Reply:
         """``POST /chat/completions`` with ``body`` as the JSON fields (vLLM's own fields
         such as ``structured_outputs`` included); as :meth:`send`."""
         return await self.send(CHAT, body, deadline)
 
-    async def complete(self, *, deadline: float | None = None, **body: Any) -> Any:
+    async def complete(self, *, deadline: float | None = None, **body: Any) -> Reply:
         """``POST /completions``, otherwise as :meth:`chat`."""
         return await self.send(COMPLETION, body, deadline)
 
@@ -404,7 +414,7 @@ class Backend:
         try:
             async with asyncio.timeout(timeout):
                 reply = await endpoint.client.get("/models", self._auth())
-        except (KeyError, *TRANSPORT_ERRORS):
+        except _PROBE_ERRORS:
             return False
         return isinstance(reply, dict) and isinstance(reply.get("data"), list)
 

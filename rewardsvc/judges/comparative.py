@@ -196,14 +196,13 @@ def group_prompt(
 
 
 def _failed(
-    kind: JudgeErrorKind, message: str, started: float, label: str | None = None, **cost: int
+    kind: JudgeErrorKind, message: str, started: float, label: str | None = None
 ) -> Verdict:
     return Verdict(
         score=None,
         error=f"{label or kind}: {message}",
         error_kind=kind,
         latency_ms=(time.perf_counter() - started) * 1000.0,
-        **cost,
     )
 
 

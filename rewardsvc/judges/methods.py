@@ -78,7 +78,7 @@ def distribution(
             continue
         seen.add(token)
         choice = question.match(token)
-        if choice is not None and logprob is not None and math.isfinite(logprob):
+        if choice is not None and math.isfinite(logprob):
             mass[choice] += math.exp(logprob)
     total = sum(mass.values())
     if not total > 0.0:

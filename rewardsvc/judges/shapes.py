@@ -14,7 +14,7 @@ optional fields with ``.get`` and treat a missing one as absent, as the SDK's mo
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 from rewardsvc.judges.prompts import Api, Prompt
 
@@ -47,7 +47,7 @@ class ApiShape(Protocol):
         token included; empty when the response has none."""
         ...
 
-    def well_formed(self, response: Any) -> bool:
+    def well_formed(self, response: Any) -> TypeGuard[Reply]:
         """Whether ``response`` is this endpoint's JSON answer with at least one choice."""
         ...
 
@@ -115,7 +115,7 @@ class ChatShape:
         pairs.append(_pair(first.get("token"), first.get("logprob")))
         return [p for p in pairs if p is not None]
 
-    def well_formed(self, response: Any) -> bool:
+    def well_formed(self, response: Any) -> TypeGuard[Reply]:
         """A JSON object whose choices carry messages."""
         found = _choice_dicts(response)
         return found is not None and all(isinstance(c.get("message"), dict) for c in found)
@@ -154,7 +154,7 @@ class CompletionShape:
             pairs.append(_pair(tokens[0] if tokens else None, token_logprobs[0]))
         return [p for p in pairs if p is not None]
 
-    def well_formed(self, response: Any) -> bool:
+    def well_formed(self, response: Any) -> TypeGuard[Reply]:
         """A JSON object with at least one choice."""
         return _choice_dicts(response) is not None
 

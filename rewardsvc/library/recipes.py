@@ -93,7 +93,9 @@ def link_routing(
     """The served entry of ``table``; ``versions`` are those of the rubrics and recipes it
     may route to (raises InvalidFile at the route's line when a target is not served).
     Its version follows the versions of its targets."""
-    targets = [(("routes", source), target) for source, target in table.routes.items()]
+    targets: list[tuple[tuple[str, ...], str]] = [
+        (("routes", source), target) for source, target in table.routes.items()
+    ]
     if table.default is not None:
         targets.append((("default",), table.default))
     problems = [

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,15 @@ class Entry:
     version: str
     path: Path
     text: str
+
+
+Served = Entry | RecipeEntry | RoutingEntry
+"""A file the library serves: a rubric, a recipe or a routing table."""
+
+
+def _versions(*tables: Mapping[str, Served]) -> dict[str, str]:
+    """The version of each served id of ``tables`` (a later table's id wins)."""
+    return {k: e.version for table in tables for k, e in table.items()}
 
 
 def validation_context(pool: JudgePool | None) -> dict[str, Any]:
@@ -166,9 +176,8 @@ class Registry:
                 continue
             entries[entry.rubric.id] = entry
         recipes, routing = self._load_recipes(entries, errors)
-        served = {k: e.version for k, e in [*entries.items(), *recipes.items(), *routing.items()]}
-        before = [*self._entries.items(), *self._recipes.items(), *self._routing.items()]
-        changed = served != {k: e.version for k, e in before}
+        served = _versions(entries, recipes, routing)
+        changed = served != _versions(self._entries, self._recipes, self._routing)
         for file in sorted(set(self._errors) | set(errors)):
             self.observer.rubric_file(file, file in errors)
         self._entries, self._errors = entries, errors
@@ -184,9 +193,11 @@ class Registry:
         (and the tables to the recipes); a refused file keeps its last good version."""
         recipes: dict[str, RecipeEntry] = {}
         routing: dict[str, RoutingEntry] = {}
-        last_good: dict[Path, RecipeEntry | RoutingEntry] = {
-            e.path: e for e in [*self._recipes.values(), *self._routing.values()]
-        }
+        kept_before: list[RecipeEntry | RoutingEntry] = [
+            *self._recipes.values(),
+            *self._routing.values(),
+        ]
+        last_good = {e.path: e for e in kept_before}
 
         def refuse(path: Path, problems: list[Problem]) -> None:
             errors[str(path)] = problems
@@ -210,7 +221,7 @@ class Registry:
         # Recipes first: a routing table may route to them.
         parsed.sort(key=lambda p: isinstance(p[3], RoutingTable))
         for path, text, doc, document in parsed:
-            taken = rubrics.get(document.id) or recipes.get(document.id)
+            taken: Served | None = rubrics.get(document.id) or recipes.get(document.id)
             taken = taken or routing.get(document.id)
             if taken is not None:
                 refuse(path, [Problem(str(path), 1, "id", f"already defined in {taken.path}")])
@@ -219,7 +230,7 @@ class Registry:
                 if isinstance(document, Recipe):
                     recipes[document.id] = link_recipe(document, doc, path, text, served.get)
                 else:
-                    versions = {k: e.version for k, e in [*rubrics.items(), *recipes.items()]}
+                    versions = _versions(rubrics, recipes)
                     routing[document.id] = link_routing(document, doc, path, text, versions)
             except InvalidFile as exc:
                 refuse(path, exc.problems)
@@ -239,7 +250,7 @@ class Registry:
 
     def recipe_entries(self) -> list[RecipeEntry | RoutingEntry]:
         """All served recipes and routing tables, by id."""
-        both = {**self._recipes, **self._routing}
+        both: dict[str, RecipeEntry | RoutingEntry] = {**self._recipes, **self._routing}
         return [both[k] for k in sorted(both)]
 
     def entries(self) -> list[Entry]:

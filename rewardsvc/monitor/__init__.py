@@ -22,7 +22,8 @@ from rewardsvc.monitor.canaries import (
     load_canaries,
     plan_canaries,
 )
-from rewardsvc.monitor.monitor import CanaryRecord, Monitor, RunState
+from rewardsvc.monitor.monitor import CanaryRecord, Monitor
+from rewardsvc.monitor.runs import RunState
 
 __all__ = [
     "Alert",

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 AlertState = Literal["pending", "firing", "resolved"]
+Transition = Literal["firing", "resolved"]
+"""A change of state worth telling someone about (pending is not told)."""
 
 
 @dataclass
@@ -35,7 +37,7 @@ class AlertEvent:
     rubric: str
     run: str
     name: str
-    state: AlertState
+    state: Transition
     time: float
     sample: int
     value: float
@@ -49,7 +51,7 @@ class AlertTracker:
         self.for_evals = for_evals
         self.alerts: dict[str, Alert] = {}
 
-    def update(self, name: str, value: float, threshold: float, now: float) -> AlertState | None:
+    def update(self, name: str, value: float, threshold: float, now: float) -> Transition | None:
         """Feed one evaluation; return the new state when it fired or resolved."""
         breached = value >= threshold
         alert = self.alerts.get(name)

@@ -166,7 +166,7 @@ class Monitor:
 
     def recent_runs(self, n: int) -> list[RunState]:
         """The ``n`` most recently seen runs (what Prometheus gauges are rendered for)."""
-        out = []
+        out: list[RunState] = []
         for state in reversed(self._view().values()):
             if len(out) >= n:
                 break

@@ -94,4 +94,5 @@ def _highest_gap(xs: list[float], ys: list[float]) -> float:
     n, m = len(xs), len(ys)
     own = map(truediv, range(1, n + 1), repeat(n))
     other = map(truediv, map(bisect_right, repeat(ys), xs), repeat(m))
-    return max(map(sub, own, other))
+    gap: float = max(map(sub, own, other))
+    return gap

@@ -89,9 +89,8 @@ _TOKEN_KEYS = (
 def _content(value: Any) -> str | None:
     if isinstance(value, str):
         return value
-    if isinstance(value, Mapping) and isinstance(value.get("content"), str):
-        return value["content"]
-    return None
+    content = value.get("content") if isinstance(value, Mapping) else None
+    return content if isinstance(content, str) else None
 
 
 def special_tokens_from_tokenizer_config(config: Mapping[str, Any]) -> tuple[str, ...]:

@@ -97,7 +97,8 @@ def item_reward(
     failed step degrades the item, not the episode."""
     agg = rubric.aggregation
     weights = {j.name: j.weight for j in rubric.judges}
-    scored = [n for n in names if row[n].score is not None]
+    score_of = {n: s for n in names if (s := row[n].score) is not None}
+    scored = list(score_of)
     sources = [s for crit in per_judge.values() for _, s in crit.values() if s != "grader"]
     cached = bool(sources) and all(s == "hit" for s in sources)
     too_long = overflow(per_judge)
@@ -139,12 +140,10 @@ def item_reward(
             steps=steps,
         )
     if len(scored) >= min_judges:
-        scores = [row[n].score for n in scored]
+        scores = [score_of[n] for n in scored]
         variances = [row[n].variance for n in scored]
         w = [weights[n] for n in scored]
-        value: float | None = aggregate.combine(
-            rule, scores, w, lam=agg.uwo_lambda, beta=agg.softmin_beta
-        )
+        value = aggregate.combine(rule, scores, w, lam=agg.uwo_lambda, beta=agg.softmin_beta)
         spread = aggregate.uncertainty(scores, variances, w)
         status = "ok" if len(scored) == len(names) else "degraded"
         if steps is not None:

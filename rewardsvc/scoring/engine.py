@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 from rewardsvc.core import aggregate
 from rewardsvc.core.errors import RequestError
@@ -302,9 +302,9 @@ class Engine:
             rubric, version, options, names, min_judges, prepared, verdicts, pacer
         )
         for p, result, grades in zip(prepared, assembled, graded, strict=True):
-            for outcome in result.judges.values():
+            for by_judge in result.judges.values():
                 for cid, grade in grades.items():
-                    outcome.criteria[cid].evidence = grade.evidence
+                    by_judge.criteria[cid].evidence = grade.evidence
             results[p.index] = result
 
         usage.latency_ms = (time.perf_counter() - started) * 1000
@@ -394,9 +394,8 @@ class Engine:
         # Gathering futures (not coroutines) starts no task, and nothing cancels the gather.
         everything = asyncio.gather(*futures, return_exceptions=True)
         timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-        await asyncio.wait(
-            {everything, self._expiry()}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-        )
+        either: set[asyncio.Future[Any]] = {everything, self._expiry()}
+        await asyncio.wait(either, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
 
     def _expiry(self) -> asyncio.Future[None]:
         if self._expired is None:  # made in the loop the engine serves in
@@ -480,7 +479,7 @@ class Engine:
                 version,
                 name,
                 agg.calibration_window,
-                [r[name].raw_score for r in rows if r[name].raw_score is not None],
+                [s for r in rows if (s := r[name].raw_score) is not None],
             )
             for row in rows:
                 jr = row[name]

@@ -59,7 +59,7 @@ from rewardsvc.scoring.pacing import Pacer
 log = logging.getLogger(__name__)
 
 Method = Literal["listwise", "pairwise"]
-Ask = Callable[[Judge, object, float | None], Awaitable[Verdict]]
+Ask = Callable[[Judge, prompts.Prompt, float | None], Awaitable[Verdict]]
 
 
 @dataclass(frozen=True)
@@ -314,7 +314,7 @@ async def score_groups(
     *,
     max_text_chars: int = 100_000,
     deadline: float | None = None,
-    asker: Ask = ask,  # type: ignore[assignment]
+    asker: Ask = ask,
 ) -> GroupBatch:
     """Rewards of every group, relative within the group, in input order.
 
@@ -427,7 +427,8 @@ def _assemble_group(
         else:
             outcomes[name] = build(rubric, n, comps, worst)
     flags = [_flags(r) for r in group.rollouts]
-    scored = [m for m in names if outcomes[m].rewards is not None]
+    rewards_of = {m: r for m in names if (r := outcomes[m].rewards) is not None}
+    scored = list(rewards_of)
     agree = sum(outcomes[m].agree for m in scored)
     compared = sum(outcomes[m].compared for m in scored)
     consistency = agree / compared if compared else None
@@ -441,7 +442,7 @@ def _assemble_group(
     rewards: list[float | None] = []
     spread: list[float] = []
     for i, rollout in enumerate(group.rollouts):
-        scores = [outcomes[m].rewards[i] for m in scored]  # type: ignore[index]
+        scores = [rewards_of[m][i] for m in scored]
         variances = [(outcomes[m].variances or [0.0] * n)[i] for m in scored]
         value = aggregate.combine(
             options.rule or agg.rule, scores, w, lam=agg.uwo_lambda, beta=agg.softmin_beta

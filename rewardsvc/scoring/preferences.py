@@ -113,7 +113,7 @@ async def judge_preferences(
     *,
     max_text_chars: int = 100_000,
     deadline: float | None = None,
-    asker: Ask = ask,  # type: ignore[assignment]
+    asker: Ask = ask,
 ) -> PreferenceBatch:
     """Verdicts on ``pairs`` (each a :class:`GroupIn` of two rollouts, a then b).
 
@@ -154,19 +154,23 @@ async def judge_preferences(
                 )
             )
             continue
-        scored = [m for m, jp in per_judge.items() if jp.p_a_better is not None]
-        w = [weights[m] for m in scored]
+        # The judges that answered: their P(a better) and their per-order probabilities.
+        answered = {
+            m: (jp.p_a_better, jp.orders)
+            for m, jp in per_judge.items()
+            if jp.p_a_better is not None and jp.orders is not None
+        }
+        w = [weights[m] for m in answered]
 
         def joint(values: list[float], w: list[float] = w) -> float:
             return cmp.combine_pair(rule, values, w, lam=agg.uwo_lambda, beta=agg.softmin_beta)
 
-        ab = joint([per_judge[m].orders["ab"] for m in scored])  # type: ignore[index]
-        ba = joint([per_judge[m].orders["ba"] for m in scored])  # type: ignore[index]
-        p = joint([per_judge[m].p_a_better for m in scored])  # type: ignore[misc]
-        within = [
-            ((per_judge[m].orders["ab"] - per_judge[m].orders["ba"]) / 2) ** 2 for m in scored
-        ]  # type: ignore[index]
-        spread = aggregate.uncertainty([per_judge[m].p_a_better for m in scored], within, w)  # type: ignore[misc]
+        both = [p_a for p_a, _ in answered.values()]
+        ab = joint([orders["ab"] for _, orders in answered.values()])
+        ba = joint([orders["ba"] for _, orders in answered.values()])
+        p = joint(both)
+        within = [((orders["ab"] - orders["ba"]) / 2) ** 2 for _, orders in answered.values()]
+        spread = aggregate.uncertainty(both, within, w)
         results.append(
             Preference(
                 group.id,

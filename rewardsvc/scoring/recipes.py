@@ -168,7 +168,7 @@ class RecipeRunner:
         items = [
             _Item(
                 i.id,
-                i.rollout or Rollout("", ""),
+                Rollout("", ""),
                 failed=i.error or "unreadable item",
                 status="rejected",
             )

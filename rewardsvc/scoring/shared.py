@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import redis.asyncio as redis
@@ -57,6 +57,12 @@ WRITE_BATCH = 512
 PROBE_BACKOFF_MAX = 32
 """A flapping link's probe interval grows to at most this many times ``retry_s``; a link
 that stays up that long is stable again (its next loss is probed after ``retry_s``)."""
+
+
+def _bytes_hash(raw: Mapping[bytes | str, bytes | str]) -> dict[bytes, bytes]:
+    """A hash as this link reads it: its client never decodes responses, so every key and
+    value is bytes (the client's types allow str for clients that decode)."""
+    return {k: v for k, v in raw.items() if isinstance(k, bytes) and isinstance(v, bytes)}
 
 
 class RedisLink:
@@ -284,7 +290,7 @@ class RedisLink:
                 for _ in range(retries):
                     try:
                         await pipe.watch(key)
-                        writes = step(await pipe.hgetall(key))
+                        writes = step(_bytes_hash(await pipe.hgetall(key)))
                         if writes is None:
                             await pipe.unwatch()
                             return False

@@ -78,7 +78,7 @@ def plan(rubric: Rubric, rollout: Rollout) -> list[StepCall]:
     criteria = step_criteria(rubric)
     if not criteria:
         return []
-    calls = []
+    calls: list[StepCall] = []
     for k in range(rollout.step_count()):
         at = rollout.at_step(k)
         calls.extend(StepCall(k, c, at, step_key(c.id, k)) for c in criteria)
@@ -126,14 +126,13 @@ def assemble(
         errors: list[str] = []
         for judge, by_key in verdicts.items():
             got = {c.id: by_key.get(step_key(c.id, k)) for c in sub.criteria}
-            failed = [cid for cid, v in got.items() if v is None or not v.ok]
+            failed = {cid: v for cid, v in got.items() if v is None or not v.ok}
             for cid, v in got.items():
                 if v is not None and v.ok and v.score is not None:
                     per_criterion[cid].append(v.score)
             if failed:
                 why = [
-                    f"{cid}: {(got[cid].error if got[cid] else None) or 'no score'}"
-                    for cid in failed
+                    f"{cid}: {(v.error if v else None) or 'no score'}" for cid, v in failed.items()
                 ]
                 errors.append(f"{judge}: " + "; ".join(why))
                 continue

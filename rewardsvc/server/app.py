@@ -134,7 +134,7 @@ def create_app(
             app.openapi_schema = build_openapi(app, auth=bool(api_keys or scoped_keys))
         return app.openapi_schema
 
-    app.openapi = openapi  # type: ignore[method-assign]
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented override
 
     # Added innermost first: metrics sees every response, auth runs before the body
     # is read, and the body limit wraps everything that reads it.

@@ -18,7 +18,8 @@ from pydantic import ValidationError
 
 from rewardsvc.core.errors import RequestError, field_problems
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions, JudgeGroup
+from rewardsvc.scoring.group_judges import JudgeGroup
+from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions
 from rewardsvc.server.errors import ApiError, error_responses
 from rewardsvc.server.items import echo_id, rollout_of, unreadable_text
@@ -96,9 +97,7 @@ def read_group(
     except ValidationError as exc:
         problems = field_problems(exc.errors(), raw, prefix=(field, index))
         return GroupIn(fallback, (), "; ".join(str(p) for p in problems))
-    texts = (
-        parsed.completions if isinstance(parsed, GroupItem) else [parsed.a, parsed.b]  # type: ignore[union-attr]
-    )
+    texts = parsed.completions if isinstance(parsed, GroupItem) else [parsed.a, parsed.b]
     rollouts = tuple(
         rollout_of(Item(prompt=parsed.prompt, completion=t, reference=parsed.reference))
         for t in texts

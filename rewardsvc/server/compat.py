@@ -163,7 +163,7 @@ async def get_attempts(request: Request) -> Attempts:
     attempts = getattr(request.app.state, "compat_attempts", None)
     if attempts is None:
         attempts = request.app.state.compat_attempts = Attempts()
-    return attempts  # type: ignore[no-any-return]
+    return attempts
 
 
 AttemptsDep = Annotated[Attempts, Depends(get_attempts)]

@@ -292,10 +292,12 @@ def canary_scorer(engine: Engine, rubric_of: Callable[[str], Rubric]) -> ScoreFn
 async def get_monitor(request: Request) -> Monitor:
     """The app's monitor: ``app.state.service.monitor``, else ``app.state.monitor``."""
     service = getattr(request.app.state, "service", None)
-    monitor = getattr(service, "monitor", None) or getattr(request.app.state, "monitor", None)
+    monitor: Monitor | None = getattr(service, "monitor", None) or getattr(
+        request.app.state, "monitor", None
+    )
     if monitor is None:
         raise HTTPException(503, "the monitor is not running")
-    return monitor  # type: ignore[no-any-return]
+    return monitor
 
 
 MonitorDep = Annotated[Monitor, Depends(get_monitor)]

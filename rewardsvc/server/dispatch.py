@@ -251,7 +251,8 @@ async def _explained(
     """``results`` with what each judge read (rendered again by the same pure builders,
     no judge call; off the event loop, since long items take a while to render)."""
     names = opts.judges or tuple(j.name for j in rubric.judges)
-    configs = {n: engine.judges[n].config for n in names if hasattr(engine.judges[n], "config")}
+    judges = {n: engine.judges[n] for n in names}
+    configs = {n: j.config for n, j in judges.items() if hasattr(j, "config")}
 
     def render() -> list[RewardResult]:
         return [

@@ -7,9 +7,11 @@ the one formatter of ``core.errors``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastapi import HTTPException
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
 
 from rewardsvc.core.errors import FieldProblem, RequestError, field_problems
@@ -73,10 +75,12 @@ _STATUS_NAMES = {
 }
 
 
-def error_detail_of(exc: HTTPException) -> dict[str, Any]:
+def error_detail_of(exc: StarletteHTTPException) -> dict[str, Any]:
     """The ErrorDetail body for any HTTPException (ApiError or Starlette's own)."""
-    if isinstance(exc.detail, dict) and "error" in exc.detail:
-        return exc.detail
+    # Starlette types the detail as text; FastAPI's subclass (ApiError) carries any value.
+    detail: object = exc.detail
+    if isinstance(detail, dict) and "error" in detail:
+        return detail
     fallback = "error" if exc.status_code >= 500 else "bad_request"
     error = _STATUS_NAMES.get(exc.status_code, fallback)
     return ErrorDetail(error=error, message=str(exc.detail)).model_dump()
@@ -93,7 +97,7 @@ def problems_detail(problems: list[FieldProblem], kind: str = "invalid_request")
     return ErrorDetail(error=kind, message="; ".join(texts), field=first or None)
 
 
-def format_validation_errors(errors: list[dict[str, Any]], body: Any) -> ErrorDetail:
+def format_validation_errors(errors: Sequence[Mapping[str, Any]], body: Any) -> ErrorDetail:
     """One ErrorDetail for FastAPI's validation errors, fields written ``items[0].prompt``."""
     for e in errors:
         if e.get("type") == "json_invalid":
@@ -106,7 +110,7 @@ def format_validation_errors(errors: list[dict[str, Any]], body: Any) -> ErrorDe
             )
 
     # FastAPI prefixes body errors with "body"; an error with no location is the body's.
-    def in_body(e: dict[str, Any]) -> bool:
+    def in_body(e: Mapping[str, Any]) -> bool:
         loc = tuple(e.get("loc", ()))
         return not loc or loc[0] == "body"
 

@@ -56,7 +56,8 @@ class ApiKeyMiddleware:
         self._public = frozenset(public)
 
     def _token(self, scope: Scope) -> str | None:
-        for name, value in scope.get("headers", []):
+        headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+        for name, value in headers:
             if name != b"authorization":
                 continue
             scheme, _, credentials = value.decode("latin-1").partition(" ")

@@ -24,8 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rewardsvc.scoring.groups import GroupBatch
-from rewardsvc.scoring.preferences import PreferenceBatch
+from rewardsvc.scoring.groups import GroupBatch, GroupReward
+from rewardsvc.scoring.preferences import Preference, PreferenceBatch
 from rewardsvc.server import holding, metrics
 from rewardsvc.server.wire.rewards import RewardResponse, RewardResult, RubricRef
 
@@ -129,7 +129,8 @@ class RewardLog:
         run: str | None,
         verdict: Callable[[Any], dict[str, Any]],
     ) -> None:
-        for raw, result in zip(raws, batch.results, strict=False):
+        results: Sequence[GroupReward | Preference] = batch.results
+        for raw, result in zip(raws, results, strict=False):
             self._line(
                 raw,
                 run,

@@ -66,7 +66,9 @@ class DeadlineProtocol(HttpToolsProtocol):
             log.info("closing a connection that was too slow to send its request")
             self.transport.close()
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(  # type: ignore[override]  # a Transport, as in uvicorn's own
+        self, transport: asyncio.Transport
+    ) -> None:
         super().connection_made(transport)
         self._arm(self.header_timeout_s)
 
@@ -116,7 +118,8 @@ class DrainingServer(uvicorn.Server):
         """First SIGTERM: drain, then exit. Anything else: uvicorn's own handling."""
         if sig == signal.SIGTERM and not self._draining and self._loop is not None:
             self._draining = True
-            self._loop.call_soon_threadsafe(lambda: self._loop.create_task(self._drain()))
+            loop = self._loop
+            loop.call_soon_threadsafe(lambda: loop.create_task(self._drain()))
             return
         super().handle_exit(sig, frame)
 

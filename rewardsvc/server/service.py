@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,9 +22,9 @@ from typing import Annotated, Any
 from fastapi import Depends
 
 from rewardsvc.core.errors import RequestError
-from rewardsvc.core.monitor_spec import inline_rubric_name
+from rewardsvc.core.monitor_spec import MonitorConfig, inline_rubric_name
 from rewardsvc.core.recipe import Recipe
-from rewardsvc.core.rollout import ItemIn
+from rewardsvc.core.rollout import ItemIn, Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.run import Graders
 from rewardsvc.judges.judge import Judge, build_judges
@@ -274,7 +275,7 @@ class Service:
         )
         with self.admitted(sum(len(g.rollouts) for g in groups), calls, size):
             batch = await score_groups(
-                self.engine.judges,  # type: ignore[arg-type]
+                self.engine.judges,  # type: ignore[arg-type]  # Judges the engine types JudgeLike
                 rubric,
                 groups,
                 options,
@@ -303,7 +304,7 @@ class Service:
         calls, size = planned_work(rubric, pairs, as_groups, self.engine.max_text_chars)
         with self.admitted(2 * len(pairs), calls, size):
             batch = await judge_preferences(
-                self.engine.judges,  # type: ignore[arg-type]
+                self.engine.judges,  # type: ignore[arg-type]  # Judges the engine types JudgeLike
                 rubric,
                 pairs,
                 options,
@@ -338,10 +339,12 @@ class Service:
     ) -> int:
         """The prompt bytes a batch plans at most, before anything is rendered: per item,
         its calls under the rubric (each carrying its texts) times the judges asked."""
+
+        def bytes_under(rubric: Rubric, rollout: Rollout) -> int:
+            return self._judges(rubric, options) * planned_cost(rubric, rollout)[1]
+
         return sum(
-            target.calls_per_item(
-                lambda r, at=item.rollout: self._judges(r, options) * planned_cost(r, at)[1]
-            )
+            target.calls_per_item(functools.partial(bytes_under, rollout=item.rollout))
             for item in inputs
             if item.rollout is not None
         )
@@ -417,8 +420,15 @@ async def start_service(
         )
     webhook = Webhook(settings.monitor_webhook) if settings.monitor_webhook else None
     log_event = None if reward_log is None else alert_logger(reward_log)
+
+    def configured(rubric_id: str) -> MonitorConfig:
+        # Read late: the registry is resolved below (it reports to the monitor's observer),
+        # before anything is scored.
+        assert registry is not None
+        return monitor_config(registry, rubric_id)
+
     monitor = Monitor(
-        lambda rubric_id: monitor_config(registry, rubric_id),
+        configured,
         max_runs=settings.monitor_max_runs,
         on_event=fan_out(log_event, webhook),
     )
@@ -473,7 +483,7 @@ async def start_service(
         registry=registry,
         engine=engine,
         limiter=InflightLimiter(settings.max_inflight, settings.max_inflight_calls),
-        readiness=ReadinessProbe(engine.judges),  # type: ignore[arg-type]
+        readiness=ReadinessProbe(engine.judges),  # type: ignore[arg-type]  # Judges, as JudgeLike
         reward_log=reward_log,
         shared=link,
         monitor=monitor,

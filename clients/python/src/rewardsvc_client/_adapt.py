@@ -127,7 +127,8 @@ class _PerContext:
         return {"settings": self.settings}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["settings"])  # type: ignore[misc]
+        # The subclass's own __init__: it builds the per-context state that did not travel.
+        type(self).__init__(self, state["settings"])
 
 
 _shared: dict[tuple[Any, ...], _PerContext] = {}

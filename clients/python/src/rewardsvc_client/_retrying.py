@@ -27,7 +27,7 @@ def saturation_wait(exc: RewardServiceError, attempt: int) -> float | None:
     if exc.status_code == 429:
         if exc.retry_after is not None:
             return max(MIN_SATURATION_WAIT, exc.retry_after)
-        return min(30.0, 0.5 * 2**attempt)
+        return min(30.0, 0.5 * 2.0**attempt)
     if exc.status_code == 503 and exc.retry_after is not None:
         return max(MIN_SATURATION_WAIT, exc.retry_after)
     return None
@@ -111,7 +111,7 @@ JUDGE_ERROR_BACKOFF_CAP = 10.0
 
 
 def _resend_pause(backoff: float, attempt: int, deadline: float) -> float:
-    pause = min(backoff * 2**attempt, JUDGE_ERROR_BACKOFF_CAP)
+    pause = min(backoff * 2.0**attempt, JUDGE_ERROR_BACKOFF_CAP)
     remaining = deadline - time.monotonic()
     # Within the wait, do not sleep past its end (one last re-send right at the deadline).
     return min(pause, remaining) if remaining > 0 else pause

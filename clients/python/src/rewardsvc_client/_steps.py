@@ -30,7 +30,8 @@ def run_sync(steps: Steps[S, T], perform: Callable[[S], Any]) -> T:
         try:
             step = steps.send(reply) if error is None else steps.throw(error)
         except StopIteration as done:
-            return done.value
+            result: T = done.value
+            return result
         reply = error = None
         if isinstance(step, float | int):
             time.sleep(step)
@@ -49,7 +50,8 @@ async def run_async(steps: Steps[S, T], perform: Callable[[S], Awaitable[Any]]) 
         try:
             step = steps.send(reply) if error is None else steps.throw(error)
         except StopIteration as done:
-            return done.value
+            result: T = done.value
+            return result
         reply = error = None
         if isinstance(step, float | int):
             await asyncio.sleep(step)

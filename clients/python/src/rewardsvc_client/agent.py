@@ -103,6 +103,7 @@ class AgentRewarder:
         metadata = {"trainer": "openrlhf-agent", "turn": self.turns - 1}
         item = wire_item(0, self.prompt or "", list(self.messages), metadata, label)
         steps = results_or_none(self.settings, [item], 2, self.judge_error_wait, "OpenRLHF agent")
+        result: RewardResult | None
         (result,) = await drive(self.clients.get(), steps)
         return result
 

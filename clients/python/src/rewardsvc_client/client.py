@@ -93,7 +93,7 @@ class _Settings:
         if asked is not None:
             return min(asked, self.max_retry_wait)
         # Exponential backoff with jitter, so that many trainer workers do not retry in step.
-        return min(self.max_retry_wait, 0.5 * 2**attempt) * random.uniform(0.5, 1.0)
+        return min(self.max_retry_wait, 0.5 * 2.0**attempt) * random.uniform(0.5, 1.0)
 
 
 def _single(

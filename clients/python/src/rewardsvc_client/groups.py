@@ -109,6 +109,7 @@ class GroupScoring:
         """The result of one group; None when the request failed (logged as ``rewardsvc
         <where>: ...``), except a configuration error, which raises."""
         steps = results_or_none(self._asked, [group], 0, self.judge_error_wait, where, groups=True)
+        result: GroupResult | None
         (result,) = await drive(self.clients.get(), steps)
         return result
 
@@ -184,7 +185,7 @@ def trl_group_reward_func(
                 log_metric(f"{label}/{status}", statuses.count(status) / len(statuses))
         return rewards
 
-    reward.rewardsvc = scoring  # type: ignore[attr-defined]
+    reward.rewardsvc = scoring  # type: ignore[attr-defined]  # a function attribute: its scorer
     return named(reward, label)
 
 

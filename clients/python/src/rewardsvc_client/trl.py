@@ -305,7 +305,7 @@ def trl_reward_func(
         return await impl(prompts, completions, **kwargs)
 
     reward.__doc__ = f"rewardsvc reward, rubric {settings.rubric!r} at {settings.url}"
-    reward.rewardsvc = impl  # type: ignore[attr-defined]
+    reward.rewardsvc = impl  # type: ignore[attr-defined]  # a function attribute: its scorer
     return named(reward, impl.__name__)
 
 

@@ -173,8 +173,9 @@ _CONFIG_ARGS = (
 
 def _config_of(arguments: Mapping[str, Any]) -> _Config:
     """``_config`` from a public function's arguments (its ``locals()``)."""
-    return _config(*(arguments.get(name) for name in _CONFIG_ARGS[:-1]),
-                   retries=arguments.get("retries", 3))  # fmt: skip
+    # A name a public function lacks (make_compute_score has no reward_router_address) is None.
+    given: dict[str, Any] = {name: arguments.get(name) for name in _CONFIG_ARGS[:-1]}
+    return _config(**given, retries=arguments.get("retries", 3))
 
 
 def _question(extra_info: Mapping[str, Any] | None, prompt_key: str | None) -> Any:

@@ -30,7 +30,7 @@ test: install judges
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 	$(VENV)/bin/rewardsvc validate rubrics
-	$(VENV)/bin/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) -m pytest -ra --durations=20
 
 lint: install

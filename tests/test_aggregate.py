@@ -279,11 +279,14 @@ def test_calibration_is_monotone(a, b, win, method):
 def test_calibration_removes_a_constant_offset(win, offset, method):
     assume(statistics.pstdev(win) > 1e-3)
     shifted = [x + offset for x in win]
+    # Float rounding can merge two close values when both are shifted, which changes the
+    # ranks; the claim is about an offset that keeps the window's order and its ties.
+    pairs = list(zip(win, shifted, strict=True))
+    assume(all((x < y) == (sx < sy) for x, sx in pairs for y, sy in pairs))
     for raw in win:
         a = aggregate.calibrate(method, raw, win)[0]
         b = aggregate.calibrate(method, raw + offset, shifted)[0]
-        # rank compares floats for equality, so the offset can break exact ties.
-        assert a == pytest.approx(b, abs=1e-6 if method == "zscore" else 1 / len(win))
+        assert a == pytest.approx(b, abs=1e-6)
 
 
 def test_calibration_needs_a_full_window():

@@ -526,7 +526,9 @@ def _verifiers_outcomes(rewards: list[float], states: list[dict[str, Any]]) -> A
 
 async def verifiers_adapter(url: str, probe: Probe) -> Answer:
     async def run() -> Answer:
-        reward = verifiers_reward_func(url, probe.rubric, judge_error_retries=0)
+        reward = verifiers_reward_func(
+            url, probe.rubric, judge_error_retries=0, judge_error_wait=RESEND_WAIT_S
+        )
         states = _verifiers_states(probe)
         rewards = await asyncio.gather(
             *(
@@ -541,7 +543,9 @@ async def verifiers_adapter(url: str, probe: Probe) -> Answer:
 
 async def verifiers_group_adapter(url: str, probe: Probe) -> Answer:
     async def run() -> Answer:
-        reward = verifiers_group_reward_func(url, probe.rubric, judge_error_retries=0)
+        reward = verifiers_group_reward_func(
+            url, probe.rubric, judge_error_retries=0, judge_error_wait=RESEND_WAIT_S
+        )
         states = _verifiers_states(probe)
         rewards = await reward(
             [probe.prompt] * 2, list(probe.completions), [probe.reference] * 2, states

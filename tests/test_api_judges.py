@@ -41,6 +41,7 @@ async def test_rewards_happy_path_real_judges(rubrics: Path, cpu_pool: JudgePool
     async with app_client(settings_for(rubrics), cpu_pool) as (http, _, registry):
         reply = await http.post("/v1/rewards", json={"rubric": RUBRIC, "items": items})
         ready = await http.get("/readyz")
+        detail = await http.get("/readyz/detail")
     assert reply.status_code == 200, reply.text
     body = reply.json()
     assert body["rubric"] == {
@@ -60,8 +61,10 @@ async def test_rewards_happy_path_real_judges(rubrics: Path, cpu_pool: JudgePool
             assert p is not None and abs(sum(p.values()) - 1.0) < 1e-6
     assert body["usage"]["judge_calls"] == 2 * 3 * 2
     assert body["usage"]["prompt_tokens"] > 0
-    assert ready.status_code == 200, ready.text
-    assert ready.json()["judges"] == {"primary": True, "secondary": True}
+    assert ready.status_code == 200 and ready.json()["ready"] is True, ready.text
+    # The public probe names nothing; the judges' detail is behind the key check.
+    assert detail.status_code == 200, detail.text
+    assert detail.json()["judges"] == {"primary": True, "secondary": True}
 
 
 async def test_rewards_mixed_batch_real_judges(rubrics: Path, cpu_pool: JudgePool) -> None:

@@ -300,9 +300,13 @@ async def fault_round(rig: Rig, fault: str) -> None:
     assert kinds <= FAULT_KINDS[fault] | {"unavailable", "timeout"}, kinds
 
     if fault == "overflow":
-        # A prompt too long for a judge never fits, so the trainer must not be told to retry.
+        # A prompt too long for a judge never fits, so the trainer must not be told to retry:
+        # OpenRLHF gets its flagged stand-in, slime (which can carry no flag) a 422 naming
+        # its field, never a number.
         assert {r["status"] for r in during_results} == {"rejected"}, json.dumps(during_results)
-        assert slime.status_code == 200, slime.text
+        assert slime.status_code == 422, slime.text
+        assert slime.json()["field"] in {"prompt", "response", "label"}, slime.text
+        assert "retry-after" not in slime.headers
         assert openrlhf.status_code == 200, openrlhf.text
     else:
         assert {r["status"] for r in during_results} == {"judge_error"}, during_results

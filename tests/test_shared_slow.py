@@ -26,6 +26,7 @@ from rewardsvc.scoring.shared import RedisLink
 from rewardsvc.settings import Settings
 
 TIMEOUT_S = 0.25  # the default redis_timeout_s; an operation's deadline is three times it
+SLOW_TIMEOUT_S = 1.0  # for a slow link that must stay up (see the tests that use it)
 
 
 # The verdict reads, as redis-py sends them (RESP bulk strings).
@@ -131,13 +132,17 @@ class Slow:
 
 @contextlib.asynccontextmanager
 async def slow(
-    server: RedisServer, delay_s: float, retry_s: float, **options: Any
+    server: RedisServer,
+    delay_s: float,
+    retry_s: float,
+    timeout_s: float = TIMEOUT_S,
+    **options: Any,
 ) -> AsyncIterator[Slow]:
-    """A cache and link to ``server`` through a proxy delaying replies ``delay_s``;
-    ``only`` goes to the proxy, the rest (``path``) to the cache."""
+    """A cache and link (of ``timeout_s``) to ``server`` through a proxy delaying replies
+    ``delay_s``; ``only`` goes to the proxy, the rest (``path``) to the cache."""
     async with DelayProxy(server.port, delay_s, only=options.pop("only", None)) as proxy:
         health = Health()
-        link = RedisLink(proxy.url, timeout_s=TIMEOUT_S, retry_s=retry_s, observer=health)
+        link = RedisLink(proxy.url, timeout_s=timeout_s, retry_s=retry_s, observer=health)
         cache = VerdictCache(shared=link, **options)
         try:
             yield Slow(link, cache, health)
@@ -223,9 +228,11 @@ async def test_the_proxy_passes_replies_on_while_the_services_loop_is_busy(
 async def test_a_slow_redis_costs_a_batch_one_round_trip_and_stays_healthy(
     server: RedisServer, raw: redis_client.Redis
 ) -> None:
-    # Every reply 0.1 s late: well under the 0.25 s timeout, so each operation succeeds, but a
-    # read and a write per verdict through 64 connections would queue for seconds.
-    async with slow(server, delay_s=0.1, retry_s=0.05) as s:
+    # Every reply 0.3 s late, under a 1 s timeout: each operation succeeds, but a read and a
+    # write per verdict through 64 connections would queue for seconds. The margin is wide
+    # because the test's own loop, busy settling 400 verdicts on a loaded machine, delays
+    # reading a reply that has arrived, and redis-py's read timeout counts that too.
+    async with slow(server, delay_s=0.3, retry_s=0.05, timeout_s=SLOW_TIMEOUT_S) as s:
         assert await s.link.start()
         await raw.config_resetstat()
         outcomes = await asyncio.gather(*(s.cache.get_or_call(key(n), judge) for n in range(400)))
@@ -244,7 +251,9 @@ async def test_with_a_cache_file_too_reads_still_go_in_few_round_trips(
 ) -> None:
     # The file is read first, key by key in worker threads: the misses reach Redis one by
     # one, and the ones that come while an MGET flies wait for the next one.
-    async with slow(server, delay_s=0.1, retry_s=0.05, path=tmp_path / "v.sqlite") as s:
+    async with slow(
+        server, delay_s=0.3, retry_s=0.05, timeout_s=SLOW_TIMEOUT_S, path=tmp_path / "v.sqlite"
+    ) as s:
         assert await s.link.start()
         await raw.config_resetstat()
         outcomes = await asyncio.gather(*(s.cache.get_or_call(key(n), judge) for n in range(400)))

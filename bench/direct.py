@@ -31,8 +31,8 @@ from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
 from rewardsvc.judges.judge import build_judges
+from rewardsvc.protocol.rewards import Item
 from rewardsvc.server.items import rollout_of
-from rewardsvc.server.wire.rewards import Item
 
 
 def call_kwargs(rubric: Rubric, item: dict[str, Any], config: JudgeConfig) -> list[dict[str, Any]]:

@@ -263,11 +263,11 @@ def _score_locally(
     pool: JudgePool, rubric: Rubric, items: list[dict[str, Any]], explain: bool = False
 ) -> dict[str, Any]:
     """Score items with a fresh engine (no cache), as the service would."""
-    from rewardsvc.graders.run import Graders
+    from rewardsvc.graders.registry import Graders
     from rewardsvc.judges.judge import build_judges
+    from rewardsvc.protocol.rewards import RewardOptions
     from rewardsvc.scoring.engine import Engine
     from rewardsvc.server.dispatch import Target, score_target
-    from rewardsvc.server.wire.rewards import RewardOptions
 
     async def run() -> dict[str, Any]:
         graders = Graders()

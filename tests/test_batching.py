@@ -31,9 +31,9 @@ from rewardsvc.judges.explain import explain
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.judges.methods import Unparseable, distribution
 from rewardsvc.scoring.assemble import judge_outcome
-from rewardsvc.scoring.cache import VerdictCache
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.server.items import read_item
+from rewardsvc.storage.cache import VerdictCache
 
 ITEM = {
     "id": "i0",

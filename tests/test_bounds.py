@@ -30,10 +30,10 @@ from rewardsvc.judges.failures import BackendError
 from rewardsvc.judges.judge import Judge
 from rewardsvc.judges.prompts import Prompt
 from rewardsvc.scoring import groups as groups_module
-from rewardsvc.scoring.cache import VerdictCache
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.groups import GroupIn, GroupOptions, planned_work, score_groups
 from rewardsvc.server.guards import Turns
+from rewardsvc.storage.cache import VerdictCache
 
 # ------------------------------------------------------------------ helpers
 

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.scoring import codec
-from rewardsvc.scoring.cache import VerdictCache, cache_key
+from rewardsvc.storage import codec
+from rewardsvc.storage.cache import VerdictCache, cache_key
 
 
 class Hits:

@@ -25,17 +25,17 @@ from test_api_support import app_client, fake_pool, settings_for, uvicorn_server
 
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.library.registry import Registry
-from rewardsvc.server import compat
-from rewardsvc.server.app import create_app
-from rewardsvc.server.compat import response_from_query, strip_trailing_special_tokens
-from rewardsvc.server.holding import HeldTries, kept_back
-from rewardsvc.server.wire.rewards import (
+from rewardsvc.protocol.rewards import (
     RewardOptions,
     RewardResponse,
     RewardResult,
     RubricRef,
     Usage,
 )
+from rewardsvc.server import compat
+from rewardsvc.server.app import create_app
+from rewardsvc.server.compat import response_from_query, strip_trailing_special_tokens
+from rewardsvc.server.holding import HeldTries, kept_back
 from rewardsvc_client._adapt import status_numbers
 
 KEY = "trainer-key-42"

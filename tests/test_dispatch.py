@@ -16,13 +16,13 @@ from test_api_support import app_client, settings_for
 
 from rewardsvc.core.recipe import Recipe
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.graders.run import Graders
+from rewardsvc.graders.registry import Graders
 from rewardsvc.library.registry import Registry, load_pool
+from rewardsvc.protocol.rewards import RewardRequest
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.server.dispatch import Target, resolve_target, score_target
 from rewardsvc.server.errors import ApiError
 from rewardsvc.server.service import Service
-from rewardsvc.server.wire.rewards import RewardRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 POOL = load_pool(ROOT / "deploy" / "cpu-judge" / "judges.yaml")

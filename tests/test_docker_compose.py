@@ -281,7 +281,7 @@ def test_compose_redis_requires_the_password_rewardsvc_sends(
 
     from redis_server import RedisServer
 
-    from rewardsvc.scoring.shared import RedisLink
+    from rewardsvc.storage.redis_link import RedisLink
 
     services = compose["services"]
     url = urlsplit(services["rewardsvc"]["environment"]["REWARDSVC_REDIS_URL"])

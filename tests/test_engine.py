@@ -28,10 +28,10 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.judge import Judge, build_judges
-from rewardsvc.scoring.cache import VerdictCache
+from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.server.dispatch import score_batch
-from rewardsvc.server.wire.rewards import RewardOptions, RewardResponse
+from rewardsvc.storage.cache import VerdictCache
 
 # ------------------------------------------------------------------ helpers
 

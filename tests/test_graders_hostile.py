@@ -26,7 +26,7 @@ from test_api_support import app_client, fake_pool, settings_for, write_library
 
 from rewardsvc.core.graders_spec import JsonSpec
 from rewardsvc.core.rollout import Rollout
-from rewardsvc.graders.run import Graders
+from rewardsvc.graders.registry import Graders
 from rewardsvc.graders.structured import json_check
 
 # Each level of nesting doubles the work of jsonschema on this schema: 40 characters of

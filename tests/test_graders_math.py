@@ -12,8 +12,8 @@ import pytest
 
 from rewardsvc.core.graders_spec import JsonSpec, MathSpec
 from rewardsvc.core.rollout import Rollout
+from rewardsvc.graders.registry import Graders
 from rewardsvc.graders.result import GraderResult
-from rewardsvc.graders.run import Graders
 from rewardsvc.graders.worker import DeadlineExceeded, DeadlineWorkers, WorkerFailed, WorkersBusy
 
 SPEC = MathSpec(type="math", timeout_s=3)

@@ -25,9 +25,9 @@ from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import routing
 from rewardsvc.monitor.runs import Sample, compute_signals
 from rewardsvc.monitor.stats import ks_statistic
-from rewardsvc.scoring.cache import VerdictCache
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.server import metrics
+from rewardsvc.storage.cache import VerdictCache
 
 # ------------------------------------------------------------------ rubric versions
 

@@ -11,8 +11,8 @@ from rewardsvc.core.rollout import ItemIn, Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.safety.defuse import WORD_JOINER
-from rewardsvc.scoring.cache import VerdictCache
 from rewardsvc.scoring.engine import Engine
+from rewardsvc.storage.cache import VerdictCache
 
 RUBRIC = Rubric(
     id="identity",

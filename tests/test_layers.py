@@ -45,7 +45,7 @@ def test_a_lower_room_importing_the_server_breaks_the_layers(tmp_path: Path) -> 
     shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
     (copy / "rewardsvc" / "scoring" / "leak.py").write_text(
         '"""A scoring module that reaches up into the server."""\n\n'
-        "import rewardsvc.server.wire  # noqa\n"
+        "import rewardsvc.server.routes  # noqa\n"
     )
     done = lint(copy, pythonpath=copy)
     assert done.returncode != 0, done.stdout[-3000:]
@@ -56,10 +56,36 @@ def test_a_wire_module_importing_serving_code_breaks_the_contract(tmp_path: Path
     copy = tmp_path / "repo"
     shutil.copytree(ROOT / "rewardsvc", copy / "rewardsvc")
     shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
-    (copy / "rewardsvc" / "server" / "wire" / "leak.py").write_text(
+    (copy / "rewardsvc" / "protocol" / "leak.py").write_text(
         '"""A wire module that reaches into the admission code."""\n\n'
         "import rewardsvc.server.guards  # noqa\n"
     )
     done = lint(copy, pythonpath=copy)
     assert done.returncode != 0, done.stdout[-3000:]
-    assert "rewardsvc.server.wire.leak -> rewardsvc.server.guards" in done.stdout
+    assert "rewardsvc.protocol.leak -> rewardsvc.server.guards" in done.stdout
+
+
+def test_a_storage_module_importing_the_engine_breaks_the_layers(tmp_path: Path) -> None:
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT / "rewardsvc", copy / "rewardsvc")
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    (copy / "rewardsvc" / "storage" / "leak.py").write_text(
+        '"""A storage module that reaches up into the engine."""\n\n'
+        "import rewardsvc.scoring.engine  # noqa\n"
+    )
+    done = lint(copy, pythonpath=copy)
+    assert done.returncode != 0, done.stdout[-3000:]
+    assert "rewardsvc.storage is not allowed to import rewardsvc.scoring" in done.stdout
+
+
+def test_a_scoring_module_importing_wire_models_breaks_the_contract(tmp_path: Path) -> None:
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT / "rewardsvc", copy / "rewardsvc")
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    (copy / "rewardsvc" / "scoring" / "leak.py").write_text(
+        '"""A scoring module that speaks the wire."""\n\n'
+        "import rewardsvc.protocol.rewards  # noqa\n"
+    )
+    done = lint(copy, pythonpath=copy)
+    assert done.returncode != 0, done.stdout[-3000:]
+    assert "rewardsvc.scoring.leak -> rewardsvc.protocol.rewards" in done.stdout

@@ -22,7 +22,7 @@ from rewardsvc.core.results import ItemReward
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.monitor import Monitor
 from rewardsvc.monitor.shared import SHORT_LIVED_TTL_S, SharedMonitor
-from rewardsvc.scoring.shared import RedisLink
+from rewardsvc.storage.redis_link import RedisLink
 
 
 @pytest_asyncio.fixture(loop_scope="function")  # the test's own loop, where the link lives

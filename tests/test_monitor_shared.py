@@ -28,8 +28,8 @@ from test_monitor import batch, item
 
 from rewardsvc.core.monitor_spec import MonitorConfig
 from rewardsvc.monitor import AlertEvent, Monitor
-from rewardsvc.scoring.shared import RedisLink
 from rewardsvc.server.dashboard import share_monitor
+from rewardsvc.storage.redis_link import RedisLink
 
 RUBRIC = """\
 id: shared-tiny

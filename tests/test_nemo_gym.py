@@ -29,11 +29,11 @@ from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.library.yamlfile import load_file
+from rewardsvc.protocol.agents import NemoGymVerifyRequest
+from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.server import agents
 from rewardsvc.server.dispatch import score_batch
-from rewardsvc.server.wire.agents import NemoGymVerifyRequest
-from rewardsvc.server.wire.rewards import RewardOptions, RewardResponse
 from tests.trainers.venvs import cache_dir
 
 ROOT = Path(__file__).resolve().parent.parent

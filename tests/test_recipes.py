@@ -16,7 +16,7 @@ from rewardsvc.core.recipe import Recipe, RoutingTable
 from rewardsvc.core.results import BatchResult, BatchUsage, ItemReward, JudgeOutcome, Status
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.graders.run import Graders
+from rewardsvc.graders.registry import Graders
 from rewardsvc.library.yamlfile import InvalidFile, load_file, load_text
 from rewardsvc.scoring.recipes import (
     RecipeRunner,

@@ -20,10 +20,9 @@ from rewardsvc.core.results import BatchResult
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.graders.run import Graders
+from rewardsvc.graders.registry import Graders
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.library.yamlfile import load_file
-from rewardsvc.scoring.cache import VerdictCache
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.recipes import (
     RecipeRunner,
@@ -32,6 +31,7 @@ from rewardsvc.scoring.recipes import (
     resolve_components,
 )
 from rewardsvc.server.service import Service as RunningService
+from rewardsvc.storage.cache import VerdictCache
 
 ROOT = Path(__file__).resolve().parent.parent
 RECIPES = ROOT / "rubrics" / "recipes"

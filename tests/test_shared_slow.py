@@ -21,9 +21,9 @@ from redis_server import RedisServer, running, spare_port
 from test_state_shared import Health
 
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.scoring.cache import VerdictCache, cache_key
-from rewardsvc.scoring.shared import RedisLink
 from rewardsvc.settings import Settings
+from rewardsvc.storage.cache import VerdictCache, cache_key
+from rewardsvc.storage.redis_link import RedisLink
 
 TIMEOUT_S = 0.25  # the default redis_timeout_s; an operation's deadline is three times it
 SLOW_TIMEOUT_S = 1.0  # for a slow link that must stay up (see the tests that use it)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rewardsvc.core.aggregate import WindowStats
-from rewardsvc.scoring.calibration import CalibrationWindows
+from rewardsvc.storage.calibration import CalibrationWindows
 
 
 async def test_window_rolls_and_returns_its_stats():

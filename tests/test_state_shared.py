@@ -16,9 +16,9 @@ from redis_server import RedisServer, running
 
 from rewardsvc.core import aggregate
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.scoring.cache import VerdictCache, cache_key
-from rewardsvc.scoring.calibration import CalibrationWindows
-from rewardsvc.scoring.shared import RedisLink
+from rewardsvc.storage.cache import VerdictCache, cache_key
+from rewardsvc.storage.calibration import CalibrationWindows
+from rewardsvc.storage.redis_link import RedisLink
 
 VERSION = "sha256:feed"
 

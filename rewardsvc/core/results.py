@@ -1,6 +1,6 @@
 """What the engine returns: rewards of a batch as plain dataclasses (no wire models).
 
-The server maps these to its wire models (``rewardsvc.server.wire``); the CLI, the
+The server maps these to its wire models (``rewardsvc.protocol``); the CLI, the
 monitor and the trainer-compat routes read them directly.
 """
 

@@ -17,11 +17,11 @@ from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.library.registry import Registry, load_pool
 from rewardsvc.library.yamlfile import parse_yaml, read_text, validate_document
+from rewardsvc.protocol.rewards import RewardOptions
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.preferences import PreferenceOptions, judge_preferences
 from rewardsvc.server.comparative import preference_response, read_group
 from rewardsvc.server.dispatch import score_batch
-from rewardsvc.server.wire.rewards import RewardOptions
 
 
 class Scorer(Protocol):

@@ -6,7 +6,7 @@ conformance, word and token budgets, required sections, string similarity (rapid
 and embedding similarity (the optional ``embeddings`` extra), with the answer extraction
 they share (:mod:`~rewardsvc.graders.extract`). Each grader is a pure function of the
 rollout and its typed spec (``rewardsvc.core.graders_spec``) and returns a score in
-[0, 1] with its evidence. :class:`~rewardsvc.graders.run.Graders`, the one entry point
+[0, 1] with its evidence. :class:`~rewardsvc.graders.registry.Graders`, the one entry point
 the scoring engine uses, runs every grader but the embedding one in worker processes
 with a hard deadline, queued fairly between requests (:mod:`~rewardsvc.graders.worker`),
 and reports a grader that cannot finish as no score with a typed error kind, never as 0.

@@ -3,7 +3,7 @@
 math-verify parses LaTeX and plain expressions into sympy and compares them (``1/2``,
 ``0.5``, ``\\frac{1}{2}``, ``x = \\tfrac12`` are one answer). Parsing a hostile
 expression can take unbounded time, so :func:`math_check` runs in a deadline worker
-(:mod:`rewardsvc.graders.run`), which kills it at ``timeout_s``. math-verify's own
+(:mod:`rewardsvc.graders.registry`), which kills it at ``timeout_s``. math-verify's own
 timeouts are switched off: on a timeout it answers "no parse", which would score a
 correct but slow answer 0 instead of reporting the deadline.
 

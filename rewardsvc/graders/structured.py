@@ -3,7 +3,7 @@
 Parsing is linear, but validation is not: jsonschema runs ``pattern`` with Python's
 backtracking ``re``, and an ``anyOf`` that refers back to its own schema doubles its work
 per level of nesting. So :func:`json_check` runs in a deadline worker like every grader
-(:mod:`rewardsvc.graders.run`). ``uniqueItems`` is checked here in linear time (jsonschema
+(:mod:`rewardsvc.graders.registry`). ``uniqueItems`` is checked here in linear time (jsonschema
 compares every pair of objects: 3,000 objects took 10 s).
 
 A schema never reaches outside itself: a ``$ref`` resolves only inside the schema (the

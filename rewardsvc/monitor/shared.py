@@ -16,7 +16,7 @@ While Redis is unreachable (the link says so in ``/readyz`` and a metric) each p
 monitors on its own and raises its own alerts; the batches it saw meanwhile are queued,
 bounded, and sent when Redis is back, so that the merged statistics count them.
 
-The Redis I/O goes through a link the server gives (``rewardsvc.scoring.shared.RedisLink``,
+The Redis I/O goes through a link the server gives (``rewardsvc.storage.redis_link.RedisLink``,
 with its deadlines and health): this room does not import the scoring room.
 """
 

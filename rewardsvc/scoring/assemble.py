@@ -14,7 +14,7 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.scoring import steps as process
-from rewardsvc.scoring.cache import Source
+from rewardsvc.storage.cache import Source
 
 PerJudge = Mapping[str, Mapping[str, tuple[Verdict, Source]]]
 """An item's verdicts: judge name -> criterion id -> (verdict, where it came from)."""

@@ -35,15 +35,15 @@ from rewardsvc.core.results import (
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.graders.run import Graders, grade_criteria
+from rewardsvc.graders.registry import Graders, grade_criteria
 from rewardsvc.judges import prompts
 from rewardsvc.judges.batching import SharedCall, by_view
 from rewardsvc.safety.detectors import THREAD_ABOVE_CHARS, detect
 from rewardsvc.scoring import steps
 from rewardsvc.scoring.assemble import episode_part, item_reward, judge_outcome, step_results
-from rewardsvc.scoring.cache import Source, VerdictCache, cache_key
-from rewardsvc.scoring.calibration import CalibrationWindows
 from rewardsvc.scoring.pacing import Pacer
+from rewardsvc.storage.cache import Source, VerdictCache, cache_key
+from rewardsvc.storage.calibration import CalibrationWindows
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 The runner is pure orchestration. Judged components (rubrics and constitutions) are
 scored through an injected :data:`ScoreRubric` (the engine's batch scorer), graders
-through :class:`~rewardsvc.graders.run.Graders` in its worker processes, queued as one
+through :class:`~rewardsvc.graders.registry.Graders` in its worker processes, queued as one
 request's and within the request's deadline. Components run
 cheapest first:
 
@@ -43,7 +43,7 @@ from rewardsvc.core.recipe import (
 from rewardsvc.core.results import BatchResult, ItemReward, Status
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.graders.run import Graders
+from rewardsvc.graders.registry import Graders
 from rewardsvc.scoring.engine import Engine
 
 __all__ = [

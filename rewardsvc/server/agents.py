@@ -28,10 +28,10 @@ from typing import Annotated, Any, Protocol
 
 from fastapi import APIRouter, Depends, Query
 
+from rewardsvc.protocol.agents import NemoGymVerifyRequest, NemoGymVerifyResponse
+from rewardsvc.protocol.errors import ErrorDetail
+from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
 from rewardsvc.server.state import running_service
-from rewardsvc.server.wire.agents import NemoGymVerifyRequest, NemoGymVerifyResponse
-from rewardsvc.server.wire.errors import ErrorDetail
-from rewardsvc.server.wire.rewards import RewardOptions, RewardResponse
 
 FAILURE_REASON_CHARS = 2000
 

@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import Registry
+from rewardsvc.protocol.rubrics import ValidateRequest
 from rewardsvc.server import agents, comparative, compat, dashboard, ops, routes
 from rewardsvc.server.access import Keyring
 from rewardsvc.server.errors import error_detail_of, error_response, format_validation_errors
@@ -32,7 +33,6 @@ from rewardsvc.server.guards import (
 )
 from rewardsvc.server.metrics import RequestMetricsMiddleware
 from rewardsvc.server.service import start_service
-from rewardsvc.server.wire.rubrics import ValidateRequest
 from rewardsvc.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ The routes read each group or pair on its own (a malformed one is ``rejected`` n
 field; the others are scored), resolve the rubric, and call the service through the narrow
 :class:`Comparer` protocol; the service delegates to ``rewardsvc.scoring.groups`` and
 ``rewardsvc.scoring.preferences`` and returns their domain results, which are mapped here
-to the wire models of ``rewardsvc.server.wire.comparative``.
+to the wire models of ``rewardsvc.protocol.comparative``.
 """
 
 from __future__ import annotations
@@ -18,13 +18,7 @@ from pydantic import ValidationError
 
 from rewardsvc.core.errors import RequestError, field_problems
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.scoring.group_judges import JudgeGroup
-from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions
-from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions
-from rewardsvc.server.errors import ApiError, error_responses
-from rewardsvc.server.items import echo_id, rollout_of, unreadable_text
-from rewardsvc.server.state import running_service
-from rewardsvc.server.wire.comparative import (
+from rewardsvc.protocol.comparative import (
     ComparativeUsageOut,
     ComparisonOut,
     GroupItem,
@@ -38,7 +32,13 @@ from rewardsvc.server.wire.comparative import (
     PreferenceResponse,
     PreferenceResultOut,
 )
-from rewardsvc.server.wire.rewards import Item, RubricRef
+from rewardsvc.protocol.rewards import Item, RubricRef
+from rewardsvc.scoring.group_judges import JudgeGroup
+from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions
+from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions
+from rewardsvc.server.errors import ApiError, error_responses
+from rewardsvc.server.items import echo_id, rollout_of, unreadable_text
+from rewardsvc.server.state import running_service
 
 # ------------------------------------------------------------------ service protocol
 

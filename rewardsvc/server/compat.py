@@ -58,24 +58,24 @@ from typing import Annotated, Any, Literal, Protocol
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
-from rewardsvc.server.errors import ApiError
-from rewardsvc.server.holding import HeldTries
-from rewardsvc.server.state import running_service
-from rewardsvc.server.wire.compat import (
+from rewardsvc.protocol.compat import (
     OpenRLHFExtraLogs,
     OpenRLHFRequest,
     OpenRLHFResponse,
     SlimeRequest,
     SlimeReward,
 )
-from rewardsvc.server.wire.errors import ErrorDetail
-from rewardsvc.server.wire.rewards import (
+from rewardsvc.protocol.errors import ErrorDetail
+from rewardsvc.protocol.rewards import (
     RUN_NAME_MAX,
     RUN_NAME_PATTERN,
     RewardOptions,
     RewardResponse,
     RewardResult,
 )
+from rewardsvc.server.errors import ApiError
+from rewardsvc.server.holding import HeldTries
+from rewardsvc.server.state import running_service
 
 
 class Scorer(Protocol):

@@ -2,7 +2,7 @@
 
 The page is static HTML and JavaScript with a vendored copy of uPlot (no build step, no
 CDN); it polls ``/v1/monitor?history=true``. The response models are in
-``rewardsvc.server.wire.monitor``; they are built here from the monitor's state. Also here:
+``rewardsvc.protocol.monitor``; they are built here from the monitor's state. Also here:
 the JSON line of an alert event (for the reward log), the optional webhook that posts it,
 and the canary runner's scorer over the engine.
 """
@@ -30,12 +30,7 @@ from rewardsvc.library.registry import Registry
 from rewardsvc.monitor import AlertEvent, CanaryRecord, Monitor, RunState
 from rewardsvc.monitor.canaries import ScoreFn
 from rewardsvc.monitor.shared import SharedMonitor
-from rewardsvc.scoring.engine import Engine
-from rewardsvc.scoring.shared import RedisLink
-from rewardsvc.server.access import can_read, can_read_rubric
-from rewardsvc.server.dispatch import INLINE_LABEL
-from rewardsvc.server.reward_log import RewardLog
-from rewardsvc.server.wire.monitor import (
+from rewardsvc.protocol.monitor import (
     AlertOut,
     CanaryOut,
     EventOut,
@@ -43,6 +38,11 @@ from rewardsvc.server.wire.monitor import (
     MonitorReport,
     RunOut,
 )
+from rewardsvc.scoring.engine import Engine
+from rewardsvc.server.access import can_read, can_read_rubric
+from rewardsvc.server.dispatch import INLINE_LABEL
+from rewardsvc.server.reward_log import RewardLog
+from rewardsvc.storage.redis_link import RedisLink
 
 log = logging.getLogger(__name__)
 

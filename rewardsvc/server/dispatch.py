@@ -38,11 +38,7 @@ from rewardsvc.judges.explain import explain
 from rewardsvc.library.recipes import RecipeEntry
 from rewardsvc.library.registry import Registry
 from rewardsvc.library.yamlfile import InvalidFile, validate_document
-from rewardsvc.scoring.engine import Engine
-from rewardsvc.scoring.recipes import RecipeRunner, engine_scorer, plan_routes, resolve_components
-from rewardsvc.server.errors import ApiError
-from rewardsvc.server.items import read_item, score_options
-from rewardsvc.server.wire.rewards import (
+from rewardsvc.protocol.rewards import (
     ComponentScore,
     CriterionScore,
     JudgeResult,
@@ -53,6 +49,10 @@ from rewardsvc.server.wire.rewards import (
     StepScore,
     Usage,
 )
+from rewardsvc.scoring.engine import Engine
+from rewardsvc.scoring.recipes import RecipeRunner, engine_scorer, plan_routes, resolve_components
+from rewardsvc.server.errors import ApiError
+from rewardsvc.server.items import read_item, score_options
 
 INLINE_LABEL = "_inline"
 """The metrics label of inline rubrics and recipes, whose ids are the client's to choose."""

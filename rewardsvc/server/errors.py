@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
 
 from rewardsvc.core.errors import FieldProblem, RequestError, field_problems
-from rewardsvc.server.wire.errors import ErrorDetail
+from rewardsvc.protocol.errors import ErrorDetail
 
 
 class ApiError(HTTPException):

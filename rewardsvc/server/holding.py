@@ -20,7 +20,7 @@ from typing import Any
 
 from rewardsvc.core.observe import Observers
 from rewardsvc.core.results import BatchResult, BatchUsage, ItemReward
-from rewardsvc.server.wire.rewards import RewardResult, RubricRef
+from rewardsvc.protocol.rewards import RewardResult, RubricRef
 
 LineSink = Callable[[RubricRef, Sequence[tuple[Any, RewardResult]], str | None], None]
 """Writes reward-log lines: the rubric, (raw item, result) pairs, the run."""

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from rewardsvc.core.errors import FieldProblem, Loc, field_problems
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.trajectory import Event, ToolCall, Trajectory, placeholder
-from rewardsvc.server.wire.rewards import Item, Message, ResponseItem, RewardOptions, Text
+from rewardsvc.protocol.rewards import Item, Message, ResponseItem, RewardOptions, Text
 
 MAX_ID_CHARS = 256
 

@@ -6,9 +6,9 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from rewardsvc.protocol.ops import Health, PublicReadiness, Readiness
 from rewardsvc.server.errors import error_responses
 from rewardsvc.server.service import Service, ServiceDep
-from rewardsvc.server.wire.ops import Health, PublicReadiness, Readiness
 
 health = APIRouter(tags=["operations"])
 

@@ -24,10 +24,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rewardsvc.protocol.rewards import RewardResponse, RewardResult, RubricRef
 from rewardsvc.scoring.groups import GroupBatch, GroupReward
 from rewardsvc.scoring.preferences import Preference, PreferenceBatch
 from rewardsvc.server import holding, metrics
-from rewardsvc.server.wire.rewards import RewardResponse, RewardResult, RubricRef
 
 log = logging.getLogger(__name__)
 

@@ -13,12 +13,8 @@ from fastapi.responses import Response
 from pydantic import ValidationError
 
 from rewardsvc.library.yamlfile import InvalidFile, Problem
-from rewardsvc.server.access import can_read_rubric
-from rewardsvc.server.errors import ApiError, error_responses, format_validation_errors
-from rewardsvc.server.guards import check_batch
-from rewardsvc.server.service import ServiceDep
-from rewardsvc.server.wire.rewards import RewardRequest, RewardResponse
-from rewardsvc.server.wire.rubrics import (
+from rewardsvc.protocol.rewards import RewardRequest, RewardResponse
+from rewardsvc.protocol.rubrics import (
     FileProblem,
     ProblemOut,
     RubricDetail,
@@ -27,6 +23,10 @@ from rewardsvc.server.wire.rubrics import (
     ValidateRequest,
     ValidationReport,
 )
+from rewardsvc.server.access import can_read_rubric
+from rewardsvc.server.errors import ApiError, error_responses, format_validation_errors
+from rewardsvc.server.guards import check_batch
+from rewardsvc.server.service import ServiceDep
 
 
 def _problems_out(problems: list[Problem]) -> list[ProblemOut]:

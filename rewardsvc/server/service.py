@@ -26,17 +26,18 @@ from rewardsvc.core.monitor_spec import MonitorConfig, inline_rubric_name
 from rewardsvc.core.recipe import Recipe
 from rewardsvc.core.rollout import ItemIn, Rollout
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.graders.run import Graders
+from rewardsvc.graders.registry import Graders
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.library.registry import Registry, load_pool
 from rewardsvc.library.yamlfile import InvalidFile, validate_document
 from rewardsvc.monitor import CanaryRunner, Monitor, load_canaries
-from rewardsvc.scoring.cache import VerdictCache
-from rewardsvc.scoring.calibration import CalibrationWindows
+from rewardsvc.protocol.rewards import (
+    RewardOptions,
+    RewardResponse,
+)
 from rewardsvc.scoring.engine import Engine, planned_cost
 from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions, planned_work, score_groups
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions, judge_preferences
-from rewardsvc.scoring.shared import RedisLink
 from rewardsvc.server import access, metrics, monitor_metrics
 from rewardsvc.server.dashboard import (
     MonitorObserver,
@@ -61,11 +62,10 @@ from rewardsvc.server.items import read_item
 from rewardsvc.server.readiness import ReadinessProbe
 from rewardsvc.server.reward_log import RewardLog
 from rewardsvc.server.state import running_service
-from rewardsvc.server.wire.rewards import (
-    RewardOptions,
-    RewardResponse,
-)
 from rewardsvc.settings import Settings
+from rewardsvc.storage.cache import VerdictCache
+from rewardsvc.storage.calibration import CalibrationWindows
+from rewardsvc.storage.redis_link import RedisLink
 
 
 @dataclass

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rewardsvc.core import comparative as cmp
 from rewardsvc.core.rubric import JudgeRule, Rubric
-from rewardsvc.server.wire.rewards import RubricRef, Status, Text
+from rewardsvc.protocol.rewards import RubricRef, Status, Text
 
 # ------------------------------------------------------------------ requests
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rewardsvc.server.wire.rewards import Message, RewardResult
+from rewardsvc.protocol.rewards import Message, RewardResult
 
 # ------------------------------------------------------------------ OpenRLHF
 

@@ -14,7 +14,7 @@ from collections import OrderedDict, deque
 from collections.abc import Iterable
 
 from rewardsvc.core.aggregate import WindowStats
-from rewardsvc.scoring.shared import RedisLink
+from rewardsvc.storage.redis_link import RedisLink
 
 
 class CalibrationWindows:

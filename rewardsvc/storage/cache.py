@@ -33,9 +33,9 @@ from typing import Literal, TypeVar
 
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.scoring import codec
-from rewardsvc.scoring.filestore import FileStore
-from rewardsvc.scoring.shared import RedisLink
+from rewardsvc.storage import codec
+from rewardsvc.storage.filestore import FileStore
+from rewardsvc.storage.redis_link import RedisLink
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")

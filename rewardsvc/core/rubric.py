@@ -26,7 +26,7 @@ from pydantic import (
 from pydantic.config import JsonDict
 
 from rewardsvc.core.base import StrictModel
-from rewardsvc.core.graders_spec import NEEDS_REFERENCE, GraderSpec
+from rewardsvc.core.graders_spec import GraderSpec, needs_reference
 from rewardsvc.core.monitor_spec import MonitorConfig
 
 Category = Literal["essential", "important", "optional", "pitfall"]
@@ -312,7 +312,7 @@ class Rubric(StrictModel):
         for c in graded:
             if c.scope == "step":
                 raise ValueError(f"criteria: {c.id!r} has a grader, which scores the episode")
-            needs = c.grader is not None and c.grader.type in NEEDS_REFERENCE
+            needs = c.grader is not None and needs_reference(c.grader)
             if needs and not self.requires_reference:
                 raise ValueError(
                     f"requires_reference: criterion {c.id!r} is graded against the "

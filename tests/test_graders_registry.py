@@ -21,7 +21,7 @@ def test_every_spec_has_exactly_one_function_and_every_function_a_spec() -> None
 
 
 def test_needs_reference_set_is_the_table_s() -> None:
-    assert graders_spec.NEEDS_REFERENCE == {"exact", "numeric", "math", "similarity", "embedding"}
+    assert {"exact", "numeric", "math", "similarity", "embedding"} == graders_spec.NEEDS_REFERENCE
 
 
 class ToySpec(SpecModel):

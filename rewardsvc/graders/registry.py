@@ -37,11 +37,12 @@ from rewardsvc.core.graders_spec import (
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.graders import text
+from rewardsvc.graders.child import DeadlineExceeded, WorkerFailed, WorkersBusy
 from rewardsvc.graders.embedding import Embedder
 from rewardsvc.graders.mathcheck import compare, import_math_verify, math_check
 from rewardsvc.graders.result import GraderResult
 from rewardsvc.graders.structured import json_check
-from rewardsvc.graders.worker import DeadlineExceeded, DeadlineWorkers, WorkerFailed, WorkersBusy
+from rewardsvc.graders.worker import DeadlineWorkers
 
 GRADER_TIMEOUT_S = 2.0
 """Time limit of one grader call (math specs give their own)."""

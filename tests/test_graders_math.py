@@ -12,9 +12,10 @@ import pytest
 
 from rewardsvc.core.graders_spec import JsonSpec, MathSpec
 from rewardsvc.core.rollout import Rollout
+from rewardsvc.graders.child import DeadlineExceeded, WorkerFailed, WorkersBusy
 from rewardsvc.graders.registry import Graders
 from rewardsvc.graders.result import GraderResult
-from rewardsvc.graders.worker import DeadlineExceeded, DeadlineWorkers, WorkerFailed, WorkersBusy
+from rewardsvc.graders.worker import DeadlineWorkers
 
 SPEC = MathSpec(type="math", timeout_s=3)
 

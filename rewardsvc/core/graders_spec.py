@@ -14,7 +14,7 @@ reference to a URL or a file would have the service fetch or read it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, TypeAlias, Union, get_args
 
 import jsonschema
 import re2
@@ -43,7 +43,14 @@ _EXTRACT_FIELD: Extract = Field(
 )
 
 
-class ExactSpec(StrictModel):
+class SpecModel(StrictModel):
+    """What every grader spec has: the ``type`` that names its grader (each spec narrows
+    it to its own literal)."""
+
+    type: str
+
+
+class ExactSpec(SpecModel):
     """Normalized exact match of the extracted answer against the reference."""
 
     type: Literal["exact"]
@@ -57,7 +64,7 @@ class ExactSpec(StrictModel):
     )
 
 
-class NumericSpec(StrictModel):
+class NumericSpec(SpecModel):
     """Numeric match within a tolerance; thousands separators, currency, percent signs,
     LaTeX fractions and trailing units are normalized away."""
 
@@ -77,7 +84,7 @@ class NumericSpec(StrictModel):
     abs_tol: float = Field(default=1e-9, ge=0, description="Absolute tolerance.")
 
 
-class MathSpec(StrictModel):
+class MathSpec(SpecModel):
     """Mathematical equivalence of final answers (math-verify), parsed in a worker process
     under a deadline."""
 
@@ -98,7 +105,7 @@ class MathSpec(StrictModel):
     )
 
 
-class RegexSpec(StrictModel):
+class RegexSpec(SpecModel):
     """A regular expression (RE2 syntax, linear time) that must match, or must not."""
 
     type: Literal["regex"]
@@ -156,7 +163,7 @@ def outside_reference(schema: Any) -> str | None:
     return None
 
 
-class JsonSpec(StrictModel):
+class JsonSpec(SpecModel):
     """JSON validity, and conformance to a JSON Schema when one is given."""
 
     type: Literal["json"]
@@ -197,7 +204,7 @@ class JsonSpec(StrictModel):
         return value
 
 
-class LengthSpec(StrictModel):
+class LengthSpec(SpecModel):
     """Word and approximate token budgets."""
 
     type: Literal["length"]
@@ -225,7 +232,7 @@ class LengthSpec(StrictModel):
         return self
 
 
-class SectionsSpec(StrictModel):
+class SectionsSpec(SpecModel):
     """Required sections: each name must appear as a heading (``## Name``, ``**Name**`` or
     ``Name:`` on a line of its own); the score is the fraction present."""
 
@@ -233,7 +240,7 @@ class SectionsSpec(StrictModel):
     required: list[str] = Field(min_length=1, description="Section names, case-insensitive.")
 
 
-class SimilaritySpec(StrictModel):
+class SimilaritySpec(SpecModel):
     """String similarity to the reference (rapidfuzz), in [0, 1]."""
 
     type: Literal["similarity"]
@@ -248,7 +255,7 @@ class SimilaritySpec(StrictModel):
     )
 
 
-class EmbeddingSpec(StrictModel):
+class EmbeddingSpec(SpecModel):
     """Cosine similarity of sentence embeddings (all-MiniLM-L6-v2, the ``embeddings``
     extra), mapped linearly from [low, high] to [0, 1]."""
 
@@ -264,44 +271,81 @@ class EmbeddingSpec(StrictModel):
         return self
 
 
-_SPECS: dict[str, type[StrictModel]] = {
-    "exact": ExactSpec,
-    "numeric": NumericSpec,
-    "math": MathSpec,
-    "regex": RegexSpec,
-    "json": JsonSpec,
-    "length": LengthSpec,
-    "sections": SectionsSpec,
-    "similarity": SimilaritySpec,
-    "embedding": EmbeddingSpec,
-}
+class Grader(NamedTuple):
+    """One entry of the grader table: the spec model (whose ``type`` literal names the
+    grader) and whether the grader compares against the item's reference answer."""
+
+    spec: type[SpecModel]
+    needs_reference: bool
+
+    @property
+    def name(self) -> str:
+        """The grader's ``type``, as YAML writes it (the literal of the spec's field)."""
+        return spec_type(self.spec)
+
+
+GRADERS: tuple[Grader, ...] = (
+    Grader(ExactSpec, needs_reference=True),
+    Grader(NumericSpec, needs_reference=True),
+    Grader(MathSpec, needs_reference=True),
+    Grader(RegexSpec, needs_reference=False),
+    Grader(JsonSpec, needs_reference=False),
+    Grader(LengthSpec, needs_reference=False),
+    Grader(SectionsSpec, needs_reference=False),
+    Grader(SimilaritySpec, needs_reference=True),
+    Grader(EmbeddingSpec, needs_reference=True),
+)
+"""Every grader, one entry each, in the order the JSON Schema lists them; the functions
+that apply them are bound by spec type in ``rewardsvc.graders.registry`` (a test checks
+that both tables name the same specs). Adding a grader is one entry here and one there."""
+
+
+def spec_type(spec: type[SpecModel]) -> str:
+    """The ``type`` a spec model answers to (its field's single literal)."""
+    (name,) = get_args(spec.model_fields["type"].annotation)
+    return str(name)
+
+
+def grader_for(name: str) -> Grader | None:
+    """The table's entry for grader type ``name``, None when there is none (read at call
+    time, so that a grader added to the table is found)."""
+    return next((g for g in GRADERS if g.name == name), None)
+
+
+def needs_reference(spec: SpecModel) -> bool:
+    """Whether ``spec``'s grader compares against the item's reference answer."""
+    entry = grader_for(spec.type)
+    return entry is not None and entry.needs_reference
 
 
 def _spec_tag(value: Any) -> str | None:
     """The union member for ``value``, named by class so that error locations (which
     carry the tag) read as a union choice, not as a document key."""
     kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    spec = _SPECS.get(kind) if isinstance(kind, str) else None
-    return spec.__name__ if spec is not None else None
+    entry = grader_for(kind) if isinstance(kind, str) else None
+    return entry.spec.__name__ if entry is not None else None
 
 
-GraderSpec = Annotated[
-    Annotated[ExactSpec, Tag("ExactSpec")]
-    | Annotated[NumericSpec, Tag("NumericSpec")]
-    | Annotated[MathSpec, Tag("MathSpec")]
-    | Annotated[RegexSpec, Tag("RegexSpec")]
-    | Annotated[JsonSpec, Tag("JsonSpec")]
-    | Annotated[LengthSpec, Tag("LengthSpec")]
-    | Annotated[SectionsSpec, Tag("SectionsSpec")]
-    | Annotated[SimilaritySpec, Tag("SimilaritySpec")]
-    | Annotated[EmbeddingSpec, Tag("EmbeddingSpec")],
-    Discriminator(
-        _spec_tag,
-        custom_error_type="grader_type",
-        custom_error_message=f"type: must be one of {', '.join(_SPECS)}",
-    ),
-]
+def _union(graders: tuple[Grader, ...]) -> Any:
+    """The discriminated union of the table's spec models, each tagged by class name."""
+    members = tuple(Annotated[g.spec, Tag(g.spec.__name__)] for g in graders)
+    return Annotated[
+        Union[members],  # noqa: UP007 -- a union built from a tuple has no | spelling
+        Discriminator(
+            _spec_tag,
+            custom_error_type="grader_type",
+            custom_error_message=f"type: must be one of {', '.join(g.name for g in graders)}",
+        ),
+    ]
+
+
+if TYPE_CHECKING:
+    # The checker sees the common base; at run time the field is the table's union, whose
+    # JSON Schema names each grader's parameters.
+    GraderSpec: TypeAlias = SpecModel
+else:
+    GraderSpec = _union(GRADERS)
 """Any grader's spec, chosen by its ``type``."""
 
-NEEDS_REFERENCE = frozenset({"exact", "numeric", "math", "similarity", "embedding"})
+NEEDS_REFERENCE = frozenset(g.name for g in GRADERS if g.needs_reference)
 """Grader types that compare against the item's reference answer."""

@@ -26,7 +26,7 @@ from pydantic import (
 from pydantic.config import JsonDict
 
 from rewardsvc.core.base import StrictModel
-from rewardsvc.core.graders_spec import NEEDS_REFERENCE, GraderSpec
+from rewardsvc.core.graders_spec import GraderSpec, needs_reference
 from rewardsvc.core.monitor_spec import MonitorConfig
 
 Category = Literal["essential", "important", "optional", "pitfall"]
@@ -104,6 +104,16 @@ class Criterion(StrictModel):
         description="episode: scored once per item; step: scored for each assistant step, "
         "the judge seeing the trajectory up to and including that step (process reward).",
     )
+
+    @property
+    def per_step(self) -> bool:
+        """Scored for each assistant step (process reward), not once per episode."""
+        return self.scope == "step"
+
+    @property
+    def asks_judges(self) -> bool:
+        """Scored by the judges once per episode (no grader, not per step)."""
+        return self.grader is None and not self.per_step
 
     @model_validator(mode="before")
     @classmethod
@@ -304,26 +314,42 @@ class Rubric(StrictModel):
             raise ValueError(
                 f"min_judges: {self.min_judges} is more than the {len(self.judges)} judges listed"
             )
-        if self.combine == "implicit" and self.kind == "constitution":
+        if self.implicit_combine and self.is_constitution:
             raise ValueError("combine: a constitution is scored per principle, not implicit")
         graded = [c for c in self.criteria if c.grader is not None]
-        if graded and self.combine == "implicit":
+        if graded and self.implicit_combine:
             raise ValueError("combine: criteria with a grader need explicit or worst")
         for c in graded:
-            if c.scope == "step":
+            if c.per_step:
                 raise ValueError(f"criteria: {c.id!r} has a grader, which scores the episode")
-            needs = c.grader is not None and c.grader.type in NEEDS_REFERENCE
+            needs = c.grader is not None and needs_reference(c.grader)
             if needs and not self.requires_reference:
                 raise ValueError(
                     f"requires_reference: criterion {c.id!r} is graded against the "
                     "reference; set requires_reference: true"
                 )
-        step = [c for c in self.criteria if c.scope == "step"]
-        if step and self.combine == "implicit":
+        step = self.step_criteria
+        if step and self.implicit_combine:
             raise ValueError("combine: criteria with scope: step need explicit or worst")
         if step and not any(c.weight > 0 for c in step):
             raise ValueError("criteria: the criteria with scope: step need a positive weight")
         return self
+
+    @property
+    def is_constitution(self) -> bool:
+        """A constitution: its criteria are principles, scored per principle."""
+        return self.kind == "constitution"
+
+    @property
+    def implicit_combine(self) -> bool:
+        """The judges give one holistic score for the whole rubric (one call per judge),
+        not one verdict per criterion."""
+        return self.combine == "implicit"
+
+    @property
+    def step_criteria(self) -> list[Criterion]:
+        """The criteria scored for each assistant step, in rubric order."""
+        return [c for c in self.criteria if c.per_step]
 
     def version(self) -> str:
         """Hash of the normalized content: comments and key order do not change it."""

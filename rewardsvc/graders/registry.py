@@ -16,11 +16,11 @@ import asyncio
 import importlib
 import os
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from rewardsvc.core.graders_spec import (
-    NEEDS_REFERENCE,
     EmbeddingSpec,
     ExactSpec,
     GraderSpec,
@@ -31,15 +31,18 @@ from rewardsvc.core.graders_spec import (
     RegexSpec,
     SectionsSpec,
     SimilaritySpec,
+    SpecModel,
+    needs_reference,
 )
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.graders import text
+from rewardsvc.graders.child import DeadlineExceeded, WorkerFailed, WorkersBusy
 from rewardsvc.graders.embedding import Embedder
 from rewardsvc.graders.mathcheck import compare, import_math_verify, math_check
 from rewardsvc.graders.result import GraderResult
 from rewardsvc.graders.structured import json_check
-from rewardsvc.graders.worker import DeadlineExceeded, DeadlineWorkers, WorkerFailed, WorkersBusy
+from rewardsvc.graders.worker import DeadlineWorkers
 
 GRADER_TIMEOUT_S = 2.0
 """Time limit of one grader call (math specs give their own)."""
@@ -53,27 +56,31 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
+def _embedding_elsewhere(completion: str, reference: str, spec: EmbeddingSpec) -> GraderResult:
+    raise ValueError("the embedding grader runs in the service, not in a worker")
+
+
+GraderFunction = Callable[[str, str, Any], GraderResult]
+"""How a grader is applied: ``(completion, reference, spec) -> result``."""
+
+FUNCTIONS: dict[type[SpecModel], GraderFunction] = {
+    ExactSpec: text.exact_match,
+    NumericSpec: text.numeric_match,
+    MathSpec: math_check,
+    RegexSpec: lambda completion, _reference, spec: text.regex_match(completion, spec),
+    JsonSpec: lambda completion, _reference, spec: json_check(completion, spec),
+    LengthSpec: lambda completion, _reference, spec: text.length_check(completion, spec),
+    SectionsSpec: lambda completion, _reference, spec: text.sections_check(completion, spec),
+    SimilaritySpec: text.similarity,
+    EmbeddingSpec: _embedding_elsewhere,
+}
+"""The function of each grader in ``rewardsvc.core.graders_spec.GRADERS``, by spec type
+(a test checks that the two tables name the same specs)."""
+
+
 def grade_here(spec: GraderSpec, completion: str, reference: str) -> GraderResult:
     """Any grader but ``embedding``, in this process (what a worker runs)."""
-    match spec:
-        case ExactSpec():
-            return text.exact_match(completion, reference, spec)
-        case NumericSpec():
-            return text.numeric_match(completion, reference, spec)
-        case MathSpec():
-            return math_check(completion, reference, spec)
-        case RegexSpec():
-            return text.regex_match(completion, spec)
-        case JsonSpec():
-            return json_check(completion, spec)
-        case LengthSpec():
-            return text.length_check(completion, spec)
-        case SectionsSpec():
-            return text.sections_check(completion, spec)
-        case SimilaritySpec():
-            return text.similarity(completion, reference, spec)
-        case EmbeddingSpec():
-            raise ValueError("the embedding grader runs in the service, not in a worker")
+    return FUNCTIONS[type(spec)](completion, reference, spec)
 
 
 def warm_up() -> None:
@@ -137,7 +144,7 @@ class Graders:
         group per request), not past ``deadline`` (``time.monotonic()`` seconds). A grader
         that compares against a reference gives no score (with an error) when the rollout
         has none."""
-        if spec.type in NEEDS_REFERENCE and rollout.reference is None:
+        if needs_reference(spec) and rollout.reference is None:
             return GraderResult(None, {}, f"grader {spec.type!r} needs a reference")
         completion, reference = rollout.completion, rollout.reference or ""
         if isinstance(spec, EmbeddingSpec):

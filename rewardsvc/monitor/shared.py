@@ -27,126 +27,31 @@ import json
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from rewardsvc.core.monitor_spec import MonitorConfig
-from rewardsvc.monitor.alerts import Alert, AlertEvent
+from rewardsvc.monitor.alerts import AlertEvent
 from rewardsvc.monitor.monitor import Monitor, evict
-from rewardsvc.monitor.runs import (
-    MAX_EVENTS,
-    History,
-    Mark,
-    RunState,
-    Sample,
-    established,
-    keep_rank,
+from rewardsvc.monitor.runs import MAX_EVENTS, Mark, RunState, Sample, established, keep_rank
+from rewardsvc.monitor.shared_state import (
+    HISTORY_POINTS,
+    Batch,
+    Keys,
+    Link,
+    decode_alert,
+    decode_sample,
+    encode_alert,
+    encode_mark,
+    encode_sample,
+    mirrored_state,
+    text,
 )
 
 log = logging.getLogger(__name__)
 
-HISTORY_POINTS = 480
-"""Evaluations kept in a shared run's history (the latest; the local history thins instead)."""
-
 SHORT_LIVED_TTL_S = 3_600
 """Expiry of the keys of a run that has not yet seen a full window of samples: a churn of
 one-off run names leaves nothing behind for long."""
-
-
-class Link(Protocol):
-    """What the shared monitor needs of a Redis link (``RedisLink`` provides it)."""
-
-    prefix: str
-
-    @property
-    def healthy(self) -> bool:
-        """False while Redis is unreachable."""
-        ...
-
-    async def execute(
-        self, build: Callable[[Any], object], *, transaction: bool = True
-    ) -> list[Any] | None:
-        """Run a pipeline; None when Redis is unreachable."""
-        ...
-
-    async def update_hash(
-        self,
-        key: bytes,
-        step: Callable[[dict[bytes, bytes]], Callable[[Any], object] | None],
-        retries: int = 8,
-    ) -> bool | None:
-        """Read-modify-write a hash under WATCH; None when Redis is unreachable."""
-        ...
-
-
-# ------------------------------------------------------------------ encodings (pure)
-
-
-def encode_sample(s: Sample) -> bytes:
-    """One sample as compact JSON (about 100 bytes)."""
-    passes = [[c, int(ok)] for c, ok in s.passes]
-    row = [s.reward, s.length, s.status, list(s.flags), passes, s.disagreement, s.uncertainty]
-    return json.dumps(row, separators=(",", ":")).encode()
-
-
-def decode_sample(raw: bytes) -> Sample:
-    """The sample of :func:`encode_sample`."""
-    reward, length, status, flags, passes, disagreement, uncertainty = json.loads(raw)
-    return Sample(
-        reward,
-        int(length),
-        status,
-        tuple(flags),
-        tuple((c, bool(ok)) for c, ok in passes),
-        disagreement,
-        uncertainty,
-    )
-
-
-def encode_alert(a: Alert) -> bytes:
-    """An alert's state as JSON."""
-    return json.dumps(asdict(a)).encode()
-
-
-def decode_alert(raw: bytes) -> Alert:
-    """The alert of :func:`encode_alert`."""
-    return Alert(**json.loads(raw))
-
-
-def encode_mark(m: Mark) -> bytes:
-    """A mark on a run's time axis as JSON."""
-    return json.dumps([m.time, m.sample, m.kind, m.name]).encode()
-
-
-def decode_mark(raw: bytes) -> Mark:
-    """The mark of :func:`encode_mark`."""
-    time, sample, kind, name = json.loads(raw)
-    return Mark(time, sample, kind, name)
-
-
-@dataclass(frozen=True)
-class _Batch:
-    rubric: str
-    run: str
-    version: str
-    samples: tuple[bytes, ...]
-    now: float
-
-
-class _Keys:
-    def __init__(self, prefix: str, rubric: str, run: str):
-        # The rubric's length first: neither name can make another run's keys.
-        base = f"{prefix}:monitor:{len(rubric)}:{rubric}:{run}".encode()
-        self.meta, self.window, self.baseline = base + b":meta", base + b":win", base + b":base"
-        self.alerts, self.history, self.events = base + b":alerts", base + b":hist", base + b":ev"
-
-    def all(self) -> tuple[bytes, ...]:
-        return (self.meta, self.window, self.baseline, self.alerts, self.history, self.events)
-
-
-def _text(meta: dict[bytes, bytes], field: str, default: str = "") -> str:
-    value = meta.get(field.encode())
-    return value.decode() if value is not None else default
 
 
 class SharedMonitor:
@@ -168,7 +73,7 @@ class SharedMonitor:
         self.monitor, self.link, self.ttl_s = monitor, link, ttl_s
         self.short_ttl_s = min(short_ttl_s, ttl_s)
         self._runs_key = f"{link.prefix}:monitor:runs".encode()
-        self._pending: deque[_Batch] = deque(maxlen=pending_max)
+        self._pending: deque[Batch] = deque(maxlen=pending_max)
         self._tasks: set[asyncio.Task[None]] = set()
         self._flushing = asyncio.Lock()
         self._baselines: OrderedDict[tuple[str, str], tuple[str, list[Sample]]] = OrderedDict()
@@ -189,7 +94,7 @@ class SharedMonitor:
         """Send a batch's samples to Redis off the scoring path (queued while unreachable)."""
         if not samples:
             return
-        batch = _Batch(rubric, run, version, tuple(encode_sample(s) for s in samples), now)
+        batch = Batch(rubric, run, version, tuple(encode_sample(s) for s in samples), now)
         if not self.link.healthy:
             self._pending.append(batch)
             return
@@ -224,7 +129,7 @@ class SharedMonitor:
             # A monitor bug must not surface anywhere near a reward.
             log.exception("shared monitor: sending a batch failed")
 
-    async def _send(self, batch: _Batch) -> None:
+    async def _send(self, batch: Batch) -> None:
         if self._pending:
             await self._flush()
         if not await self._push(batch):
@@ -240,11 +145,11 @@ class SharedMonitor:
 
     # ------------------------------------------------------------------ writes
 
-    async def _push(self, batch: _Batch) -> bool:
+    async def _push(self, batch: Batch) -> bool:
         """Append a batch to its run's shared state and evaluate the rules when the batch
         crosses an evaluation point; False when Redis could not take it."""
         config = self.monitor.config_for(batch.rubric)
-        keys = _Keys(self.link.prefix, batch.rubric, batch.run)
+        keys = Keys(self.link.prefix, batch.rubric, batch.run)
         n = len(batch.samples)
         member = json.dumps([batch.rubric, batch.run])
         # What this process last saw of the run (its merged view) chooses the keys' expiry
@@ -285,18 +190,7 @@ class SharedMonitor:
         if (crowded or misjudged) and await self._settle(batch, config, keys, total):
             return True  # the run itself was evicted
         if replies[0] is not None and replies[0].decode() != batch.version:
-            # A new rubric version: a new window and baseline, as in a local run.
-            def restart(p: Any) -> None:
-                p.delete(keys.window, keys.baseline)
-                p.rpush(keys.window, *batch.samples)
-                p.rpush(keys.baseline, *batch.samples)
-                p.hset(keys.meta, mapping={"version": batch.version, "reset_at": total - n})
-                mark = Mark(batch.now, total, "version", batch.version)
-                p.rpush(keys.events, encode_mark(mark))
-                p.ltrim(keys.events, -MAX_EVENTS, -1)
-                reads(p)
-
-            replies = await self.link.execute(restart)
+            replies = await self._restart(batch, keys, total, reads)
             if replies is None:
                 return True
         meta: dict[bytes, bytes] = replies[-2]
@@ -311,10 +205,29 @@ class SharedMonitor:
             await self._evaluate(batch, config, keys, meta, *found, total, crossed)
         return True
 
+    async def _restart(
+        self, batch: Batch, keys: Keys, total: int, reads: Callable[[Any], None]
+    ) -> list[Any] | None:
+        """A new rubric version: a new window and baseline, as in a local run, then
+        ``reads``; None when Redis is unreachable."""
+
+        def restart(p: Any) -> None:
+            p.delete(keys.window, keys.baseline)
+            p.rpush(keys.window, *batch.samples)
+            p.rpush(keys.baseline, *batch.samples)
+            reset_at = total - len(batch.samples)
+            p.hset(keys.meta, mapping={"version": batch.version, "reset_at": reset_at})
+            mark = Mark(batch.now, total, "version", batch.version)
+            p.rpush(keys.events, encode_mark(mark))
+            p.ltrim(keys.events, -MAX_EVENTS, -1)
+            reads(p)
+
+        return await self.link.execute(restart)
+
     def _ttl(self, samples: int, config: MonitorConfig) -> int:
         return self.ttl_s if established(samples, config) else self.short_ttl_s
 
-    async def _settle(self, batch: _Batch, config: MonitorConfig, keys: _Keys, total: int) -> bool:
+    async def _settle(self, batch: Batch, config: MonitorConfig, keys: Keys, total: int) -> bool:
         """Give the run the expiry and rank of its real count (this process may have guessed
         wrong), then evict the runs beyond ``max_runs`` from the list, lowest rank first,
         and delete their keys; True when the run itself was evicted."""
@@ -336,7 +249,7 @@ class SharedMonitor:
 
             def delete(p: Any) -> None:
                 for rubric, run in gone:
-                    p.delete(*_Keys(self.link.prefix, rubric, run).all())
+                    p.delete(*Keys(self.link.prefix, rubric, run).all())
 
             await self.link.execute(delete, transaction=False)
         for run in gone:
@@ -345,11 +258,11 @@ class SharedMonitor:
         return (batch.rubric, batch.run) in gone
 
     async def _samples(
-        self, run: tuple[str, str], keys: _Keys, config: MonitorConfig, meta: dict[bytes, bytes]
+        self, run: tuple[str, str], keys: Keys, config: MonitorConfig, meta: dict[bytes, bytes]
     ) -> tuple[list[Sample], list[Sample]] | None:
         """The run's shared window and baseline samples (a complete baseline is read once
         per rubric version and kept); None when Redis is unreachable."""
-        reset = f"{_text(meta, 'version')}@{_text(meta, 'reset_at', '0')}"
+        reset = f"{text(meta, 'version')}@{text(meta, 'reset_at', '0')}"
         kept = self._baselines.get(run)
         complete = kept is not None and kept[0] == reset
 
@@ -374,17 +287,17 @@ class SharedMonitor:
 
     async def _evaluate(
         self,
-        batch: _Batch,
+        batch: Batch,
         config: MonitorConfig,
-        keys: _Keys,
+        keys: Keys,
         meta: dict[bytes, bytes],
         window: list[Sample],
         baseline: list[Sample],
         total: int,
         crossed: int,
     ) -> None:
-        started = float(_text(meta, "started", repr(batch.now)))
-        since_reset = total - int(_text(meta, "reset_at", "0"))
+        started = float(text(meta, "started", repr(batch.now)))
+        since_reset = total - int(text(meta, "reset_at", "0"))
         outcome: list[tuple[RunState, list[AlertEvent]]] = []
 
         def step(current: dict[bytes, bytes]) -> Callable[[Any], object]:
@@ -435,25 +348,8 @@ class SharedMonitor:
     ) -> None:
         """Put a run's merged state into the monitor's merged view."""
         key = (rubric, run)
-        started = float(_text(meta, "started", "0"))
-        state = RunState(rubric, run, _text(meta, "version"), config, started)
-        state.samples = int(_text(meta, "samples", "0"))
-        state.last_seen = float(_text(meta, "last_seen", repr(started)))
-        state.signals = json.loads(_text(meta, "signals", "{}"))
-        decoded = [a if isinstance(a, Alert) else decode_alert(a) for a in alerts]
-        state.tracker.alerts = {a.name: a for a in decoded}
         previous = self.monitor.merged.get(key)
-        if history is not None:
-            state.history = History(capacity=HISTORY_POINTS + 1)
-            for raw in history:
-                point = json.loads(raw)
-                state.history.add(int(point["s"]), float(point["t"]), point["v"])
-        elif previous is not None:
-            state.history = previous.history
-        if events is not None:
-            state.events.extend(decode_mark(e) for e in events)
-        elif previous is not None:
-            state.events = previous.events
+        state = mirrored_state(key, config, meta, alerts, previous, history, events)
         merged = self.monitor.merged
         merged[key] = state
         merged.move_to_end(key)
@@ -477,7 +373,7 @@ class SharedMonitor:
 
         def reads(p: Any) -> None:
             for r, n in reversed(pairs):
-                keys = _Keys(self.link.prefix, r, n)
+                keys = Keys(self.link.prefix, r, n)
                 p.hgetall(keys.meta)
                 p.hgetall(keys.alerts)
                 if history:
@@ -492,7 +388,7 @@ class SharedMonitor:
         for i, (r, n) in enumerate(reversed(pairs)):
             part = replies[i * width : (i + 1) * width]
             if part[0]:  # else expired since it was listed
-                found_runs.append((float(_text(part[0], "last_seen", "0")), r, n, part))
+                found_runs.append((float(text(part[0], "last_seen", "0")), r, n, part))
         # The list is ranked for eviction; the view is ordered by when runs were last seen.
         for _, r, n, part in sorted(found_runs, key=lambda f: f[0]):
             hist, ev = (part[2], part[3]) if history else (None, None)

@@ -1,0 +1,151 @@
+"""The shared monitor's state in Redis: the link it talks through, the keys of a run, and
+the encodings of samples, alerts, marks and a run's merged state (pure: no I/O)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+from rewardsvc.core.monitor_spec import MonitorConfig
+from rewardsvc.monitor.alerts import Alert
+from rewardsvc.monitor.runs import History, Mark, RunState, Sample
+
+HISTORY_POINTS = 480
+"""Evaluations kept in a shared run's history (the latest; the local history thins instead)."""
+
+
+class Link(Protocol):
+    """What the shared monitor needs of a Redis link (``RedisLink`` provides it)."""
+
+    prefix: str
+
+    @property
+    def healthy(self) -> bool:
+        """False while Redis is unreachable."""
+        ...
+
+    async def execute(
+        self, build: Callable[[Any], object], *, transaction: bool = True
+    ) -> list[Any] | None:
+        """Run a pipeline; None when Redis is unreachable."""
+        ...
+
+    async def update_hash(
+        self,
+        key: bytes,
+        step: Callable[[dict[bytes, bytes]], Callable[[Any], object] | None],
+        retries: int = 8,
+    ) -> bool | None:
+        """Read-modify-write a hash under WATCH; None when Redis is unreachable."""
+        ...
+
+
+# ------------------------------------------------------------------ encodings (pure)
+
+
+def encode_sample(s: Sample) -> bytes:
+    """One sample as compact JSON (about 100 bytes)."""
+    passes = [[c, int(ok)] for c, ok in s.passes]
+    row = [s.reward, s.length, s.status, list(s.flags), passes, s.disagreement, s.uncertainty]
+    return json.dumps(row, separators=(",", ":")).encode()
+
+
+def decode_sample(raw: bytes) -> Sample:
+    """The sample of :func:`encode_sample`."""
+    reward, length, status, flags, passes, disagreement, uncertainty = json.loads(raw)
+    return Sample(
+        reward,
+        int(length),
+        status,
+        tuple(flags),
+        tuple((c, bool(ok)) for c, ok in passes),
+        disagreement,
+        uncertainty,
+    )
+
+
+def encode_alert(a: Alert) -> bytes:
+    """An alert's state as JSON."""
+    return json.dumps(asdict(a)).encode()
+
+
+def decode_alert(raw: bytes) -> Alert:
+    """The alert of :func:`encode_alert`."""
+    return Alert(**json.loads(raw))
+
+
+def encode_mark(m: Mark) -> bytes:
+    """A mark on a run's time axis as JSON."""
+    return json.dumps([m.time, m.sample, m.kind, m.name]).encode()
+
+
+def decode_mark(raw: bytes) -> Mark:
+    """The mark of :func:`encode_mark`."""
+    time, sample, kind, name = json.loads(raw)
+    return Mark(time, sample, kind, name)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One process's samples of a run, encoded, on their way to Redis."""
+
+    rubric: str
+    run: str
+    version: str
+    samples: tuple[bytes, ...]
+    now: float
+
+
+class Keys:
+    """The Redis keys of one run's shared state."""
+
+    def __init__(self, prefix: str, rubric: str, run: str):
+        # The rubric's length first: neither name can make another run's keys.
+        base = f"{prefix}:monitor:{len(rubric)}:{rubric}:{run}".encode()
+        self.meta, self.window, self.baseline = base + b":meta", base + b":win", base + b":base"
+        self.alerts, self.history, self.events = base + b":alerts", base + b":hist", base + b":ev"
+
+    def all(self) -> tuple[bytes, ...]:
+        """Every key of the run."""
+        return (self.meta, self.window, self.baseline, self.alerts, self.history, self.events)
+
+
+def text(meta: dict[bytes, bytes], field: str, default: str = "") -> str:
+    """A field of a run's meta hash as text, ``default`` when absent."""
+    value = meta.get(field.encode())
+    return value.decode() if value is not None else default
+
+
+def mirrored_state(
+    key: tuple[str, str],
+    config: MonitorConfig,
+    meta: dict[bytes, bytes],
+    alerts: Any,
+    previous: RunState | None,
+    history: list[bytes] | None = None,
+    events: list[bytes] | None = None,
+) -> RunState:
+    """A run's merged state decoded from its shared keys (alerts encoded or decoded); the
+    history and events not read are kept from ``previous``."""
+    rubric, run = key
+    started = float(text(meta, "started", "0"))
+    state = RunState(rubric, run, text(meta, "version"), config, started)
+    state.samples = int(text(meta, "samples", "0"))
+    state.last_seen = float(text(meta, "last_seen", repr(started)))
+    state.signals = json.loads(text(meta, "signals", "{}"))
+    decoded = [a if isinstance(a, Alert) else decode_alert(a) for a in alerts]
+    state.tracker.alerts = {a.name: a for a in decoded}
+    if history is not None:
+        state.history = History(capacity=HISTORY_POINTS + 1)
+        for raw in history:
+            point = json.loads(raw)
+            state.history.add(int(point["s"]), float(point["t"]), point["v"])
+    elif previous is not None:
+        state.history = previous.history
+    if events is not None:
+        state.events.extend(decode_mark(e) for e in events)
+    elif previous is not None:
+        state.events = previous.events
+    return state

@@ -10,8 +10,8 @@ the runs of several replicas in Redis through a link it is given: it imports ``c
 and pydantic, never the application, the server, the scoring room, the judges, wire
 models, HTTP clients or a metrics library. The application wires it: after a request is
 scored, its rewards go to :meth:`Monitor.observe`, and the canary runner gets the
-callable that scores canaries. The server renders its state as ``GET /v1/monitor``, Prometheus gauges and the
-``/dashboard`` page.
+callable that scores canaries. The server renders its state as ``GET /v1/monitor``,
+Prometheus gauges and the ``/dashboard`` page.
 """
 
 from rewardsvc.core.monitor_spec import MonitorConfig, Rule

@@ -14,10 +14,10 @@ during long synchronous stretches.
 
 May import: ``rewardsvc.core``, ``judges``, ``graders`` (through ``graders.registry``),
 ``storage`` (the verdict cache and the calibration windows) and ``safety`` (the
-detectors and defusing).
-Never the application, the server, the CLI, wire models (``rewardsvc.protocol``), HTTP
-server or metrics libraries: it takes domain inputs (``core.rollout``) and returns domain
-results (``core.results``), and reports events through the core's ``Observer``.
+detectors and defusing). Never the application, the server, the CLI, wire models
+(``rewardsvc.protocol``), HTTP server or metrics libraries: it takes domain inputs
+(``core.rollout``) and returns domain results (``core.results``), and reports events
+through the core's ``Observer``.
 
 A request reaches it through the application, which resolves the target and reads the
 items into rollouts, then calls :meth:`Engine.score` (or the recipe runner, or

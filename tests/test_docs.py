@@ -164,6 +164,18 @@ def test_room_map_follows_the_layers_contract(page: Path) -> None:
     assert rooms <= named, f"{where} does not name {sorted(rooms - named)}"
 
 
+def test_layers_reference_lists_every_contract_of_pyproject() -> None:
+    page = reference.layers_markdown()
+    for number, layer in enumerate(reference.layers_contract(), 1):
+        assert f"{number}. " + ", ".join(f"`{module}`" for module in layer) in page
+    contracts = reference.import_contracts()
+    assert any(c["type"] == "forbidden" for c in contracts)
+    for contract in contracts:
+        if contract["type"] == "forbidden":
+            row = next(line for line in page.splitlines() if contract["name"] in line)
+            assert all(f"`{module}`" in row for module in contract["forbidden_modules"]), row
+
+
 def test_links_to_repository_files_must_exist() -> None:
     text = "see [the rubric](../../rubrics/helpful-answer.yaml) and [x](../rubrics.md)"
     shown = reference.repository_links(text, "how-to/page.md", DOCS)

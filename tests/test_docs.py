@@ -113,16 +113,67 @@ def test_reference_pages_hold_their_markers() -> None:
     assert set(reference.GENERATORS) == {"settings", "schemas", "http-api", "cli", "layers"}
 
 
-def test_architecture_page_names_every_layer_of_the_contract() -> None:
-    """The hand-written room map names every room the import-linter layers contract lists."""
-    page = (DOCS / "explanation" / "architecture.md").read_text(encoding="utf-8")
-    room_map = page.split("```", 2)[1]
+# One line of a room map: the layer number (or "-" outside the layers) in the first three
+# columns, then the room (``name/`` or ``name.py``); wrapped descriptions start deeper.
+ROOM_LINE = re.compile(r"^(?P<layer>\d+ |- ) (?P<room>[a-z_]+)(?:/|\.py)(?=\s|$)", re.M)
+
+
+def _room_map(markdown: str, where: str) -> list[tuple[str, str]]:
+    """The (layer, room) lines of the first fenced block of ``markdown`` that holds any."""
+    for block in re.findall(r"^```[a-z]*\n(.*?)^```", markdown, re.M | re.S):
+        rooms = [(m["layer"].strip(), m["room"]) for m in ROOM_LINE.finditer(block)]
+        if rooms:
+            return rooms
+    raise AssertionError(f"{where} has no room map (a fenced block of 'N  room/' lines)")
+
+
+def _contract_rooms() -> list[tuple[str, str]]:
+    """The rooms of the import-linter layers contract, top first, each with its layer."""
     layers = reference.layers_contract()
     assert len(layers) >= 5
-    for layer in layers:
-        for module in layer:
-            room = module.removeprefix("rewardsvc.")
-            assert re.search(rf"^\s+{re.escape(room)}(/|\.py)\s", room_map, re.M), module
+    return [
+        (str(number), module.removeprefix("rewardsvc."))
+        for number, layer in enumerate(layers, 1)
+        for module in layer
+    ]
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        pytest.param(DOCS / "explanation" / "architecture.md", id="architecture-page"),
+        pytest.param(ROOT / "README.md", id="readme"),
+    ],
+)
+def test_room_map_follows_the_layers_contract(page: Path) -> None:
+    """The hand-written room maps name every room of the import-linter layers contract,
+    in its order and layer, and no room that rewardsvc/ does not have, so they cannot drift
+    from the contract (read from pyproject.toml at test time)."""
+    where = page.relative_to(ROOT).as_posix()
+    shown = _room_map(page.read_text(encoding="utf-8"), where)
+    package = ROOT / "rewardsvc"
+    for _, room in shown:
+        exists = (package / room / "__init__.py").is_file() or (package / f"{room}.py").is_file()
+        assert exists, f"{where} names {room!r}, which rewardsvc/ does not have"
+    contract = _contract_rooms()
+    layered = {room for _, room in contract}
+    assert [line for line in shown if line[1] in layered] == contract, where
+    assert all(layer == "-" for layer, room in shown if room not in layered), where
+    rooms = {path.parent.name for path in package.glob("*/__init__.py")}
+    named = {room for _, room in shown}
+    assert rooms <= named, f"{where} does not name {sorted(rooms - named)}"
+
+
+def test_layers_reference_lists_every_contract_of_pyproject() -> None:
+    page = reference.layers_markdown()
+    for number, layer in enumerate(reference.layers_contract(), 1):
+        assert f"{number}. " + ", ".join(f"`{module}`" for module in layer) in page
+    contracts = reference.import_contracts()
+    assert any(c["type"] == "forbidden" for c in contracts)
+    for contract in contracts:
+        if contract["type"] == "forbidden":
+            row = next(line for line in page.splitlines() if contract["name"] in line)
+            assert all(f"`{module}`" in row for module in contract["forbidden_modules"]), row
 
 
 def test_links_to_repository_files_must_exist() -> None:

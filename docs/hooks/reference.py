@@ -261,20 +261,33 @@ def cli_markdown(parser: argparse.ArgumentParser | None = None) -> str:
     return "\n".join(lines)
 
 
+def import_contracts(pyproject: Path = ROOT / "pyproject.toml") -> list[dict[str, Any]]:
+    """Every import-linter contract of ``pyproject.toml``, in the order it lists them."""
+    config = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    contracts: list[dict[str, Any]] = config["tool"]["importlinter"]["contracts"]
+    return contracts
+
+
 def layers_contract(pyproject: Path = ROOT / "pyproject.toml") -> list[list[str]]:
     """The layers of the import-linter ``layers`` contract, top first, each a list of the
     modules that share the layer (the parentheses that mark an optional layer dropped)."""
-    config = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    contracts = config["tool"]["importlinter"]["contracts"]
-    layered = next(c for c in contracts if c["type"] == "layers")
+    layered = next(c for c in import_contracts(pyproject) if c["type"] == "layers")
     return [[module.strip(" ()") for module in layer.split("|")] for layer in layered["layers"]]
 
 
 def layers_markdown() -> str:
-    """The layers contract as a numbered list, top layer (may import every other) first."""
+    """The layers contract as a numbered list, top layer (may import every other) first,
+    then the forbidden-import contracts that hold across the layers (pure rooms, the edges
+    that alone see wire models), each with what it forbids to whom."""
     lines = []
     for number, layer in enumerate(layers_contract(), 1):
         lines.append(f"{number}. " + ", ".join(f"`{module}`" for module in layer))
+    lines += ["", "Across the layers:", ""]
+    for contract in import_contracts():
+        if contract["type"] == "forbidden":
+            sources = ", ".join(f"`{module}`" for module in contract["source_modules"])
+            forbidden = ", ".join(f"`{module}`" for module in contract["forbidden_modules"])
+            lines.append(f"- **{contract['name']}**: {sources} may not import {forbidden}.")
     return "\n".join(lines) + "\n"
 
 

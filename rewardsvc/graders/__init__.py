@@ -11,7 +11,15 @@ the scoring engine uses, runs every grader but the embedding one in worker proce
 with a hard deadline, queued fairly between requests (:mod:`~rewardsvc.graders.worker`),
 and reports a grader that cannot finish as no score with a typed error kind, never as 0.
 
+The grader table is ``grade_here`` in :mod:`~rewardsvc.graders.registry`, which maps each
+spec type to its function; a new grader is one entry there plus its spec in
+``rewardsvc.core.graders_spec``.
+
 May import: ``rewardsvc.core`` and its grading libraries (re2, jsonschema, math-verify,
-rapidfuzz; sentence-transformers lazily). Never the server, scoring, judges, HTTP or
-client libraries.
+rapidfuzz; sentence-transformers lazily). Never the application, the server, scoring,
+judges, storage, wire models, HTTP or client libraries.
+
+A request reaches it through the scoring room: the engine grades a rubric's grader
+criteria (:func:`~rewardsvc.graders.registry.grade_criteria`) and the recipe runner its
+grader components, each within the request's deadline, before any judge is asked.
 """

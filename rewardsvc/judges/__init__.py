@@ -8,6 +8,14 @@ completion) once from its config and refuses prompts that cannot fit its context
 circuit breakers (``breaker``), picks a replica by prefix affinity (``routing``), sends
 over a lean aiohttp client (``transport``), classifies failures into typed kinds
 (``failures``) and re-reads rotated API keys (``keys``).
-It may import ``rewardsvc.core`` and aiohttp; never the
-scoring engine or the server. Events go out through ``rewardsvc.core.observe.Observer``.
+``comparative`` asks the listwise and pairwise questions of groups and preferences.
+
+It may import ``rewardsvc.core``, ``rewardsvc.safety`` (defusing what it fences) and
+aiohttp; never the scoring room, the application, the server, storage or wire models.
+Events go out through ``rewardsvc.core.observe.Observer``.
+
+A request reaches it from the engine on a verdict-cache miss: the judge renders the
+prompt, its method and shape build the request, the backends send it and the reply comes
+back as a ``core.verdict.Verdict`` (a failure as a verdict with an ``error_kind``, never a
+score of 0), which the engine caches and assembles.
 """

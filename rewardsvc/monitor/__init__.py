@@ -6,10 +6,12 @@ keeps a downsampled history of every signal for the dashboard. Canary items (kno
 attacks and anchors) are planned here and scored through an injected callable.
 
 This room is pure apart from the canary runner's awaits and :mod:`.shared`, which merges
-the runs of several replicas in Redis through a link the server gives: it imports ``core``
-and pydantic, never the server, the scoring room, the judges, HTTP clients or a metrics
-library. The server renders its state as ``GET /v1/monitor``, Prometheus gauges and the
-``/dashboard`` page.
+the runs of several replicas in Redis through a link it is given: it imports ``core``
+and pydantic, never the application, the server, the scoring room, the judges, wire
+models, HTTP clients or a metrics library. The application wires it: after a request is
+scored, its rewards go to :meth:`Monitor.observe`, and the canary runner gets the
+callable that scores canaries. The server renders its state as ``GET /v1/monitor``,
+Prometheus gauges and the ``/dashboard`` page.
 """
 
 from rewardsvc.core.monitor_spec import MonitorConfig, Rule

@@ -15,8 +15,11 @@ field's description what it means.
 * ``errors``: the error body of every route.
 
 Pure data: these modules may import pydantic, ``rewardsvc.core`` and each other; nothing
-of the server's serving code (route modules, service, dispatch, guards, metrics), of the
-rooms the server calls (scoring, monitor, judges, graders, library, safety), of the
-settings, or of the HTTP framework. The engine never sees these models: the route modules
-map them to and from the domain types of ``rewardsvc.core``.
+of the serving code (server, application), of the domain rooms (scoring, monitor, judges,
+graders, library, storage, safety), of the settings, or of the HTTP framework. Only the
+edges (server, application, CLI, evaluation) import them; the domain never sees them.
+
+A request enters as one of these models (FastAPI validates the body against it in the
+route); the application reads it into the domain types of ``rewardsvc.core``, and maps
+the domain results back to a response model here, which the route returns.
 """

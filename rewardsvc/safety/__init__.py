@@ -10,6 +10,10 @@
 Everything here runs in time linear in its input: patterns are RE2 (``re2``,
 no backtracking) or patterns whose every attempt is bounded, over a capped view
 of the text. This package may import ``rewardsvc.core`` and the standard library
-plus ``re2`` only: no server, scoring, judges, HTTP or client libraries (judges
-import it, not the other way).
+plus ``re2`` only: no application, server, scoring, judges, storage, wire models, HTTP
+or client libraries (judges import it, not the other way).
+
+A request passes through it twice: the engine runs the detectors on each completion
+before it plans the judge calls (their flags go into the result and may be penalised),
+and the judges' prompts defuse the completion before fencing it.
 """

@@ -32,7 +32,7 @@ from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
 from rewardsvc.judges.judge import build_judges
 from rewardsvc.protocol.rewards import Item
-from rewardsvc.server.items import rollout_of
+from rewardsvc.application.items import rollout_of
 
 
 def call_kwargs(rubric: Rubric, item: dict[str, Any], config: JudgeConfig) -> list[dict[str, Any]]:

@@ -58,7 +58,7 @@ from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import load_pool
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.server.items import read_item
+from rewardsvc.application.items import read_item
 
 POOL = BENCH_DIR.parent / "deploy" / "cpu-judge" / "judges.yaml"
 MODEL = "smollm2-135m-instruct"

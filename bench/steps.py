@@ -38,7 +38,7 @@ from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import load_pool
 from rewardsvc.library.yamlfile import load_file
 from rewardsvc.scoring import steps
-from rewardsvc.server.items import read_item
+from rewardsvc.application.items import read_item
 
 ROOT = Path(__file__).resolve().parent.parent
 POOL = ROOT / "deploy" / "cpu-judge" / "judges.yaml"

@@ -32,7 +32,7 @@ from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.judges.methods import Unparseable, distribution
 from rewardsvc.scoring.assemble import judge_outcome
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.server.items import read_item
+from rewardsvc.application.items import read_item
 from rewardsvc.storage.cache import VerdictCache
 
 ITEM = {

@@ -15,7 +15,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from test_monitor import CONFIG, Clock, batch, clean, item
 
 from rewardsvc.monitor import AlertEvent, Monitor
-from rewardsvc.server.dashboard import Webhook, event_record, fan_out, router
+from rewardsvc.application.monitoring import Webhook, event_record, fan_out
+from rewardsvc.server.dashboard import router
 from rewardsvc.server.monitor_metrics import attach, render_gauges
 
 

@@ -30,7 +30,7 @@ from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.server.dispatch import score_batch
+from rewardsvc.application.targets import score_batch
 from rewardsvc.storage.cache import VerdictCache
 
 # ------------------------------------------------------------------ helpers

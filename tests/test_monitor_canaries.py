@@ -27,7 +27,8 @@ from rewardsvc.monitor import (
 from rewardsvc.safety.attacks import MASTER_KEYS
 from rewardsvc.safety.detectors import detect
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.server.dashboard import canary_scorer, router
+from rewardsvc.application.monitoring import canary_scorer
+from rewardsvc.server.dashboard import router
 
 ROOT = Path(__file__).resolve().parent.parent
 

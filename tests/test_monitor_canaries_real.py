@@ -17,7 +17,8 @@ from rewardsvc.judges.judge import build_judges
 from rewardsvc.library.yamlfile import load_file
 from rewardsvc.monitor import CanaryRunner, Monitor, load_canaries
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.server.dashboard import canary_scorer, router
+from rewardsvc.application.monitoring import canary_scorer
+from rewardsvc.server.dashboard import router
 
 ROOT = Path(__file__).resolve().parent.parent
 RUBRIC = "short-answer-correctness"

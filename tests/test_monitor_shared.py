@@ -28,7 +28,7 @@ from test_monitor import batch, item
 
 from rewardsvc.core.monitor_spec import MonitorConfig
 from rewardsvc.monitor import AlertEvent, Monitor
-from rewardsvc.server.dashboard import share_monitor
+from rewardsvc.application.monitoring import share_monitor
 from rewardsvc.storage.redis_link import RedisLink
 
 RUBRIC = """\

@@ -33,7 +33,7 @@ from rewardsvc.protocol.agents import NemoGymVerifyRequest
 from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.server import agents
-from rewardsvc.server.dispatch import score_batch
+from rewardsvc.application.targets import score_batch
 from tests.trainers.venvs import cache_dir
 
 ROOT = Path(__file__).resolve().parent.parent

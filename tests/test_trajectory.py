@@ -15,7 +15,7 @@ from rewardsvc.core.trajectory import CUT_FLAG, NON_TEXT_FLAG, Event, ToolCall, 
 from rewardsvc.judges import prompts
 from rewardsvc.judges.prompts import parse_fences
 from rewardsvc.safety.detectors import detect
-from rewardsvc.server.items import read_item
+from rewardsvc.application.items import read_item
 
 TOOLS_CHAT: list[dict[str, Any]] = [
     {

@@ -15,7 +15,7 @@ from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.explain import explain
 from rewardsvc.scoring import steps
-from rewardsvc.server.items import read_item
+from rewardsvc.application.items import read_item
 
 
 def rubric(criteria: list[dict[str, Any]], **extra: Any) -> Rubric:

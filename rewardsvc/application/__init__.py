@@ -1,0 +1,1 @@
+"""The application room (see the server's docstring for its place)."""

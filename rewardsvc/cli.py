@@ -263,21 +263,20 @@ def _score_locally(
     pool: JudgePool, rubric: Rubric, items: list[dict[str, Any]], explain: bool = False
 ) -> dict[str, Any]:
     """Score items with a fresh engine (no cache), as the service would."""
-    from rewardsvc.graders.registry import Graders
+    from rewardsvc.application.root import compose_engine
+    from rewardsvc.application.targets import RubricTarget, score_target
     from rewardsvc.judges.judge import build_judges
     from rewardsvc.protocol.rewards import RewardOptions
-    from rewardsvc.scoring.engine import Engine
-    from rewardsvc.server.dispatch import Target, score_target
 
     async def run() -> dict[str, Any]:
-        graders = Graders()
-        engine = Engine(build_judges(pool), graders=graders)
+        engine = compose_engine(build_judges(pool), cached=False)
         options = RewardOptions(use_cache=False, explain=explain)
         try:
-            response = await score_target(Target.of_rubric(rubric, None), engine, items, options)
+            response = await score_target(RubricTarget.of(rubric), engine, items, options)
         finally:
             await engine.aclose()
-            await asyncio.to_thread(graders.close)
+            if engine.graders is not None:
+                await asyncio.to_thread(engine.graders.close)
         return response.model_dump(mode="json")
 
     return asyncio.run(run())

@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 from test_api_support import app_client, settings_for
 
+from rewardsvc.application.targets import Target, resolve_target, score_target
+from rewardsvc.core.errors import RequestError
 from rewardsvc.core.recipe import Recipe
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.registry import Graders
 from rewardsvc.library.registry import Registry, load_pool
 from rewardsvc.protocol.rewards import RewardRequest
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.application.targets import Target, resolve_target, score_target
-from rewardsvc.core.errors import RequestError
 from rewardsvc.server.errors import ApiError
 from rewardsvc.server.service import Service
 

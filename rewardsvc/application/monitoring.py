@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 class EventLog(Protocol):
     """Where alert events are written as lines (the server's reward log)."""
 
-    def event(self, name: str, **fields: Any) -> None: ...
+    def event(self, kind: str, **fields: Any) -> None: ...
 
 
 def iso(t: float) -> datetime:

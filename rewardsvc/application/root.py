@@ -154,9 +154,7 @@ async def compose(
     return app
 
 
-async def _registry(
-    settings: Settings, registry: Registry | None, observer: Observer
-) -> Registry:
+async def _registry(settings: Settings, registry: Registry | None, observer: Observer) -> Registry:
     """The given registry reporting to ``observer``, else the library of ``settings``."""
     if registry is not None:
         registry.observer = observer

@@ -18,9 +18,7 @@ from rewardsvc.scoring.recipes import plan_routes
 from .targets import Scored, Scoring, Target
 
 
-async def score_routed(
-    table: RoutingTable, routes: Mapping[str, Target], batch: Scoring
-) -> Scored:
+async def score_routed(table: RoutingTable, routes: Mapping[str, Target], batch: Scoring) -> Scored:
     """``batch`` split by ``table`` and scored with the targets of ``routes``."""
     inputs = batch.inputs
     readable = [n for n, i in enumerate(inputs) if i.rollout is not None]

@@ -261,9 +261,7 @@ def _inline_recipe(registry: Registry, value: Recipe) -> RecipeTarget:
         for c in recipe.components
         if isinstance(ref := c.reference, str)
     }
-    return RecipeTarget(
-        recipe.id, recipe.version(versions), recipe, components, label=INLINE_LABEL
-    )
+    return RecipeTarget(recipe.id, recipe.version(versions), recipe, components, label=INLINE_LABEL)
 
 
 def _invalid(problems: list[tuple[str, str]], status: int, kind: str) -> RequestError:

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import functools
 import gc
-import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,17 +35,22 @@ from rewardsvc.application.targets import (
 from rewardsvc.core.errors import RequestError
 from rewardsvc.core.monitor_spec import inline_rubric_name
 from rewardsvc.core.recipe import Recipe
-from rewardsvc.core.rollout import ItemIn, Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import Registry
 from rewardsvc.library.yamlfile import InvalidFile, validate_document
 from rewardsvc.monitor import Monitor
 from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
-from rewardsvc.scoring.engine import Engine, planned_cost
+from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions, planned_work, score_groups
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions, judge_preferences
 from rewardsvc.server import access, metrics, monitor_metrics
+from rewardsvc.server.admission import (
+    calls_per_item,
+    check_inline_size,
+    check_work,
+    prompt_bytes,
+)
 from rewardsvc.server.errors import ApiError
 from rewardsvc.server.guards import InflightLimiter, check_batch
 from rewardsvc.server.holding import HeldTries, HoldAwareObservers, kept_back
@@ -185,10 +189,12 @@ class Service:
         self.claim_run(run)
         check_batch(len(items), self.settings.max_items, field_name)
         target = rubric if isinstance(rubric, Target) else RubricTarget.of(rubric, metrics_label)
-        calls = len(items) * target.calls_per_item(lambda r: self._calls_per_item(r, options))
+        calls = len(items) * target.calls_per_item(
+            functools.partial(calls_per_item, self.settings, options=options)
+        )
         inputs = [read_item(i, raw) for i, raw in enumerate(items)]
         deadline = time.monotonic() + self.settings.request_timeout_s
-        with self.admitted(len(items), calls, self._prompt_bytes(target, inputs, options)):
+        with self.admitted(len(items), calls, prompt_bytes(target, inputs, options)):
             try:
                 response = await score_target(
                     target, self.engine, items, options, deadline, run, inputs=inputs
@@ -205,23 +211,7 @@ class Service:
         calls alone exceed max_inflight_calls or their ``prompt_bytes`` exceed
         max_prompt_bytes_per_request) and count the request as active, so that a drain
         waits for it."""
-        bound = self.settings.max_prompt_bytes_per_request
-        if prompt_bytes > bound:
-            raise ApiError(
-                413,
-                "too_much_work",
-                f"the request plans {prompt_bytes} bytes of judge prompts over {calls} calls, "
-                f"more than max_prompt_bytes_per_request={bound}; split it",
-                field="max_prompt_bytes_per_request",
-            )
-        if calls > self.settings.max_inflight_calls:
-            raise ApiError(
-                413,
-                "too_much_work",
-                f"the request plans {calls} judge calls, more than "
-                f"max_inflight_calls={self.settings.max_inflight_calls}; split it",
-                field="max_inflight_calls",
-            )
+        check_work(self.settings, calls, prompt_bytes)
         with self.limiter.admit(items, calls), self._active():
             metrics.INFLIGHT.inc()
             metrics.INFLIGHT_CALLS.inc(calls)
@@ -276,7 +266,7 @@ class Service:
         the metadata)."""
         self.claim_run(run)
         check_batch(sum(len(g.rollouts) for g in groups), self.settings.max_items, "groups")
-        self._calls_per_item(rubric, RewardOptions())
+        calls_per_item(self.settings, rubric, RewardOptions())
         calls, size = await asyncio.to_thread(
             planned_work, rubric, groups, options, self.engine.max_text_chars
         )
@@ -306,7 +296,7 @@ class Service:
         pair with ``run`` (``raw``, the request's pairs, supply the metadata)."""
         self.claim_run(run)
         check_batch(2 * len(pairs), self.settings.max_items, "pairs")
-        self._calls_per_item(rubric, RewardOptions())
+        calls_per_item(self.settings, rubric, RewardOptions())
         as_groups = GroupOptions(method="pairwise", judges=options.judges)
         calls, size = planned_work(rubric, pairs, as_groups, self.engine.max_text_chars)
         with self.admitted(2 * len(pairs), calls, size):
@@ -321,45 +311,6 @@ class Service:
         if self.reward_log is not None:
             self.reward_log.write_preferences(batch, raw, run)
         return batch
-
-    def _calls_per_item(self, rubric: Rubric, options: RewardOptions) -> int:
-        """Judge calls one item costs at most; 413 when the rubric exceeds the limits of
-        criteria or judges per rubric."""
-        limits = (
-            ("max_criteria", len(rubric.criteria), self.settings.max_criteria, "criteria"),
-            ("max_judges", len(rubric.judges), self.settings.max_judges, "judges"),
-        )
-        for name, count, limit, part in limits:
-            if count > limit:
-                raise ApiError(
-                    413,
-                    "too_much_work",
-                    f"the rubric has {count} {part}, more than {name}={limit}",
-                    field=f"rubric.{part}",
-                )
-        return self._judges(rubric, options) * (
-            1 if rubric.combine == "implicit" else len(rubric.criteria)
-        )
-
-    def _prompt_bytes(
-        self, target: Target, inputs: Sequence[ItemIn], options: RewardOptions
-    ) -> int:
-        """The prompt bytes a batch plans at most, before anything is rendered: per item,
-        its calls under the rubric (each carrying its texts) times the judges asked."""
-
-        def bytes_under(rubric: Rubric, rollout: Rollout) -> int:
-            return self._judges(rubric, options) * planned_cost(rubric, rollout)[1]
-
-        return sum(
-            target.calls_per_item(functools.partial(bytes_under, rollout=item.rollout))
-            for item in inputs
-            if item.rollout is not None
-        )
-
-    @staticmethod
-    def _judges(rubric: Rubric, options: RewardOptions) -> int:
-        """The judges a request asks for each call of ``rubric``."""
-        return len(options.judges) if options.judges else len(rubric.judges)
 
     async def drain(self, timeout_s: float, answer_s: float = 5.0) -> bool:
         """Refuse new scoring requests and wait up to ``timeout_s`` for those accepted to
@@ -438,33 +389,3 @@ async def start_service(
     # for about 0.1 s scanning it all. ``aclose`` gives it back to the collector.
     gc.freeze()
     return service
-
-
-def check_inline_size(doc: Any, limit: int, where: str = "rubric") -> None:
-    """413 when an inline rubric or recipe (``doc``, its JSON form) is larger than ``limit``
-    bytes (``max_rubric_bytes``, as for a library file), naming its largest text field:
-    the bound on the whole bounds ``instructions`` and every other free-text field."""
-    size = len(json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode())
-    if size <= limit:
-        return
-    path, longest = _largest_text(doc, where)
-    raise ApiError(
-        413,
-        "payload_too_large",
-        f"the inline {where} is {size} bytes as JSON, more than max_rubric_bytes={limit}; "
-        f"its largest field {path} is {longest} bytes",
-        field=path,
-    )
-
-
-def _largest_text(doc: Any, path: str) -> tuple[str, int]:
-    """The path of the longest string in ``doc`` and its UTF-8 size."""
-    if isinstance(doc, str):
-        return path, len(doc.encode())
-    if isinstance(doc, dict):
-        parts = [_largest_text(v, f"{path}.{k}") for k, v in doc.items()]
-    elif isinstance(doc, list):
-        parts = [_largest_text(v, f"{path}[{n}]") for n, v in enumerate(doc)]
-    else:
-        return path, 0
-    return max(parts, key=lambda p: p[1], default=(path, 0))

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rewardsvc.core.pool import JudgePool
-from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.keys import missing_keys
 from rewardsvc.library.registry import Entry, Registry, load_pool
 from rewardsvc.library.yamlfile import InvalidFile
@@ -63,13 +62,13 @@ def load_checked_pool(path: Path) -> JudgePool:
     return pool
 
 
-def _local_scorer(args: argparse.Namespace) -> tuple[Entry, JudgePool]:
-    """The rubric entry and judge pool for scoring from the command line."""
+def _local_scorer(args: argparse.Namespace) -> tuple[Entry, Registry, Settings]:
+    """The rubric entry, its library and the settings for scoring from the command line."""
     settings = _settings(args)
     pool = load_checked_pool(Path(settings.judge_pool))
     registry = Registry(Path(settings.rubrics_dir), pool)
     try:
-        return registry.get(args.rubric), pool
+        return registry.get(args.rubric), registry, settings
     except KeyError:
         refused = "; ".join(str(p) for ps in registry.errors().values() for p in ps)
         raise StartupError(
@@ -79,23 +78,24 @@ def _local_scorer(args: argparse.Namespace) -> tuple[Entry, JudgePool]:
 
 
 def _score_locally(
-    pool: JudgePool, rubric: Rubric, items: list[dict[str, Any]], explain: bool = False
+    local: tuple[Entry, Registry, Settings], items: list[dict[str, Any]], explain: bool = False
 ) -> dict[str, Any]:
-    """Score items with a fresh engine (no cache), as the service would."""
-    from rewardsvc.application.root import compose_engine
+    """Score items with the library's rubric in a fresh application (no cache, no
+    monitor), as the service would."""
+    from rewardsvc.application.root import compose
     from rewardsvc.application.targets import RubricTarget, score_target
-    from rewardsvc.judges.judge import build_judges
     from rewardsvc.protocol.rewards import RewardOptions
 
+    entry, registry, settings = local
+
     async def run() -> dict[str, Any]:
-        engine = compose_engine(build_judges(pool), cached=False)
+        app = await compose(settings, registry, cached=False, monitored=False)
         options = RewardOptions(use_cache=False, explain=explain)
         try:
-            response = await score_target(RubricTarget.of(rubric), engine, items, options)
+            target = RubricTarget.of(entry.rubric)
+            response = await score_target(target, app.engine, items, options)
         finally:
-            await engine.aclose()
-            if engine.graders is not None:
-                await asyncio.to_thread(engine.graders.close)
+            await app.aclose()
         return response.model_dump(mode="json")
 
     return asyncio.run(run())
@@ -110,9 +110,10 @@ def _item(args: argparse.Namespace, completion: str, item_id: str) -> dict[str, 
 
 def cmd_score(args: argparse.Namespace) -> int:
     """Score one prompt/completion locally and print the breakdown per judge and criterion."""
-    entry, pool = _local_scorer(args)
+    local = _local_scorer(args)
+    entry = local[0]
     items = [_item(args, args.completion, "cli")]
-    response = _score_locally(pool, entry.rubric, items, explain=args.explain)
+    response = _score_locally(local, items, explain=args.explain)
     if args.json:
         print(json.dumps(response, indent=2))
         return 0
@@ -141,11 +142,12 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def cmd_probe(args: argparse.Namespace) -> int:
     """Score a completion and its attack variants; exit 1 when an attack beats it."""
-    entry, pool = _local_scorer(args)
+    local = _local_scorer(args)
+    entry = local[0]
     variants = attacks(args.completion)
     items = [_item(args, args.completion, "original")]
     items += [_item(args, a.completion, f"attack-{n}") for n, a in enumerate(variants)]
-    results = _score_locally(pool, entry.rubric, items)["results"]
+    results = _score_locally(local, items)["results"]
     base = results[0]["reward"]
     rows = []
     for attack, result in zip(variants, results[1:], strict=True):

@@ -54,11 +54,11 @@ from bench.harness import (
     write_results,
 )
 from bench.items import bench_items, warmup_items
+from rewardsvc.application.items import read_item
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
 from rewardsvc.judges.batching import batch_prompt
 from rewardsvc.monitor.stats import pearson, spearman
-from rewardsvc.server.items import read_item
 
 METHODS = {"percrit": "logprob", "batched": "batched"}
 _SERVED = re.compile(r"^vllm:request_success_total\{[^}]*\} ([0-9.e+]+)$", re.M)

@@ -27,12 +27,12 @@ from openai.types import Completion
 from openai.types.chat import ChatCompletion
 
 from bench.harness import REPO_ROOT
+from rewardsvc.application.items import rollout_of
 from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
 from rewardsvc.judges.judge import build_judges
 from rewardsvc.protocol.rewards import Item
-from rewardsvc.server.items import rollout_of
 
 
 def call_kwargs(rubric: Rubric, item: dict[str, Any], config: JudgeConfig) -> list[dict[str, Any]]:

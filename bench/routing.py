@@ -52,13 +52,13 @@ from bench.harness import (
 )
 from bench.items import bench_items
 from bench.steps import counters
+from rewardsvc.application.items import read_item
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import ItemIn, ScoreOptions
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import load_pool
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.server.items import read_item
 
 POOL = BENCH_DIR.parent / "deploy" / "cpu-judge" / "judges.yaml"
 MODEL = "smollm2-135m-instruct"

@@ -31,6 +31,7 @@ from typing import Any
 import httpx
 
 from bench.harness import prefix_counters, write_results
+from rewardsvc.application.items import read_item
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
@@ -38,7 +39,6 @@ from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import load_pool
 from rewardsvc.library.yamlfile import load_file
 from rewardsvc.scoring import steps
-from rewardsvc.server.items import read_item
 
 ROOT = Path(__file__).resolve().parent.parent
 POOL = ROOT / "deploy" / "cpu-judge" / "judges.yaml"

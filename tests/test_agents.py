@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from rewardsvc.application.items import read_item
+from rewardsvc.application.targets import score_batch
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
@@ -18,8 +20,6 @@ from rewardsvc.judges.prompts import ITEM_TRAILER, parse_fences
 from rewardsvc.library.yamlfile import load_file
 from rewardsvc.scoring import steps
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.server.dispatch import score_batch
-from rewardsvc.server.items import read_item
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMPT = [{"role": "user", "content": "What is the weather in Oslo?"}]

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from fakejudge import FakeJudge, RecordingObserver, Script
 
+from rewardsvc.application.items import read_item
 from rewardsvc.core import aggregate
 from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rollout import Rollout
@@ -32,7 +33,6 @@ from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.judges.methods import Unparseable, distribution
 from rewardsvc.scoring.assemble import judge_outcome
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.server.items import read_item
 from rewardsvc.storage.cache import VerdictCache
 
 ITEM = {

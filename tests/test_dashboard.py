@@ -14,8 +14,9 @@ from fastapi import FastAPI, Request
 from prometheus_client import CollectorRegistry, generate_latest
 from test_monitor import CONFIG, Clock, batch, clean, item
 
+from rewardsvc.application.monitoring import Webhook, event_record, fan_out
 from rewardsvc.monitor import AlertEvent, Monitor
-from rewardsvc.server.dashboard import Webhook, event_record, fan_out, router
+from rewardsvc.server.dashboard import router
 from rewardsvc.server.monitor_metrics import attach, render_gauges
 
 

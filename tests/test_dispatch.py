@@ -14,13 +14,14 @@ from typing import Any
 import pytest
 from test_api_support import app_client, settings_for
 
+from rewardsvc.application.targets import Target, resolve_target, score_target
+from rewardsvc.core.errors import RequestError
 from rewardsvc.core.recipe import Recipe
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.registry import Graders
 from rewardsvc.library.registry import Registry, load_pool
 from rewardsvc.protocol.rewards import RewardRequest
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.server.dispatch import Target, resolve_target, score_target
 from rewardsvc.server.errors import ApiError
 from rewardsvc.server.service import Service
 
@@ -67,7 +68,7 @@ def same(rubric: Rubric) -> Rubric:
 
 
 WIRED = pytest.mark.skipif(
-    not hasattr(Service, "target"), reason="needs service wiring (server.dispatch)"
+    not hasattr(Service, "target"), reason="needs service wiring (application.targets)"
 )
 
 
@@ -131,10 +132,10 @@ def test_inline_recipe_errors_name_the_field(library: Registry) -> None:
     unknown = Recipe.model_validate(
         {"kind": "recipe", "id": "x", "components": [{"id": "a", "rubric": "no-such-rubric"}]}
     )
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(RequestError) as caught:
         resolve(library, unknown)
-    assert caught.value.status_code == 404
-    assert caught.value.detail["field"] == "rubric.components[0].rubric"
+    assert caught.value.status == 404
+    assert caught.value.field == "rubric.components[0].rubric"
     inline = {
         "id": "r",
         "criteria": [{"id": "c", "text": "Is it fine?"}],
@@ -143,11 +144,11 @@ def test_inline_recipe_errors_name_the_field(library: Registry) -> None:
     bad_judge = Recipe.model_validate(
         {"kind": "recipe", "id": "x", "components": [{"id": "a", "rubric": inline}]}
     )
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(RequestError) as caught:
         resolve(library, bad_judge)
-    assert caught.value.status_code == 422
-    assert caught.value.detail["field"].startswith("rubric.components[0].rubric.judges")
-    assert "no-such-judge" in caught.value.detail["message"]
+    assert caught.value.status == 422
+    assert caught.value.field.startswith("rubric.components[0].rubric.judges")
+    assert "no-such-judge" in str(caught.value)
 
 
 async def test_grader_recipe_reports_components_gate_and_usage(

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from fakejudge import FakeJudge, Script, free_port
 
+from rewardsvc.application.targets import score_batch
 from rewardsvc.core import aggregate
 from rewardsvc.core.errors import RequestError
 from rewardsvc.core.pool import JudgeConfig, JudgePool
@@ -30,7 +31,6 @@ from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.server.dispatch import score_batch
 from rewardsvc.storage.cache import VerdictCache
 
 # ------------------------------------------------------------------ helpers

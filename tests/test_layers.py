@@ -89,3 +89,27 @@ def test_a_scoring_module_importing_wire_models_breaks_the_contract(tmp_path: Pa
     done = lint(copy, pythonpath=copy)
     assert done.returncode != 0, done.stdout[-3000:]
     assert "rewardsvc.scoring.leak -> rewardsvc.protocol.rewards" in done.stdout
+
+
+def test_the_cli_importing_the_server_breaks_the_contract(tmp_path: Path) -> None:
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT / "rewardsvc", copy / "rewardsvc")
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    cli = copy / "rewardsvc" / "cli.py"
+    cli.write_text(cli.read_text() + "\nimport rewardsvc.server.routes  # noqa\n")
+    done = lint(copy, pythonpath=copy)
+    assert done.returncode != 0, done.stdout[-3000:]
+    assert "rewardsvc.cli is not allowed to import rewardsvc.server" in done.stdout
+
+
+def test_the_application_importing_the_server_breaks_the_layers(tmp_path: Path) -> None:
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT / "rewardsvc", copy / "rewardsvc")
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    (copy / "rewardsvc" / "application" / "leak.py").write_text(
+        '"""An application module that reaches up into the server."""\n\n'
+        "import rewardsvc.server.routes  # noqa\n"
+    )
+    done = lint(copy, pythonpath=copy)
+    assert done.returncode != 0, done.stdout[-3000:]
+    assert "rewardsvc.application is not allowed to import rewardsvc.server" in done.stdout

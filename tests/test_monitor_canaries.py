@@ -10,6 +10,7 @@ import httpx
 from fastapi import FastAPI
 from test_monitor import Clock, batch
 
+from rewardsvc.application.monitoring import canary_scorer
 from rewardsvc.core.results import BatchResult, ItemReward, JudgeOutcome
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
@@ -27,7 +28,7 @@ from rewardsvc.monitor import (
 from rewardsvc.safety.attacks import MASTER_KEYS
 from rewardsvc.safety.detectors import detect
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.server.dashboard import canary_scorer, router
+from rewardsvc.server.dashboard import router
 
 ROOT = Path(__file__).resolve().parent.parent
 

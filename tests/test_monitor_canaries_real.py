@@ -11,13 +11,14 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from rewardsvc.application.monitoring import canary_scorer
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.judge import build_judges
 from rewardsvc.library.yamlfile import load_file
 from rewardsvc.monitor import CanaryRunner, Monitor, load_canaries
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.server.dashboard import canary_scorer, router
+from rewardsvc.server.dashboard import router
 
 ROOT = Path(__file__).resolve().parent.parent
 RUBRIC = "short-answer-correctness"

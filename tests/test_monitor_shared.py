@@ -26,9 +26,9 @@ from fakejudge import FakeJudge
 from redis_server import RedisServer
 from test_monitor import batch, item
 
+from rewardsvc.application.monitoring import share_monitor
 from rewardsvc.core.monitor_spec import MonitorConfig
 from rewardsvc.monitor import AlertEvent, Monitor
-from rewardsvc.server.dashboard import share_monitor
 from rewardsvc.storage.redis_link import RedisLink
 
 RUBRIC = """\

@@ -25,6 +25,7 @@ import pytest
 from fakejudge import FakeJudge, Script
 from fastapi import FastAPI
 
+from rewardsvc.application.targets import score_batch
 from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.judge import Judge, build_judges
@@ -33,7 +34,6 @@ from rewardsvc.protocol.agents import NemoGymVerifyRequest
 from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.server import agents
-from rewardsvc.server.dispatch import score_batch
 from tests.trainers.venvs import cache_dir
 
 ROOT = Path(__file__).resolve().parent.parent

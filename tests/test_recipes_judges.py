@@ -2,7 +2,7 @@
 
 The first tests drive the real engine and judges directly (the recipe runner with
 ``engine_scorer``; grader criteria inside a rubric). The HTTP tests need the service to
-score through ``rewardsvc.server.dispatch``; they skip until it does.
+score through ``rewardsvc.application.targets``; they skip until it does.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ WRONG = [r"6 times 7 is 43, so \boxed{43}.", r"Half of 9 is \boxed{4}."]
 REFERENCES = ["42", "4.5", "42", "4.5"]
 
 WIRED = pytest.mark.skipif(
-    not hasattr(RunningService, "target"), reason="needs service wiring (server.dispatch)"
+    not hasattr(RunningService, "target"), reason="needs service wiring (application.targets)"
 )
 
 GRADED_RUBRIC = {

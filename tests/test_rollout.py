@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from rewardsvc.application.items import rollout_of
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.protocol.rewards import Item
 from rewardsvc.safety.detectors import detect
-from rewardsvc.server.items import rollout_of
 
 
 def test_assistant_messages_render_as_their_bare_text() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from fakejudge import FakeJudge, Script
 
+from rewardsvc.application.items import read_item
 from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rollout import ItemIn, Rollout
 from rewardsvc.core.rubric import Rubric
@@ -20,7 +21,6 @@ from rewardsvc.judges.backends import Backend, RetryPolicy
 from rewardsvc.judges.breaker import BreakerPolicy
 from rewardsvc.judges.judge import Judge
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.server.items import read_item
 
 FAST = RetryPolicy(initial_s=0.01, max_s=0.05, jitter_s=0.01)
 URLS = [f"http://judge-{i}.example:8000/v1" for i in range(4)]

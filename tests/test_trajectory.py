@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from rewardsvc.application.items import read_item
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.trajectory import CUT_FLAG, NON_TEXT_FLAG, Event, ToolCall, Trajectory
 from rewardsvc.judges import prompts
 from rewardsvc.judges.prompts import parse_fences
 from rewardsvc.safety.detectors import detect
-from rewardsvc.server.items import read_item
 
 TOOLS_CHAT: list[dict[str, Any]] = [
     {

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_prompts import APIS, HOSTILE, body
 
+from rewardsvc.application.items import read_item
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
 from rewardsvc.judges.prompts import parse_fences
-from rewardsvc.server.items import read_item
 
 RUBRIC = Rubric.model_validate(
     {

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rewardsvc.application.items import read_item
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.explain import explain
 from rewardsvc.scoring import steps
-from rewardsvc.server.items import read_item
 
 
 def rubric(criteria: list[dict[str, Any]], **extra: Any) -> Rubric:

@@ -30,7 +30,7 @@ Fitting policy (``fit``), deterministic and flagged (``trajectory_cut``), never 
    step being graded), then as many earlier steps as fit, newest first; the oldest
    steps that do not fit are replaced by one note naming them and what they held.
 
-Pure: no I/O. The server reads wire items into events (``rewardsvc.server.items``).
+Pure: no I/O. The server reads wire items into events (``rewardsvc.application.items``).
 """
 
 from __future__ import annotations

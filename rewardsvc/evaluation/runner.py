@@ -245,6 +245,36 @@ def _pairs_report(
     return report
 
 
+def _item(row: dict[str, Any], key: str, suffix: str) -> dict[str, Any]:
+    """The reward item of a row's ``key`` completion, its id suffixed."""
+    it = {"id": row["id"] + suffix, "prompt": row["prompt"], "completion": row[key]}
+    if row.get("reference") is not None:
+        it["reference"] = row["reference"]
+    return it
+
+
+def _add_pair(
+    pairs: dict[str, dict[str, list[float]]],
+    rubric: Rubric,
+    row: dict[str, Any],
+    scored: Sequence[dict[str, Any]],
+    judged: dict[str, Any],
+    flip: bool,
+) -> None:
+    """One pair's columns: whether the chosen completion's reward beat the rejected one's,
+    and the preference judged in both orders and in one."""
+    good = scorer_rewards(rubric, scored[0], row["chosen"])
+    bad = scorer_rewards(rubric, scored[1], row["rejected"])
+    for name in good.keys() & bad.keys():
+        column = pairs.setdefault(name, _columns())["pointwise"]
+        column.append(1.0 if good[name] > bad[name] else 0.5 if good[name] == bad[name] else 0.0)
+    for name, (both, single, same) in _preference_scores(rubric, judged, flip).items():
+        columns = pairs.setdefault(name, _columns())
+        columns["both_orders"].append(both)
+        columns["single_order"].append(single)
+        columns["position_consistency"].append(1.0 if same else 0.0)
+
+
 async def evaluate(
     scorer: Scorer,
     rows: Sequence[dict[str, Any]],
@@ -261,14 +291,8 @@ async def evaluate(
     pairs: dict[str, dict[str, list[float]]] = {}
     unscored = {"pointwise": 0, "pair_rewards": 0, "preferences": 0}
 
-    def item(row: dict[str, Any], key: str, suffix: str) -> dict[str, Any]:
-        it = {"id": row["id"] + suffix, "prompt": row["prompt"], "completion": row[key]}
-        if row.get("reference") is not None:
-            it["reference"] = row["reference"]
-        return it
-
     for chunk in _chunks(point_rows, batch):
-        reply = await scorer.rewards([item(r, "completion", "") for r in chunk])
+        reply = await scorer.rewards([_item(r, "completion", "") for r in chunk])
         for row, result in zip(chunk, reply["results"], strict=True):
             unscored["pointwise"] += result.get("reward") is None
             label_value = float(row["label"])
@@ -277,7 +301,7 @@ async def evaluate(
         if progress is not None:
             progress(len(chunk))
     for chunk in _chunks(pair_rows, batch):
-        items = [item(r, k, f":{k}") for r in chunk for k in ("chosen", "rejected")]
+        items = [_item(r, k, f":{k}") for r in chunk for k in ("chosen", "rejected")]
         scored = (await scorer.rewards(items))["results"]
         flips = [not chosen_first(r["id"]) for r in chunk]
         shown = [
@@ -288,20 +312,7 @@ async def evaluate(
         for k, row in enumerate(chunk):
             unscored["pair_rewards"] += any(scored[2 * k + s].get("reward") is None for s in (0, 1))
             unscored["preferences"] += judged[k].get("p_a_better") is None
-            good = scorer_rewards(rubric, scored[2 * k], row["chosen"])
-            bad = scorer_rewards(rubric, scored[2 * k + 1], row["rejected"])
-            for name in good.keys() & bad.keys():
-                column = pairs.setdefault(name, _columns())["pointwise"]
-                column.append(
-                    1.0 if good[name] > bad[name] else 0.5 if good[name] == bad[name] else 0.0
-                )
-            for name, (both, single, same) in _preference_scores(
-                rubric, judged[k], flips[k]
-            ).items():
-                columns = pairs.setdefault(name, _columns())
-                columns["both_orders"].append(both)
-                columns["single_order"].append(single)
-                columns["position_consistency"].append(1.0 if same else 0.0)
+            _add_pair(pairs, rubric, row, scored[2 * k : 2 * k + 2], judged[k], flips[k])
         if progress is not None:
             progress(len(chunk))
     return {

@@ -7,21 +7,23 @@ JSON dicts), so the evaluation code reads one format whichever way it ran.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
 
+from rewardsvc.application.items import read_group
+from rewardsvc.application.root import compose_engine
+from rewardsvc.application.targets import score_batch
+from rewardsvc.application.wire import preference_response
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.library.registry import Registry, load_pool
 from rewardsvc.library.yamlfile import parse_yaml, read_text, validate_document
 from rewardsvc.protocol.rewards import RewardOptions
-from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.preferences import PreferenceOptions, judge_preferences
-from rewardsvc.server.comparative import preference_response, read_group
-from rewardsvc.server.dispatch import score_batch
 
 
 class Scorer(Protocol):
@@ -48,14 +50,15 @@ def is_rubric_file(rubric: str) -> bool:
 
 
 class LocalScorer:
-    """An engine in this process: no cache, the service's own scoring functions."""
+    """An engine in this process, composed as the service's is but without cache or
+    monitor (graders included: a rubric's grader criteria are scored as they are served)."""
 
     def __init__(
         self, rubric: Rubric, judges: dict[str, Judge], timeout_s: float | None = None
     ) -> None:
         self.rubric = rubric
         self.judges = judges
-        self.engine = Engine(judges)
+        self.engine = compose_engine(judges, cached=False)
         self.timeout_s = timeout_s
 
     @classmethod
@@ -95,8 +98,10 @@ class LocalScorer:
         return preference_response(batch).model_dump(mode="json")
 
     async def aclose(self) -> None:
-        """Close the judges."""
+        """Close the judges and the grader workers."""
         await self.engine.aclose()
+        if self.engine.graders is not None:
+            await asyncio.to_thread(self.engine.graders.close)
 
 
 class RemoteScorer:

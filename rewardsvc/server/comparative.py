@@ -14,30 +14,20 @@ from collections.abc import Sequence
 from typing import Annotated, Any, Protocol
 
 from fastapi import APIRouter, Depends
-from pydantic import ValidationError
 
-from rewardsvc.core.errors import RequestError, field_problems
+from rewardsvc.application.items import read_group
+from rewardsvc.application.wire import group_response, preference_response
+from rewardsvc.core.errors import RequestError
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.protocol.comparative import (
-    ComparativeUsageOut,
-    ComparisonOut,
-    GroupItem,
-    GroupJudgeOut,
     GroupRequest,
     GroupResponse,
-    GroupResultOut,
-    JudgePreferenceOut,
-    PairIn,
     PreferenceRequest,
     PreferenceResponse,
-    PreferenceResultOut,
 )
-from rewardsvc.protocol.rewards import Item, RubricRef
-from rewardsvc.scoring.group_judges import JudgeGroup
 from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions
 from rewardsvc.server.errors import ApiError, error_responses
-from rewardsvc.server.items import echo_id, rollout_of, unreadable_text
 from rewardsvc.server.state import running_service
 
 # ------------------------------------------------------------------ service protocol
@@ -78,105 +68,6 @@ def _rubric(comparer: Comparer, rubric: str | Rubric) -> Rubric:
     if isinstance(rubric, str):
         return comparer.library_rubric(rubric)
     return comparer.inline_rubric(rubric)
-
-
-def read_group(
-    index: int, raw: Any, field: str = "groups", parts: Sequence[str] = ("completions",)
-) -> GroupIn:
-    """One raw group (``completions``) or pair (``parts`` ``a``, ``b``) as rollouts, or
-    rejected naming its field; never raises."""
-    fallback = str(index)
-    if isinstance(raw, dict) and isinstance(raw.get("id"), str):
-        fallback = echo_id(raw["id"])
-    bad = unreadable_text(raw, (field, index))
-    if bad is not None:
-        return GroupIn(fallback, (), str(bad))
-    model = GroupItem if parts == ("completions",) else PairIn
-    try:
-        parsed = model.model_validate(raw)
-    except ValidationError as exc:
-        problems = field_problems(exc.errors(), raw, prefix=(field, index))
-        return GroupIn(fallback, (), "; ".join(str(p) for p in problems))
-    texts = parsed.completions if isinstance(parsed, GroupItem) else [parsed.a, parsed.b]
-    rollouts = tuple(
-        rollout_of(Item(prompt=parsed.prompt, completion=t, reference=parsed.reference))
-        for t in texts
-    )
-    return GroupIn(parsed.id if parsed.id is not None else fallback, rollouts)
-
-
-def _judge_out(j: JudgeGroup) -> GroupJudgeOut:
-    return GroupJudgeOut(
-        rewards=j.rewards,
-        position_consistency=j.position_consistency,
-        criteria=j.criteria,
-        comparisons=[
-            ComparisonOut(
-                criterion=c.criterion,
-                order=c.order,
-                shown=list(c.shown),
-                p=c.p,
-                error=c.error,
-                error_kind=c.error_kind,
-            )
-            for c in j.comparisons
-        ],
-        error=j.error,
-    )
-
-
-def group_response(batch: GroupBatch) -> GroupResponse:
-    """The wire form of scored groups."""
-    return GroupResponse(
-        rubric=RubricRef(id=batch.rubric_id, version=batch.version),
-        method=batch.method,
-        results=[
-            GroupResultOut(
-                id=r.id,
-                rewards=r.rewards,
-                position_consistency=r.position_consistency,
-                status=r.status,
-                uncertainty=r.uncertainty,
-                judges={name: _judge_out(j) for name, j in r.judges.items()},
-                flags=r.flags,
-                error=r.error,
-            )
-            for r in batch.results
-        ],
-        usage=ComparativeUsageOut(**vars(batch.usage)),
-    )
-
-
-def preference_response(batch: PreferenceBatch) -> PreferenceResponse:
-    """The wire form of judged pairs."""
-    return PreferenceResponse(
-        rubric=RubricRef(id=batch.rubric_id, version=batch.version),
-        results=[
-            PreferenceResultOut(
-                id=r.id,
-                p_a_better=r.p_a_better,
-                orders=r.orders,
-                consistent=r.consistent,
-                label=r.label,
-                status=r.status,
-                uncertainty=r.uncertainty,
-                judges={
-                    name: JudgePreferenceOut(
-                        p_a_better=j.p_a_better,
-                        orders=j.orders,
-                        consistent=j.consistent,
-                        criteria=j.criteria,
-                        error=j.error,
-                    )
-                    for name, j in r.judges.items()
-                },
-                flags=r.flags,
-                error=r.error,
-            )
-            for r in batch.results
-        ],
-        usage=ComparativeUsageOut(**vars(batch.usage)),
-    )
 
 
 router = APIRouter(prefix="/v1", tags=["comparative"])

@@ -25,7 +25,6 @@ from rewardsvc.protocol.rubrics import (
 )
 from rewardsvc.server.access import can_read_rubric
 from rewardsvc.server.errors import ApiError, error_responses, format_validation_errors
-from rewardsvc.server.guards import check_batch
 from rewardsvc.server.service import ServiceDep
 
 
@@ -50,7 +49,6 @@ async def rewards(body: RewardRequest, service: ServiceDep) -> Response:
     judge pool). Each item is validated on its own: a malformed one comes back with
     status ``rejected`` and an error naming its field, and the others are scored.
     """
-    check_batch(len(body.items), service.settings.max_items)
     target = service.target(body.rubric)
     response = await service.score(target, body.items, body.options, run=body.run)
     return Response(response.model_dump_json(), media_type="application/json")

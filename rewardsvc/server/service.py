@@ -1,10 +1,11 @@
-"""The running service: the objects every route shares, and the edge between the wire and
-the engine (raw items in, wire results out).
+"""The running service: the objects every route shares, and the edge between the routes
+and the application room.
 
-``start_service`` builds the registry, judges, cache and engine; :class:`Service` reads each
-raw item into a rollout (a malformed one is rejected on its own, naming its field), calls
-the engine within the batch and in-flight limits, maps the engine's domain results to wire
-models and writes the reward log.
+``start_service`` composes the application (``rewardsvc.application.root``) and adds the
+server's own parts: the in-flight limiter, readiness probe, metrics observer, monitor
+metrics and reward log. :class:`Service` checks each request's limits once (items per
+batch, criteria and judges per rubric, calls and prompt bytes in flight), calls the
+application's scoring and writes the reward log.
 """
 
 from __future__ import annotations
@@ -21,50 +22,42 @@ from typing import Annotated, Any
 
 from fastapi import Depends
 
-from rewardsvc.core.errors import RequestError
-from rewardsvc.core.monitor_spec import MonitorConfig, inline_rubric_name
-from rewardsvc.core.recipe import Recipe
-from rewardsvc.core.rollout import ItemIn, Rollout
-from rewardsvc.core.rubric import Rubric
-from rewardsvc.graders.registry import Graders
-from rewardsvc.judges.judge import Judge, build_judges
-from rewardsvc.library.registry import Registry, load_pool
-from rewardsvc.library.yamlfile import InvalidFile, validate_document
-from rewardsvc.monitor import CanaryRunner, Monitor, load_canaries
-from rewardsvc.protocol.rewards import (
-    RewardOptions,
-    RewardResponse,
+from rewardsvc.application.items import read_item
+from rewardsvc.application.monitoring import alert_logger
+from rewardsvc.application.root import Application, compose
+from rewardsvc.application.targets import (
+    INLINE_LABEL,
+    RubricTarget,
+    Target,
+    resolve_target,
+    score_target,
 )
-from rewardsvc.scoring.engine import Engine, planned_cost
+from rewardsvc.core.errors import RequestError
+from rewardsvc.core.monitor_spec import inline_rubric_name
+from rewardsvc.core.recipe import Recipe
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.judges.judge import Judge
+from rewardsvc.library.registry import Registry
+from rewardsvc.library.yamlfile import InvalidFile, validate_document
+from rewardsvc.monitor import Monitor
+from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
+from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions, planned_work, score_groups
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions, judge_preferences
 from rewardsvc.server import access, metrics, monitor_metrics
-from rewardsvc.server.dashboard import (
-    MonitorObserver,
-    Webhook,
-    alert_logger,
-    canary_scorer,
-    fan_out,
-    monitor_config,
-    share_monitor,
-)
-from rewardsvc.server.dispatch import (
-    INLINE_LABEL,
-    Target,
+from rewardsvc.server.admission import (
+    calls_per_item,
     check_inline_size,
-    resolve_target,
-    score_target,
+    check_work,
+    prompt_bytes,
 )
 from rewardsvc.server.errors import ApiError
 from rewardsvc.server.guards import InflightLimiter, check_batch
 from rewardsvc.server.holding import HeldTries, HoldAwareObservers, kept_back
-from rewardsvc.server.items import read_item
 from rewardsvc.server.readiness import ReadinessProbe
 from rewardsvc.server.reward_log import RewardLog
 from rewardsvc.server.state import running_service
 from rewardsvc.settings import Settings
-from rewardsvc.storage.cache import VerdictCache
-from rewardsvc.storage.calibration import CalibrationWindows
 from rewardsvc.storage.redis_link import RedisLink
 
 
@@ -73,15 +66,10 @@ class Service:
     """Everything the routes share: settings, rubric library, engine, limits, reward log."""
 
     settings: Settings
-    registry: Registry
-    engine: Engine
+    app: Application
     limiter: InflightLimiter
     readiness: ReadinessProbe
     reward_log: RewardLog | None = None
-    shared: RedisLink | None = None
-    monitor: Monitor | None = None
-    webhook: Webhook | None = None
-    tasks: list[asyncio.Task[None]] = field(default_factory=list)
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     drain_begun: asyncio.Event = field(default_factory=asyncio.Event)
     active: int = 0
@@ -89,6 +77,26 @@ class Service:
 
     def __post_init__(self) -> None:
         self.idle.set()
+
+    @property
+    def registry(self) -> Registry:
+        """The rubric library."""
+        return self.app.registry
+
+    @property
+    def engine(self) -> Engine:
+        """The scoring engine."""
+        return self.app.engine
+
+    @property
+    def shared(self) -> RedisLink | None:
+        """The Redis link shared with the other replicas, if configured."""
+        return self.app.link
+
+    @property
+    def monitor(self) -> Monitor | None:
+        """The reward monitor."""
+        return self.app.monitor
 
     @property
     def draining(self) -> bool:
@@ -153,7 +161,10 @@ class Service:
         if isinstance(value, Recipe):
             doc = value.model_dump(mode="json", by_alias=True, exclude_unset=True)
             check_inline_size(doc, self.settings.max_rubric_bytes)
-        target = resolve_target(self.registry, value, self.library_rubric, self.inline_rubric)
+        try:
+            target = resolve_target(self.registry, value, self.library_rubric, self.inline_rubric)
+        except RequestError as exc:
+            raise ApiError.of(exc) from exc
         inline = target.metrics_label == INLINE_LABEL
         access.check_rubric(inline_rubric_name(target.id, target.version) if inline else target.id)
         return target
@@ -177,11 +188,13 @@ class Service:
         configured."""
         self.claim_run(run)
         check_batch(len(items), self.settings.max_items, field_name)
-        target = rubric if isinstance(rubric, Target) else Target.of_rubric(rubric, metrics_label)
-        calls = len(items) * target.calls_per_item(lambda r: self._calls_per_item(r, options))
+        target = rubric if isinstance(rubric, Target) else RubricTarget.of(rubric, metrics_label)
+        calls = len(items) * target.calls_per_item(
+            functools.partial(calls_per_item, self.settings, options=options)
+        )
         inputs = [read_item(i, raw) for i, raw in enumerate(items)]
         deadline = time.monotonic() + self.settings.request_timeout_s
-        with self.admitted(len(items), calls, self._prompt_bytes(target, inputs, options)):
+        with self.admitted(len(items), calls, prompt_bytes(target, inputs, options)):
             try:
                 response = await score_target(
                     target, self.engine, items, options, deadline, run, inputs=inputs
@@ -198,23 +211,7 @@ class Service:
         calls alone exceed max_inflight_calls or their ``prompt_bytes`` exceed
         max_prompt_bytes_per_request) and count the request as active, so that a drain
         waits for it."""
-        bound = self.settings.max_prompt_bytes_per_request
-        if prompt_bytes > bound:
-            raise ApiError(
-                413,
-                "too_much_work",
-                f"the request plans {prompt_bytes} bytes of judge prompts over {calls} calls, "
-                f"more than max_prompt_bytes_per_request={bound}; split it",
-                field="max_prompt_bytes_per_request",
-            )
-        if calls > self.settings.max_inflight_calls:
-            raise ApiError(
-                413,
-                "too_much_work",
-                f"the request plans {calls} judge calls, more than "
-                f"max_inflight_calls={self.settings.max_inflight_calls}; split it",
-                field="max_inflight_calls",
-            )
+        check_work(self.settings, calls, prompt_bytes)
         with self.limiter.admit(items, calls), self._active():
             metrics.INFLIGHT.inc()
             metrics.INFLIGHT_CALLS.inc(calls)
@@ -269,7 +266,7 @@ class Service:
         the metadata)."""
         self.claim_run(run)
         check_batch(sum(len(g.rollouts) for g in groups), self.settings.max_items, "groups")
-        self._calls_per_item(rubric, RewardOptions())
+        calls_per_item(self.settings, rubric, RewardOptions())
         calls, size = await asyncio.to_thread(
             planned_work, rubric, groups, options, self.engine.max_text_chars
         )
@@ -299,7 +296,7 @@ class Service:
         pair with ``run`` (``raw``, the request's pairs, supply the metadata)."""
         self.claim_run(run)
         check_batch(2 * len(pairs), self.settings.max_items, "pairs")
-        self._calls_per_item(rubric, RewardOptions())
+        calls_per_item(self.settings, rubric, RewardOptions())
         as_groups = GroupOptions(method="pairwise", judges=options.judges)
         calls, size = planned_work(rubric, pairs, as_groups, self.engine.max_text_chars)
         with self.admitted(2 * len(pairs), calls, size):
@@ -314,45 +311,6 @@ class Service:
         if self.reward_log is not None:
             self.reward_log.write_preferences(batch, raw, run)
         return batch
-
-    def _calls_per_item(self, rubric: Rubric, options: RewardOptions) -> int:
-        """Judge calls one item costs at most; 413 when the rubric exceeds the limits of
-        criteria or judges per rubric."""
-        limits = (
-            ("max_criteria", len(rubric.criteria), self.settings.max_criteria, "criteria"),
-            ("max_judges", len(rubric.judges), self.settings.max_judges, "judges"),
-        )
-        for name, count, limit, part in limits:
-            if count > limit:
-                raise ApiError(
-                    413,
-                    "too_much_work",
-                    f"the rubric has {count} {part}, more than {name}={limit}",
-                    field=f"rubric.{part}",
-                )
-        return self._judges(rubric, options) * (
-            1 if rubric.combine == "implicit" else len(rubric.criteria)
-        )
-
-    def _prompt_bytes(
-        self, target: Target, inputs: Sequence[ItemIn], options: RewardOptions
-    ) -> int:
-        """The prompt bytes a batch plans at most, before anything is rendered: per item,
-        its calls under the rubric (each carrying its texts) times the judges asked."""
-
-        def bytes_under(rubric: Rubric, rollout: Rollout) -> int:
-            return self._judges(rubric, options) * planned_cost(rubric, rollout)[1]
-
-        return sum(
-            target.calls_per_item(functools.partial(bytes_under, rollout=item.rollout))
-            for item in inputs
-            if item.rollout is not None
-        )
-
-    @staticmethod
-    def _judges(rubric: Rubric, options: RewardOptions) -> int:
-        """The judges a request asks for each call of ``rubric``."""
-        return len(options.judges) if options.judges else len(rubric.judges)
 
     async def drain(self, timeout_s: float, answer_s: float = 5.0) -> bool:
         """Refuse new scoring requests and wait up to ``timeout_s`` for those accepted to
@@ -384,21 +342,10 @@ class Service:
         return await self.score(self.target(rubric_id), items, options, field_name, run=run)
 
     async def aclose(self) -> None:
-        """Stop the watcher, close judges, cache and reward log."""
+        """Stop the background tasks, close the application (judges, graders, webhook,
+        link) and the reward log."""
         self.stop.set()
-        for task in self.tasks:
-            task.cancel()
-        for task in self.tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        await self.engine.aclose()
-        if self.engine.graders is not None:
-            await asyncio.to_thread(self.engine.graders.close)
-        if self.monitor is not None and self.monitor.sink is not None:
-            # Batches still on their way to the other replicas' view of the run.
-            await self.monitor.sink.drain()
-        if self.shared is not None:
-            await self.shared.aclose()
+        await self.app.aclose()
         if self.reward_log is not None:
             await asyncio.to_thread(self.reward_log.close)
         gc.unfreeze()
@@ -412,96 +359,31 @@ async def start_service(
     registry: Registry | None = None,
     judges: Mapping[str, Judge] | None = None,
 ) -> Service:
-    """Build what the app needs: registry and judges unless given, engine, cache, watcher."""
+    """Compose the application (registry and judges unless given) with the server's
+    metrics observer, reward log and limits, and start its background tasks."""
     reward_log = None
     if settings.reward_log:
         reward_log = RewardLog(
             settings.reward_log, settings.reward_log_max_bytes, settings.reward_log_backups
         )
-    webhook = Webhook(settings.monitor_webhook) if settings.monitor_webhook else None
-    log_event = None if reward_log is None else alert_logger(reward_log)
-
-    def configured(rubric_id: str) -> MonitorConfig:
-        # Read late: the registry is resolved below (it reports to the monitor's observer),
-        # before anything is scored.
-        assert registry is not None
-        return monitor_config(registry, rubric_id)
-
-    monitor = Monitor(
-        configured,
-        max_runs=settings.monitor_max_runs,
-        on_event=fan_out(log_event, webhook),
-    )
-    monitor_metrics.attach(monitor, settings.monitor_metric_runs)
-    observer = HoldAwareObservers([metrics.PrometheusObserver(), MonitorObserver(monitor)])
-    if registry is None:
-        pool = await asyncio.to_thread(load_pool, Path(settings.judge_pool))
-        registry = await asyncio.to_thread(
-            Registry,
-            Path(settings.rubrics_dir),
-            pool,
-            observer,
-            settings.max_rubric_bytes,
-        )
-    else:
-        registry.observer = observer
-    if judges is None:
-        judges = build_judges(registry.pool, observer=observer)
-    link = None
-    if settings.redis_url is not None:
-        link = RedisLink(
-            settings.redis_url.get_secret_value(),
-            password=settings.redis_password(),
-            timeout_s=settings.redis_timeout_s,
-            prefix=settings.redis_prefix,
-            verdict_ttl_s=settings.redis_verdict_ttl_s,
-            observer=observer,
-        )
-        await link.start()
-        share_monitor(monitor, link)
-    cache = VerdictCache(
-        settings.cache_size,
-        settings.cache_path,
-        max_bytes=settings.cache_max_bytes,
-        file_max_entries=settings.cache_file_max_entries,
-        file_max_bytes=settings.cache_file_max_bytes,
-        shared=link,
-        observer=observer,
-    )
-    graders = Graders(settings.grader_workers, settings.grader_timeout_s)
-    await asyncio.to_thread(graders.warm)  # math-verify's import is not an item's deadline
-    engine = Engine(
+    app = await compose(
+        settings,
+        registry,
         judges,
-        cache,
-        settings.max_text_chars,
-        observer=observer,
-        windows=CalibrationWindows(shared=link),
-        graders=graders,
+        observers=[metrics.PrometheusObserver()],
+        wrap=HoldAwareObservers,
+        on_event=None if reward_log is None else alert_logger(reward_log),
     )
+    if app.monitor is not None:
+        monitor_metrics.attach(app.monitor, settings.monitor_metric_runs)
     service = Service(
         settings=settings,
-        registry=registry,
-        engine=engine,
+        app=app,
         limiter=InflightLimiter(settings.max_inflight, settings.max_inflight_calls),
-        readiness=ReadinessProbe(engine.judges),  # type: ignore[arg-type]  # Judges, as JudgeLike
+        readiness=ReadinessProbe(app.engine.judges),  # type: ignore[arg-type]  # Judges, as JudgeLike
         reward_log=reward_log,
-        shared=link,
-        monitor=monitor,
-        webhook=webhook,
     )
-    canaries = await asyncio.to_thread(load_canaries, Path(settings.rubrics_dir) / "canaries")
-    if canaries and settings.canary_budget > 0:
-        runner = CanaryRunner(
-            monitor,
-            canaries,
-            {e.rubric.id: [j.name for j in e.rubric.judges] for e in registry.entries()},
-            canary_scorer(engine, lambda rubric_id: registry.get(rubric_id).rubric),
-            settings.canary_interval_s,
-            settings.canary_budget,
-        )
-        service.tasks.append(asyncio.create_task(runner.run_forever(service.stop)))
-    if settings.reload:
-        service.tasks.append(asyncio.create_task(registry.watch(service.stop)))
+    app.start(service.stop, reload=settings.reload)
     # What start-up built (modules, library, judges: about 100k objects) lives as long as the
     # service: kept out of the collector's full passes, each of which stalled the event loop
     # for about 0.1 s scanning it all. ``aclose`` gives it back to the collector.

@@ -1,4 +1,4 @@
-"""Reading a request's raw items into the engine's input, one item at a time.
+"""Reading a request's raw items (and groups or pairs) into the engine's input, one at a time.
 
 Whatever a policy emitted, an item is either read into a rollout or rejected on its own
 with the field at fault: a malformed item, text the judges cannot be sent (a lone UTF-16
@@ -13,6 +13,7 @@ placeholder (never dropped silently). Plain strings stay plain rollouts.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -20,7 +21,9 @@ from pydantic import ValidationError
 from rewardsvc.core.errors import FieldProblem, Loc, field_problems
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.trajectory import Event, ToolCall, Trajectory, placeholder
+from rewardsvc.protocol.comparative import GroupItem, PairIn
 from rewardsvc.protocol.rewards import Item, Message, ResponseItem, RewardOptions, Text
+from rewardsvc.scoring.groups import GroupIn
 
 MAX_ID_CHARS = 256
 
@@ -187,3 +190,28 @@ def score_options(options: RewardOptions, run: str | None = None) -> ScoreOption
         use_cache=options.use_cache,
         run=run,
     )
+
+
+def read_group(
+    index: int, raw: Any, field: str = "groups", parts: Sequence[str] = ("completions",)
+) -> GroupIn:
+    """One raw group (``completions``) or pair (``parts`` ``a``, ``b``) as rollouts, or
+    rejected naming its field; never raises."""
+    fallback = str(index)
+    if isinstance(raw, dict) and isinstance(raw.get("id"), str):
+        fallback = echo_id(raw["id"])
+    bad = unreadable_text(raw, (field, index))
+    if bad is not None:
+        return GroupIn(fallback, (), str(bad))
+    model = GroupItem if parts == ("completions",) else PairIn
+    try:
+        parsed = model.model_validate(raw)
+    except ValidationError as exc:
+        problems = field_problems(exc.errors(), raw, prefix=(field, index))
+        return GroupIn(fallback, (), "; ".join(str(p) for p in problems))
+    texts = parsed.completions if isinstance(parsed, GroupItem) else [parsed.a, parsed.b]
+    rollouts = tuple(
+        rollout_of(Item(prompt=parsed.prompt, completion=t, reference=parsed.reference))
+        for t in texts
+    )
+    return GroupIn(parsed.id if parsed.id is not None else fallback, rollouts)

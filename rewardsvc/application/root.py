@@ -1,0 +1,198 @@
+"""The composition root: the one place the scoring machinery is built and closed.
+
+:func:`compose` builds what the service runs on (registry, judges, graders, cache,
+calibration windows, Redis link, monitor with its observer, webhook and canaries) as an
+:class:`Application`; the server's lifespan, the CLI's local scoring and ``rewardsvc
+eval`` all build theirs here, the in-process ones without cache or monitor (the
+``cached`` and ``monitored`` arguments), never by a copy of this wiring.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rewardsvc.core.monitor_spec import MonitorConfig
+from rewardsvc.core.observe import Observer, Observers
+from rewardsvc.graders.registry import Graders
+from rewardsvc.judges.judge import Judge, build_judges
+from rewardsvc.library.registry import Registry, load_pool
+from rewardsvc.monitor import AlertEvent, CanaryRunner, Monitor, load_canaries
+from rewardsvc.scoring.engine import Engine
+from rewardsvc.settings import Settings
+from rewardsvc.storage.cache import VerdictCache
+from rewardsvc.storage.calibration import CalibrationWindows
+from rewardsvc.storage.redis_link import RedisLink
+
+from .monitoring import (
+    MonitorObserver,
+    Webhook,
+    canary_scorer,
+    fan_out,
+    monitor_config,
+    share_monitor,
+)
+
+
+@dataclass
+class Application:
+    """What scoring runs on; :meth:`aclose` closes everything it built."""
+
+    registry: Registry
+    engine: Engine
+    link: RedisLink | None = None
+    monitor: Monitor | None = None
+    webhook: Webhook | None = None
+    canaries: CanaryRunner | None = None
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    def start(self, stop: asyncio.Event, reload: bool = False) -> None:
+        """Start the canary runner and (with ``reload``) the library watcher until ``stop``."""
+        if self.canaries is not None:
+            self.tasks.append(asyncio.create_task(self.canaries.run_forever(stop)))
+        if reload:
+            self.tasks.append(asyncio.create_task(self.registry.watch(stop)))
+
+    async def aclose(self) -> None:
+        """Stop the background tasks, close judges, graders, the webhook and the link."""
+        for task in self.tasks:
+            task.cancel()
+        for task in self.tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await self.engine.aclose()
+        if self.engine.graders is not None:
+            await asyncio.to_thread(self.engine.graders.close)
+        if self.monitor is not None and self.monitor.sink is not None:
+            # Batches still on their way to the other replicas' view of the run.
+            await self.monitor.sink.drain()
+        if self.webhook is not None:
+            await self.webhook.aclose()
+        if self.link is not None:
+            await self.link.aclose()
+
+
+def compose_engine(
+    judges: Mapping[str, Judge],
+    settings: Settings | None = None,
+    *,
+    cached: bool = True,
+    link: RedisLink | None = None,
+    observer: Observer | None = None,
+) -> Engine:
+    """The engine over ``judges``, with graders and calibration windows; with ``cached``,
+    the verdict cache of ``settings`` (shared through ``link``). Without settings, the
+    defaults (the in-process scorers of the CLI and ``rewardsvc eval``)."""
+    s = settings if settings is not None else Settings(redis_url=None)
+    watched = observer if observer is not None else Observers([])
+    cache = None
+    if cached:
+        cache = VerdictCache(
+            s.cache_size,
+            s.cache_path,
+            max_bytes=s.cache_max_bytes,
+            file_max_entries=s.cache_file_max_entries,
+            file_max_bytes=s.cache_file_max_bytes,
+            shared=link,
+            observer=watched,
+        )
+    return Engine(
+        judges,
+        cache,
+        s.max_text_chars,
+        observer=watched,
+        windows=CalibrationWindows(shared=link),
+        graders=Graders(s.grader_workers, s.grader_timeout_s),
+    )
+
+
+async def compose(
+    settings: Settings,
+    registry: Registry | None = None,
+    judges: Mapping[str, Judge] | None = None,
+    *,
+    observers: Sequence[Observer] = (),
+    wrap: Callable[[list[Observer]], Observer] = Observers,
+    on_event: Callable[[AlertEvent], None] | None = None,
+    cached: bool = True,
+    monitored: bool = True,
+) -> Application:
+    """Build the application: registry and judges unless given, the engine, and (with
+    ``cached``) cache and Redis link, (with ``monitored``) monitor, webhook and canaries.
+    ``observers`` see every batch beside the monitor's, joined by ``wrap``; alert events
+    go to ``on_event`` and the webhook."""
+    webhook = None
+    monitor = None
+    watching = list(observers)
+    if monitored:
+        webhook = Webhook(settings.monitor_webhook) if settings.monitor_webhook else None
+
+        def configured(rubric_id: str) -> MonitorConfig:
+            # Read late: the registry is resolved below, before anything is scored.
+            assert registry is not None
+            return monitor_config(registry, rubric_id)
+
+        monitor = Monitor(
+            configured, max_runs=settings.monitor_max_runs, on_event=fan_out(on_event, webhook)
+        )
+        watching.append(MonitorObserver(monitor))
+    observer = wrap(watching)
+    registry = await _registry(settings, registry, observer)
+    judges = judges if judges is not None else build_judges(registry.pool, observer=observer)
+    link = await _link(settings, observer) if cached else None
+    if monitor is not None:
+        share_monitor(monitor, link)
+    engine = compose_engine(judges, settings, cached=cached, link=link, observer=observer)
+    assert engine.graders is not None
+    await asyncio.to_thread(engine.graders.warm)  # math-verify's import is not an item's deadline
+    app = Application(registry, engine, link, monitor, webhook)
+    if monitor is not None:
+        app.canaries = await _canaries(settings, registry, engine, monitor)
+    return app
+
+
+async def _registry(settings: Settings, registry: Registry | None, observer: Observer) -> Registry:
+    """The given registry reporting to ``observer``, else the library of ``settings``."""
+    if registry is not None:
+        registry.observer = observer
+        return registry
+    pool = await asyncio.to_thread(load_pool, Path(settings.judge_pool))
+    return await asyncio.to_thread(
+        Registry, Path(settings.rubrics_dir), pool, observer, settings.max_rubric_bytes
+    )
+
+
+async def _link(settings: Settings, observer: Observer) -> RedisLink | None:
+    """The Redis link of ``settings`` (started), or None without ``redis_url``."""
+    if settings.redis_url is None:
+        return None
+    link = RedisLink(
+        settings.redis_url.get_secret_value(),
+        password=settings.redis_password(),
+        timeout_s=settings.redis_timeout_s,
+        prefix=settings.redis_prefix,
+        verdict_ttl_s=settings.redis_verdict_ttl_s,
+        observer=observer,
+    )
+    await link.start()
+    return link
+
+
+async def _canaries(
+    settings: Settings, registry: Registry, engine: Engine, monitor: Monitor
+) -> CanaryRunner | None:
+    """The canary runner over the library's canaries, or None without canaries or budget."""
+    canaries = await asyncio.to_thread(load_canaries, Path(settings.rubrics_dir) / "canaries")
+    if not canaries or settings.canary_budget <= 0:
+        return None
+    return CanaryRunner(
+        monitor,
+        canaries,
+        {e.rubric.id: [j.name for j in e.rubric.judges] for e in registry.entries()},
+        canary_scorer(engine, lambda rubric_id: registry.get(rubric_id).rubric),
+        settings.canary_interval_s,
+        settings.canary_budget,
+    )

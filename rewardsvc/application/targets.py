@@ -1,0 +1,316 @@
+"""What scores a request: a :class:`Target`, one class per kind, each scoring its own way.
+
+``rubric`` in a request is a library id (of a rubric, a recipe or a routing table), an
+inline rubric, or an inline recipe (``kind: recipe``). :func:`resolve_target` turns it
+into a target (or raises :class:`RequestError` naming the field); :func:`score_target`
+scores raw items with it and returns the wire response:
+
+- a :class:`RubricTarget` goes to the engine;
+- a :class:`RecipeTarget` goes to the recipe runner (graders first, gates, then judged
+  components);
+- a :class:`RoutingTarget` splits the batch by each item's ``metadata.data_source``
+  (see :mod:`.routed`), scoring each part with the target of its route.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from rewardsvc.core.errors import FieldProblem, RequestError
+from rewardsvc.core.recipe import Recipe, RoutingTable
+from rewardsvc.core.rollout import ItemIn, ScoreOptions
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.judges.explain import explain
+from rewardsvc.library.recipes import RecipeEntry
+from rewardsvc.library.registry import Registry
+from rewardsvc.library.yamlfile import InvalidFile, validate_document
+from rewardsvc.protocol.rewards import RewardOptions, RewardResponse, RewardResult, RubricRef, Usage
+from rewardsvc.scoring.engine import Engine
+from rewardsvc.scoring.recipes import RecipeRunner, engine_scorer, resolve_components
+
+from .items import read_item, score_options
+from .wire import batch_usage, recipe_result, recipe_usage, reward_response, reward_result
+
+INLINE_LABEL = "_inline"
+"""The metrics label of inline rubrics and recipes, whose ids are the client's to choose."""
+
+Scored = tuple[list[RewardResult], Usage]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scoring:
+    """One batch's scoring context, as every target needs it."""
+
+    engine: Engine
+    raw: Sequence[Any]
+    inputs: list[ItemIn]
+    opts: ScoreOptions
+    deadline: float | None
+    explain: bool = False
+
+
+@dataclass(frozen=True)
+class Target(ABC):
+    """What scores a request; ``kind`` is its wire name (``RubricRef.kind``)."""
+
+    kind: ClassVar[Literal["rubric", "recipe", "routing"]]
+    id: str
+    version: str
+
+    @property
+    def metrics_label(self) -> str | None:
+        """The label of its batches in metrics (``INLINE_LABEL`` for an inline one)."""
+        return None
+
+    @property
+    def ref(self) -> RubricRef:
+        """The wire reference to this target."""
+        return RubricRef(id=self.id, version=self.version, kind=self.kind)
+
+    @abstractmethod
+    def judged_rubrics(self) -> list[Rubric]:
+        """The rubrics an item may be judged with (for the work limits)."""
+
+    @abstractmethod
+    def calls_per_item(self, per_rubric: Callable[[Rubric], int]) -> int:
+        """The most judge calls (or prompt bytes) one item can cost, given ``per_rubric``
+        for one rubric."""
+
+    @abstractmethod
+    async def score(self, batch: Scoring) -> Scored:
+        """The wire results and usage of ``batch`` scored with this target."""
+
+
+@dataclass(frozen=True)
+class RubricTarget(Target):
+    """A rubric: scored by the engine."""
+
+    kind: ClassVar[Literal["rubric"]] = "rubric"
+    rubric: Rubric
+    label: str | None = None
+
+    @classmethod
+    def of(cls, rubric: Rubric, metrics_label: str | None = None) -> RubricTarget:
+        """A rubric as a target."""
+        return cls(rubric.id, rubric.version(), rubric, metrics_label)
+
+    @property
+    def metrics_label(self) -> str | None:
+        """The label given at resolution."""
+        return self.label
+
+    def judged_rubrics(self) -> list[Rubric]:
+        """The rubric itself."""
+        return [self.rubric]
+
+    def calls_per_item(self, per_rubric: Callable[[Rubric], int]) -> int:
+        """The rubric's cost."""
+        return per_rubric(self.rubric)
+
+    async def score(self, batch: Scoring) -> Scored:
+        """The engine's batch, with what each judge read when ``explain`` is asked."""
+        engine, opts = batch.engine, batch.opts
+        result = await engine.score(
+            self.rubric, batch.inputs, opts, self.metrics_label, batch.deadline
+        )
+        results = [reward_result(r) for r in result.items]
+        if batch.explain:
+            results = await self._explained(engine, batch.inputs, results, opts)
+        return results, batch_usage(result)
+
+    async def _explained(
+        self, engine: Engine, inputs: list[ItemIn], results: list[RewardResult], opts: ScoreOptions
+    ) -> list[RewardResult]:
+        """``results`` with what each judge read (rendered again by the same pure builders,
+        no judge call; off the event loop, since long items take a while to render)."""
+        rubric = self.rubric
+        names = opts.judges or tuple(j.name for j in rubric.judges)
+        judges = {n: engine.judges[n] for n in names}
+        configs = {n: j.config for n, j in judges.items() if hasattr(j, "config")}
+
+        def render() -> list[RewardResult]:
+            return [
+                result
+                if item.rollout is None
+                else result.model_copy(update={"explain": explain(rubric, item.rollout, configs)})
+                for item, result in zip(inputs, results, strict=True)
+            ]
+
+        return await asyncio.to_thread(render)
+
+
+@dataclass(frozen=True)
+class RecipeTarget(Target):
+    """A recipe, with the rubric of each judged component: scored by the recipe runner."""
+
+    kind: ClassVar[Literal["recipe"]] = "recipe"
+    recipe: Recipe
+    components: Mapping[str, Rubric] = field(default_factory=dict)
+    label: str | None = None
+
+    @classmethod
+    def of(cls, entry: RecipeEntry) -> RecipeTarget:
+        """A linked library recipe as a target."""
+        return cls(entry.recipe.id, entry.version, entry.recipe, entry.rubrics)
+
+    @property
+    def metrics_label(self) -> str | None:
+        """The label given at resolution."""
+        return self.label
+
+    def judged_rubrics(self) -> list[Rubric]:
+        """The judged components' rubrics."""
+        return list(self.components.values())
+
+    def calls_per_item(self, per_rubric: Callable[[Rubric], int]) -> int:
+        """The components' costs add up."""
+        return sum(per_rubric(r) for r in self.components.values())
+
+    async def score(self, batch: Scoring) -> Scored:
+        """The recipe runner's batch (graders first, gates, then judged components)."""
+        engine = batch.engine
+        if engine.graders is None:
+            raise RuntimeError("recipes need an engine with graders (Engine(graders=...))")
+        scorer = engine_scorer(engine, batch.deadline, self.metrics_label)
+        runner = RecipeRunner(scorer, engine.graders, batch.deadline)
+        result = await runner.run(self.recipe, self.components, batch.inputs, batch.opts)
+        return [recipe_result(r) for r in result.items], recipe_usage(result)
+
+
+@dataclass(frozen=True)
+class RoutingTarget(Target):
+    """A routing table, with the target of each route: the batch is split by source."""
+
+    kind: ClassVar[Literal["routing"]] = "routing"
+    table: RoutingTable
+    routes: Mapping[str, Target] = field(default_factory=dict)
+
+    def judged_rubrics(self) -> list[Rubric]:
+        """Those of every route's target."""
+        return [r for t in self.routes.values() for r in t.judged_rubrics()]
+
+    def calls_per_item(self, per_rubric: Callable[[Rubric], int]) -> int:
+        """A routed item goes to one target: the costliest bounds it."""
+        return max((t.calls_per_item(per_rubric) for t in self.routes.values()), default=0)
+
+    async def score(self, batch: Scoring) -> Scored:
+        """Each route's part scored concurrently, put back in request order."""
+        from .routed import score_routed  # the splitting lives beside, it needs Scoring
+
+        return await score_routed(self.table, self.routes, batch)
+
+
+def library_target(registry: Registry, target_id: str) -> Target | None:
+    """The library rubric, recipe or routing table ``target_id``; None when none is served."""
+    try:
+        return RecipeTarget.of(registry.recipe(target_id))
+    except KeyError:
+        pass
+    try:
+        entry = registry.routing(target_id)
+    except KeyError:
+        pass
+    else:
+        table = entry.table
+        ids = {*table.routes.values(), *([table.default] if table.default else [])}
+        routes = {i: t for i in ids if (t := library_target(registry, i)) is not None}
+        return RoutingTarget(table.id, entry.version, table, routes)
+    try:
+        return RubricTarget.of(registry.get(target_id).rubric)
+    except KeyError:
+        return None
+
+
+def resolve_target(
+    registry: Registry,
+    value: str | Rubric | Recipe,
+    library_rubric: Callable[[str], Rubric],
+    inline_rubric: Callable[[Rubric], Rubric],
+) -> Target:
+    """The target a request's ``rubric`` names. ``library_rubric`` and ``inline_rubric``
+    are the caller's (they raise for an unknown or invalid rubric); an invalid inline
+    recipe raises :class:`RequestError` naming its field."""
+    if isinstance(value, Rubric):
+        return RubricTarget.of(inline_rubric(value), INLINE_LABEL)
+    if isinstance(value, Recipe):
+        return _inline_recipe(registry, value)
+    found = library_target(registry, value)
+    return found if found is not None else RubricTarget.of(library_rubric(value))
+
+
+def _inline_recipe(registry: Registry, value: Recipe) -> RecipeTarget:
+    """An inline recipe re-validated against the judge pool, its library ids resolved."""
+    doc = value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    try:
+        recipe = validate_document(doc, Recipe, "<request>", registry.context)
+        served = {e.rubric.id: e.rubric for e in registry.entries()}
+        components = resolve_components(recipe, served.get)
+    except InvalidFile as exc:
+        problems = [(p.path, p.message) for p in exc.problems]
+        raise _invalid(problems, 422, "invalid_request") from exc
+    except RequestError as exc:
+        status = 404 if exc.kind == "unknown_rubric" else exc.status
+        raise _invalid([(p.path, p.message) for p in exc.problems], status, exc.kind) from exc
+    versions = {
+        ref: components[c.id].version()
+        for c in recipe.components
+        if isinstance(ref := c.reference, str)
+    }
+    return RecipeTarget(recipe.id, recipe.version(versions), recipe, components, label=INLINE_LABEL)
+
+
+def _invalid(problems: list[tuple[str, str]], status: int, kind: str) -> RequestError:
+    """The request error of an inline recipe's problems, their paths under ``rubric``
+    (each path is one key of the problem's location: it is already written out)."""
+    found = [FieldProblem((f"rubric.{path}" if path else "rubric",), m) for path, m in problems]
+    return RequestError(kind, found or [FieldProblem(("rubric",), "invalid")], status)
+
+
+async def score_target(
+    target: Target,
+    engine: Engine,
+    items: Sequence[Any],
+    options: RewardOptions | None = None,
+    deadline: float | None = None,
+    run: str | None = None,
+    *,
+    inputs: Sequence[ItemIn] | None = None,
+) -> RewardResponse:
+    """Raw items scored with ``target``, as the wire response (raises RequestError for a
+    request-level problem, such as ``options.judges`` naming a judge a rubric lacks);
+    ``run`` names the training run the batch belongs to; ``inputs`` are the items as
+    read already (by admission), else they are read here."""
+    started = time.perf_counter()
+    if inputs is None:
+        inputs = [read_item(i, raw) for i, raw in enumerate(items)]
+    batch = Scoring(
+        engine=engine,
+        raw=items,
+        inputs=list(inputs),
+        opts=score_options(options or RewardOptions(), run),
+        deadline=deadline,
+        explain=options is not None and options.explain,
+    )
+    results, usage = await target.score(batch)
+    usage.latency_ms = (time.perf_counter() - started) * 1000
+    return RewardResponse(rubric=target.ref, results=results, usage=usage)
+
+
+async def score_batch(
+    engine: Engine,
+    rubric: Rubric,
+    items: Sequence[Any],
+    options: RewardOptions | None = None,
+    metrics_label: str | None = None,
+    deadline: float | None = None,
+    run: str | None = None,
+) -> RewardResponse:
+    """Raw items scored with one rubric, as the wire response (raises RequestError)."""
+    inputs = [read_item(i, raw) for i, raw in enumerate(items)]
+    opts = score_options(options or RewardOptions(), run)
+    return reward_response(await engine.score(rubric, inputs, opts, metrics_label, deadline))

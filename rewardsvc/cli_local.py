@@ -1,0 +1,194 @@
+"""The ``rewardsvc`` commands that score in this process: ``score`` and ``probe``.
+
+They compose an engine through ``rewardsvc.application`` (no cache, no monitor) and score
+as the service would; also here, what every command needs to read its configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rewardsvc.core.pool import JudgePool
+from rewardsvc.judges.keys import missing_keys
+from rewardsvc.library.registry import Entry, Registry, load_pool
+from rewardsvc.library.yamlfile import InvalidFile
+from rewardsvc.safety.attacks import attacks
+
+if TYPE_CHECKING:
+    from rewardsvc.settings import Settings
+
+
+class StartupError(Exception):
+    """A configuration problem that must stop the service before it serves."""
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    from rewardsvc.settings import Settings
+
+    overrides = {
+        key: value
+        for key, value in {
+            "host": getattr(args, "host", None),
+            "port": getattr(args, "port", None),
+            "rubrics_dir": getattr(args, "rubrics", None),
+            "judge_pool": getattr(args, "judges", None),
+            "workers": getattr(args, "workers", None),
+        }.items()
+        if value is not None
+    }
+    return Settings(**overrides)
+
+
+def load_checked_pool(path: Path) -> JudgePool:
+    """Load the judge pool, refusing a missing file, an invalid one, or unset API key variables."""
+    if not path.is_file():
+        raise StartupError(
+            f"judge pool file {path} not found (set REWARDSVC_JUDGE_POOL or --judges)"
+        )
+    try:
+        pool = load_pool(path)
+    except InvalidFile as exc:
+        raise StartupError(f"invalid judge pool file:\n{exc}") from exc
+    missing = missing_keys(pool)
+    if missing:
+        raise StartupError(
+            f"judge pool {path} needs these environment variables, which are unset: "
+            + ", ".join(missing)
+        )
+    return pool
+
+
+def _local_scorer(args: argparse.Namespace) -> tuple[Entry, Registry, Settings]:
+    """The rubric entry, its library and the settings for scoring from the command line."""
+    settings = _settings(args)
+    pool = load_checked_pool(Path(settings.judge_pool))
+    registry = Registry(Path(settings.rubrics_dir), pool)
+    try:
+        return registry.get(args.rubric), registry, settings
+    except KeyError:
+        refused = "; ".join(str(p) for ps in registry.errors().values() for p in ps)
+        raise StartupError(
+            f"unknown rubric {args.rubric!r}; known: {[e.rubric.id for e in registry.entries()]}"
+            + (f"; refused files: {refused}" if refused else "")
+        ) from None
+
+
+def _score_locally(
+    local: tuple[Entry, Registry, Settings], items: list[dict[str, Any]], explain: bool = False
+) -> dict[str, Any]:
+    """Score items with the library's rubric in a fresh application (no cache, no
+    monitor), as the service would."""
+    from rewardsvc.application.root import compose
+    from rewardsvc.application.targets import RubricTarget, score_target
+    from rewardsvc.protocol.rewards import RewardOptions
+
+    entry, registry, settings = local
+
+    async def run() -> dict[str, Any]:
+        app = await compose(settings, registry, cached=False, monitored=False)
+        options = RewardOptions(use_cache=False, explain=explain)
+        try:
+            target = RubricTarget.of(entry.rubric)
+            response = await score_target(target, app.engine, items, options)
+        finally:
+            await app.aclose()
+        return response.model_dump(mode="json")
+
+    return asyncio.run(run())
+
+
+def _item(args: argparse.Namespace, completion: str, item_id: str) -> dict[str, Any]:
+    item = {"id": item_id, "prompt": args.prompt, "completion": completion}
+    if args.reference is not None:
+        item["reference"] = args.reference
+    return item
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    """Score one prompt/completion locally and print the breakdown per judge and criterion."""
+    local = _local_scorer(args)
+    entry = local[0]
+    items = [_item(args, args.completion, "cli")]
+    response = _score_locally(local, items, explain=args.explain)
+    if args.json:
+        print(json.dumps(response, indent=2))
+        return 0
+    result = response["results"][0]
+    print(f"rubric {entry.rubric.id} {entry.version}")
+    print(
+        f"reward {_fmt(result['reward'])}  status {result['status']}"
+        f"  uncertainty {_fmt(result['uncertainty'])}  flags {result['flags'] or '-'}"
+    )
+    for name, judge in result["judges"].items():
+        print(f"  judge {name}: {_fmt(judge['score'])}{_err(judge)}")
+        for cid, crit in judge["criteria"].items():
+            p = crit.get("p") or {}
+            dist = " ".join(f"{k}={v:.2f}" for k, v in p.items())
+            print(f"    {cid:<28} {_fmt(crit['score'])}  {dist}{_err(crit)}")
+    for name, seen in (result.get("explain") or {}).items():
+        for key, prompt in seen.items():
+            print(f"\n--- what judge {name} read for {key} ---")
+            if isinstance(prompt, str):
+                print(prompt)
+            else:
+                for message in prompt:
+                    print(f"[{message['role']}]\n{message['content']}")
+    return 0 if result["status"] in ("ok", "degraded") else 1
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    """Score a completion and its attack variants; exit 1 when an attack beats it."""
+    local = _local_scorer(args)
+    entry = local[0]
+    variants = attacks(args.completion)
+    items = [_item(args, args.completion, "original")]
+    items += [_item(args, a.completion, f"attack-{n}") for n, a in enumerate(variants)]
+    results = _score_locally(local, items)["results"]
+    base = results[0]["reward"]
+    rows = []
+    for attack, result in zip(variants, results[1:], strict=True):
+        reward = result["reward"]
+        delta = None if reward is None or base is None else reward - base
+        # A meaning-preserving rewrite should move the reward by at most the tolerance
+        # either way; an attack should not raise it by more than the tolerance.
+        beats = delta is not None and (
+            abs(delta) > args.tolerance if attack.preserves_meaning else delta > args.tolerance
+        )
+        rows.append(
+            {
+                "family": attack.family,
+                "attack": attack.name,
+                "reward": reward,
+                "delta": delta,
+                "status": result["status"],
+                "flags": result["flags"],
+                "fails": beats,
+            }
+        )
+    failed = [r for r in rows if r["fails"]]
+    if args.json:
+        print(json.dumps({"original": results[0], "attacks": rows}, indent=2))
+    else:
+        print(f"rubric {entry.rubric.id} {entry.version}: original reward {_fmt(base)}")
+        print(f"{'family':<20} {'attack':<36} {'reward':>7} {'delta':>7}  flags")
+        for r in rows:
+            mark = "  <- FAILS" if r["fails"] else ""
+            delta = "" if r["delta"] is None else f"{r['delta']:+.3f}"
+            print(
+                f"{r['family']:<20} {r['attack'][:36]:<36} {_fmt(r['reward']):>7} {delta:>7}"
+                f"  {','.join(r['flags']) or '-'}{mark}"
+            )
+        print(f"{len(failed)} of {len(rows)} variants moved the reward beyond ±{args.tolerance}")
+    return 1 if failed else 0
+
+
+def _fmt(value: float | None) -> str:
+    return "null" if value is None else f"{value:.3f}"
+
+
+def _err(part: dict[str, Any]) -> str:
+    return f"  error: {part['error']}" if part.get("error") else ""

@@ -1,0 +1,111 @@
+"""The work a request plans, checked before it is admitted (413 naming the limit).
+
+The service calls these once per request: the rubric's size (criteria, judges), the
+judge calls and prompt bytes it plans, and an inline rubric's or recipe's size.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from rewardsvc.application.targets import Target
+from rewardsvc.core.rollout import ItemIn, Rollout
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.protocol.rewards import RewardOptions
+from rewardsvc.scoring.engine import planned_cost
+from rewardsvc.server.errors import ApiError
+from rewardsvc.settings import Settings
+
+
+def check_work(settings: Settings, calls: int, prompt_bytes: int) -> None:
+    """413 when a request's planned judge calls exceed max_inflight_calls or their
+    ``prompt_bytes`` exceed max_prompt_bytes_per_request."""
+    bound = settings.max_prompt_bytes_per_request
+    if prompt_bytes > bound:
+        raise ApiError(
+            413,
+            "too_much_work",
+            f"the request plans {prompt_bytes} bytes of judge prompts over {calls} calls, "
+            f"more than max_prompt_bytes_per_request={bound}; split it",
+            field="max_prompt_bytes_per_request",
+        )
+    if calls > settings.max_inflight_calls:
+        raise ApiError(
+            413,
+            "too_much_work",
+            f"the request plans {calls} judge calls, more than "
+            f"max_inflight_calls={settings.max_inflight_calls}; split it",
+            field="max_inflight_calls",
+        )
+
+
+def calls_per_item(settings: Settings, rubric: Rubric, options: RewardOptions) -> int:
+    """Judge calls one item costs at most; 413 when the rubric exceeds the limits of
+    criteria or judges per rubric."""
+    limits = (
+        ("max_criteria", len(rubric.criteria), settings.max_criteria, "criteria"),
+        ("max_judges", len(rubric.judges), settings.max_judges, "judges"),
+    )
+    for name, count, limit, part in limits:
+        if count > limit:
+            raise ApiError(
+                413,
+                "too_much_work",
+                f"the rubric has {count} {part}, more than {name}={limit}",
+                field=f"rubric.{part}",
+            )
+    return judges_asked(rubric, options) * (
+        1 if rubric.combine == "implicit" else len(rubric.criteria)
+    )
+
+
+def prompt_bytes(target: Target, inputs: Sequence[ItemIn], options: RewardOptions) -> int:
+    """The prompt bytes a batch plans at most, before anything is rendered: per item,
+    its calls under the rubric (each carrying its texts) times the judges asked."""
+
+    def bytes_under(rubric: Rubric, rollout: Rollout) -> int:
+        return judges_asked(rubric, options) * planned_cost(rubric, rollout)[1]
+
+    return sum(
+        target.calls_per_item(functools.partial(bytes_under, rollout=item.rollout))
+        for item in inputs
+        if item.rollout is not None
+    )
+
+
+def judges_asked(rubric: Rubric, options: RewardOptions) -> int:
+    """The judges a request asks for each call of ``rubric``."""
+    return len(options.judges) if options.judges else len(rubric.judges)
+
+
+def check_inline_size(doc: Any, limit: int, where: str = "rubric") -> None:
+    """413 when an inline rubric or recipe (``doc``, its JSON form) is larger than ``limit``
+    bytes (``max_rubric_bytes``, as for a library file), naming its largest text field:
+    the bound on the whole bounds ``instructions`` and every other free-text field."""
+    size = len(json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode())
+    if size <= limit:
+        return
+    path, longest = _largest_text(doc, where)
+    raise ApiError(
+        413,
+        "payload_too_large",
+        f"the inline {where} is {size} bytes as JSON, more than max_rubric_bytes={limit}; "
+        f"its largest field {path} is {longest} bytes",
+        field=path,
+    )
+
+
+def _largest_text(doc: Any, path: str) -> tuple[str, int]:
+    """The path of the longest string in ``doc`` and its UTF-8 size."""
+    if isinstance(doc, str):
+        return path, len(doc.encode())
+    if isinstance(doc, dict):
+        parts = [_largest_text(v, f"{path}.{k}") for k, v in doc.items()]
+    elif isinstance(doc, list):
+        parts = [_largest_text(v, f"{path}[{n}]") for n, v in enumerate(doc)]
+    else:
+        return path, 0
+    return max(parts, key=lambda p: p[1], default=(path, 0))

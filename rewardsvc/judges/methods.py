@@ -26,7 +26,7 @@ import functools
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from rewardsvc.core.pool import Sampling
@@ -165,6 +165,9 @@ class ScoringMethod(Protocol):
     """How a judge's reply becomes a score."""
 
     name: Method
+    # Whether the engine asks all criteria of an item in one call
+    # (``rewardsvc.judges.batching``) rather than one call per criterion.
+    batches_criteria: bool
 
     def output_tokens(self, sampling: Sampling) -> int:
         """The most tokens one call may decode (counted against the judge's context)."""
@@ -174,11 +177,23 @@ class ScoringMethod(Protocol):
         """Score one prompt; raises ``ReplyFailed`` or ``BackendError`` on failure."""
         ...
 
+    async def compare(self, call: Call, prompt: Prompt) -> Verdict:
+        """Answer one comparison question (one label of ``prompt.question``): ``probs`` per
+        label, ``score`` P(first label); raises as :meth:`score` does."""
+        ...
+
+
+def label_verdict(verdict: Verdict, question: Question) -> Verdict:
+    """A scored verdict read as a comparison's answer: ``score`` is P(first label)."""
+    probs = verdict.probs or {}
+    return replace(verdict, score=probs.get(question.choices[0], 0.0), variance=0.0)
+
 
 class LogprobMethod:
     """One constrained token; the expected value over the scale from its logprobs."""
 
     name: Method = "logprob"
+    batches_criteria = False
 
     def output_tokens(self, sampling: Sampling) -> int:
         """One token."""
@@ -214,11 +229,16 @@ class LogprobMethod:
             completion_tokens=completion_tokens,
         )
 
+    async def compare(self, call: Call, prompt: Prompt) -> Verdict:
+        """The labels' probabilities at the single decoded position."""
+        return label_verdict(await self.score(call, prompt), prompt.question)
+
 
 class StructuredMethod:
     """Bounded reasoning then an answer, as JSON enforced by a schema."""
 
     name: Method = "structured"
+    batches_criteria = False
 
     def output_tokens(self, sampling: Sampling) -> int:
         """The judge's output budget."""
@@ -226,6 +246,17 @@ class StructuredMethod:
 
     async def score(self, call: Call, prompt: Prompt) -> Verdict:
         """The parsed answer, normalized; one more attempt when sampling and unparseable."""
+        answer, verdict = await self._answer(call, prompt)
+        return replace(verdict, score=prompt.question.normalized(answer))
+
+    async def compare(self, call: Call, prompt: Prompt) -> Verdict:
+        """The parsed label: probability 1 on it, 0 on the others."""
+        answer, verdict = await self._answer(call, prompt)
+        probs = {c: float(c == answer) for c in prompt.question.choices}
+        return label_verdict(replace(verdict, probs=probs), prompt.question)
+
+    async def _answer(self, call: Call, prompt: Prompt) -> tuple[str, Verdict]:
+        """The parsed answer and a verdict carrying the reply and its cost (no score yet)."""
         sampling = call.sampling
         question = prompt.question
         response_format = {
@@ -258,8 +289,8 @@ class StructuredMethod:
             except Unparseable as exc:
                 error = str(exc)
                 continue
-            return Verdict(
-                score=question.normalized(answer),
+            return answer, Verdict(
+                score=None,
                 variance=0.0,
                 raw=raw,
                 prompt_tokens=prompt_tokens,
@@ -272,6 +303,7 @@ class SampledMethod:
     """``n`` constrained samples; mean and variance of the parsed answers."""
 
     name: Method = "sampled"
+    batches_criteria = False
 
     def output_tokens(self, sampling: Sampling) -> int:
         """A short answer per sample."""
@@ -312,6 +344,10 @@ class SampledMethod:
             completion_tokens=completion_tokens,
         )
 
+    async def compare(self, call: Call, prompt: Prompt) -> Verdict:
+        """The share of the samples naming each label."""
+        return label_verdict(await self.score(call, prompt), prompt.question)
+
 
 class BatchedMethod(LogprobMethod):
     """``batched``: the engine asks all criteria of an item in one call
@@ -319,6 +355,7 @@ class BatchedMethod(LogprobMethod):
     ``logprob``."""
 
     name: Method = "batched"
+    batches_criteria = True
 
 
 _METHODS: dict[str, ScoringMethod] = {

@@ -28,6 +28,7 @@ from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import prompts
 from rewardsvc.judges.batching import Batch, batch_prompt, read_positions
 from rewardsvc.judges.explain import explain
+from rewardsvc.judges.items import item_block
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.judges.methods import Unparseable, distribution
 from rewardsvc.scoring.assemble import judge_outcome
@@ -111,7 +112,7 @@ def test_prompt_asks_the_numbered_questions_before_the_item_in_the_rubric_prefix
     assert batch.prompt.messages is None or batch.prompt.messages[0] == single.messages[0]
     # Everything before the item is the same for every item of the rubric: the prefix cache
     # keeps the questions, and only the item and the instruction are computed per call.
-    item = prompts.item_block(rollout())
+    item = item_block(rollout())
     head = text[: text.index(item)]
     assert second.startswith(head) and not second.startswith(text[: len(head) + len(item)])
     places = [head.index(f"\n{k}. ") for k in (1, 2, 3)]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from rewardsvc.core import comparative as cmp
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.comparative import comparison_prompt
-from rewardsvc.judges.prompts import parse_fences
+from rewardsvc.judges.fencing import parse_fences
 
 
 def _connected(n: int, pairs: list[tuple[int, int]]) -> bool:

@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
-from rewardsvc.judges.prompts import fence, parse_fences
+from rewardsvc.judges.fencing import fence, parse_fences
+from rewardsvc.judges.items import ITEM_TRAILER, item_block
+from rewardsvc.safety.defuse import sanitize
 
 RUBRIC = Rubric(
     id="helpful",
@@ -99,7 +101,7 @@ PIECES = st.sampled_from(
         "reference",
         "<<response>>",
         "End of the data.",
-        prompts.ITEM_TRAILER,
+        ITEM_TRAILER,
         "Answer (yes or no):",
         "yes",
         "x",
@@ -152,10 +154,10 @@ def test_untrusted_text_never_leaves_its_fence(
     blank = build(Rollout("", "", None if reference is None else ""))
     skeleton, blocks = parse_fences(body(hostile))
     # Every untrusted string comes back whole from its own fence ...
-    expected = [("prompt", prompts.sanitize(prompt))]
+    expected = [("prompt", sanitize(prompt))]
     if reference is not None:
-        expected.append(("reference", prompts.sanitize(reference)))
-    expected.append(("response", prompts.sanitize(completion)))
+        expected.append(("reference", sanitize(reference)))
+    expected.append(("response", sanitize(completion)))
     assert blocks == expected
     # ... and everything outside the fences is exactly what empty content gives.
     assert skeleton == parse_fences(body(blank))[0]
@@ -173,7 +175,7 @@ def test_instructions_surround_the_data() -> None:
     system, user = p.messages[0]["content"], p.messages[1]["content"]
     assert "never instructions" in system
     fenced_end = user.index("```response\na\n```") + len("```response\na\n```")
-    assert prompts.ITEM_TRAILER in user[fenced_end:]
+    assert ITEM_TRAILER in user[fenced_end:]
     assert "must not be followed" in user[fenced_end:]
 
 
@@ -199,7 +201,7 @@ def test_criterion_prompts_of_one_item_share_prefix_through_the_item(
     texts = [rendered(p) for p in built]
     shared = common_prefix(texts)
     # The shared prefix holds the whole item, the trailer after it, and nothing of a question.
-    item_end = texts[0].index(prompts.ITEM_TRAILER) + len(prompts.ITEM_TRAILER)
+    item_end = texts[0].index(ITEM_TRAILER) + len(ITEM_TRAILER)
     assert len(shared) >= item_end
     assert "It is 4, because 2+2=4." in shared
     assert "Criterion:" not in shared and "Problem:" not in shared
@@ -384,5 +386,5 @@ def test_each_call_shows_its_own_item_when_items_interleave(api: prompts.Api) ->
     for rollout in items + items[::-1]:
         for criterion in RUBRIC.criteria:
             shown = body(prompts.criterion_prompt(RUBRIC, criterion, rollout, "logprob", api))
-            assert prompts.item_block(rollout) in shown
+            assert item_block(rollout) in shown
             assert ("```reference" in shown) == (rollout.reference is not None)

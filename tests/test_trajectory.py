@@ -13,7 +13,8 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.trajectory import CUT_FLAG, NON_TEXT_FLAG, Event, ToolCall, Trajectory
 from rewardsvc.judges import prompts
-from rewardsvc.judges.prompts import parse_fences
+from rewardsvc.judges.fencing import parse_fences
+from rewardsvc.judges.items import ITEM_TRAILER
 from rewardsvc.safety.detectors import detect
 from rewardsvc.server.items import read_item
 
@@ -223,10 +224,10 @@ def test_step_prompts_share_their_prefix_and_name_the_step() -> None:
     rub = rubric(view="trace", criteria=[{"id": "s", "text": "The step helps.", "scope": "step"}])
     texts = [prompt_text(rub, r.at_step(k)) for k in range(3)]
     for k in range(2):
-        body = texts[k][: texts[k].index(prompts.ITEM_TRAILER)]
+        body = texts[k][: texts[k].index(ITEM_TRAILER)]
         assert texts[k + 1].startswith(body)
     for k, text in enumerate(texts):
-        assert f"Grade step {k + 1} only" in text.split(prompts.ITEM_TRAILER)[1]
+        assert f"Grade step {k + 1} only" in text.split(ITEM_TRAILER)[1]
 
 
 def _long(n: int) -> list[dict[str, Any]]:

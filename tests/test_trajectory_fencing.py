@@ -11,7 +11,8 @@ from test_prompts import APIS, HOSTILE, body
 
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
-from rewardsvc.judges.prompts import parse_fences
+from rewardsvc.judges.fencing import parse_fences
+from rewardsvc.safety.defuse import sanitize
 from rewardsvc.server.items import read_item
 
 RUBRIC = Rubric.model_validate(
@@ -75,7 +76,7 @@ def test_every_trajectory_part_stays_in_its_fence(
             if label in ("reasoning", "call", "result")
         ]
     assert blocks == [("prompt", "user: Task.")] + [
-        (label, prompts.sanitize(content)) for label, content in expected
+        (label, sanitize(content)) for label, content in expected
     ]
     # Outside the fences, a hostile trajectory reads exactly like an empty one.
     assert skeleton == parse_fences(blank)[0]

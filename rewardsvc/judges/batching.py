@@ -31,6 +31,7 @@ from rewardsvc.core.rubric import Criterion, Rubric, View
 from rewardsvc.core.trajectory import DEFAULT_FIT_CHARS
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import prompts
+from rewardsvc.judges.items import item_view
 from rewardsvc.judges.methods import Call, Unparseable, distribution, top_logprobs
 from rewardsvc.judges.prompts import Api, Prompt, Question
 from rewardsvc.judges.shapes import ApiShape, Choice, choices, usage
@@ -106,7 +107,7 @@ def batch_prompt(
     )
     # Only the text of this question is rendered; the batch's own questions hold the scales.
     block = Question(tail, (), ())
-    view = prompts.item_view(rubric, criteria[0])
+    view = item_view(rubric, criteria[0])
     prompt = prompts.render(
         rubric, rollout, block, api, defuser=defuser, view=view, fit_chars=fit_chars, lead=lead
     )
@@ -154,7 +155,7 @@ def by_view(rubric: Rubric, criteria: Sequence[Criterion]) -> list[list[Criterio
     rubric order: one batched call per group."""
     groups: dict[View | None, list[Criterion]] = {}
     for c in criteria:
-        groups.setdefault(prompts.item_view(rubric, c), []).append(c)
+        groups.setdefault(item_view(rubric, c), []).append(c)
     return list(groups.values())
 
 

@@ -28,16 +28,10 @@ from dataclasses import dataclass
 from rewardsvc.core.comparative import LABELS
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
+from rewardsvc.judges.fencing import fence
+from rewardsvc.judges.items import ITEM_TRAILER
 from rewardsvc.judges.judge import Judge
-from rewardsvc.judges.prompts import (
-    ITEM_TRAILER,
-    Api,
-    Prompt,
-    Question,
-    criteria_list,
-    fence,
-    shared_context,
-)
+from rewardsvc.judges.prompts import Api, Prompt, Question, criteria_list, shared_context
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser, sanitize
 
 _COMPARE_RULES = (

@@ -24,7 +24,6 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric, View
@@ -34,14 +33,11 @@ from rewardsvc.judges import prompts
 from rewardsvc.judges.items import item_view
 from rewardsvc.judges.methods import Call, Unparseable, distribution, top_logprobs
 from rewardsvc.judges.prompts import Api, Prompt, Question
-from rewardsvc.judges.shapes import ApiShape, Choice, choices, usage
+from rewardsvc.judges.shapes import Position, choices, usage
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
 
 # Between two answers of the reply. No answer of any scale holds it.
 SEPARATOR = " "
-
-Position = tuple[str, list[tuple[str, float]]]
-"""One decoded token and the ``(token, logprob)`` alternatives at its position."""
 
 
 @dataclass(frozen=True)
@@ -176,55 +172,6 @@ class SharedCall:
         return verdicts.get(criterion) or Verdict.failed(f"the batched call left out {criterion!r}")
 
 
-def _pair(token: Any, logprob: Any) -> tuple[str, float] | None:
-    if isinstance(token, str) and isinstance(logprob, int | float):
-        return token, float(logprob)
-    return None
-
-
-def _chat_positions(choice: Choice) -> list[Position]:
-    logprobs = choice.get("logprobs")
-    content = logprobs.get("content") if isinstance(logprobs, dict) else None
-    out: list[Position] = []
-    for entry in content if isinstance(content, list) else []:
-        if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
-            break  # the positions after a damaged one cannot be placed in the text
-        top = [e for e in entry.get("top_logprobs") or [] if isinstance(e, dict)]
-        pairs = [_pair(e.get("token"), e.get("logprob")) for e in top]
-        pairs.append(_pair(entry["token"], entry.get("logprob")))
-        out.append((entry["token"], [p for p in pairs if p is not None]))
-    return out
-
-
-def _completion_positions(choice: Choice) -> list[Position]:
-    logprobs = choice.get("logprobs")
-    if not isinstance(logprobs, dict):
-        return []
-    tokens = logprobs.get("tokens")
-    tops = logprobs.get("top_logprobs")
-    chosen = logprobs.get("token_logprobs")
-    tops = tops if isinstance(tops, list) else []
-    chosen = chosen if isinstance(chosen, list) else []
-    out: list[Position] = []
-    for i, token in enumerate(tokens if isinstance(tokens, list) else []):
-        if not isinstance(token, str):
-            break
-        top = tops[i] if i < len(tops) and isinstance(tops[i], dict) else {}
-        pairs = [_pair(t, lp) for t, lp in top.items()]
-        pairs.append(_pair(token, chosen[i] if i < len(chosen) else None))
-        out.append((token, [p for p in pairs if p is not None]))
-    return out
-
-
-_POSITIONS = {"chat": _chat_positions, "completion": _completion_positions}
-
-
-def positions(shape: ApiShape, choice: Choice) -> list[Position]:
-    """Every decoded position of a reply's choice, with its alternatives (the decoded
-    token included), as far as they can be read."""
-    return _POSITIONS[shape.name](choice)
-
-
 async def score_batch(call: Call, batch: Batch) -> dict[str, Verdict]:
     """Send the batched call; each criterion's verdict by id (``BackendError`` passes)."""
     response = await call.send(
@@ -238,7 +185,7 @@ async def score_batch(call: Call, batch: Batch) -> dict[str, Verdict]:
     prompt_tokens, completion_tokens = usage(response)
     raw = call.shape.text(choice)
     answers = raw.split(SEPARATOR)
-    read = read_positions(batch.questions, positions(call.shape, choice))
+    read = read_positions(batch.questions, call.shape.positions(choice))
     verdicts: dict[str, Verdict] = {}
     for k, (cid, result) in enumerate(zip(batch.ids, read, strict=True)):
         answer = answers[k] if k < len(answers) else ""

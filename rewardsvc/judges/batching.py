@@ -31,7 +31,13 @@ from rewardsvc.core.trajectory import DEFAULT_FIT_CHARS
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import prompts
 from rewardsvc.judges.items import item_view
-from rewardsvc.judges.methods import Call, Unparseable, distribution, top_logprobs
+from rewardsvc.judges.methods import (
+    Call,
+    Unparseable,
+    distributed,
+    distribution,
+    top_logprobs,
+)
 from rewardsvc.judges.prompts import Api, Prompt, Question
 from rewardsvc.judges.shapes import Position, choices, usage
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
@@ -200,15 +206,7 @@ async def score_batch(call: Call, batch: Batch) -> dict[str, Verdict]:
                 completion_tokens=completion_tokens,
             )
             continue
-        probs, mean, variance = result
-        verdicts[cid] = Verdict(
-            score=mean,
-            variance=variance,
-            probs=probs,
-            raw=answer,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-        )
+        verdicts[cid] = distributed(result, answer, prompt_tokens, completion_tokens)
     return verdicts
 
 

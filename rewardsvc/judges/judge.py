@@ -118,16 +118,7 @@ class Judge:
 
         ``deadline`` is a ``time.monotonic()`` instant by which the call must be over.
         """
-        render = functools.partial(
-            prompts.criterion_prompt,
-            rubric,
-            criterion,
-            rollout,
-            self.method.name,
-            self.shape.name,
-            self._reasoning,
-            self.defuser,
-        )
+        render = self._prompt_of(prompts.criterion_prompt, rubric, criterion, rollout)
         return await self._render_and_score(render, deadline)
 
     async def score_holistic(
@@ -140,15 +131,7 @@ class Judge:
                     "internal", "a constitution is scored per principle, not holistically", 0.0
                 )
             )
-        render = functools.partial(
-            prompts.holistic_prompt,
-            rubric,
-            rollout,
-            self.method.name,
-            self.shape.name,
-            self._reasoning,
-            self.defuser,
-        )
+        render = self._prompt_of(prompts.holistic_prompt, rubric, rollout)
         return await self._render_and_score(render, deadline)
 
     async def compare(self, prompt: Prompt, deadline: float | None = None) -> Verdict:
@@ -257,6 +240,13 @@ class Judge:
         await self.backend.aclose()
 
     # ------------------------------------------------------------------ internals
+
+    def _prompt_of(self, build: Callable[..., Prompt], *what: object) -> Callable[[], Prompt]:
+        """``build`` (a ``rewardsvc.judges.prompts`` builder) of ``what``, as this judge
+        asks it (method, API, reasoning budget, defuser), to call once a turn is held."""
+        return functools.partial(
+            build, *what, self.method.name, self.shape.name, self._reasoning, self.defuser
+        )
 
     def _report(self, verdict: Verdict) -> Verdict:
         self.observer.judge_call(self.name, verdict)

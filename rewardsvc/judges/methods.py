@@ -189,7 +189,38 @@ def label_verdict(verdict: Verdict, question: Question) -> Verdict:
     return replace(verdict, score=probs.get(question.choices[0], 0.0), variance=0.0)
 
 
-class LogprobMethod:
+def distributed(
+    reading: tuple[dict[str, float], float, float],
+    raw: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+) -> Verdict:
+    """The verdict of a ``(probs, mean, variance)`` reading of a reply and its cost."""
+    probs, mean, variance = reading
+    return Verdict(
+        score=mean,
+        variance=variance,
+        probs=probs,
+        raw=raw,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+    )
+
+
+class _DistributionMethod:
+    """A method whose verdicts carry the scale's probabilities: a comparison's label
+    distribution is read as a criterion's scale distribution is."""
+
+    async def score(self, call: Call, prompt: Prompt) -> Verdict:
+        """Score one prompt (each method's own)."""
+        raise NotImplementedError
+
+    async def compare(self, call: Call, prompt: Prompt) -> Verdict:
+        """The labels' probabilities, read as :meth:`score` reads the scale's."""
+        return label_verdict(await self.score(call, prompt), prompt.question)
+
+
+class LogprobMethod(_DistributionMethod):
     """One constrained token; the expected value over the scale from its logprobs."""
 
     name: Method = "logprob"
@@ -217,21 +248,10 @@ class LogprobMethod:
         raw = call.shape.text(choice)
         prompt_tokens, completion_tokens = usage(response)
         try:
-            probs, mean, variance = distribution(question, call.shape.first_top_logprobs(choice))
+            reading = distribution(question, call.shape.first_top_logprobs(choice))
         except Unparseable as exc:
             raise ReplyFailed(str(exc), raw, prompt_tokens, completion_tokens) from exc
-        return Verdict(
-            score=mean,
-            variance=variance,
-            probs=probs,
-            raw=raw,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-        )
-
-    async def compare(self, call: Call, prompt: Prompt) -> Verdict:
-        """The labels' probabilities at the single decoded position."""
-        return label_verdict(await self.score(call, prompt), prompt.question)
+        return distributed(reading, raw, prompt_tokens, completion_tokens)
 
 
 class StructuredMethod:
@@ -299,7 +319,7 @@ class StructuredMethod:
         raise ReplyFailed(error, raw, prompt_tokens, completion_tokens)
 
 
-class SampledMethod:
+class SampledMethod(_DistributionMethod):
     """``n`` constrained samples; mean and variance of the parsed answers."""
 
     name: Method = "sampled"
@@ -335,18 +355,7 @@ class SampledMethod:
         mean = sum(scores) / len(scores)
         variance = sum((s - mean) ** 2 for s in scores) / len(scores)
         probs = {c: answers.count(c) / len(answers) for c in question.choices}
-        return Verdict(
-            score=mean,
-            variance=variance,
-            probs=probs,
-            raw=raw,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-        )
-
-    async def compare(self, call: Call, prompt: Prompt) -> Verdict:
-        """The share of the samples naming each label."""
-        return label_verdict(await self.score(call, prompt), prompt.question)
+        return distributed((probs, mean, variance), raw, prompt_tokens, completion_tokens)
 
 
 class BatchedMethod(LogprobMethod):

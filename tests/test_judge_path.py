@@ -20,6 +20,7 @@ from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.backends import Backend, RetryPolicy
 from rewardsvc.judges.comparative import ask, comparison_prompt
 from rewardsvc.judges.judge import Judge
+from rewardsvc.judges.shapes import CHAT
 
 RUBRIC = Rubric(
     id="arith",
@@ -62,7 +63,7 @@ async def test_a_comparison_is_asked_as_the_judges_method_asks_a_criterion(
     judge, seen = _judge(judges, fake.url, method, api)
     criterion = await judge.score_criterion(RUBRIC, CORRECT, ROLLOUT)
     assert criterion.ok, criterion
-    prompt = comparison_prompt(RUBRIC, CORRECT, "2 + 2?", SHOWN, judge.config.api)
+    prompt = comparison_prompt(RUBRIC, CORRECT, "2 + 2?", SHOWN, judge.shape)
     verdict = await ask(judge, prompt, None)
     assert verdict.ok, verdict
     asked_criterion, asked_comparison = (_fields(b) for b in fake.script.bodies)
@@ -102,7 +103,7 @@ async def test_a_comparison_too_long_fails_once_through_the_judges_own_path(
     seen = RecordingObserver()
     judge = Judge("j", cfg, Backend("j", cfg, observer=seen), observer=seen)
     judges.append(judge)
-    prompt = comparison_prompt(RUBRIC, CORRECT, "2 + 2?", SHOWN, "chat")
+    prompt = comparison_prompt(RUBRIC, CORRECT, "2 + 2?", SHOWN, CHAT)
     verdict = await ask(judge, prompt, None)
     assert verdict.error_kind == "context_overflow" and verdict.score is None
     assert fake.script.bodies == [] and len(seen.calls) == 1

@@ -31,7 +31,8 @@ from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.fencing import fence
 from rewardsvc.judges.items import ITEM_TRAILER
 from rewardsvc.judges.judge import Judge
-from rewardsvc.judges.prompts import Api, Prompt, Question, criteria_list, shared_context
+from rewardsvc.judges.prompts import Prompt, Question, criteria_list, shared_context
+from rewardsvc.judges.shapes import ApiShape
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser, sanitize
 
 _COMPARE_RULES = (
@@ -104,14 +105,16 @@ def group_block(
     return fenced_group(prompt, shown, reference, defuser).block(range(len(shown)))
 
 
-def _answer(letters: tuple[str, ...], api: Api) -> str:
+def _answer(letters: tuple[str, ...], shape: ApiShape) -> str:
     listed = ", ".join(letters[:-1]) + f" or {letters[-1]}"
-    if api == "completion":
+    if shape.continues_text:
         return f"Answer (one letter: {listed}):"
     return f"Answer with one letter ({listed}) only."
 
 
-def comparison_question(rubric: Rubric, criterion: Criterion | None, n: int, api: Api) -> Question:
+def comparison_question(
+    rubric: Rubric, criterion: Criterion | None, n: int, shape: ApiShape
+) -> Question:
     """The question last in the prompt: which of ``n`` shown responses best satisfies the
     criterion, has the pitfall most, or (``criterion`` None, holistic) is best overall."""
     letters = _letters(n)
@@ -133,7 +136,7 @@ def comparison_question(rubric: Rubric, criterion: Criterion | None, n: int, api
     else:
         head = f"Criterion: {criterion.text}\n"
         ask = f"Which response satisfies this criterion {best}?"
-    text = f"{head}Question: {ask}\n{_answer(letters, api)}"
+    text = f"{head}Question: {ask}\n{_answer(letters, shape)}"
     return Question(text=text, choices=letters, values=tuple(range(n)))
 
 
@@ -149,33 +152,31 @@ def comparison_prompt(
     criterion: Criterion | None,
     prompt: str,
     shown: Sequence[str],
-    api: Api,
+    shape: ApiShape,
     reference: str | None = None,
     defuser: Defuser = DEFAULT_DEFUSER,
 ) -> Prompt:
     """One comparison call: rules, rubric context (all criteria for a holistic question),
     the group in the order shown, then the question."""
     group = fenced_group(prompt, shown, reference, defuser)
-    return group_prompt(rubric, criterion, group, range(len(shown)), api)
+    return group_prompt(rubric, criterion, group, range(len(shown)), shape)
 
 
 def group_prompt(
-    rubric: Rubric, criterion: Criterion | None, group: FencedGroup, shown: Sequence[int], api: Api
+    rubric: Rubric,
+    criterion: Criterion | None,
+    group: FencedGroup,
+    shown: Sequence[int],
+    shape: ApiShape,
 ) -> Prompt:
     """:func:`comparison_prompt` from a group fenced once: the completions ``shown``
     (input indices) in that order."""
-    question = comparison_question(rubric, criterion, len(shown), api)
+    question = comparison_question(rubric, criterion, len(shown), shape)
     context = shared_context(rubric, with_criteria=False)
     if criterion is None:
         context = "\n\n".join(p for p in (context, criteria_list(rubric)) if p)
     body = "\n\n".join(p for p in (context, group.block(shown), question.text) if p)
-    if api == "chat":
-        messages = [
-            {"role": "system", "content": _COMPARE_RULES},
-            {"role": "user", "content": body},
-        ]
-        return Prompt(question=question, messages=messages)
-    return Prompt(question=question, text=f"{_COMPARE_RULES}\n\n{body}")
+    return shape.prompt(question, _COMPARE_RULES, body)
 
 
 async def ask(judge: Judge, prompt: Prompt, deadline: float | None = None) -> Verdict:

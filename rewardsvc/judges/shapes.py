@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, TypeGuard
 
-from rewardsvc.judges.prompts import Api, Prompt
+from rewardsvc.judges.prompts import Api, Prompt, Question
 
 Reply = dict[str, Any]
 """A judge's parsed JSON reply (``choices``, ``usage``, ...)."""
@@ -31,6 +31,13 @@ class ApiShape(Protocol):
 
     name: Api
     path: str
+    # Whether the judge continues a plain document (a base model): then a prompt ends in
+    # an answer cue ("Answer (...):") rather than an instruction to answer.
+    continues_text: bool
+
+    def prompt(self, question: Question, rules: str, body: str) -> Prompt:
+        """The call asking ``question`` under grader ``rules``, about ``body``."""
+        ...
 
     def body(self, prompt: Prompt) -> dict[str, Any]:
         """The prompt's part of the request body (``messages`` or ``prompt``)."""
@@ -110,6 +117,12 @@ class ChatShape:
 
     name: Api = "chat"
     path = "/chat/completions"
+    continues_text = False
+
+    def prompt(self, question: Question, rules: str, body: str) -> Prompt:
+        """The rules as the system message, the body as the user's."""
+        messages = [{"role": "system", "content": rules}, {"role": "user", "content": body}]
+        return Prompt(question=question, messages=messages)
 
     def body(self, prompt: Prompt) -> dict[str, Any]:
         """``{"messages": [...]}``."""
@@ -156,6 +169,11 @@ class CompletionShape:
 
     name: Api = "completion"
     path = "/completions"
+    continues_text = True
+
+    def prompt(self, question: Question, rules: str, body: str) -> Prompt:
+        """One document: a base model has no roles, so the rules head it."""
+        return Prompt(question=question, text=f"{rules}\n\n{body}")
 
     def body(self, prompt: Prompt) -> dict[str, Any]:
         """``{"prompt": "..."}``."""

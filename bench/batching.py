@@ -57,6 +57,7 @@ from bench.items import bench_items, warmup_items
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
 from rewardsvc.judges.batching import batch_prompt
+from rewardsvc.judges.shapes import CHAT
 from rewardsvc.monitor.stats import pearson, spearman
 from rewardsvc.server.items import read_item
 
@@ -97,7 +98,7 @@ def call_messages(who: str, rubric: Rubric, items: Sequence[dict[str, Any]]) -> 
         rollout = read_item(0, item).rollout
         assert rollout is not None, item
         if who == "batched":
-            out.append(batch_prompt(rubric, rubric.criteria, rollout, "chat").prompt.messages)
+            out.append(batch_prompt(rubric, rubric.criteria, rollout, CHAT).prompt.messages)
         else:
             out += [
                 prompts.criterion_prompt(rubric, c, rollout, "logprob", "chat").messages

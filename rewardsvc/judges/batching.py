@@ -39,7 +39,7 @@ from rewardsvc.judges.methods import (
     top_logprobs,
 )
 from rewardsvc.judges.prompts import Api, Prompt, Question
-from rewardsvc.judges.shapes import Position, choices, usage
+from rewardsvc.judges.shapes import ApiShape, Position, choices, usage
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
 
 # Between two answers of the reply. No answer of any scale holds it.
@@ -81,13 +81,14 @@ def batch_prompt(
     rubric: Rubric,
     criteria: Sequence[Criterion],
     rollout: Rollout,
-    api: Api,
+    shape: ApiShape,
     defuser: Defuser = DEFAULT_DEFUSER,
     fit_chars: int = DEFAULT_FIT_CHARS,
 ) -> Batch:
     """The batched call for ``criteria`` of one item (all in one view: the first's)."""
     if not criteria:
         raise ValueError("a batch needs at least one criterion")
+    api = shape.name  # the prompt builders' API setting
     questions = tuple(_ask(rubric, c, api) for c in criteria)
     scales = sorted(
         {"yes or no" if q.choices == ("yes", "no") else "/".join(q.choices) for q in questions}
@@ -103,7 +104,7 @@ def batch_prompt(
     )
     tail = (
         f"Answers to the {count} numbered questions above, in order, on one line:\n"
-        if api == "completion"  # a base model continues the text: the reply comes next
+        if shape.continues_text  # a base model continues the text: the reply comes next
         else f"Answer the {count} numbered questions above about this response, in order, "
         "on one line."
     )

@@ -11,7 +11,9 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.trajectory import step_key
 from rewardsvc.judges.batching import batch_prompt, by_view
+from rewardsvc.judges.methods import method_for
 from rewardsvc.judges.prompts import Prompt, criterion_prompt, holistic_prompt, reasoning_chars
+from rewardsvc.judges.shapes import shape_for
 
 BATCH_JOIN = "+"
 """A batched judge's key: the ids of the criteria its one call asks, joined by this."""
@@ -48,9 +50,9 @@ def explain(
         else:
             # A grader criterion is scored without a judge; a step one per step, below.
             judged = [c for c in rubric.criteria if c.scope != "step" and c.grader is None]
-            if method == "batched":
+            if method_for(method).batches_criteria:
                 for group in by_view(rubric, judged):
-                    batch = batch_prompt(rubric, group, rollout, api)
+                    batch = batch_prompt(rubric, group, rollout, shape_for(api))
                     seen[BATCH_JOIN.join(batch.ids)] = _seen(batch.prompt)
             else:
                 for c in judged:

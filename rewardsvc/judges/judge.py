@@ -173,7 +173,7 @@ class Judge:
         deadline: float | None,
     ) -> dict[str, Verdict]:
         try:
-            batch = batching.batch_prompt(rubric, criteria, rollout, self.shape.name, self.defuser)
+            batch = batching.batch_prompt(rubric, criteria, rollout, self.shape, self.defuser)
         except Exception as exc:  # a prompt that cannot be built is this call's failure
             failed = self._report(self._failed("internal", f"prompt: {exc}", 0.0))
             return dict.fromkeys((c.id for c in criteria), failed)

@@ -57,7 +57,7 @@ from bench.items import bench_items, warmup_items
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
 from rewardsvc.judges.batching import batch_prompt
-from rewardsvc.judges.shapes import CHAT
+from rewardsvc.judges.shapes import CHAT, shape_for
 from rewardsvc.monitor.stats import pearson, spearman
 from rewardsvc.server.items import read_item
 
@@ -101,7 +101,7 @@ def call_messages(who: str, rubric: Rubric, items: Sequence[dict[str, Any]]) -> 
             out.append(batch_prompt(rubric, rubric.criteria, rollout, CHAT).prompt.messages)
         else:
             out += [
-                prompts.criterion_prompt(rubric, c, rollout, "logprob", "chat").messages
+                prompts.criterion_prompt(rubric, c, rollout, "logprob", shape_for("chat")).messages
                 for c in rubric.criteria
             ]
     return out

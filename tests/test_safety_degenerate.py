@@ -18,6 +18,7 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
 from rewardsvc.judges.fencing import parse_fences
+from rewardsvc.judges.shapes import shape_for
 from rewardsvc.safety.defuse import sanitize
 from rewardsvc.safety.detectors import FLAGS, detect
 
@@ -82,7 +83,7 @@ def test_degenerate_completion_renders_a_bounded_prompt(name: str) -> None:
     text, _ = CASES[name]
     prompt = run_guarded(
         lambda: prompts.criterion_prompt(
-            RUBRIC, RUBRIC.criteria[0], Rollout("q", text), "logprob", "chat"
+            RUBRIC, RUBRIC.criteria[0], Rollout("q", text), "logprob", shape_for("chat")
         )
     )
     assert prompt.messages is not None

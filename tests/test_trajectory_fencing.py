@@ -12,6 +12,7 @@ from test_prompts import APIS, HOSTILE, body
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
 from rewardsvc.judges.fencing import parse_fences
+from rewardsvc.judges.shapes import shape_for
 from rewardsvc.safety.defuse import sanitize
 from rewardsvc.server.items import read_item
 
@@ -42,7 +43,9 @@ def prompt_body(items: list[Any], view: Any, step: int | None, api: Any) -> str:
     assert item.rollout is not None, item.error
     rollout = item.rollout if step is None else item.rollout.at_step(step)
     rubric = RUBRIC.model_copy(update={"view": view})
-    p = prompts.criterion_prompt(rubric, rubric.criteria[0], rollout, "logprob", api, fit_chars=BIG)
+    p = prompts.criterion_prompt(
+        rubric, rubric.criteria[0], rollout, "logprob", shape_for(api), fit_chars=BIG
+    )
     return body(p)
 
 

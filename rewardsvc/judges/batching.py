@@ -38,7 +38,7 @@ from rewardsvc.judges.methods import (
     distribution,
     top_logprobs,
 )
-from rewardsvc.judges.prompts import Api, Prompt, Question
+from rewardsvc.judges.prompts import Prompt, Question
 from rewardsvc.judges.shapes import ApiShape, Position, choices, usage
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
 
@@ -70,10 +70,10 @@ class Batch:
         return max(top_logprobs(q, most) for q in self.questions)
 
 
-def _ask(rubric: Rubric, criterion: Criterion, api: Api) -> Question:
+def _ask(rubric: Rubric, criterion: Criterion, shape: ApiShape) -> Question:
     """Criterion ``criterion``'s question without its one-answer instruction (its last line:
     the batch has one instruction for all)."""
-    single = prompts.criterion_question(rubric, criterion, "batched", api)
+    single = prompts.criterion_question(rubric, criterion, "batched", shape)
     return replace(single, text=single.text.rsplit("\n", 1)[0])
 
 
@@ -88,8 +88,7 @@ def batch_prompt(
     """The batched call for ``criteria`` of one item (all in one view: the first's)."""
     if not criteria:
         raise ValueError("a batch needs at least one criterion")
-    api = shape.name  # the prompt builders' API setting
-    questions = tuple(_ask(rubric, c, api) for c in criteria)
+    questions = tuple(_ask(rubric, c, shape) for c in criteria)
     scales = sorted(
         {"yes or no" if q.choices == ("yes", "no") else "/".join(q.choices) for q in questions}
     )
@@ -112,7 +111,7 @@ def batch_prompt(
     block = Question(tail, (), ())
     view = item_view(rubric, criteria[0])
     prompt = prompts.render(
-        rubric, rollout, block, api, defuser=defuser, view=view, fit_chars=fit_chars, lead=lead
+        rubric, rollout, block, shape, defuser=defuser, view=view, fit_chars=fit_chars, lead=lead
     )
     return Batch(prompt, tuple(c.id for c in criteria), questions)
 

@@ -245,7 +245,7 @@ class Judge:
         """``build`` (a ``rewardsvc.judges.prompts`` builder) of ``what``, as this judge
         asks it (method, API, reasoning budget, defuser), to call once a turn is held."""
         return functools.partial(
-            build, *what, self.method.name, self.shape.name, self._reasoning, self.defuser
+            build, *what, self.method.name, self.shape, self._reasoning, self.defuser
         )
 
     def _report(self, verdict: Verdict) -> Verdict:

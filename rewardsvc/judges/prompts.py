@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric, View
@@ -57,6 +57,9 @@ from rewardsvc.safety.defuse import defuse as defuse
 
 Api = Literal["chat", "completion"]
 Method = Literal["logprob", "structured", "sampled", "batched"]
+
+if TYPE_CHECKING:  # the shapes build Prompts: a runtime import would be a cycle
+    from rewardsvc.judges.shapes import ApiShape
 
 # Part of every judge's cache identity: bump it whenever the rendered text changes,
 # so that cached verdicts of the old prompts are not served for the new ones.
@@ -157,7 +160,7 @@ def reasoning_chars(max_tokens: int) -> int:
 def _answer_instruction(
     choices: tuple[str, ...],
     method: Method,
-    api: Api,
+    shape: ApiShape,
     likert: tuple[int, int] | None,
     reasoning: int,
 ) -> str:
@@ -169,9 +172,9 @@ def _answer_instruction(
         return (
             'Reply with one line of JSON in this form: {"reasoning": "...", "answer": "..."}. '
             f"The reasoning comes first, at most {reasoning} characters; the answer is one of "
-            f"{listed}." + ("\nJSON:" if api == "completion" else "")
+            f"{listed}." + ("\nJSON:" if shape.continues_text else "")
         )
-    if api == "completion":
+    if shape.continues_text:
         return f"Answer ({what}):"
     return f"Answer with {what} only."
 
@@ -180,7 +183,7 @@ def criterion_question(
     rubric: Rubric,
     criterion: Criterion,
     method: Method,
-    api: Api,
+    shape: ApiShape,
     reasoning: int = REASONING_MAX_CHARS,
 ) -> Question:
     """The question block for one criterion, asked last.
@@ -215,13 +218,13 @@ def criterion_question(
             else f"How well does the response satisfy this criterion, from {likert[0]} "
             f"(not at all) to {likert[1]} (fully)?"
         )
-    answer = _answer_instruction(choices, method, api, likert, reasoning)
+    answer = _answer_instruction(choices, method, shape, likert, reasoning)
     text = f"{head}\nQuestion: {ask}\n{answer}"
     return Question(text=text, choices=choices, values=values)
 
 
 def holistic_question(
-    rubric: Rubric, method: Method, api: Api, reasoning: int = REASONING_MAX_CHARS
+    rubric: Rubric, method: Method, shape: ApiShape, reasoning: int = REASONING_MAX_CHARS
 ) -> Question:
     """The single question of implicit scoring: overall quality on a 1..9 Likert scale."""
     low, high = HOLISTIC_RANGE
@@ -232,7 +235,7 @@ def holistic_question(
         "ones matters most; any problem listed counts against the response), how good is the "
         f"response overall, from {low} (very poor) to {high} (excellent)?"
     )
-    text = f"{ask}\n{_answer_instruction(choices, method, api, HOLISTIC_RANGE, reasoning)}"
+    text = f"{ask}\n{_answer_instruction(choices, method, shape, HOLISTIC_RANGE, reasoning)}"
     return Question(text=text, choices=choices, values=values)
 
 
@@ -276,7 +279,7 @@ def render(
     rubric: Rubric,
     rollout: Rollout,
     question: Question,
-    api: Api,
+    shape: ApiShape,
     with_criteria: bool = False,
     defuser: Defuser = DEFAULT_DEFUSER,
     view: View | None = None,
@@ -293,15 +296,7 @@ def render(
     context = shared_context(rubric, with_criteria)
     item, affinity = _item_part(context, rollout, defuser, view, fit_chars)
     body = "\n\n".join(p for p in (context, lead, item, question.text) if p)
-    if api == "chat":
-        messages = [
-            {"role": "system", "content": _GRADER_RULES},
-            {"role": "user", "content": body},
-        ]
-        return Prompt(question=question, messages=messages, affinity=affinity)
-    # A base model has no roles: the rules become the head of a plain document that
-    # ends right before the answer, so the next token is the answer.
-    return Prompt(question=question, text=f"{_GRADER_RULES}\n\n{body}", affinity=affinity)
+    return shape.prompt(question, _GRADER_RULES, body, affinity)
 
 
 def criterion_prompt(
@@ -309,14 +304,14 @@ def criterion_prompt(
     criterion: Criterion,
     rollout: Rollout,
     method: Method,
-    api: Api,
+    shape: ApiShape,
     reasoning: int = REASONING_MAX_CHARS,
     defuser: Defuser = DEFAULT_DEFUSER,
     fit_chars: int = DEFAULT_FIT_CHARS,
 ) -> Prompt:
     """The judge call for one criterion of one item (it asks about that criterion only);
     for a step rollout (``rollout.step``), about that step only."""
-    question = criterion_question(rubric, criterion, method, api, reasoning)
+    question = criterion_question(rubric, criterion, method, shape, reasoning)
     if rollout.step is not None:
         focus = (
             f"Grade step {rollout.step + 1} only: the last step shown above (the steps before "
@@ -324,21 +319,21 @@ def criterion_prompt(
         )
         question = Question(f"{focus}\n{question.text}", question.choices, question.values)
     view = item_view(rubric, criterion)
-    return render(rubric, rollout, question, api, defuser=defuser, view=view, fit_chars=fit_chars)
+    return render(rubric, rollout, question, shape, defuser=defuser, view=view, fit_chars=fit_chars)
 
 
 def holistic_prompt(
     rubric: Rubric,
     rollout: Rollout,
     method: Method,
-    api: Api,
+    shape: ApiShape,
     reasoning: int = REASONING_MAX_CHARS,
     defuser: Defuser = DEFAULT_DEFUSER,
     fit_chars: int = DEFAULT_FIT_CHARS,
 ) -> Prompt:
     """The single judge call of implicit scoring; it always lists all criteria."""
-    question = holistic_question(rubric, method, api, reasoning)
-    return render(rubric, rollout, question, api, True, defuser, rubric.view, fit_chars)
+    question = holistic_question(rubric, method, shape, reasoning)
+    return render(rubric, rollout, question, shape, True, defuser, rubric.view, fit_chars)
 
 
 # What one call adds to its item's and rubric's text, at most: the rules, headers, fences,

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Protocol, TypeGuard
 
 from rewardsvc.judges.prompts import Api, Prompt, Question
+from rewardsvc.judges.routing import Affinity
 
 Reply = dict[str, Any]
 """A judge's parsed JSON reply (``choices``, ``usage``, ...)."""
@@ -35,7 +36,9 @@ class ApiShape(Protocol):
     # an answer cue ("Answer (...):") rather than an instruction to answer.
     continues_text: bool
 
-    def prompt(self, question: Question, rules: str, body: str) -> Prompt:
+    def prompt(
+        self, question: Question, rules: str, body: str, affinity: Affinity | None = None
+    ) -> Prompt:
         """The call asking ``question`` under grader ``rules``, about ``body``."""
         ...
 
@@ -119,10 +122,12 @@ class ChatShape:
     path = "/chat/completions"
     continues_text = False
 
-    def prompt(self, question: Question, rules: str, body: str) -> Prompt:
+    def prompt(
+        self, question: Question, rules: str, body: str, affinity: Affinity | None = None
+    ) -> Prompt:
         """The rules as the system message, the body as the user's."""
         messages = [{"role": "system", "content": rules}, {"role": "user", "content": body}]
-        return Prompt(question=question, messages=messages)
+        return Prompt(question=question, messages=messages, affinity=affinity)
 
     def body(self, prompt: Prompt) -> dict[str, Any]:
         """``{"messages": [...]}``."""
@@ -171,9 +176,11 @@ class CompletionShape:
     path = "/completions"
     continues_text = True
 
-    def prompt(self, question: Question, rules: str, body: str) -> Prompt:
+    def prompt(
+        self, question: Question, rules: str, body: str, affinity: Affinity | None = None
+    ) -> Prompt:
         """One document: a base model has no roles, so the rules head it."""
-        return Prompt(question=question, text=f"{rules}\n\n{body}")
+        return Prompt(question=question, text=f"{rules}\n\n{body}", affinity=affinity)
 
     def body(self, prompt: Prompt) -> dict[str, Any]:
         """``{"prompt": "..."}``."""

@@ -14,6 +14,10 @@ A :class:`ScoringMethod` is chosen once per judge from its ``method`` setting:
 - :class:`BatchedMethod` (``batched``): all criteria of an item in one call, one
   constrained token each (``rewardsvc.judges.batching``); single questions as ``logprob``.
 
+Each method also answers a comparison question (``compare``: one label of a
+``rewardsvc.judges.comparative`` prompt) with its own request, and says whether the
+engine should batch an item's criteria (``batches_criteria``).
+
 A method builds its request fields and reads the response through the judge's
 :class:`~rewardsvc.judges.shapes.ApiShape` (chat or completion), so it never asks
 which API it speaks. An answer that does not parse raises :class:`ReplyFailed`

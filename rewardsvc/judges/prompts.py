@@ -13,7 +13,10 @@ from the very start of the prompt):
 So the K criterion calls of one item share everything up to and including the
 item, and only the last few tokens differ.
 
-Untrusted text (prompt, completion, reference) goes inside a backtick fence
+Fencing lives in ``rewardsvc.judges.fencing``, the item block in ``rewardsvc.judges.items``;
+the judge's :class:`~rewardsvc.judges.shapes.ApiShape` lays out the call (messages or
+one document) and decides the answer cue. Untrusted text (prompt, completion, reference)
+goes inside a backtick fence
 that is longer than any run of backticks inside the text, so nothing in it can
 close the fence. The fence is a pure function of the text (no randomness), so
 the same item always renders to the same bytes and stays cacheable. The judge

@@ -1,10 +1,12 @@
 """API shapes: how a judge call looks on the wire for a chat or a completion endpoint.
 
 A shape is chosen once per judge from its ``api`` setting. It knows the path of its
-endpoint, how a rendered :class:`~rewardsvc.judges.prompts.Prompt` becomes the request
-body, how logprobs are asked for, and how the answer text and the top logprobs are read
-back. Scoring methods (``rewardsvc.judges.methods``) speak only to this interface, so
-neither side dispatches on the strings ``"chat"`` and ``"completion"``.
+endpoint, how the prompt builders' rules and body become a
+:class:`~rewardsvc.judges.prompts.Prompt` (messages or one document) and whether it ends
+in an answer cue, how a prompt becomes the request body, how logprobs are asked for, and
+how the answer text, the top logprobs and every decoded position are read back. Prompt
+builders and scoring methods (``rewardsvc.judges.methods``, ``batching``) speak only to
+this interface, so none of them dispatches on the strings ``"chat"`` and ``"completion"``.
 
 Replies are the parsed JSON as it came (``rewardsvc.judges.transport``): plain dicts and
 lists, no SDK models. :meth:`ApiShape.well_formed` checks the structure the readers rely

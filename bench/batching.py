@@ -58,6 +58,7 @@ from rewardsvc.application.items import read_item
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
 from rewardsvc.judges.batching import batch_prompt
+from rewardsvc.judges.shapes import CHAT, shape_for
 from rewardsvc.monitor.stats import pearson, spearman
 
 METHODS = {"percrit": "logprob", "batched": "batched"}
@@ -97,10 +98,10 @@ def call_messages(who: str, rubric: Rubric, items: Sequence[dict[str, Any]]) -> 
         rollout = read_item(0, item).rollout
         assert rollout is not None, item
         if who == "batched":
-            out.append(batch_prompt(rubric, rubric.criteria, rollout, "chat").prompt.messages)
+            out.append(batch_prompt(rubric, rubric.criteria, rollout, CHAT).prompt.messages)
         else:
             out += [
-                prompts.criterion_prompt(rubric, c, rollout, "logprob", "chat").messages
+                prompts.criterion_prompt(rubric, c, rollout, "logprob", shape_for("chat")).messages
                 for c in rubric.criteria
             ]
     return out

@@ -32,6 +32,7 @@ from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
 from rewardsvc.judges.judge import build_judges
+from rewardsvc.judges.shapes import shape_for
 from rewardsvc.protocol.rewards import Item
 
 
@@ -43,7 +44,9 @@ def call_kwargs(rubric: Rubric, item: dict[str, Any], config: JudgeConfig) -> li
     sampling = config.sampling
     out = []
     for criterion in rubric.criteria:
-        prompt = prompts.criterion_prompt(rubric, criterion, rollout, config.method, config.api)
+        prompt = prompts.criterion_prompt(
+            rubric, criterion, rollout, config.method, shape_for(config.api)
+        )
         choices = prompt.question.choices
         # As rewardsvc asks: only tokens spelling a prefix of an answer can carry probability
         # at the constrained position, so it asks for no more alternatives than those.

@@ -15,8 +15,9 @@ from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.explain import explain
+from rewardsvc.judges.fencing import parse_fences
+from rewardsvc.judges.items import ITEM_TRAILER
 from rewardsvc.judges.judge import Judge, build_judges
-from rewardsvc.judges.prompts import ITEM_TRAILER, parse_fences
 from rewardsvc.library.yamlfile import load_file
 from rewardsvc.scoring import steps
 from rewardsvc.scoring.engine import Engine

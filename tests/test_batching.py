@@ -29,8 +29,10 @@ from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import prompts
 from rewardsvc.judges.batching import Batch, batch_prompt, read_positions
 from rewardsvc.judges.explain import explain
+from rewardsvc.judges.items import item_block
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.judges.methods import Unparseable, distribution
+from rewardsvc.judges.shapes import CHAT, shape_for
 from rewardsvc.scoring.assemble import judge_outcome
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.storage.cache import VerdictCache
@@ -105,13 +107,16 @@ def test_prompt_asks_the_numbered_questions_before_the_item_in_the_rubric_prefix
         prompt = batch.prompt
         return prompt.messages[-1]["content"] if api == "chat" else prompt.text  # type: ignore[index,return-value]
 
-    batch = batch_prompt(rub, rub.criteria, rollout(), api)
-    text, second = text_of(batch), text_of(batch_prompt(rub, rub.criteria, rollout(other), api))
-    single = prompts.criterion_prompt(rub, rub.criteria[0], rollout(), "logprob", api)
+    batch = batch_prompt(rub, rub.criteria, rollout(), shape_for(api))
+    text, second = (
+        text_of(batch),
+        text_of(batch_prompt(rub, rub.criteria, rollout(other), shape_for(api))),
+    )
+    single = prompts.criterion_prompt(rub, rub.criteria[0], rollout(), "logprob", shape_for(api))
     assert batch.prompt.messages is None or batch.prompt.messages[0] == single.messages[0]
     # Everything before the item is the same for every item of the rubric: the prefix cache
     # keeps the questions, and only the item and the instruction are computed per call.
-    item = prompts.item_block(rollout())
+    item = item_block(rollout())
     head = text[: text.index(item)]
     assert second.startswith(head) and not second.startswith(text[: len(head) + len(item)])
     places = [head.index(f"\n{k}. ") for k in (1, 2, 3)]
@@ -137,7 +142,7 @@ def test_prompt_asks_the_numbered_questions_before_the_item_in_the_rubric_prefix
 
 def test_reply_pattern_admits_exactly_one_answer_per_question_in_order() -> None:
     rub = rubric()
-    batch = batch_prompt(rub, rub.criteria, rollout(), "chat")
+    batch = batch_prompt(rub, rub.criteria, rollout(), CHAT)
     pattern = re.compile(batch.reply_pattern())
     assert pattern.fullmatch("yes 4 no")
     for wrong in ("yes 6 no", "yes no 4", " yes 4 no", "yes 4", "1:yes 4 no", "yes\n4\nno"):
@@ -155,7 +160,7 @@ def test_explain_shows_a_batched_judge_its_one_call(api: str) -> None:
     rub, item = rubric(), rollout()
     config = JudgeConfig(model="m", base_urls=["http://127.0.0.1:9/v1"], api=api)
     shown = explain(rub, item, {"primary": config.model_copy(update={"method": "batched"})})
-    batch = batch_prompt(rub, rub.criteria, item, api)  # type: ignore[arg-type]
+    batch = batch_prompt(rub, rub.criteria, item, shape_for(api))  # type: ignore[arg-type]
     seen = batch.prompt.messages if api == "chat" else batch.prompt.text
     assert shown == {"primary": {"correct+clear+rude": seen}}
     per_criterion = explain(rub, item, {"primary": config})["primary"]
@@ -168,7 +173,7 @@ def questions(batch: Batch) -> tuple[prompts.Question, ...]:
 
 def test_each_answer_is_read_at_its_own_position_as_the_logprob_method_reads_it() -> None:
     rub = rubric()
-    qs = questions(batch_prompt(rub, rub.criteria, rollout(), "chat"))
+    qs = questions(batch_prompt(rub, rub.criteria, rollout(), CHAT))
     first = position("yes", yes=0.7, no=0.2, y=0.05)
     second = position("4", **{"4": 0.5, "5": 0.3, "3": 0.2})
     third = position("no", no=0.9, yes=0.1)
@@ -183,7 +188,7 @@ def test_each_answer_is_read_at_its_own_position_as_the_logprob_method_reads_it(
 
 def test_a_token_that_spans_the_separator_is_read_without_it() -> None:
     rub = rubric()
-    qs = questions(batch_prompt(rub, rub.criteria[::2], rollout(), "chat"))
+    qs = questions(batch_prompt(rub, rub.criteria[::2], rollout(), CHAT))
     merged = [
         position("no", no=0.9, yes=0.1),
         (" yes", [(" yes", math.log(0.6)), (" no", math.log(0.4)), ("yes", math.log(0.3))]),
@@ -196,7 +201,7 @@ def test_a_token_that_spans_the_separator_is_read_without_it() -> None:
 
 def test_an_unreadable_position_fails_that_criterion_only() -> None:
     rub = rubric()
-    qs = questions(batch_prompt(rub, rub.criteria, rollout(), "chat"))
+    qs = questions(batch_prompt(rub, rub.criteria, rollout(), CHAT))
     got = read_positions(
         qs,
         reply(
@@ -212,7 +217,7 @@ def test_an_unreadable_position_fails_that_criterion_only() -> None:
 
 def test_a_truncated_reply_fails_the_missing_criteria_only() -> None:
     rub = rubric()
-    qs = questions(batch_prompt(rub, rub.criteria, rollout(), "chat"))
+    qs = questions(batch_prompt(rub, rub.criteria, rollout(), CHAT))
     got = read_positions(
         qs,
         reply([position("yes", yes=0.8, no=0.2)], []),
@@ -234,7 +239,7 @@ def verdicts_of(results: list, ids: Sequence[str]) -> dict[str, tuple[Verdict, s
 
 def test_pitfalls_and_essential_gates_apply_to_batched_answers() -> None:
     rub = rubric()
-    batch = batch_prompt(rub, rub.criteria, rollout(), "chat")
+    batch = batch_prompt(rub, rub.criteria, rollout(), CHAT)
 
     def outcome(correct: float, rude: float) -> float | None:
         got = read_positions(

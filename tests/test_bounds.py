@@ -25,7 +25,8 @@ from rewardsvc.core.rollout import ItemIn, Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import comparative, prompts
-from rewardsvc.judges.backends import Backend, Endpoint
+from rewardsvc.judges.backends import Backend
+from rewardsvc.judges.endpoints import Endpoint
 from rewardsvc.judges.failures import BackendError
 from rewardsvc.judges.judge import Judge
 from rewardsvc.judges.prompts import Prompt

@@ -19,7 +19,7 @@ from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
 from rewardsvc.judges.judge import Judge
 from rewardsvc.judges.limits import least_tokens
-from rewardsvc.judges.shapes import prompt_text
+from rewardsvc.judges.shapes import prompt_text, shape_for
 
 pytestmark = pytest.mark.judges
 
@@ -103,7 +103,7 @@ async def test_real_overlong_item_is_refused_before_the_call_and_short_ones_scor
 def test_real_token_lower_bound_never_exceeds_the_tokenizer(cpu_pool: JudgePool, api: str) -> None:
     name, cfg = next((n, c) for n, c in cpu_pool.judges.items() if c.api == api)
     texts = dict(DEGENERATE)
-    prompt = prompts.criterion_prompt(RUBRIC, CRITERION, ROLLOUT, "logprob", cfg.api)
+    prompt = prompts.criterion_prompt(RUBRIC, CRITERION, ROLLOUT, "logprob", shape_for(cfg.api))
     texts["judge prompt"] = prompt_text(prompt)
     for label, text in texts.items():
         exact = tokenize(cfg, text)

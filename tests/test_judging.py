@@ -29,7 +29,7 @@ from rewardsvc.judges.methods import (
     parse_structured,
     top_logprobs,
 )
-from rewardsvc.judges.shapes import ChatShape, CompletionShape
+from rewardsvc.judges.shapes import ChatShape, CompletionShape, shape_for
 from rewardsvc.safety.defuse import Defuser
 
 RUBRIC = Rubric(
@@ -45,8 +45,8 @@ RUBRIC = Rubric(
 CORRECT, CLEAR, RUDE = RUBRIC.criteria
 ROLLOUT = Rollout("What is 2 + 2?", "2 + 2 = 4. The answer is 4.", "4")
 
-BINARY = prompts.criterion_question(RUBRIC, CORRECT, "logprob", "chat")
-LIKERT = prompts.criterion_question(RUBRIC, CLEAR, "logprob", "chat")
+BINARY = prompts.criterion_question(RUBRIC, CORRECT, "logprob", shape_for("chat"))
+LIKERT = prompts.criterion_question(RUBRIC, CLEAR, "logprob", shape_for("chat"))
 
 
 # --------------------------------------------------------------------------- pure parts
@@ -88,7 +88,7 @@ def test_top_logprobs_asked_for_fit_the_answers() -> None:
     most = JudgeConfig(model="m", base_urls=["http://127.0.0.1:1/v1"]).sampling.top_logprobs
     assert top_logprobs(BINARY, most) == 5  # y ye yes n no
     assert top_logprobs(LIKERT, most) == 5
-    holistic = prompts.holistic_question(RUBRIC, "logprob", "chat")
+    holistic = prompts.holistic_question(RUBRIC, "logprob", shape_for("chat"))
     assert top_logprobs(holistic, most) == 9
     assert top_logprobs(holistic, 3) == 3
 
@@ -187,7 +187,7 @@ async def test_logprob_request_and_score(
     # Only y, ye, yes, n, no can carry probability at the constrained position.
     if api == "chat":
         assert body["logprobs"] is True and body["top_logprobs"] == 5
-        question = prompts.criterion_question(RUBRIC, CORRECT, "logprob", api)
+        question = prompts.criterion_question(RUBRIC, CORRECT, "logprob", shape_for(api))
         assert body["messages"][-1]["content"].endswith(question.text)
     else:
         assert body["logprobs"] == 5
@@ -372,7 +372,7 @@ async def test_real_judge_every_method_scores_in_unit_interval(
         assert v.variance >= 0.0
         assert v.prompt_tokens > 100 and v.completion_tokens >= 1
         if method == "structured":
-            question = prompts.criterion_question(RUBRIC, criterion, "structured", api)
+            question = prompts.criterion_question(RUBRIC, criterion, "structured", shape_for(api))
             assert parse_structured(question, v.raw) in question.choices
         if method == "sampled":
             assert v.probs is not None and sum(v.probs.values()) == pytest.approx(1.0)
@@ -440,7 +440,9 @@ async def test_real_gemma_completion_judge_reads_sane_digit_probabilities(
     assert v.ok, v.error
     assert v.probs is not None and max(v.probs.values()) > 0.3
     raw = await j.backend.complete(
-        prompt=prompts.criterion_prompt(RUBRIC, CLEAR, ROLLOUT, "logprob", "completion").text,
+        prompt=prompts.criterion_prompt(
+            RUBRIC, CLEAR, ROLLOUT, "logprob", shape_for("completion")
+        ).text,
         max_tokens=1,
         temperature=0.0,
         logprobs=5,

@@ -17,6 +17,9 @@ import pytest
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
+from rewardsvc.judges.fencing import parse_fences
+from rewardsvc.judges.shapes import shape_for
+from rewardsvc.safety.defuse import sanitize
 from rewardsvc.safety.detectors import FLAGS, detect
 
 SIZE = 100_000
@@ -80,7 +83,7 @@ def test_degenerate_completion_renders_a_bounded_prompt(name: str) -> None:
     text, _ = CASES[name]
     prompt = run_guarded(
         lambda: prompts.criterion_prompt(
-            RUBRIC, RUBRIC.criteria[0], Rollout("q", text), "logprob", "chat"
+            RUBRIC, RUBRIC.criteria[0], Rollout("q", text), "logprob", shape_for("chat")
         )
     )
     assert prompt.messages is not None
@@ -89,5 +92,5 @@ def test_degenerate_completion_renders_a_bounded_prompt(name: str) -> None:
     # the fence never grows with it.
     assert len(body) < 2 * SIZE
     assert "`" * (prompts.FENCE_RUN_LIMIT + 2) not in body
-    response = dict(prompts.parse_fences(body)[1])["response"]
-    assert response == prompts.sanitize(text)
+    response = dict(parse_fences(body)[1])["response"]
+    assert response == sanitize(text)

@@ -14,7 +14,9 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.trajectory import CUT_FLAG, NON_TEXT_FLAG, Event, ToolCall, Trajectory
 from rewardsvc.judges import prompts
-from rewardsvc.judges.prompts import parse_fences
+from rewardsvc.judges.fencing import parse_fences
+from rewardsvc.judges.items import ITEM_TRAILER
+from rewardsvc.judges.shapes import shape_for
 from rewardsvc.safety.detectors import detect
 
 TOOLS_CHAT: list[dict[str, Any]] = [
@@ -51,7 +53,9 @@ def rollout_of(prompt: Any, completion: Any, **extra: Any) -> Rollout:
 
 
 def prompt_text(r: Rubric, rollout: Rollout, criterion: int = 0) -> str:
-    p = prompts.criterion_prompt(r, r.criteria[criterion], rollout, "logprob", "completion")
+    p = prompts.criterion_prompt(
+        r, r.criteria[criterion], rollout, "logprob", shape_for("completion")
+    )
     assert p.text is not None
     return p.text
 
@@ -223,10 +227,10 @@ def test_step_prompts_share_their_prefix_and_name_the_step() -> None:
     rub = rubric(view="trace", criteria=[{"id": "s", "text": "The step helps.", "scope": "step"}])
     texts = [prompt_text(rub, r.at_step(k)) for k in range(3)]
     for k in range(2):
-        body = texts[k][: texts[k].index(prompts.ITEM_TRAILER)]
+        body = texts[k][: texts[k].index(ITEM_TRAILER)]
         assert texts[k + 1].startswith(body)
     for k, text in enumerate(texts):
-        assert f"Grade step {k + 1} only" in text.split(prompts.ITEM_TRAILER)[1]
+        assert f"Grade step {k + 1} only" in text.split(ITEM_TRAILER)[1]
 
 
 def _long(n: int) -> list[dict[str, Any]]:

@@ -12,7 +12,9 @@ from test_prompts import APIS, HOSTILE, body
 from rewardsvc.application.items import read_item
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
-from rewardsvc.judges.prompts import parse_fences
+from rewardsvc.judges.fencing import parse_fences
+from rewardsvc.judges.shapes import shape_for
+from rewardsvc.safety.defuse import sanitize
 
 RUBRIC = Rubric.model_validate(
     {
@@ -41,7 +43,9 @@ def prompt_body(items: list[Any], view: Any, step: int | None, api: Any) -> str:
     assert item.rollout is not None, item.error
     rollout = item.rollout if step is None else item.rollout.at_step(step)
     rubric = RUBRIC.model_copy(update={"view": view})
-    p = prompts.criterion_prompt(rubric, rubric.criteria[0], rollout, "logprob", api, fit_chars=BIG)
+    p = prompts.criterion_prompt(
+        rubric, rubric.criteria[0], rollout, "logprob", shape_for(api), fit_chars=BIG
+    )
     return body(p)
 
 
@@ -75,7 +79,7 @@ def test_every_trajectory_part_stays_in_its_fence(
             if label in ("reasoning", "call", "result")
         ]
     assert blocks == [("prompt", "user: Task.")] + [
-        (label, prompts.sanitize(content)) for label, content in expected
+        (label, sanitize(content)) for label, content in expected
     ]
     # Outside the fences, a hostile trajectory reads exactly like an empty one.
     assert skeleton == parse_fences(blank)[0]

@@ -40,11 +40,9 @@ cause (``FailureLog``, throttled). Breaker changes are reported to the
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tenacity import (
@@ -58,18 +56,16 @@ from tenacity import (
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.judges import routing
-from rewardsvc.judges.breaker import BreakerPolicy, BreakerState, CircuitBreaker
+from rewardsvc.judges.breaker import BreakerPolicy
+from rewardsvc.judges.endpoints import Endpoint, Pins, open_endpoint
 from rewardsvc.judges.failures import BackendError, FailureLog, classify
 from rewardsvc.judges.keys import KeySource
 from rewardsvc.judges.routing import Affinity
 from rewardsvc.judges.shapes import CHAT, COMPLETION, ApiShape, Reply
-from rewardsvc.judges.transport import TRANSPORT_ERRORS, JudgeTransport
+from rewardsvc.judges.transport import TRANSPORT_ERRORS
 
 # How much of a malformed 200's body is quoted in the error.
 _SNIPPET_CHARS = 120
-# Affinity keys whose endpoint a backend remembers, the least recently used forgotten
-# first: far more than the items in flight at once, at a few dozen bytes each.
-PINS_KEPT = 16_384
 # A probe fails on a key that cannot be read (KeyError) as on a transport error.
 _PROBE_ERRORS: tuple[type[BaseException], ...] = (KeyError, *TRANSPORT_ERRORS)
 
@@ -85,18 +81,6 @@ class RetryPolicy:
     retry_after_max_s: float = 60.0
 
 
-@dataclass
-class Endpoint:
-    """One base URL of a judge: its client, its breaker, a count of calls sent to it
-    and of those still in flight (what bounds the load in routing)."""
-
-    url: str
-    client: JudgeTransport
-    breaker: CircuitBreaker
-    calls: int = field(default=0)
-    in_flight: int = field(default=0)
-
-
 def call_deadline_s(config: JudgeConfig, retry: RetryPolicy) -> float:
     """The longest one call may take, slot wait and retries included.
 
@@ -107,11 +91,6 @@ def call_deadline_s(config: JudgeConfig, retry: RetryPolicy) -> float:
     if configured is not None:
         return float(configured)
     return (config.timeout_s + retry.max_s) * (config.retries + 1)
-
-
-def _report_breaker(observer: Observer, judge: str, url: str, state: BreakerState) -> None:
-    """Tell ``observer`` whether the breaker of ``judge``'s ``url`` is now open."""
-    observer.breaker(judge, url, state == "open")
 
 
 class Backend:
@@ -136,34 +115,14 @@ class Backend:
         self.keys = KeySource(config)
         self.deadline_s = call_deadline_s(config, self.retry)
         breaker = breaker or BreakerPolicy()
-        self.endpoints: list[Endpoint] = []
-        for base in config.base_urls:
-            url = str(base).rstrip("/")
-            # The transport's own timeout is per read; the total per attempt is enforced
-            # in :meth:`_post`. This one stays as a backstop and bounds the connect.
-            client = JudgeTransport(
-                url,
-                max_connections=config.max_concurrency,
-                read_timeout_s=config.timeout_s,
-                connect_s=min(5.0, config.timeout_s),
-            )
-            observer.breaker(name, url, False)
-            self.endpoints.append(
-                Endpoint(
-                    url=url,
-                    client=client,
-                    breaker=CircuitBreaker(
-                        breaker.threshold,
-                        breaker.cooldown_s,
-                        clock=clock,
-                        on_change=functools.partial(_report_breaker, observer, name, url),
-                    ),
-                )
-            )
+        self.endpoints = [
+            open_endpoint(name, str(base).rstrip("/"), config, breaker, clock, observer)
+            for base in config.base_urls
+        ]
         self._urls = [e.url for e in self.endpoints]
         # Where the latest call of each recent item (its affinity's item key) went (routing's
         # ``pinned``).
-        self._pins: OrderedDict[str, int] = OrderedDict()
+        self._pins = Pins()
         self._next = 0
         self._sem = asyncio.Semaphore(config.max_concurrency)
         self._backoff = wait_exponential_jitter(
@@ -194,7 +153,7 @@ class Backend:
             if chosen is not None:
                 self._next = (chosen + 1) % len(urls)
                 if routed is not None:
-                    self._pin(routed.item, chosen)
+                    self._pins.pin(routed.item, chosen)
                 return self.endpoints[chosen]
         last = "; ".join(f"{e.url}: {e.breaker.last_error}" for e in self.endpoints)
         error = BackendError(
@@ -204,15 +163,6 @@ class Backend:
         )
         self.failures.note(self.name, error)
         raise error
-
-    def _pin(self, key: str, index: int) -> None:
-        """Remember that ``key``'s latest call went to endpoint ``index``: its next calls
-        follow, so an item's calls meet where its prefix is cached even when they reach
-        the backend far apart (queued for a slot, or the steps of a long trajectory)."""
-        self._pins[key] = index
-        self._pins.move_to_end(key)
-        if len(self._pins) > PINS_KEPT:
-            self._pins.popitem(last=False)
 
     def _wait(self, state: RetryCallState) -> float:
         backoff = float(self._backoff(state))

@@ -24,23 +24,26 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric, View
 from rewardsvc.core.trajectory import DEFAULT_FIT_CHARS
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import prompts
-from rewardsvc.judges.methods import Call, Unparseable, distribution, top_logprobs
-from rewardsvc.judges.prompts import Api, Prompt, Question
-from rewardsvc.judges.shapes import ApiShape, Choice, choices, usage
+from rewardsvc.judges.items import item_view
+from rewardsvc.judges.methods import (
+    Call,
+    Unparseable,
+    distributed,
+    distribution,
+    top_logprobs,
+)
+from rewardsvc.judges.prompts import Prompt, Question
+from rewardsvc.judges.shapes import ApiShape, Position, choices, usage
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
 
 # Between two answers of the reply. No answer of any scale holds it.
 SEPARATOR = " "
-
-Position = tuple[str, list[tuple[str, float]]]
-"""One decoded token and the ``(token, logprob)`` alternatives at its position."""
 
 
 @dataclass(frozen=True)
@@ -67,10 +70,10 @@ class Batch:
         return max(top_logprobs(q, most) for q in self.questions)
 
 
-def _ask(rubric: Rubric, criterion: Criterion, api: Api) -> Question:
+def _ask(rubric: Rubric, criterion: Criterion, shape: ApiShape) -> Question:
     """Criterion ``criterion``'s question without its one-answer instruction (its last line:
     the batch has one instruction for all)."""
-    single = prompts.criterion_question(rubric, criterion, "batched", api)
+    single = prompts.criterion_question(rubric, criterion, "batched", shape)
     return replace(single, text=single.text.rsplit("\n", 1)[0])
 
 
@@ -78,14 +81,14 @@ def batch_prompt(
     rubric: Rubric,
     criteria: Sequence[Criterion],
     rollout: Rollout,
-    api: Api,
+    shape: ApiShape,
     defuser: Defuser = DEFAULT_DEFUSER,
     fit_chars: int = DEFAULT_FIT_CHARS,
 ) -> Batch:
     """The batched call for ``criteria`` of one item (all in one view: the first's)."""
     if not criteria:
         raise ValueError("a batch needs at least one criterion")
-    questions = tuple(_ask(rubric, c, api) for c in criteria)
+    questions = tuple(_ask(rubric, c, shape) for c in criteria)
     scales = sorted(
         {"yes or no" if q.choices == ("yes", "no") else "/".join(q.choices) for q in questions}
     )
@@ -100,15 +103,15 @@ def batch_prompt(
     )
     tail = (
         f"Answers to the {count} numbered questions above, in order, on one line:\n"
-        if api == "completion"  # a base model continues the text: the reply comes next
+        if shape.continues_text  # a base model continues the text: the reply comes next
         else f"Answer the {count} numbered questions above about this response, in order, "
         "on one line."
     )
     # Only the text of this question is rendered; the batch's own questions hold the scales.
     block = Question(tail, (), ())
-    view = prompts.item_view(rubric, criteria[0])
+    view = item_view(rubric, criteria[0])
     prompt = prompts.render(
-        rubric, rollout, block, api, defuser=defuser, view=view, fit_chars=fit_chars, lead=lead
+        rubric, rollout, block, shape, defuser=defuser, view=view, fit_chars=fit_chars, lead=lead
     )
     return Batch(prompt, tuple(c.id for c in criteria), questions)
 
@@ -154,7 +157,7 @@ def by_view(rubric: Rubric, criteria: Sequence[Criterion]) -> list[list[Criterio
     rubric order: one batched call per group."""
     groups: dict[View | None, list[Criterion]] = {}
     for c in criteria:
-        groups.setdefault(prompts.item_view(rubric, c), []).append(c)
+        groups.setdefault(item_view(rubric, c), []).append(c)
     return list(groups.values())
 
 
@@ -175,55 +178,6 @@ class SharedCall:
         return verdicts.get(criterion) or Verdict.failed(f"the batched call left out {criterion!r}")
 
 
-def _pair(token: Any, logprob: Any) -> tuple[str, float] | None:
-    if isinstance(token, str) and isinstance(logprob, int | float):
-        return token, float(logprob)
-    return None
-
-
-def _chat_positions(choice: Choice) -> list[Position]:
-    logprobs = choice.get("logprobs")
-    content = logprobs.get("content") if isinstance(logprobs, dict) else None
-    out: list[Position] = []
-    for entry in content if isinstance(content, list) else []:
-        if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
-            break  # the positions after a damaged one cannot be placed in the text
-        top = [e for e in entry.get("top_logprobs") or [] if isinstance(e, dict)]
-        pairs = [_pair(e.get("token"), e.get("logprob")) for e in top]
-        pairs.append(_pair(entry["token"], entry.get("logprob")))
-        out.append((entry["token"], [p for p in pairs if p is not None]))
-    return out
-
-
-def _completion_positions(choice: Choice) -> list[Position]:
-    logprobs = choice.get("logprobs")
-    if not isinstance(logprobs, dict):
-        return []
-    tokens = logprobs.get("tokens")
-    tops = logprobs.get("top_logprobs")
-    chosen = logprobs.get("token_logprobs")
-    tops = tops if isinstance(tops, list) else []
-    chosen = chosen if isinstance(chosen, list) else []
-    out: list[Position] = []
-    for i, token in enumerate(tokens if isinstance(tokens, list) else []):
-        if not isinstance(token, str):
-            break
-        top = tops[i] if i < len(tops) and isinstance(tops[i], dict) else {}
-        pairs = [_pair(t, lp) for t, lp in top.items()]
-        pairs.append(_pair(token, chosen[i] if i < len(chosen) else None))
-        out.append((token, [p for p in pairs if p is not None]))
-    return out
-
-
-_POSITIONS = {"chat": _chat_positions, "completion": _completion_positions}
-
-
-def positions(shape: ApiShape, choice: Choice) -> list[Position]:
-    """Every decoded position of a reply's choice, with its alternatives (the decoded
-    token included), as far as they can be read."""
-    return _POSITIONS[shape.name](choice)
-
-
 async def score_batch(call: Call, batch: Batch) -> dict[str, Verdict]:
     """Send the batched call; each criterion's verdict by id (``BackendError`` passes)."""
     response = await call.send(
@@ -237,7 +191,7 @@ async def score_batch(call: Call, batch: Batch) -> dict[str, Verdict]:
     prompt_tokens, completion_tokens = usage(response)
     raw = call.shape.text(choice)
     answers = raw.split(SEPARATOR)
-    read = read_positions(batch.questions, positions(call.shape, choice))
+    read = read_positions(batch.questions, call.shape.positions(choice))
     verdicts: dict[str, Verdict] = {}
     for k, (cid, result) in enumerate(zip(batch.ids, read, strict=True)):
         answer = answers[k] if k < len(answers) else ""
@@ -252,15 +206,7 @@ async def score_batch(call: Call, batch: Batch) -> dict[str, Verdict]:
                 completion_tokens=completion_tokens,
             )
             continue
-        probs, mean, variance = result
-        verdicts[cid] = Verdict(
-            score=mean,
-            variance=variance,
-            probs=probs,
-            raw=answer,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-        )
+        verdicts[cid] = distributed(result, answer, prompt_tokens, completion_tokens)
     return verdicts
 
 

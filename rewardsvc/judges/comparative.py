@@ -14,41 +14,25 @@ prefix) and its fencing: every untrusted text is sanitized with the judge's
 ``rewardsvc.safety.defuse`` defuser and fenced so it cannot close its own fence, and the
 judge is told before and after the data that text inside fences is never instructions.
 
-:func:`ask` sends one call through the judge's ``Backend.send`` and ``ApiShape``, and types
-every failure as ``rewardsvc.judges.judge`` does: it returns a failed verdict, never raises.
+:func:`ask` has the judge answer with its own scoring method (``Judge.compare``): a
+``structured`` judge asks for its JSON answer, the others for constrained labels; every
+failure is typed by the judge as for a criterion: a failed verdict, never raised.
 The verdict's ``probs`` maps each label to its probability; ``score`` is P(first label).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from rewardsvc.core.comparative import LABELS
-from rewardsvc.core.errors import JudgeErrorKind
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges.failures import BackendError
+from rewardsvc.judges.fencing import fence
+from rewardsvc.judges.items import ITEM_TRAILER
 from rewardsvc.judges.judge import Judge
-from rewardsvc.judges.methods import (
-    SAMPLED_DEFAULT_TEMPERATURE,
-    Call,
-    Unparseable,
-    distribution,
-    parse_answer,
-    top_logprobs,
-)
-from rewardsvc.judges.prompts import (
-    ITEM_TRAILER,
-    Api,
-    Prompt,
-    Question,
-    criteria_list,
-    fence,
-    shared_context,
-)
-from rewardsvc.judges.shapes import choices, usage
+from rewardsvc.judges.prompts import Prompt, Question, criteria_list, shared_context
+from rewardsvc.judges.shapes import ApiShape
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser, sanitize
 
 _COMPARE_RULES = (
@@ -121,14 +105,16 @@ def group_block(
     return fenced_group(prompt, shown, reference, defuser).block(range(len(shown)))
 
 
-def _answer(letters: tuple[str, ...], api: Api) -> str:
+def _answer(letters: tuple[str, ...], shape: ApiShape) -> str:
     listed = ", ".join(letters[:-1]) + f" or {letters[-1]}"
-    if api == "completion":
+    if shape.continues_text:
         return f"Answer (one letter: {listed}):"
     return f"Answer with one letter ({listed}) only."
 
 
-def comparison_question(rubric: Rubric, criterion: Criterion | None, n: int, api: Api) -> Question:
+def comparison_question(
+    rubric: Rubric, criterion: Criterion | None, n: int, shape: ApiShape
+) -> Question:
     """The question last in the prompt: which of ``n`` shown responses best satisfies the
     criterion, has the pitfall most, or (``criterion`` None, holistic) is best overall."""
     letters = _letters(n)
@@ -150,7 +136,7 @@ def comparison_question(rubric: Rubric, criterion: Criterion | None, n: int, api
     else:
         head = f"Criterion: {criterion.text}\n"
         ask = f"Which response satisfies this criterion {best}?"
-    text = f"{head}Question: {ask}\n{_answer(letters, api)}"
+    text = f"{head}Question: {ask}\n{_answer(letters, shape)}"
     return Question(text=text, choices=letters, values=tuple(range(n)))
 
 
@@ -166,128 +152,35 @@ def comparison_prompt(
     criterion: Criterion | None,
     prompt: str,
     shown: Sequence[str],
-    api: Api,
+    shape: ApiShape,
     reference: str | None = None,
     defuser: Defuser = DEFAULT_DEFUSER,
 ) -> Prompt:
     """One comparison call: rules, rubric context (all criteria for a holistic question),
     the group in the order shown, then the question."""
     group = fenced_group(prompt, shown, reference, defuser)
-    return group_prompt(rubric, criterion, group, range(len(shown)), api)
+    return group_prompt(rubric, criterion, group, range(len(shown)), shape)
 
 
 def group_prompt(
-    rubric: Rubric, criterion: Criterion | None, group: FencedGroup, shown: Sequence[int], api: Api
+    rubric: Rubric,
+    criterion: Criterion | None,
+    group: FencedGroup,
+    shown: Sequence[int],
+    shape: ApiShape,
 ) -> Prompt:
     """:func:`comparison_prompt` from a group fenced once: the completions ``shown``
     (input indices) in that order."""
-    question = comparison_question(rubric, criterion, len(shown), api)
+    question = comparison_question(rubric, criterion, len(shown), shape)
     context = shared_context(rubric, with_criteria=False)
     if criterion is None:
         context = "\n\n".join(p for p in (context, criteria_list(rubric)) if p)
     body = "\n\n".join(p for p in (context, group.block(shown), question.text) if p)
-    if api == "chat":
-        messages = [
-            {"role": "system", "content": _COMPARE_RULES},
-            {"role": "user", "content": body},
-        ]
-        return Prompt(question=question, messages=messages)
-    return Prompt(question=question, text=f"{_COMPARE_RULES}\n\n{body}")
-
-
-def _failed(
-    kind: JudgeErrorKind, message: str, started: float, label: str | None = None
-) -> Verdict:
-    return Verdict(
-        score=None,
-        error=f"{label or kind}: {message}",
-        error_kind=kind,
-        latency_ms=(time.perf_counter() - started) * 1000.0,
-    )
-
-
-async def _logprob_answer(call: Call, prompt: Prompt) -> Verdict:
-    question = prompt.question
-    response = await call.send(
-        prompt,
-        max_tokens=1,
-        temperature=call.sampling.temperature,
-        **call.shape.logprob_fields(top_logprobs(question, call.sampling.top_logprobs)),
-        structured_outputs={"choice": list(question.choices)},
-    )
-    choice = choices(response)[0]
-    raw = call.shape.text(choice)
-    prompt_tokens, completion_tokens = usage(response)
-    try:
-        probs, _, _ = distribution(question, call.shape.first_top_logprobs(choice))
-    except Unparseable as exc:
-        return Verdict(
-            score=None,
-            error=f"unparseable: {exc}",
-            error_kind="unparseable",
-            raw=raw,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-        )
-    return Verdict(
-        score=probs[question.choices[0]],
-        probs=probs,
-        raw=raw,
-        prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens,
-    )
-
-
-async def _sampled_answer(call: Call, prompt: Prompt) -> Verdict:
-    question = prompt.question
-    response = await call.send(
-        prompt,
-        n=call.sampling.n,
-        max_tokens=2,
-        temperature=call.sampling.temperature or SAMPLED_DEFAULT_TEMPERATURE,
-        structured_outputs={"choice": list(question.choices)},
-    )
-    prompt_tokens, completion_tokens = usage(response)
-    texts = [call.shape.text(c) for c in choices(response)]
-    answers = [a for a in (parse_answer(question, t) for t in texts) if a is not None]
-    if not answers:
-        return Verdict(
-            score=None,
-            error=f"unparseable: none of {len(texts)} samples is a label",
-            error_kind="unparseable",
-            raw=" ".join(texts)[:200],
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-        )
-    probs = {c: answers.count(c) / len(answers) for c in question.choices}
-    return Verdict(
-        score=probs[question.choices[0]],
-        probs=probs,
-        raw=" ".join(texts)[:200],
-        prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens,
-    )
+    return shape.prompt(question, _COMPARE_RULES, body)
 
 
 async def ask(judge: Judge, prompt: Prompt, deadline: float | None = None) -> Verdict:
     """One comparison call to ``judge``: label probabilities, or a failed verdict with its
     ``error_kind`` (context overflow, transport, HTTP, deadline, no label among the answer
     alternatives). Reported to the judge's observer like every judge call."""
-    started = time.perf_counter()
-    too_long = judge.overflow(prompt)
-    if too_long is not None:
-        verdict = _failed("context_overflow", too_long, started)
-    else:
-        call = Call(judge.backend, judge.shape, judge.config.sampling, 0, deadline)
-        try:
-            if judge.config.method == "logprob":
-                verdict = await _logprob_answer(call, prompt)
-            else:
-                verdict = await _sampled_answer(call, prompt)
-            verdict = replace(verdict, latency_ms=(time.perf_counter() - started) * 1000.0)
-        except BackendError as exc:
-            verdict = _failed(exc.kind, exc.args[0], started, exc.label)
-        except Exception as exc:  # a bug or an unexpected response shape: still no score
-            verdict = _failed("internal", f"{type(exc).__name__}: {exc}", started)
-    judge.observer.judge_call(judge.name, verdict)
-    return verdict
+    return await judge.compare(prompt, deadline)

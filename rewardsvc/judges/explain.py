@@ -11,7 +11,9 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.trajectory import step_key
 from rewardsvc.judges.batching import batch_prompt, by_view
+from rewardsvc.judges.methods import method_for
 from rewardsvc.judges.prompts import Prompt, criterion_prompt, holistic_prompt, reasoning_chars
+from rewardsvc.judges.shapes import shape_for
 
 BATCH_JOIN = "+"
 """A batched judge's key: the ids of the criteria its one call asks, joined by this."""
@@ -40,27 +42,27 @@ def explain(
         config = configs.get(ref.name)
         if config is None:
             continue
-        method, api = config.method, config.api
+        method, shape = config.method, shape_for(config.api)
         reasoning = reasoning_chars(config.sampling.max_tokens)
         seen: dict[str, Seen] = {}
         if rubric.combine == "implicit":
-            seen[HOLISTIC] = _seen(holistic_prompt(rubric, rollout, method, api, reasoning))
+            seen[HOLISTIC] = _seen(holistic_prompt(rubric, rollout, method, shape, reasoning))
         else:
             # A grader criterion is scored without a judge; a step one per step, below.
             judged = [c for c in rubric.criteria if c.scope != "step" and c.grader is None]
-            if method == "batched":
+            if method_for(method).batches_criteria:
                 for group in by_view(rubric, judged):
-                    batch = batch_prompt(rubric, group, rollout, api)
+                    batch = batch_prompt(rubric, group, rollout, shape)
                     seen[BATCH_JOIN.join(batch.ids)] = _seen(batch.prompt)
             else:
                 for c in judged:
-                    prompt = criterion_prompt(rubric, c, rollout, method, api, reasoning)
+                    prompt = criterion_prompt(rubric, c, rollout, method, shape, reasoning)
                     seen[c.id] = _seen(prompt)
             for k in range(rollout.step_count()):
                 at = rollout.at_step(k)
                 for c in rubric.criteria:
                     if c.scope == "step":
-                        prompt = criterion_prompt(rubric, c, at, method, api, reasoning)
+                        prompt = criterion_prompt(rubric, c, at, method, shape, reasoning)
                         seen[step_key(c.id, k)] = _seen(prompt)
         out[ref.name] = seen
     return out

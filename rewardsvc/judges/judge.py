@@ -19,7 +19,7 @@ import contextlib
 import functools
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 
 from rewardsvc.core.errors import JudgeErrorKind
@@ -36,6 +36,9 @@ from rewardsvc.judges.methods import Call, ReplyFailed, method_for
 from rewardsvc.judges.prompts import Prompt
 from rewardsvc.judges.shapes import prompt_text, shape_for
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
+
+Answer = Callable[[Call, Prompt], Awaitable[Verdict]]
+"""A scoring method's way of answering one prompt (``score`` or ``compare``)."""
 
 
 def context_tokens(config: JudgeConfig) -> int | None:
@@ -115,16 +118,7 @@ class Judge:
 
         ``deadline`` is a ``time.monotonic()`` instant by which the call must be over.
         """
-        render = functools.partial(
-            prompts.criterion_prompt,
-            rubric,
-            criterion,
-            rollout,
-            self.method.name,
-            self.shape.name,
-            self._reasoning,
-            self.defuser,
-        )
+        render = self._prompt_of(prompts.criterion_prompt, rubric, criterion, rollout)
         return await self._render_and_score(render, deadline)
 
     async def score_holistic(
@@ -137,22 +131,23 @@ class Judge:
                     "internal", "a constitution is scored per principle, not holistically", 0.0
                 )
             )
-        render = functools.partial(
-            prompts.holistic_prompt,
-            rubric,
-            rollout,
-            self.method.name,
-            self.shape.name,
-            self._reasoning,
-            self.defuser,
-        )
+        render = self._prompt_of(prompts.holistic_prompt, rubric, rollout)
         return await self._render_and_score(render, deadline)
+
+    async def compare(self, prompt: Prompt, deadline: float | None = None) -> Verdict:
+        """One comparison call (``rewardsvc.judges.comparative``), answered by the judge's
+        own scoring method: label probabilities, or a failed verdict with its
+        ``error_kind``; reported to the observer once. Never raises.
+
+        The caller holds the judge's :meth:`turn` when it wants the concurrency bound.
+        """
+        return await self._score(prompt, deadline, self.method.compare)
 
     @property
     def batches_criteria(self) -> bool:
         """Whether the engine should ask all criteria of an item in one call
         (``score_criteria``) rather than one call per criterion."""
-        return self.method.name == "batched"
+        return self.method.batches_criteria
 
     async def score_criteria(
         self,
@@ -178,7 +173,7 @@ class Judge:
         deadline: float | None,
     ) -> dict[str, Verdict]:
         try:
-            batch = batching.batch_prompt(rubric, criteria, rollout, self.shape.name, self.defuser)
+            batch = batching.batch_prompt(rubric, criteria, rollout, self.shape, self.defuser)
         except Exception as exc:  # a prompt that cannot be built is this call's failure
             failed = self._report(self._failed("internal", f"prompt: {exc}", 0.0))
             return dict.fromkeys((c.id for c in criteria), failed)
@@ -190,13 +185,8 @@ class Judge:
         start = time.perf_counter()
         try:
             verdicts = await batching.score_batch(call, batch)
-        except BackendError as exc:
-            elapsed = time.perf_counter() - start
-            failed = self._report(self._failed(exc.kind, exc.args[0], elapsed, label=exc.label))
-            return dict.fromkeys(batch.ids, failed)
-        except Exception as exc:  # a bug or an unexpected response shape: still no score
-            message = f"{type(exc).__name__}: {exc}"
-            failed = self._report(self._failed("internal", message, time.perf_counter() - start))
+        except Exception as exc:
+            failed = self._report(self._typed(exc, time.perf_counter() - start))
             return dict.fromkeys(batch.ids, failed)
         latency_ms = (time.perf_counter() - start) * 1000.0
         verdicts = {cid: replace(v, latency_ms=latency_ms) for cid, v in verdicts.items()}
@@ -251,6 +241,13 @@ class Judge:
 
     # ------------------------------------------------------------------ internals
 
+    def _prompt_of(self, build: Callable[..., Prompt], *what: object) -> Callable[[], Prompt]:
+        """``build`` (a ``rewardsvc.judges.prompts`` builder) of ``what``, as this judge
+        asks it (method, API, reasoning budget, defuser), to call once a turn is held."""
+        return functools.partial(
+            build, *what, self.method.name, self.shape, self._reasoning, self.defuser
+        )
+
     def _report(self, verdict: Verdict) -> Verdict:
         self.observer.judge_call(self.name, verdict)
         return verdict
@@ -290,32 +287,38 @@ class Judge:
                 return self._report(self._failed("internal", f"prompt: {exc}", 0.0))
             return await self._score(prompt, deadline)
 
-    async def _score(self, prompt: Prompt, deadline: float | None) -> Verdict:
+    async def _score(
+        self, prompt: Prompt, deadline: float | None, answer: Answer | None = None
+    ) -> Verdict:
+        """Check ``prompt`` fits, have ``answer`` (default: the method's ``score``) send it,
+        type any failure and report the verdict once."""
         too_long = self.overflow(prompt)
         if too_long is not None:
             return self._report(self._failed("context_overflow", too_long, 0.0))
         call = Call(self.backend, self.shape, self.config.sampling, self._reasoning, deadline)
         start = time.perf_counter()
         try:
-            verdict = await self.method.score(call, prompt)
+            verdict = await (answer or self.method.score)(call, prompt)
             verdict = replace(verdict, latency_ms=(time.perf_counter() - start) * 1000.0)
-        except BackendError as exc:
-            verdict = self._failed(
-                exc.kind, exc.args[0], time.perf_counter() - start, label=exc.label
-            )
-        except ReplyFailed as exc:
-            verdict = self._failed(
+        except Exception as exc:
+            verdict = self._typed(exc, time.perf_counter() - start)
+        return self._report(verdict)
+
+    def _typed(self, exc: Exception, latency_s: float) -> Verdict:
+        """The failed verdict of a call that raised ``exc`` after ``latency_s``."""
+        if isinstance(exc, BackendError):
+            return self._failed(exc.kind, exc.args[0], latency_s, label=exc.label)
+        if isinstance(exc, ReplyFailed):
+            return self._failed(
                 "unparseable",
                 exc.message,
-                time.perf_counter() - start,
+                latency_s,
                 exc.raw,
                 exc.prompt_tokens,
                 exc.completion_tokens,
             )
-        except Exception as exc:  # a bug or an unexpected response shape: still no score
-            message = f"{type(exc).__name__}: {exc}"
-            verdict = self._failed("internal", message, time.perf_counter() - start)
-        return self._report(verdict)
+        # A bug or an unexpected response shape: still no score.
+        return self._failed("internal", f"{type(exc).__name__}: {exc}", latency_s)
 
 
 def build_judges(pool: JudgePool, observer: Observer = NULL_OBSERVER) -> dict[str, Judge]:

@@ -14,6 +14,10 @@ A :class:`ScoringMethod` is chosen once per judge from its ``method`` setting:
 - :class:`BatchedMethod` (``batched``): all criteria of an item in one call, one
   constrained token each (``rewardsvc.judges.batching``); single questions as ``logprob``.
 
+Each method also answers a comparison question (``compare``: one label of a
+``rewardsvc.judges.comparative`` prompt) with its own request, and says whether the
+engine should batch an item's criteria (``batches_criteria``).
+
 A method builds its request fields and reads the response through the judge's
 :class:`~rewardsvc.judges.shapes.ApiShape` (chat or completion), so it never asks
 which API it speaks. An answer that does not parse raises :class:`ReplyFailed`
@@ -26,7 +30,7 @@ import functools
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from rewardsvc.core.pool import Sampling
@@ -165,6 +169,9 @@ class ScoringMethod(Protocol):
     """How a judge's reply becomes a score."""
 
     name: Method
+    # Whether the engine asks all criteria of an item in one call
+    # (``rewardsvc.judges.batching``) rather than one call per criterion.
+    batches_criteria: bool
 
     def output_tokens(self, sampling: Sampling) -> int:
         """The most tokens one call may decode (counted against the judge's context)."""
@@ -174,11 +181,54 @@ class ScoringMethod(Protocol):
         """Score one prompt; raises ``ReplyFailed`` or ``BackendError`` on failure."""
         ...
 
+    async def compare(self, call: Call, prompt: Prompt) -> Verdict:
+        """Answer one comparison question (one label of ``prompt.question``): ``probs`` per
+        label, ``score`` P(first label); raises as :meth:`score` does."""
+        ...
 
-class LogprobMethod:
+
+def label_verdict(verdict: Verdict, question: Question) -> Verdict:
+    """A scored verdict read as a comparison's answer: ``score`` is P(first label)."""
+    probs = verdict.probs or {}
+    return replace(verdict, score=probs.get(question.choices[0], 0.0), variance=0.0)
+
+
+def distributed(
+    reading: tuple[dict[str, float], float, float],
+    raw: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+) -> Verdict:
+    """The verdict of a ``(probs, mean, variance)`` reading of a reply and its cost."""
+    probs, mean, variance = reading
+    return Verdict(
+        score=mean,
+        variance=variance,
+        probs=probs,
+        raw=raw,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+    )
+
+
+class _DistributionMethod:
+    """A method whose verdicts carry the scale's probabilities: a comparison's label
+    distribution is read as a criterion's scale distribution is."""
+
+    async def score(self, call: Call, prompt: Prompt) -> Verdict:
+        """Score one prompt (each method's own)."""
+        raise NotImplementedError
+
+    async def compare(self, call: Call, prompt: Prompt) -> Verdict:
+        """The labels' probabilities, read as :meth:`score` reads the scale's."""
+        return label_verdict(await self.score(call, prompt), prompt.question)
+
+
+class LogprobMethod(_DistributionMethod):
     """One constrained token; the expected value over the scale from its logprobs."""
 
     name: Method = "logprob"
+    batches_criteria = False
 
     def output_tokens(self, sampling: Sampling) -> int:
         """One token."""
@@ -202,23 +252,17 @@ class LogprobMethod:
         raw = call.shape.text(choice)
         prompt_tokens, completion_tokens = usage(response)
         try:
-            probs, mean, variance = distribution(question, call.shape.first_top_logprobs(choice))
+            reading = distribution(question, call.shape.first_top_logprobs(choice))
         except Unparseable as exc:
             raise ReplyFailed(str(exc), raw, prompt_tokens, completion_tokens) from exc
-        return Verdict(
-            score=mean,
-            variance=variance,
-            probs=probs,
-            raw=raw,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-        )
+        return distributed(reading, raw, prompt_tokens, completion_tokens)
 
 
 class StructuredMethod:
     """Bounded reasoning then an answer, as JSON enforced by a schema."""
 
     name: Method = "structured"
+    batches_criteria = False
 
     def output_tokens(self, sampling: Sampling) -> int:
         """The judge's output budget."""
@@ -226,6 +270,17 @@ class StructuredMethod:
 
     async def score(self, call: Call, prompt: Prompt) -> Verdict:
         """The parsed answer, normalized; one more attempt when sampling and unparseable."""
+        answer, verdict = await self._answer(call, prompt)
+        return replace(verdict, score=prompt.question.normalized(answer))
+
+    async def compare(self, call: Call, prompt: Prompt) -> Verdict:
+        """The parsed label: probability 1 on it, 0 on the others."""
+        answer, verdict = await self._answer(call, prompt)
+        probs = {c: float(c == answer) for c in prompt.question.choices}
+        return label_verdict(replace(verdict, probs=probs), prompt.question)
+
+    async def _answer(self, call: Call, prompt: Prompt) -> tuple[str, Verdict]:
+        """The parsed answer and a verdict carrying the reply and its cost (no score yet)."""
         sampling = call.sampling
         question = prompt.question
         response_format = {
@@ -258,8 +313,8 @@ class StructuredMethod:
             except Unparseable as exc:
                 error = str(exc)
                 continue
-            return Verdict(
-                score=question.normalized(answer),
+            return answer, Verdict(
+                score=None,
                 variance=0.0,
                 raw=raw,
                 prompt_tokens=prompt_tokens,
@@ -268,10 +323,11 @@ class StructuredMethod:
         raise ReplyFailed(error, raw, prompt_tokens, completion_tokens)
 
 
-class SampledMethod:
+class SampledMethod(_DistributionMethod):
     """``n`` constrained samples; mean and variance of the parsed answers."""
 
     name: Method = "sampled"
+    batches_criteria = False
 
     def output_tokens(self, sampling: Sampling) -> int:
         """A short answer per sample."""
@@ -303,14 +359,7 @@ class SampledMethod:
         mean = sum(scores) / len(scores)
         variance = sum((s - mean) ** 2 for s in scores) / len(scores)
         probs = {c: answers.count(c) / len(answers) for c in question.choices}
-        return Verdict(
-            score=mean,
-            variance=variance,
-            probs=probs,
-            raw=raw,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-        )
+        return distributed((probs, mean, variance), raw, prompt_tokens, completion_tokens)
 
 
 class BatchedMethod(LogprobMethod):
@@ -319,6 +368,7 @@ class BatchedMethod(LogprobMethod):
     ``logprob``."""
 
     name: Method = "batched"
+    batches_criteria = True
 
 
 _METHODS: dict[str, ScoringMethod] = {

@@ -1,10 +1,12 @@
 """API shapes: how a judge call looks on the wire for a chat or a completion endpoint.
 
 A shape is chosen once per judge from its ``api`` setting. It knows the path of its
-endpoint, how a rendered :class:`~rewardsvc.judges.prompts.Prompt` becomes the request
-body, how logprobs are asked for, and how the answer text and the top logprobs are read
-back. Scoring methods (``rewardsvc.judges.methods``) speak only to this interface, so
-neither side dispatches on the strings ``"chat"`` and ``"completion"``.
+endpoint, how the prompt builders' rules and body become a
+:class:`~rewardsvc.judges.prompts.Prompt` (messages or one document) and whether it ends
+in an answer cue, how a prompt becomes the request body, how logprobs are asked for, and
+how the answer text, the top logprobs and every decoded position are read back. Prompt
+builders and scoring methods (``rewardsvc.judges.methods``, ``batching``) speak only to
+this interface, so none of them dispatches on the strings ``"chat"`` and ``"completion"``.
 
 Replies are the parsed JSON as it came (``rewardsvc.judges.transport``): plain dicts and
 lists, no SDK models. :meth:`ApiShape.well_formed` checks the structure the readers rely
@@ -16,12 +18,15 @@ from __future__ import annotations
 
 from typing import Any, Protocol, TypeGuard
 
-from rewardsvc.judges.prompts import Api, Prompt
+from rewardsvc.judges.prompts import Api, Prompt, Question
+from rewardsvc.judges.routing import Affinity
 
 Reply = dict[str, Any]
 """A judge's parsed JSON reply (``choices``, ``usage``, ...)."""
 Choice = dict[str, Any]
 """One entry of a reply's ``choices``."""
+Position = tuple[str, list[tuple[str, float]]]
+"""One decoded token and the ``(token, logprob)`` alternatives at its position."""
 
 
 class ApiShape(Protocol):
@@ -29,6 +34,15 @@ class ApiShape(Protocol):
 
     name: Api
     path: str
+    # Whether the judge continues a plain document (a base model): then a prompt ends in
+    # an answer cue ("Answer (...):") rather than an instruction to answer.
+    continues_text: bool
+
+    def prompt(
+        self, question: Question, rules: str, body: str, affinity: Affinity | None = None
+    ) -> Prompt:
+        """The call asking ``question`` under grader ``rules``, about ``body``."""
+        ...
 
     def body(self, prompt: Prompt) -> dict[str, Any]:
         """The prompt's part of the request body (``messages`` or ``prompt``)."""
@@ -45,6 +59,11 @@ class ApiShape(Protocol):
     def first_top_logprobs(self, choice: Choice) -> list[tuple[str, float]]:
         """``(token, logprob)`` alternatives at the first decoded position, the sampled
         token included; empty when the response has none."""
+        ...
+
+    def positions(self, choice: Choice) -> list[Position]:
+        """Every decoded position of ``choice`` with its alternatives (the decoded token
+        included), as far as they can be read."""
         ...
 
     def well_formed(self, response: Any) -> TypeGuard[Reply]:
@@ -83,11 +102,34 @@ def _pair(token: Any, logprob: Any) -> tuple[str, float] | None:
     return None
 
 
+def _alternatives(top: dict[Any, Any], token: Any, logprob: Any) -> list[tuple[str, float]]:
+    """The items of a ``{token: logprob}`` map plus the decoded ``token``, those readable."""
+    pairs = [_pair(t, lp) for t, lp in top.items()]
+    pairs.append(_pair(token, logprob))
+    return [p for p in pairs if p is not None]
+
+
+def _chat_alternatives(entry: dict[str, Any]) -> list[tuple[str, float]]:
+    """A chat ``logprobs.content`` entry's top alternatives plus its decoded token."""
+    top = [e for e in entry.get("top_logprobs") or [] if isinstance(e, dict)]
+    pairs = [_pair(e.get("token"), e.get("logprob")) for e in top]
+    pairs.append(_pair(entry.get("token"), entry.get("logprob")))
+    return [p for p in pairs if p is not None]
+
+
 class ChatShape:
     """``POST /chat/completions`` with messages; logprobs as ``logprobs.content[i]``."""
 
     name: Api = "chat"
     path = "/chat/completions"
+    continues_text = False
+
+    def prompt(
+        self, question: Question, rules: str, body: str, affinity: Affinity | None = None
+    ) -> Prompt:
+        """The rules as the system message, the body as the user's."""
+        messages = [{"role": "system", "content": rules}, {"role": "user", "content": body}]
+        return Prompt(question=question, messages=messages, affinity=affinity)
 
     def body(self, prompt: Prompt) -> dict[str, Any]:
         """``{"messages": [...]}``."""
@@ -109,11 +151,19 @@ class ChatShape:
         content = logprobs.get("content") if isinstance(logprobs, dict) else None
         if not isinstance(content, list) or not content or not isinstance(content[0], dict):
             return []
-        first = content[0]
-        entries = [e for e in first.get("top_logprobs") or [] if isinstance(e, dict)]
-        pairs = [_pair(e.get("token"), e.get("logprob")) for e in entries]
-        pairs.append(_pair(first.get("token"), first.get("logprob")))
-        return [p for p in pairs if p is not None]
+        return _chat_alternatives(content[0])
+
+    def positions(self, choice: Choice) -> list[Position]:
+        """Each entry of ``logprobs.content``, up to the first whose token is missing (the
+        positions after a damaged one cannot be placed in the text)."""
+        logprobs = choice.get("logprobs")
+        content = logprobs.get("content") if isinstance(logprobs, dict) else None
+        out: list[Position] = []
+        for entry in content if isinstance(content, list) else []:
+            if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
+                break
+            out.append((entry["token"], _chat_alternatives(entry)))
+        return out
 
     def well_formed(self, response: Any) -> TypeGuard[Reply]:
         """A JSON object whose choices carry messages."""
@@ -126,6 +176,13 @@ class CompletionShape:
 
     name: Api = "completion"
     path = "/completions"
+    continues_text = True
+
+    def prompt(
+        self, question: Question, rules: str, body: str, affinity: Affinity | None = None
+    ) -> Prompt:
+        """One document: a base model has no roles, so the rules head it."""
+        return Prompt(question=question, text=f"{rules}\n\n{body}", affinity=affinity)
 
     def body(self, prompt: Prompt) -> dict[str, Any]:
         """``{"prompt": "..."}``."""
@@ -148,11 +205,29 @@ class CompletionShape:
         top = logprobs.get("top_logprobs")
         if not isinstance(top, list) or not top or not isinstance(top[0], dict):
             return []
-        pairs = [_pair(t, lp) for t, lp in top[0].items()]
         tokens, token_logprobs = logprobs.get("tokens"), logprobs.get("token_logprobs")
         if isinstance(tokens, list) and isinstance(token_logprobs, list) and token_logprobs:
-            pairs.append(_pair(tokens[0] if tokens else None, token_logprobs[0]))
-        return [p for p in pairs if p is not None]
+            return _alternatives(top[0], tokens[0] if tokens else None, token_logprobs[0])
+        return _alternatives(top[0], None, None)
+
+    def positions(self, choice: Choice) -> list[Position]:
+        """Each of ``logprobs.tokens`` with the items of its ``top_logprobs`` entry, up to
+        the first token that is not text."""
+        logprobs = choice.get("logprobs")
+        if not isinstance(logprobs, dict):
+            return []
+        tokens = logprobs.get("tokens")
+        tops = logprobs.get("top_logprobs")
+        chosen = logprobs.get("token_logprobs")
+        tops = tops if isinstance(tops, list) else []
+        chosen = chosen if isinstance(chosen, list) else []
+        out: list[Position] = []
+        for i, token in enumerate(tokens if isinstance(tokens, list) else []):
+            if not isinstance(token, str):
+                break
+            top = tops[i] if i < len(tops) and isinstance(tops[i], dict) else {}
+            out.append((token, _alternatives(top, token, chosen[i] if i < len(chosen) else None)))
+        return out
 
     def well_formed(self, response: Any) -> TypeGuard[Reply]:
         """A JSON object with at least one choice."""

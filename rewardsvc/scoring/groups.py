@@ -356,9 +356,7 @@ async def score_groups(
                     judge.observer.judge_call(judge.name, late)
                     return late
                 group = fenced[p.group][judge.defuser]
-                prompt = group_prompt(
-                    rubric, p.criterion, group, p.comparison.shown, judge.config.api
-                )
+                prompt = group_prompt(rubric, p.criterion, group, p.comparison.shown, judge.shape)
                 return await asker(judge, prompt, deadline)
 
         return call

@@ -51,7 +51,7 @@ from rewardsvc.protocol.rewards import (
 )
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.recipes import RecipeRunner, engine_scorer, plan_routes, resolve_components
-from rewardsvc.server.errors import ApiError
+from rewardsvc.server.errors import STATUS_OF_KIND, ApiError
 from rewardsvc.server.items import read_item, score_options
 
 INLINE_LABEL = "_inline"
@@ -156,7 +156,7 @@ def _inline_recipe(registry: Registry, value: Recipe) -> Target:
         problems = [(p.path, p.message) for p in exc.problems]
         raise _invalid(problems, 422, "invalid_request") from exc
     except RequestError as exc:
-        status = 404 if exc.kind == "unknown_rubric" else exc.status
+        status = STATUS_OF_KIND[exc.kind]
         raise _invalid([(p.path, p.message) for p in exc.problems], status, exc.kind) from exc
     versions = {
         ref: components[c.id].version()

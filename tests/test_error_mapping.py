@@ -22,6 +22,7 @@ from rewardsvc.server.errors import STATUS_OF_KIND
 from rewardsvc.server.state import running_service
 from tests.test_api_support import app_client, fake_pool, settings_for, write_library
 
+
 def test_the_core_request_error_knows_no_http_status() -> None:
     error = RequestError.at(("items", 0, "prompt"), "must not be empty")
     assert not hasattr(error, "status")
@@ -48,7 +49,7 @@ class _RefusingScorer:
     """A scorer whose scoring raises a RequestError (as the core does), for the compat routes."""
 
     async def score_rubric(
-        self, rubric_id: str, items: Any, options: RewardOptions, field_name: str = "items", **_: Any
+        self, rubric_id: str, items: Any, options: RewardOptions, *_: Any, **__: Any
     ) -> RewardResponse:
         raise RequestError.at(("items", 0, "completion"), "must not be empty")
 

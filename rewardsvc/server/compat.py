@@ -46,12 +46,15 @@ client sends as Basic credentials.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import Annotated, Any, Literal, Protocol
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from rewardsvc.core.errors import RequestError
 from rewardsvc.protocol.compat import (
@@ -112,6 +115,21 @@ async def get_attempts(request: Request) -> Attempts:
 
 
 AttemptsDep = Annotated[Attempts, Depends(get_attempts)]
+
+
+@contextlib.contextmanager
+def _try_of(attempts: Attempts, request: Request, body: BaseModel) -> Iterator[int]:
+    """The try number of this request; a refusal raised inside (the route's own, or a
+    request error from scoring, which the app's handler answers) leaves the token that
+    makes the trainer's retry of the same body its next try."""
+    where, raw = str(request.url), body.model_dump()
+    tries = attempts.begin(where, raw)
+    try:
+        yield tries
+    except (ApiError, RequestError):
+        attempts.refused(where, raw, tries)
+        raise
+
 
 OPENRLHF_HOLD_S = 150.0
 """Longest hold of one OpenRLHF request (its client times a try out after 180 s)."""
@@ -245,16 +263,10 @@ async def openrlhf(
     ]
     if not items:
         return OpenRLHFResponse(rewards=[], scores=[], extra_logs=OpenRLHFExtraLogs.of([]))
-    where, raw = str(request.url), body.model_dump()
-    tries = attempts.begin(where, raw)
-    try:
-        with scorer.held() as held:
-            results = await score_holding(scorer, rubric, items, "query", run, hold)
-            _outage(results, [f"query[{i}]" for i in range(n)], tries >= OPENRLHF_TRIES)
-            held.record()
-    except (ApiError, RequestError):
-        attempts.refused(where, raw, tries)
-        raise
+    with _try_of(attempts, request, body) as tries, scorer.held() as held:
+        results = await score_holding(scorer, rubric, items, "query", run, hold)
+        _outage(results, [f"query[{i}]" for i in range(n)], tries >= OPENRLHF_TRIES)
+        held.record()
     rewards = [_reward(r) for r in results]
     return OpenRLHFResponse(
         rewards=rewards, scores=list(rewards), extra_logs=OpenRLHFExtraLogs.of(results)
@@ -331,16 +343,10 @@ async def slime(
         "completion": strip_trailing_special_tokens(body.response),
         "reference": label_text(body.label),
     }
-    where, raw = str(request.url), body.model_dump()
-    tries = attempts.begin(where, raw)
-    try:
-        with scorer.held() as held:
-            results = await score_holding(scorer, rubric, [item], "items", run, hold)
-            last_try = format == "dict" and tries >= SLIME_TRIES
-            _outage(results, ["response"], last_try)
-            reply = _slime_reply(results[0], format)
-            held.record()
-    except (ApiError, RequestError):
-        attempts.refused(where, raw, tries)
-        raise
+    with _try_of(attempts, request, body) as tries, scorer.held() as held:
+        results = await score_holding(scorer, rubric, [item], "items", run, hold)
+        last_try = format == "dict" and tries >= SLIME_TRIES
+        _outage(results, ["response"], last_try)
+        reply = _slime_reply(results[0], format)
+        held.record()
     return reply

@@ -21,9 +21,6 @@ PUBLIC_PREFIXES = ("/dashboard/assets/",)
 OPERATOR_PATHS = frozenset({"/metrics"})
 
 
-# ------------------------------------------------------------------ auth
-
-
 class ApiKeyMiddleware:
     """Require ``Authorization: Bearer KEY`` (or HTTP Basic with KEY as the password) on
     every HTTP route except ``PUBLIC_PATHS``; others get 401 with ``WWW-Authenticate``.

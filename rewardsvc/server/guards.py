@@ -2,8 +2,8 @@
 auth is :mod:`.api_keys`).
 
 The body limit is pure ASGI middleware, so that an oversized request is refused before
-its body is read or parsed. The batch and
-in-flight limits need the parsed request and are applied by the routes.
+its body is read or parsed. The batch and in-flight limits need the parsed request and
+are applied by the routes.
 Every refusal is an ``ErrorDetail`` body, like all other errors of the API.
 """
 

@@ -42,6 +42,10 @@ What the trainer's last try gets (the try is counted per request, see :class:`At
 ``?run=NAME`` names the training run. Neither client sends headers: when API keys are
 set, put the key in the URL's user info (``http://k:KEY@host:8000/...``), which their HTTP
 client sends as Basic credentials.
+
+The policy's text is read out of what the trainers send by :mod:`.trainer_text`; the
+try count is :class:`~rewardsvc.server.holding.Attempts`. Errors are answered by the
+app's handlers (:mod:`.errors`); these routes only note the refusal for the retry count.
 """
 
 from __future__ import annotations

@@ -34,8 +34,8 @@ from rewardsvc.protocol.rewards import (
 )
 from rewardsvc.server import compat
 from rewardsvc.server.app import create_app
-from rewardsvc.server.compat import response_from_query, strip_trailing_special_tokens
 from rewardsvc.server.holding import HeldTries, kept_back
+from rewardsvc.server.trainer_text import response_from_query, strip_trailing_special_tokens
 from rewardsvc_client._adapt import status_numbers
 
 KEY = "trainer-key-42"

@@ -23,7 +23,8 @@ from fakejudge import FakeJudge
 from test_api_support import app_client, fake_pool, settings_for, write_library
 
 from rewardsvc.core.pool import JudgePool
-from rewardsvc.server.compat import OPENRLHF_TRIES, SLIME_TRIES, Attempts
+from rewardsvc.server.compat import OPENRLHF_TRIES, SLIME_TRIES
+from rewardsvc.server.holding import Attempts
 from rewardsvc.server.service import Service
 
 PROMPT = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"

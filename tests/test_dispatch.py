@@ -22,7 +22,7 @@ from rewardsvc.graders.registry import Graders
 from rewardsvc.library.registry import Registry, load_pool
 from rewardsvc.protocol.rewards import RewardRequest
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.server.errors import ApiError
+from rewardsvc.server.errors import STATUS_OF_KIND, ApiError
 from rewardsvc.server.service import Service
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -134,7 +134,7 @@ def test_inline_recipe_errors_name_the_field(library: Registry) -> None:
     )
     with pytest.raises(RequestError) as caught:
         resolve(library, unknown)
-    assert caught.value.status == 404
+    assert STATUS_OF_KIND[caught.value.kind] == 404
     assert caught.value.field == "rubric.components[0].rubric"
     inline = {
         "id": "r",
@@ -146,7 +146,7 @@ def test_inline_recipe_errors_name_the_field(library: Registry) -> None:
     )
     with pytest.raises(RequestError) as caught:
         resolve(library, bad_judge)
-    assert caught.value.status == 422
+    assert STATUS_OF_KIND[caught.value.kind] == 422
     assert caught.value.field.startswith("rubric.components[0].rubric.judges")
     assert "no-such-judge" in str(caught.value)
 

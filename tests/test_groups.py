@@ -20,6 +20,7 @@ from rewardsvc.library.registry import load_pool
 from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions, score_groups
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions, judge_preferences
 from rewardsvc.server import comparative
+from rewardsvc.server.app import install_error_handlers
 from tests.fakejudge import FakeJudge, Script
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -227,6 +228,7 @@ class LocalComparer:
 
 async def test_route_rejects_a_bad_group_alone_and_names_bad_options(idle_judges) -> None:
     app = FastAPI()
+    install_error_handlers(app)
     app.include_router(comparative.router)
     app.state.service = LocalComparer(idle_judges, _rubric(), quality_asker(QUALITY))
     transport = httpx.ASGITransport(app=app)
@@ -243,13 +245,14 @@ async def test_route_rejects_a_bad_group_alone_and_names_bad_options(idle_judges
         body = {"rubric": "capital", "groups": groups[:1], "options": {"judges": ["nobody"]}}
         reply = await c.post("/v1/groups", json=body)
         assert reply.status_code == 422
-        assert reply.json()["detail"]["field"] == "options.judges"
+        assert reply.json()["field"] == "options.judges"
 
 
 @pytest.fixture
 async def client(cpu_pool: JudgePool) -> AsyncIterator[httpx.AsyncClient]:
     judges = build_judges(cpu_pool)
     app = FastAPI()
+    install_error_handlers(app)
     app.include_router(comparative.router)
     app.state.service = LocalComparer(judges, _rubric())
     transport = httpx.ASGITransport(app=app)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from rewardsvc.core.errors import FieldProblem, RequestError
+from rewardsvc.core.errors import FieldProblem, RequestError, RequestErrorKind
 from rewardsvc.core.recipe import Recipe, RoutingTable
 from rewardsvc.core.rollout import ItemIn, ScoreOptions
 from rewardsvc.core.rubric import Rubric
@@ -251,11 +251,9 @@ def _inline_recipe(registry: Registry, value: Recipe) -> RecipeTarget:
         served = {e.rubric.id: e.rubric for e in registry.entries()}
         components = resolve_components(recipe, served.get)
     except InvalidFile as exc:
-        problems = [(p.path, p.message) for p in exc.problems]
-        raise _invalid(problems, 422, "invalid_request") from exc
+        raise _invalid([(p.path, p.message) for p in exc.problems], "invalid_request") from exc
     except RequestError as exc:
-        status = 404 if exc.kind == "unknown_rubric" else exc.status
-        raise _invalid([(p.path, p.message) for p in exc.problems], status, exc.kind) from exc
+        raise _invalid([(p.path, p.message) for p in exc.problems], exc.kind) from exc
     versions = {
         ref: components[c.id].version()
         for c in recipe.components
@@ -264,11 +262,11 @@ def _inline_recipe(registry: Registry, value: Recipe) -> RecipeTarget:
     return RecipeTarget(recipe.id, recipe.version(versions), recipe, components, label=INLINE_LABEL)
 
 
-def _invalid(problems: list[tuple[str, str]], status: int, kind: str) -> RequestError:
+def _invalid(problems: list[tuple[str, str]], kind: RequestErrorKind) -> RequestError:
     """The request error of an inline recipe's problems, their paths under ``rubric``
     (each path is one key of the problem's location: it is already written out)."""
     found = [FieldProblem((f"rubric.{path}" if path else "rubric",), m) for path, m in problems]
-    return RequestError(kind, found or [FieldProblem(("rubric",), "invalid")], status)
+    return RequestError(kind, found or [FieldProblem(("rubric",), "invalid")])
 
 
 async def score_target(

@@ -2,9 +2,10 @@
 
 A problem with a request or a rubric is a :class:`FieldProblem` (the place, as users
 write it, ``items[3].completion``, and what is wrong); a request-level refusal raised
-below the server is a :class:`RequestError` carrying its problems, which the server turns
-into an HTTP error without parsing any string. :func:`field_problems` is the one
-formatter of pydantic error locations, used by the API, the engine and the YAML loader.
+below the server is a :class:`RequestError` carrying its kind and problems, which the
+server turns into its protocol's error (an HTTP status and body) without parsing any
+string. :func:`field_problems` is the one formatter of pydantic error locations, used by
+the API, the engine and the YAML loader.
 """
 
 from __future__ import annotations
@@ -94,23 +95,27 @@ class FieldProblem:
         return f"{self.path}: {self.message}" if self.loc else self.message
 
 
-class RequestError(Exception):
-    """A request that cannot be served as asked (raised below the server, mapped to a 4xx).
+RequestErrorKind = Literal["invalid_request", "unknown_rubric"]
+"""What is wrong with a refused request, machine-readable: the ``error`` of its answer
+(the server alone decides how that reads in its protocol, e.g. an HTTP status)."""
 
-    ``kind`` is the machine-readable error (``invalid_request``, ``too_large``, ...),
+
+class RequestError(Exception):
+    """A request that cannot be served as asked (raised below the server).
+
+    ``kind`` is the machine-readable error (``invalid_request``, ``unknown_rubric``),
     ``problems`` the places at fault, with paths relative to the request body.
     """
 
-    def __init__(self, kind: str, problems: Sequence[FieldProblem], status: int = 422):
-        self.kind = kind
+    def __init__(self, kind: RequestErrorKind, problems: Sequence[FieldProblem]):
+        self.kind: RequestErrorKind = kind
         self.problems = list(problems)
-        self.status = status
         super().__init__("; ".join(str(p) for p in self.problems))
 
     @classmethod
-    def at(cls, path: Loc, message: str, kind: str = "invalid_request", status: int = 422) -> Self:
+    def at(cls, path: Loc, message: str, kind: RequestErrorKind = "invalid_request") -> Self:
         """A request error with one problem at ``path``."""
-        return cls(kind, [FieldProblem(path, message)], status)
+        return cls(kind, [FieldProblem(path, message)])
 
     @property
     def field(self) -> str | None:

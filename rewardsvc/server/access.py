@@ -1,6 +1,6 @@
 """What the API key of the request being served may read and write.
 
-:class:`~rewardsvc.server.guards.ApiKeyMiddleware` puts the :class:`Grant` of a scoped key
+:class:`~rewardsvc.server.api_keys.ApiKeyMiddleware` puts the :class:`Grant` of a scoped key
 in :data:`GRANT` for the duration of its request (an unrestricted key, or no auth, leaves
 None: everything is allowed, the single-tenant default). The service asks
 :func:`check_rubric` and :func:`claim_run` before scoring, and the read routes filter

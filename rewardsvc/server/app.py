@@ -18,19 +18,22 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from rewardsvc.core.errors import RequestError
 from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import Registry
+from rewardsvc.library.yamlfile import InvalidFile
 from rewardsvc.protocol.rubrics import ValidateRequest
 from rewardsvc.server import agents, comparative, compat, dashboard, ops, routes
 from rewardsvc.server.access import Keyring
-from rewardsvc.server.errors import error_detail_of, error_response, format_validation_errors
-from rewardsvc.server.guards import (
-    PUBLIC_PATHS,
-    AdmissionMiddleware,
-    ApiKeyMiddleware,
-    BodyLimitMiddleware,
-    CancelOnDisconnect,
+from rewardsvc.server.api_keys import PUBLIC_PATHS, ApiKeyMiddleware
+from rewardsvc.server.errors import (
+    error_detail_of,
+    error_response,
+    format_validation_errors,
+    invalid_file_response,
+    request_error_response,
 )
+from rewardsvc.server.guards import AdmissionMiddleware, BodyLimitMiddleware, CancelOnDisconnect
 from rewardsvc.server.metrics import RequestMetricsMiddleware
 from rewardsvc.server.service import start_service
 from rewardsvc.settings import Settings
@@ -77,6 +80,47 @@ def build_openapi(app: FastAPI, auth: bool) -> dict[str, Any]:
     return schema
 
 
+def install_error_handlers(app: FastAPI) -> None:
+    """Answer every error as an ErrorDetail: HTTP errors, validation errors, request errors
+    and invalid rubric documents raised below the routes (their status from the one table
+    in ``errors.py``), and anything else as a 500 whose text stays in the log."""
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse(error_detail_of(exc), status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        detail = format_validation_errors(list(exc.errors()), exc.body)
+        return JSONResponse(detail.model_dump(), status_code=422)
+
+    @app.exception_handler(RequestError)
+    async def _request_error(request: Request, exc: RequestError) -> JSONResponse:
+        return request_error_response(exc)
+
+    @app.exception_handler(InvalidFile)
+    async def _invalid_file(request: Request, exc: InvalidFile) -> JSONResponse:
+        return invalid_file_response(exc)
+
+    @app.exception_handler(Exception)
+    async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        # The exception text may hold internals (paths, judge URLs): it goes to the log only.
+        return error_response(500, "internal_error", "internal error; see the service log")
+
+
+def _add_middleware(app: FastAPI, settings: Settings, keyring: Keyring | None) -> None:
+    """The request guards, added innermost first: metrics sees every response, auth (when
+    ``keyring``) runs before the body is read, and the body limit wraps everything that
+    reads it."""
+    app.add_middleware(CancelOnDisconnect)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(AdmissionMiddleware, service=lambda: getattr(app.state, "service", None))
+    if keyring is not None:
+        app.add_middleware(ApiKeyMiddleware, keyring=keyring)
+    app.add_middleware(RequestMetricsMiddleware, routes_app=app)
+
+
 def create_app(
     settings: Settings | None = None,
     registry: Registry | None = None,
@@ -89,6 +133,9 @@ def create_app(
     settings = settings or Settings()
     api_keys = settings.api_key_list()
     scoped_keys = settings.api_key_scope_list()
+    auth = bool(api_keys or scoped_keys)
+    # Built here, not when the first request arrives: a key given twice fails the start.
+    keyring = Keyring(api_keys, scoped_keys) if auth else None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -107,20 +154,7 @@ def create_app(
         lifespan=lifespan,
     )
 
-    @app.exception_handler(StarletteHTTPException)
-    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse(error_detail_of(exc), status_code=exc.status_code, headers=exc.headers)
-
-    @app.exception_handler(RequestValidationError)
-    async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        detail = format_validation_errors(list(exc.errors()), exc.body)
-        return JSONResponse(detail.model_dump(), status_code=422)
-
-    @app.exception_handler(Exception)
-    async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
-        # The exception text may hold internals (paths, judge URLs): it goes to the log only.
-        return error_response(500, "internal_error", "internal error; see the service log")
+    install_error_handlers(app)
 
     app.include_router(routes.v1)
     app.include_router(comparative.router)
@@ -131,18 +165,10 @@ def create_app(
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = build_openapi(app, auth=bool(api_keys or scoped_keys))
+            app.openapi_schema = build_openapi(app, auth=auth)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented override
 
-    # Added innermost first: metrics sees every response, auth runs before the body
-    # is read, and the body limit wraps everything that reads it.
-    app.add_middleware(CancelOnDisconnect)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
-    app.add_middleware(AdmissionMiddleware, service=lambda: getattr(app.state, "service", None))
-    if api_keys or scoped_keys:
-        # Built here, not when the first request arrives: a key given twice fails the start.
-        app.add_middleware(ApiKeyMiddleware, keyring=Keyring(api_keys, scoped_keys))
-    app.add_middleware(RequestMetricsMiddleware, routes_app=app)
+    _add_middleware(app, settings, keyring)
     return app

@@ -17,7 +17,6 @@ from fastapi import APIRouter, Depends
 
 from rewardsvc.application.items import read_group
 from rewardsvc.application.wire import group_response, preference_response
-from rewardsvc.core.errors import RequestError
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.protocol.comparative import (
     GroupRequest,
@@ -27,7 +26,7 @@ from rewardsvc.protocol.comparative import (
 )
 from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions
-from rewardsvc.server.errors import ApiError, error_responses
+from rewardsvc.server.errors import error_responses
 from rewardsvc.server.state import running_service
 
 # ------------------------------------------------------------------ service protocol
@@ -95,10 +94,7 @@ async def groups(body: GroupRequest, comparer: ComparerDep) -> GroupResponse:
         min_judges=o.min_judges,
         seed=o.seed,
     )
-    try:
-        batch = await comparer.score_groups(rubric, read, options, run=body.run, raw=body.groups)
-    except RequestError as exc:
-        raise ApiError.of(exc) from exc
+    batch = await comparer.score_groups(rubric, read, options, run=body.run, raw=body.groups)
     return group_response(batch)
 
 
@@ -120,10 +116,5 @@ async def preferences(body: PreferenceRequest, comparer: ComparerDep) -> Prefere
         min_judges=o.min_judges,
         margin=o.margin,
     )
-    try:
-        batch = await comparer.judge_preferences(
-            rubric, read, options, run=body.run, raw=body.pairs
-        )
-    except RequestError as exc:
-        raise ApiError.of(exc) from exc
+    batch = await comparer.judge_preferences(rubric, read, options, run=body.run, raw=body.pairs)
     return preference_response(batch)

@@ -42,22 +42,25 @@ What the trainer's last try gets (the try is counted per request, see :class:`At
 ``?run=NAME`` names the training run. Neither client sends headers: when API keys are
 set, put the key in the URL's user info (``http://k:KEY@host:8000/...``), which their HTTP
 client sends as Basic credentials.
+
+The policy's text is read out of what the trainers send by :mod:`.trainer_text`; the
+try count is :class:`~rewardsvc.server.holding.Attempts`. Errors are answered by the
+app's handlers (:mod:`.errors`); these routes only note the refusal for the retry count.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
+import contextlib
 import time
-from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import Annotated, Any, Literal, Protocol
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
+from rewardsvc.core.errors import RequestError
 from rewardsvc.protocol.compat import (
     OpenRLHFExtraLogs,
     OpenRLHFRequest,
@@ -65,7 +68,6 @@ from rewardsvc.protocol.compat import (
     SlimeRequest,
     SlimeReward,
 )
-from rewardsvc.protocol.errors import ErrorDetail
 from rewardsvc.protocol.rewards import (
     RUN_NAME_MAX,
     RUN_NAME_PATTERN,
@@ -73,9 +75,14 @@ from rewardsvc.protocol.rewards import (
     RewardResponse,
     RewardResult,
 )
-from rewardsvc.server.errors import ApiError
-from rewardsvc.server.holding import HeldTries
+from rewardsvc.server.errors import ApiError, error_responses
+from rewardsvc.server.holding import Attempts, HeldTries
 from rewardsvc.server.state import running_service
+from rewardsvc.server.trainer_text import (
+    label_text,
+    response_from_query,
+    strip_trailing_special_tokens,
+)
 
 
 class Scorer(Protocol):
@@ -103,61 +110,6 @@ class Scorer(Protocol):
 ScorerDep = Annotated[Scorer, Depends(running_service)]
 
 
-RETRY_WITHIN_S = 120.0
-"""How long after a refused try the trainer's retry may come (OpenRLHF waits 1 s, slime at
-most 31 s between tries)."""
-
-
-class Attempts:
-    """Which try of the trainer's retry loop a request is.
-
-    Neither trainer marks a retry: it sends the same body again after a try that got no
-    reward. So every answer that is not a reward (a 503 after the hold, a 429, a 422)
-    leaves a token for its body with its try number, and a request of that body takes the
-    token with the highest number: its try is the next one; with no token it is a first
-    try. Identical samples in flight at once (the copies of one prompt and completion in a
-    GRPO group) are separate requests with their own counts, never one shared count.
-    Tokens last ``retry_within_s``; at most ``size`` bodies are remembered.
-    """
-
-    def __init__(
-        self,
-        size: int = 10_000,
-        retry_within_s: float = RETRY_WITHIN_S,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.size = size
-        self.retry_within_s = retry_within_s
-        self.clock = clock
-        self.refusals: OrderedDict[str, list[tuple[float, int]]] = OrderedDict()
-
-    @staticmethod
-    def _key(where: str, body: Any) -> str:
-        text = json.dumps([where, body], sort_keys=True, default=str)
-        return hashlib.sha256(text.encode()).hexdigest()
-
-    def begin(self, where: str, body: Any) -> int:
-        """The try number of a request of ``body`` to ``where`` (1 for a first try)."""
-        key = self._key(where, body)
-        now = self.clock()
-        tokens = [t for t in self.refusals.pop(key, []) if t[0] > now]
-        if not tokens:
-            return 1
-        latest = max(tokens, key=lambda t: t[1])
-        tokens.remove(latest)
-        if tokens:
-            self.refusals[key] = tokens
-        return latest[1] + 1
-
-    def refused(self, where: str, body: Any, tries: int) -> None:
-        """The request of try ``tries`` was answered without a reward: its retry is next."""
-        key = self._key(where, body)
-        self.refusals.setdefault(key, []).append((self.clock() + self.retry_within_s, tries))
-        self.refusals.move_to_end(key)
-        while len(self.refusals) > self.size:
-            self.refusals.popitem(last=False)
-
-
 async def get_attempts(request: Request) -> Attempts:
     """The app's try counter (created on first use)."""
     attempts = getattr(request.app.state, "compat_attempts", None)
@@ -167,6 +119,21 @@ async def get_attempts(request: Request) -> Attempts:
 
 
 AttemptsDep = Annotated[Attempts, Depends(get_attempts)]
+
+
+@contextlib.contextmanager
+def _try_of(attempts: Attempts, request: Request, body: BaseModel) -> Iterator[int]:
+    """The try number of this request; a refusal raised inside (the route's own, or a
+    request error from scoring, which the app's handler answers) leaves the token that
+    makes the trainer's retry of the same body its next try."""
+    where, raw = str(request.url), body.model_dump()
+    tries = attempts.begin(where, raw)
+    try:
+        yield tries
+    except (ApiError, RequestError):
+        attempts.refused(where, raw, tries)
+        raise
+
 
 OPENRLHF_HOLD_S = 150.0
 """Longest hold of one OpenRLHF request (its client times a try out after 180 s)."""
@@ -227,91 +194,6 @@ async def score_holding(
             results[index] = result
 
 
-# ------------------------------------------------------------------ text extraction
-
-# End-of-turn / end-of-text / padding tokens that a decoded sequence keeps at its end when
-# decoded with skip_special_tokens=False (OpenRLHF decodes its query that way).
-SPECIAL_TOKENS = ("</s>", "<eos>", "<pad>", "<end_of_turn>", "<｜end▁of▁sentence｜>")
-# ChatML/Llama-3/Phi style tokens: <|im_end|>, <|endoftext|>, <|eot_id|>, <|end|>, ...
-_BAR_TOKEN = re.compile(r"<\|[A-Za-z0-9_.:\-]{1,40}\|>\Z")
-
-
-def strip_trailing_special_tokens(text: str) -> str:
-    """``text`` without the special tokens (and whitespace between them) at its end."""
-    # A loop over suffixes rather than one regex with nested repetition: the text is
-    # untrusted, and such a regex backtracks quadratically on long runs of whitespace.
-    while True:
-        text = text.rstrip()
-        for token in SPECIAL_TOKENS:
-            if text.endswith(token):
-                text = text[: -len(token)]
-                break
-        else:
-            match = _BAR_TOKEN.search(text, max(0, len(text) - 44))
-            if match is None:
-                return text
-            text = text[: match.start()]
-
-
-def _common_prefix_length(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
-_PROMPT_TAIL = 32
-"""Characters of the prompt's end searched for in a query whose prompt was cut."""
-
-
-def _after_prompt_tail(query: str, prompt: str) -> int | None:
-    """Where the response starts in a query holding only the end of ``prompt`` (OpenRLHF cuts
-    over-long prompts from the left): the end of the longest suffix of the prompt that the
-    query starts with."""
-    tail = prompt[-_PROMPT_TAIL:]
-    start = query.find(tail)
-    while start != -1:
-        end = start + len(tail)
-        if prompt.endswith(query[:end]):
-            return end
-        start = query.find(tail, start + 1)
-    return None
-
-
-def response_from_query(query: str, prompt: str | None) -> str:
-    """The policy's response inside an OpenRLHF ``query`` (templated prompt + response).
-
-    ``query[len(prompt):]`` when the prompt is a prefix of the query; the text after the
-    prompt's first occurrence when something (a BOS token) precedes it; the text after the
-    prompt's end when OpenRLHF cut the prompt from the left; otherwise (the tokenizer round
-    trip changed the prompt text) the text after the longest common prefix. Trailing
-    end-of-text tokens are stripped.
-    """
-    if prompt and query.startswith(prompt):
-        response = query[len(prompt) :]
-    elif prompt and prompt in query:
-        # The first occurrence: a policy that repeats its prompt must not hide what it
-        # wrote before the repeat.
-        response = query[query.index(prompt) + len(prompt) :]
-    elif prompt and (cut := _after_prompt_tail(query, prompt)) is not None:
-        response = query[cut:]
-    elif prompt:
-        response = query[_common_prefix_length(query, prompt) :]
-    else:
-        response = query
-    return strip_trailing_special_tokens(response)
-
-
-def _label_text(label: Any) -> str | None:
-    # OpenRLHF sends "" when the dataset has no label column; that is "no reference".
-    if label is None or label == "":
-        return None
-    if isinstance(label, str):
-        return label
-    return json.dumps(label, ensure_ascii=False, sort_keys=True)
-
-
 def _outage(results: list[RewardResult], fields: list[str], last_try: bool) -> None:
     """503 (with the first failed field) while judges failed and the trainer will try again;
     nothing on its last try (``last_try``), which the caller answers in its own way."""
@@ -334,19 +216,7 @@ def _reward(result: RewardResult) -> float:
     return float(result.reward) if result.reward is not None else 0.0
 
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorDetail, "description": text}
-    for code, text in {
-        401: "Missing or invalid API key.",
-        404: "Unknown rubric.",
-        413: "Body larger than max_body_bytes, or more samples than max_items.",
-        422: "Malformed request; for slime also a sample that cannot be scored (OpenRLHF "
-        "gets a flagged 0.0 for it instead).",
-        429: "Too many items in flight (max_inflight); see Retry-After.",
-        503: "Judges failed for the whole hold; retry (OpenRLHF's last try gets a flagged "
-        "0.0 and slime's dict format a reply without `reward` instead).",
-    }.items()
-}
+_ERRORS = error_responses(401, 404, 413, 422, 429, 503, trainer=True)
 
 router = APIRouter(tags=["trainer compatibility"])
 
@@ -391,22 +261,16 @@ async def openrlhf(
             "id": str(i),
             "prompt": prompts[i],
             "completion": response_from_query(body.query[i], prompts[i]),
-            "reference": _label_text(labels[i]),
+            "reference": label_text(labels[i]),
         }
         for i in range(n)
     ]
     if not items:
         return OpenRLHFResponse(rewards=[], scores=[], extra_logs=OpenRLHFExtraLogs.of([]))
-    where, raw = str(request.url), body.model_dump()
-    tries = attempts.begin(where, raw)
-    try:
-        with scorer.held() as held:
-            results = await score_holding(scorer, rubric, items, "query", run, hold)
-            _outage(results, [f"query[{i}]" for i in range(n)], tries >= OPENRLHF_TRIES)
-            held.record()
-    except ApiError:
-        attempts.refused(where, raw, tries)
-        raise
+    with _try_of(attempts, request, body) as tries, scorer.held() as held:
+        results = await score_holding(scorer, rubric, items, "query", run, hold)
+        _outage(results, [f"query[{i}]" for i in range(n)], tries >= OPENRLHF_TRIES)
+        held.record()
     rewards = [_reward(r) for r in results]
     return OpenRLHFResponse(
         rewards=rewards, scores=list(rewards), extra_logs=OpenRLHFExtraLogs.of(results)
@@ -481,18 +345,12 @@ async def slime(
         "id": "0",
         "prompt": prompt,
         "completion": strip_trailing_special_tokens(body.response),
-        "reference": _label_text(body.label),
+        "reference": label_text(body.label),
     }
-    where, raw = str(request.url), body.model_dump()
-    tries = attempts.begin(where, raw)
-    try:
-        with scorer.held() as held:
-            results = await score_holding(scorer, rubric, [item], "items", run, hold)
-            last_try = format == "dict" and tries >= SLIME_TRIES
-            _outage(results, ["response"], last_try)
-            reply = _slime_reply(results[0], format)
-            held.record()
-    except ApiError:
-        attempts.refused(where, raw, tries)
-        raise
+    with _try_of(attempts, request, body) as tries, scorer.held() as held:
+        results = await score_holding(scorer, rubric, [item], "items", run, hold)
+        last_try = format == "dict" and tries >= SLIME_TRIES
+        _outage(results, ["response"], last_try)
+        reply = _slime_reply(results[0], format)
+        held.record()
     return reply

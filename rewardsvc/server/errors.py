@@ -1,8 +1,12 @@
 """HTTP errors: every refusal is an ``ErrorDetail`` body ``{error, message, field}``.
 
-Request errors raised below the server (:class:`rewardsvc.core.errors.RequestError`) and
-FastAPI's validation errors both become ``ErrorDetail`` here, with field paths written by
-the one formatter of ``core.errors``.
+Request errors raised below the server (:class:`rewardsvc.core.errors.RequestError`),
+invalid rubric documents (:class:`rewardsvc.library.yamlfile.InvalidFile`) and FastAPI's
+validation errors all become ``ErrorDetail`` here, with field paths written by the one
+formatter of ``core.errors``. :data:`STATUS_OF_KIND` is the one place where a request
+error's kind gets its HTTP status; the app's handlers (:func:`request_error_response`,
+:func:`invalid_file_response`) answer the errors that routes let through, and
+:func:`error_responses` is the one table of documented error responses.
 """
 
 from __future__ import annotations
@@ -14,8 +18,15 @@ from fastapi import HTTPException
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
 
-from rewardsvc.core.errors import FieldProblem, RequestError, field_problems
+from rewardsvc.core.errors import FieldProblem, RequestError, RequestErrorKind, field_problems
+from rewardsvc.library.yamlfile import InvalidFile
 from rewardsvc.protocol.errors import ErrorDetail
+
+STATUS_OF_KIND: dict[RequestErrorKind, int] = {
+    "invalid_request": 422,
+    "unknown_rubric": 404,
+}
+"""The HTTP status of each request error kind (the core knows kinds, not HTTP)."""
 
 
 class ApiError(HTTPException):
@@ -32,11 +43,6 @@ class ApiError(HTTPException):
         detail = ErrorDetail(error=error, message=message, field=field)
         super().__init__(status_code=status_code, detail=detail.model_dump(), headers=headers)
 
-    @classmethod
-    def of(cls, error: RequestError) -> ApiError:
-        """The HTTP form of a request error raised below the server."""
-        return cls(error.status, error.kind, str(error), field=error.field)
-
 
 def error_response(
     status_code: int,
@@ -50,14 +56,46 @@ def error_response(
     return JSONResponse(body, status_code=status_code, headers=headers)
 
 
-def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
-    text = {
-        401: "Missing or invalid API key.",
-        404: "Unknown rubric.",
-        413: "Body larger than max_body_bytes, or more items than max_items.",
-        422: "Malformed request; `field` names the offending field.",
-        429: "Too many items in flight (max_inflight); retry after Retry-After seconds.",
-    }
+def request_error_response(error: RequestError) -> JSONResponse:
+    """The answer to a request error that reached the app: its kind's status and body."""
+    return error_response(STATUS_OF_KIND[error.kind], error.kind, str(error), error.field)
+
+
+def invalid_file_response(error: InvalidFile) -> JSONResponse:
+    """The answer to an invalid rubric document that reached the app: a 422 naming every
+    problem's key path, the first as the field."""
+    problems = [FieldProblem(_loc_of(p.path), p.message) for p in error.problems]
+    detail = problems_detail(problems)
+    return JSONResponse(detail.model_dump(), status_code=422)
+
+
+def _loc_of(path: str) -> tuple[int | str, ...]:
+    # A Problem's path is already written (``criteria[2].weight``): one key holds it whole.
+    return (path,) if path else ()
+
+
+_DESCRIPTIONS = {
+    401: "Missing or invalid API key.",
+    404: "Unknown rubric.",
+    413: "Body larger than max_body_bytes, or more items than max_items.",
+    422: "Malformed request; `field` names the offending field.",
+    429: "Too many items in flight (max_inflight); retry after Retry-After seconds.",
+}
+_TRAINER_DESCRIPTIONS = {
+    **_DESCRIPTIONS,
+    413: "Body larger than max_body_bytes, or more samples than max_items.",
+    422: "Malformed request; for slime also a sample that cannot be scored (OpenRLHF "
+    "gets a flagged 0.0 for it instead).",
+    429: "Too many items in flight (max_inflight); see Retry-After.",
+    503: "Judges failed for the whole hold; retry (OpenRLHF's last try gets a flagged "
+    "0.0 and slime's dict format a reply without `reward` instead).",
+}
+
+
+def error_responses(*codes: int, trainer: bool = False) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI ``responses=`` of a route refusing with ``codes``, each an ErrorDetail;
+    ``trainer`` words them for the trainer compatibility routes (samples, holds)."""
+    text = _TRAINER_DESCRIPTIONS if trainer else _DESCRIPTIONS
     return {c: {"model": ErrorDetail, "description": text[c]} for c in codes}
 
 

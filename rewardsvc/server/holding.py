@@ -7,6 +7,7 @@ scoring path, which writes the reward log and reports every batch to the observe
 each item's latest try replaces its earlier ones, and :meth:`HeldTries.record` writes
 them once, when the request is answered with them. A request answered without them (a
 503 that the trainer will retry) records nothing; the try that answers records it.
+:class:`Attempts` counts which try of the trainer's own retry loop a request is.
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import hashlib
+import json
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,3 +131,58 @@ class HoldAwareObservers(Observers):
 
 
 __all__ = ["HeldTries", "HoldAwareObservers", "current", "kept_back"]
+
+
+RETRY_WITHIN_S = 120.0
+"""How long after a refused try the trainer's retry may come (OpenRLHF waits 1 s, slime at
+most 31 s between tries)."""
+
+
+class Attempts:
+    """Which try of the trainer's retry loop a request is.
+
+    Neither trainer marks a retry: it sends the same body again after a try that got no
+    reward. So every answer that is not a reward (a 503 after the hold, a 429, a 422)
+    leaves a token for its body with its try number, and a request of that body takes the
+    token with the highest number: its try is the next one; with no token it is a first
+    try. Identical samples in flight at once (the copies of one prompt and completion in a
+    GRPO group) are separate requests with their own counts, never one shared count.
+    Tokens last ``retry_within_s``; at most ``size`` bodies are remembered.
+    """
+
+    def __init__(
+        self,
+        size: int = 10_000,
+        retry_within_s: float = RETRY_WITHIN_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.size = size
+        self.retry_within_s = retry_within_s
+        self.clock = clock
+        self.refusals: OrderedDict[str, list[tuple[float, int]]] = OrderedDict()
+
+    @staticmethod
+    def _key(where: str, body: Any) -> str:
+        text = json.dumps([where, body], sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def begin(self, where: str, body: Any) -> int:
+        """The try number of a request of ``body`` to ``where`` (1 for a first try)."""
+        key = self._key(where, body)
+        now = self.clock()
+        tokens = [t for t in self.refusals.pop(key, []) if t[0] > now]
+        if not tokens:
+            return 1
+        latest = max(tokens, key=lambda t: t[1])
+        tokens.remove(latest)
+        if tokens:
+            self.refusals[key] = tokens
+        return latest[1] + 1
+
+    def refused(self, where: str, body: Any, tries: int) -> None:
+        """The request of try ``tries`` was answered without a reward: its retry is next."""
+        key = self._key(where, body)
+        self.refusals.setdefault(key, []).append((self.clock() + self.retry_within_s, tries))
+        self.refusals.move_to_end(key)
+        while len(self.refusals) > self.size:
+            self.refusals.popitem(last=False)

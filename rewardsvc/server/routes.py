@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from pydantic import ValidationError
 
+from rewardsvc.core.errors import RequestError
 from rewardsvc.library.yamlfile import InvalidFile, Problem
 from rewardsvc.protocol.rewards import RewardRequest, RewardResponse
 from rewardsvc.protocol.rubrics import (
@@ -24,7 +26,7 @@ from rewardsvc.protocol.rubrics import (
     ValidationReport,
 )
 from rewardsvc.server.access import can_read_rubric
-from rewardsvc.server.errors import ApiError, error_responses, format_validation_errors
+from rewardsvc.server.errors import ApiError, error_responses
 from rewardsvc.server.service import ServiceDep
 
 
@@ -133,13 +135,13 @@ async def validate_rubric(request: Request, service: ServiceDep) -> Any:
         try:
             text = ValidateRequest.model_validate_json(raw).yaml
         except ValidationError as exc:
-            detail = format_validation_errors(exc.errors(), _json_or_none(raw))
-            raise ApiError(422, detail.error, detail.message, detail.field) from exc
+            # The app's validation handler words it as for any other body.
+            raise RequestValidationError(exc.errors(), body=_json_or_none(raw)) from exc
     elif content_type in _YAML_TYPES or not content_type:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ApiError(422, "invalid_request", "the body is not UTF-8 text") from exc
+            raise RequestError.at((), "the body is not UTF-8 text") from exc
     else:
         raise ApiError(
             415,

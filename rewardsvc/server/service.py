@@ -32,7 +32,6 @@ from rewardsvc.application.targets import (
     resolve_target,
     score_target,
 )
-from rewardsvc.core.errors import RequestError
 from rewardsvc.core.monitor_spec import inline_rubric_name
 from rewardsvc.core.recipe import Recipe
 from rewardsvc.core.rubric import Rubric
@@ -161,10 +160,7 @@ class Service:
         if isinstance(value, Recipe):
             doc = value.model_dump(mode="json", by_alias=True, exclude_unset=True)
             check_inline_size(doc, self.settings.max_rubric_bytes)
-        try:
-            target = resolve_target(self.registry, value, self.library_rubric, self.inline_rubric)
-        except RequestError as exc:
-            raise ApiError.of(exc) from exc
+        target = resolve_target(self.registry, value, self.library_rubric, self.inline_rubric)
         inline = target.metrics_label == INLINE_LABEL
         access.check_rubric(inline_rubric_name(target.id, target.version) if inline else target.id)
         return target
@@ -195,12 +191,9 @@ class Service:
         inputs = [read_item(i, raw) for i, raw in enumerate(items)]
         deadline = time.monotonic() + self.settings.request_timeout_s
         with self.admitted(len(items), calls, prompt_bytes(target, inputs, options)):
-            try:
-                response = await score_target(
-                    target, self.engine, items, options, deadline, run, inputs=inputs
-                )
-            except RequestError as exc:
-                raise ApiError.of(exc) from exc
+            response = await score_target(
+                target, self.engine, items, options, deadline, run, inputs=inputs
+            )
         if self.reward_log is not None:
             self.reward_log.write(response, list(items), run)
         return response

@@ -1,0 +1,95 @@
+"""The policy's text inside what trainers send: OpenRLHF's ``query`` (templated prompt and
+response, decoded with special tokens kept) and slime's ``response``, and their labels as
+reference text. Used by the trainer compatibility routes (:mod:`.compat`).
+
+The texts are untrusted and can be long: nothing here backtracks on them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+# End-of-turn / end-of-text / padding tokens that a decoded sequence keeps at its end when
+# decoded with skip_special_tokens=False (OpenRLHF decodes its query that way).
+SPECIAL_TOKENS = ("</s>", "<eos>", "<pad>", "<end_of_turn>", "<｜end▁of▁sentence｜>")
+# ChatML/Llama-3/Phi style tokens: <|im_end|>, <|endoftext|>, <|eot_id|>, <|end|>, ...
+_BAR_TOKEN = re.compile(r"<\|[A-Za-z0-9_.:\-]{1,40}\|>\Z")
+
+
+def strip_trailing_special_tokens(text: str) -> str:
+    """``text`` without the special tokens (and whitespace between them) at its end."""
+    # A loop over suffixes rather than one regex with nested repetition: the text is
+    # untrusted, and such a regex backtracks quadratically on long runs of whitespace.
+    while True:
+        text = text.rstrip()
+        for token in SPECIAL_TOKENS:
+            if text.endswith(token):
+                text = text[: -len(token)]
+                break
+        else:
+            match = _BAR_TOKEN.search(text, max(0, len(text) - 44))
+            if match is None:
+                return text
+            text = text[: match.start()]
+
+
+def _common_prefix_length(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+_PROMPT_TAIL = 32
+"""Characters of the prompt's end searched for in a query whose prompt was cut."""
+
+
+def _after_prompt_tail(query: str, prompt: str) -> int | None:
+    """Where the response starts in a query holding only the end of ``prompt`` (OpenRLHF cuts
+    over-long prompts from the left): the end of the longest suffix of the prompt that the
+    query starts with."""
+    tail = prompt[-_PROMPT_TAIL:]
+    start = query.find(tail)
+    while start != -1:
+        end = start + len(tail)
+        if prompt.endswith(query[:end]):
+            return end
+        start = query.find(tail, start + 1)
+    return None
+
+
+def response_from_query(query: str, prompt: str | None) -> str:
+    """The policy's response inside an OpenRLHF ``query`` (templated prompt + response).
+
+    ``query[len(prompt):]`` when the prompt is a prefix of the query; the text after the
+    prompt's first occurrence when something (a BOS token) precedes it; the text after the
+    prompt's end when OpenRLHF cut the prompt from the left; otherwise (the tokenizer round
+    trip changed the prompt text) the text after the longest common prefix. Trailing
+    end-of-text tokens are stripped.
+    """
+    if prompt and query.startswith(prompt):
+        response = query[len(prompt) :]
+    elif prompt and prompt in query:
+        # The first occurrence: a policy that repeats its prompt must not hide what it
+        # wrote before the repeat.
+        response = query[query.index(prompt) + len(prompt) :]
+    elif prompt and (cut := _after_prompt_tail(query, prompt)) is not None:
+        response = query[cut:]
+    elif prompt:
+        response = query[_common_prefix_length(query, prompt) :]
+    else:
+        response = query
+    return strip_trailing_special_tokens(response)
+
+
+def label_text(label: Any) -> str | None:
+    """A trainer's label as reference text: None for no label, JSON for a structured one."""
+    # OpenRLHF sends "" when the dataset has no label column; that is "no reference".
+    if label is None or label == "":
+        return None
+    if isinstance(label, str):
+        return label
+    return json.dumps(label, ensure_ascii=False, sort_keys=True)

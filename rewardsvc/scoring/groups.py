@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 import random
 import time
@@ -33,7 +34,8 @@ from typing import Literal
 from rewardsvc.core import aggregate
 from rewardsvc.core import comparative as cmp
 from rewardsvc.core.errors import RequestError
-from rewardsvc.core.results import Status
+from rewardsvc.core.observe import NULL_OBSERVER, Observer
+from rewardsvc.core.results import BatchResult, BatchUsage, ItemReward, Status
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, JudgeRule, Rubric
 from rewardsvc.core.verdict import Verdict
@@ -55,6 +57,7 @@ from rewardsvc.scoring.group_judges import (
     pairwise_judge,
 )
 from rewardsvc.scoring.pacing import Pacer
+from rewardsvc.storage.cache import VerdictCache, cache_key
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +87,7 @@ class GroupOptions:
     rule: JudgeRule | None = None
     min_judges: int | None = None
     seed: int | None = None
+    use_cache: bool = True
 
 
 @dataclass
@@ -315,8 +319,14 @@ async def score_groups(
     max_text_chars: int = 100_000,
     deadline: float | None = None,
     asker: Ask = ask,
+    cache: VerdictCache | None = None,
+    observer: Observer = NULL_OBSERVER,
+    run: str | None = None,
 ) -> GroupBatch:
     """Rewards of every group, relative within the group, in input order.
+
+    Verdicts are read from and written to ``cache`` (unless ``options.use_cache`` is
+    off); the rewards are reported to ``observer`` (``groups``) under ``run``.
 
     Raises :class:`RequestError` for request-level problems (unknown judges, ``min_judges``
     above the judges selected); a group that cannot be scored is ``rejected`` alone.
@@ -347,21 +357,31 @@ async def score_groups(
     # prompt is put together only when its judge has a turn for it (``call_of``).
     results, planned, fenced = await asyncio.to_thread(plan)
 
+    version = rubric.version()
+
     def call_of(p: _Planned) -> Callable[[], Awaitable[Verdict]]:
         judge = judges[p.judge]
+
+        def render() -> prompts.Prompt:
+            group = fenced[p.group][judge.defuser]
+            return group_prompt(rubric, p.criterion, group, p.comparison.shown, judge.config.api)
 
         async def call() -> Verdict:
             async with judge.turn(deadline) as late:
                 if late is not None:
                     judge.observer.judge_call(judge.name, late)
                     return late
-                group = fenced[p.group][judge.defuser]
-                prompt = group_prompt(
-                    rubric, p.criterion, group, p.comparison.shown, judge.config.api
-                )
-                return await asker(judge, prompt, deadline)
+                return await asker(judge, render(), deadline)
 
-        return call
+        if cache is None or not options.use_cache:
+            return call
+
+        async def cached() -> Verdict:
+            key = comparison_key(version, judge.cache_identity(), p.comparison, render())
+            verdict, _ = await cache.get_or_call(key, call)
+            return verdict
+
+        return cached
 
     verdicts = await run_calls([call_of(p) for p in planned], deadline)
     usage = ComparativeUsage()
@@ -388,7 +408,44 @@ async def score_groups(
 
     await asyncio.to_thread(assemble)  # detectors and fits over every completion
     usage.latency_ms = (time.perf_counter() - started) * 1000.0
-    return GroupBatch(rubric.id, rubric.version(), options.method, [r for r in results if r], usage)
+    batch = GroupBatch(rubric.id, version, options.method, [r for r in results if r], usage)
+    observer.groups(rubric.id, monitored(batch, groups, run))
+    return batch
+
+
+def comparison_key(
+    version: str, identity: str, comparison: Comparison, prompt: prompts.Prompt
+) -> bytes:
+    """The verdict-cache key of one comparison call: the judge's identity, the question,
+    the order shown and the exact rendered prompt (the same texts shown in another order
+    are another question to the judge, and another key)."""
+    rendered = json.dumps([prompt.messages, prompt.text], sort_keys=True)
+    digest = hashlib.sha256(rendered.encode()).hexdigest()
+    shown = ",".join(map(str, comparison.shown))
+    return cache_key(version, identity, f"compare:{comparison.criterion}:{shown}", digest)
+
+
+def monitored(batch: GroupBatch, groups: Sequence[GroupIn], run: str | None) -> BatchResult:
+    """The groups' rewards as one batch of items (one per completion) for the monitor."""
+    items = [
+        ItemReward(
+            f"{r.id}[{i}]",
+            reward,
+            r.status,
+            r.uncertainty[i] if r.uncertainty else None,
+            flags=r.flags[i] if i < len(r.flags) else [],
+            completion_chars=len(g.rollouts[i].completion) if i < len(g.rollouts) else 0,
+        )
+        for g, r in zip(groups, batch.results, strict=True)
+        for i, reward in enumerate(r.rewards)
+    ]
+    usage = BatchUsage(
+        judge_calls=batch.usage.judge_calls,
+        prompt_tokens=batch.usage.prompt_tokens,
+        completion_tokens=batch.usage.completion_tokens,
+        latency_ms=batch.usage.latency_ms,
+    )
+    return BatchResult(batch.rubric_id, batch.version, items, usage, run)
 
 
 def _flags(rollout: Rollout) -> list[str]:

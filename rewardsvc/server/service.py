@@ -281,6 +281,9 @@ class Service:
                 options,
                 max_text_chars=self.engine.max_text_chars,
                 deadline=time.monotonic() + self.settings.request_timeout_s,
+                cache=self.engine.cache,
+                observer=self.engine.observer,
+                run=run,
             )
         if self.reward_log is not None:
             self.reward_log.write_groups(batch, raw, run)
@@ -310,6 +313,7 @@ class Service:
                 options,
                 max_text_chars=self.engine.max_text_chars,
                 deadline=time.monotonic() + self.settings.request_timeout_s,
+                cache=self.engine.cache,
             )
         if self.reward_log is not None:
             self.reward_log.write_preferences(batch, raw, run)

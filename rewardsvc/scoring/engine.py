@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from rewardsvc.core import aggregate
-from rewardsvc.core.errors import RequestError
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.results import (
     BatchResult,
@@ -42,6 +41,7 @@ from rewardsvc.safety.detectors import THREAD_ABOVE_CHARS, detect
 from rewardsvc.scoring import steps
 from rewardsvc.scoring.assemble import episode_part, item_reward, judge_outcome, step_results
 from rewardsvc.scoring.pacing import Pacer
+from rewardsvc.scoring.selection import min_judges_for, select_judges
 from rewardsvc.storage.cache import Source, VerdictCache, cache_key
 from rewardsvc.storage.calibration import CalibrationWindows
 
@@ -159,38 +159,6 @@ class Engine:
 
     # ----------------------------------------------------------- request-level checks
 
-    def _select_judges(self, rubric: Rubric, options: ScoreOptions) -> list[str]:
-        listed = [j.name for j in rubric.judges]
-        if options.judges is None:
-            names = listed
-        else:
-            names = list(dict.fromkeys(options.judges))
-            for name in names:
-                if name not in listed:
-                    raise RequestError.at(
-                        ("options", "judges"),
-                        f"unknown judge {name!r}; rubric {rubric.id!r} is scored by {listed}",
-                    )
-        for name in names:
-            if name not in self.judges:
-                raise RequestError.at(
-                    ("rubric", "judges"),
-                    f"judge {name!r} is not in the judge pool (pool: {sorted(self.judges)})",
-                )
-        return names
-
-    @staticmethod
-    def _min_judges(rubric: Rubric, options: ScoreOptions, selected: int) -> int:
-        if options.min_judges is not None:
-            if options.min_judges > selected:
-                raise RequestError.at(
-                    ("options", "min_judges"),
-                    f"{options.min_judges} is more than the {selected} judges selected",
-                )
-            return options.min_judges
-        # A subset chosen with options.judges lowers the rubric's bar to what it can meet.
-        return min(rubric.min_judges, selected)
-
     async def _prepare(self, rubric: Rubric, index: int, item: ItemIn) -> _Prepared | ItemReward:
         def reject(message: str) -> ItemReward:
             return ItemReward(id=item.id, reward=None, status="rejected", error=message)
@@ -251,8 +219,8 @@ class Engine:
         """
         started = time.perf_counter()
         options = options or ScoreOptions()
-        names = self._select_judges(rubric, options)
-        min_judges = self._min_judges(rubric, options, len(names))
+        names = select_judges(rubric, self.judges, options.judges)
+        min_judges = min_judges_for(rubric, options.min_judges, len(names))
         version = rubric.version()
 
         results: list[ItemReward | None] = [None] * len(items)

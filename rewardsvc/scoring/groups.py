@@ -33,7 +33,6 @@ from typing import Literal
 
 from rewardsvc.core import aggregate
 from rewardsvc.core import comparative as cmp
-from rewardsvc.core.errors import RequestError
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.results import BatchResult, BatchUsage, ItemReward, Status
 from rewardsvc.core.rollout import Rollout
@@ -57,6 +56,7 @@ from rewardsvc.scoring.group_judges import (
     pairwise_judge,
 )
 from rewardsvc.scoring.pacing import Pacer
+from rewardsvc.scoring.selection import min_judges_for, select_judges
 from rewardsvc.storage.cache import VerdictCache, cache_key
 
 log = logging.getLogger(__name__)
@@ -135,36 +135,6 @@ class GroupBatch:
 
 
 # ------------------------------------------------------------------ request-level checks
-
-
-def select_judges(
-    rubric: Rubric, judges: Mapping[str, Judge], only: tuple[str, ...] | None
-) -> list[str]:
-    """The judges to ask; :class:`RequestError` for a name the rubric or pool lacks."""
-    listed = [j.name for j in rubric.judges]
-    names = listed if only is None else list(dict.fromkeys(only))
-    for name in names:
-        if name not in listed:
-            raise RequestError.at(
-                ("options", "judges"),
-                f"unknown judge {name!r}; rubric {rubric.id!r} is scored by {listed}",
-            )
-        if name not in judges:
-            raise RequestError.at(
-                ("rubric", "judges"), f"judge {name!r} is not in the judge pool ({sorted(judges)})"
-            )
-    return names
-
-
-def min_judges_for(rubric: Rubric, override: int | None, selected: int) -> int:
-    """The bar of successful judges (a request's own, else the rubric's, capped)."""
-    if override is not None:
-        if override > selected:
-            raise RequestError.at(
-                ("options", "min_judges"), f"{override} is more than the {selected} judges selected"
-            )
-        return override
-    return min(rubric.min_judges, selected)
 
 
 def questions(rubric: Rubric) -> list[tuple[str, Criterion | None]]:

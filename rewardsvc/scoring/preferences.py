@@ -22,14 +22,8 @@ from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.judges.comparative import ask, asks_for_worst
 from rewardsvc.judges.judge import Judge
 from rewardsvc.scoring.group_judges import JudgeGroup, combine_criteria
-from rewardsvc.scoring.groups import (
-    Ask,
-    ComparativeUsage,
-    GroupIn,
-    GroupOptions,
-    questions,
-    score_groups,
-)
+from rewardsvc.scoring.group_plan import GroupIn, GroupOptions, questions
+from rewardsvc.scoring.groups import Ask, ComparativeUsage, score_groups
 from rewardsvc.storage.cache import VerdictCache
 
 

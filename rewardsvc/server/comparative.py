@@ -34,7 +34,8 @@ from rewardsvc.protocol.comparative import (
 )
 from rewardsvc.protocol.rewards import Item, RubricRef
 from rewardsvc.scoring.group_judges import JudgeGroup
-from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions
+from rewardsvc.scoring.group_plan import GroupIn, GroupOptions
+from rewardsvc.scoring.groups import GroupBatch
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions
 from rewardsvc.server.errors import ApiError, error_responses
 from rewardsvc.server.items import echo_id, rollout_of, unreadable_text

@@ -36,7 +36,8 @@ from rewardsvc.protocol.rewards import (
     RewardResponse,
 )
 from rewardsvc.scoring.engine import Engine, planned_cost
-from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions, planned_work, score_groups
+from rewardsvc.scoring.group_plan import GroupIn, GroupOptions, planned_work
+from rewardsvc.scoring.groups import GroupBatch, score_groups
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions, judge_preferences
 from rewardsvc.server import access, metrics, monitor_metrics
 from rewardsvc.server.dashboard import (

@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any
 
 from rewardsvc.core import aggregate
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
@@ -32,7 +32,7 @@ from rewardsvc.core.results import (
     JudgeOutcome,
 )
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
-from rewardsvc.core.rubric import Criterion, Rubric
+from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.graders.registry import Graders, grade_criteria
 from rewardsvc.judges import prompts
@@ -40,55 +40,13 @@ from rewardsvc.judges.batching import SharedCall, by_view
 from rewardsvc.safety.detectors import THREAD_ABOVE_CHARS, detect
 from rewardsvc.scoring import steps
 from rewardsvc.scoring.assemble import episode_part, item_reward, judge_outcome, step_results
+from rewardsvc.scoring.judging import JudgeLike, batching_of
 from rewardsvc.scoring.pacing import Pacer
 from rewardsvc.scoring.selection import min_judges_for, select_judges
 from rewardsvc.storage.cache import Source, VerdictCache, cache_key
 from rewardsvc.storage.calibration import CalibrationWindows
 
 log = logging.getLogger(__name__)
-
-
-class JudgeLike(Protocol):
-    """What the engine needs of a judge (``rewardsvc.judges.judge.Judge`` provides it)."""
-
-    name: str
-
-    def cache_identity(self) -> str: ...
-
-    async def score_criterion(
-        self,
-        rubric: Rubric,
-        criterion: Criterion,
-        rollout: Rollout,
-        *,
-        deadline: float | None = None,
-    ) -> Verdict: ...
-
-    async def score_holistic(
-        self, rubric: Rubric, rollout: Rollout, *, deadline: float | None = None
-    ) -> Verdict: ...
-
-    async def aclose(self) -> None: ...
-
-
-class BatchingJudge(JudgeLike, Protocol):
-    """A judge that can answer several criteria of one item in one call (method
-    ``batched``); the engine asks it so when ``batches_criteria`` is true."""
-
-    batches_criteria: bool
-
-    async def score_criteria(
-        self,
-        rubric: Rubric,
-        criteria: Sequence[Criterion],
-        rollout: Rollout,
-        *,
-        deadline: float | None = None,
-    ) -> dict[str, Verdict]: ...
-
-
-def _batching(judge: JudgeLike) -> BatchingJudge | None:
-    return cast(BatchingJudge, judge) if getattr(judge, "batches_criteria", False) else None
 
 
 _NO_VERDICT: tuple[Verdict, Source] = (Verdict.failed("not scored"), "call")
@@ -398,7 +356,7 @@ class Engine:
                     calls.append(_Call(pos, name, aggregate.HOLISTIC, key, run))
                     continue
                 asked = [c for c in rubric.criteria if c.grader is None and c.scope != "step"]
-                batching = _batching(judge)
+                batching = batching_of(judge)
                 if batching is not None:
                     for group in by_view(rubric, asked):
                         batch = SharedCall(

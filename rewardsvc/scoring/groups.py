@@ -62,7 +62,7 @@ from rewardsvc.scoring.group_plan import (
     questions,
     reject_reason,
 )
-from rewardsvc.scoring.pacing import Pacer
+from rewardsvc.scoring.pacing import Pacer, run_calls
 from rewardsvc.scoring.selection import min_judges_for, select_judges
 from rewardsvc.storage.cache import VerdictCache, cache_key
 
@@ -118,40 +118,6 @@ class GroupBatch:
 # ------------------------------------------------------------------ running the calls
 
 
-async def run_calls(
-    calls: Sequence[Callable[[], Awaitable[Verdict]]], deadline: float | None
-) -> list[Verdict]:
-    """Run every call concurrently; calls still running at ``deadline`` are cancelled and
-    become ``deadline`` failures."""
-    if not calls:
-        return []
-    pacer = Pacer()  # thousands of calls: their tasks start a slice at a time
-    tasks = []
-    for c in calls:
-        await pacer.step()
-        tasks.append(asyncio.ensure_future(c()))
-    try:
-        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-        await asyncio.wait(tasks, timeout=timeout)
-    finally:
-        late = [t for t in tasks if not t.done()]
-        for t in late:
-            t.cancel()
-        if late:
-            await asyncio.wait(late)
-    out = []
-    for t in tasks:
-        if t.cancelled():
-            out.append(
-                Verdict.failed("deadline: the request's deadline passed first", kind="deadline")
-            )
-        elif t.exception() is not None:
-            out.append(Verdict.failed(f"internal: {t.exception()!r}"))
-        else:
-            out.append(t.result())
-    return out
-
-
 def _probs(verdict: Verdict, n: int) -> list[float] | None:
     if not verdict.ok or verdict.probs is None:
         return None
@@ -189,6 +155,40 @@ def _fenced(group: GroupIn, defusers: Sequence[Defuser]) -> Fenced:
     base = group.rollouts[0]
     completions = [r.completion for r in group.rollouts]
     return {d: fenced_group(base.prompt, completions, base.reference, d) for d in defusers}
+
+
+def _call_of(
+    p: _Planned,
+    judge: Judge,
+    rubric: Rubric,
+    fenced: dict[int, Fenced],
+    deadline: float | None,
+    asker: Ask,
+    cache: VerdictCache | None,
+) -> Callable[[], Awaitable[Verdict]]:
+    """One planned comparison as a call: its prompt is put together only when its judge
+    has a turn for it; through ``cache`` when there is one (the request's ``use_cache``)."""
+
+    def render() -> prompts.Prompt:
+        group = fenced[p.group][judge.defuser]
+        return group_prompt(rubric, p.criterion, group, p.comparison.shown, judge.config.api)
+
+    async def call() -> Verdict:
+        async with judge.turn(deadline) as late:
+            if late is not None:
+                judge.observer.judge_call(judge.name, late)
+                return late
+            return await asker(judge, render(), deadline)
+
+    if cache is None:
+        return call
+
+    async def cached() -> Verdict:
+        key = comparison_key(rubric.version(), judge.cache_identity(), p.comparison, render())
+        verdict, _ = await cache.get_or_call(key, call)
+        return verdict
+
+    return cached
 
 
 async def score_groups(
@@ -239,32 +239,9 @@ async def score_groups(
     results, planned, fenced = await asyncio.to_thread(plan)
 
     version = rubric.version()
-
-    def call_of(p: _Planned) -> Callable[[], Awaitable[Verdict]]:
-        judge = judges[p.judge]
-
-        def render() -> prompts.Prompt:
-            group = fenced[p.group][judge.defuser]
-            return group_prompt(rubric, p.criterion, group, p.comparison.shown, judge.config.api)
-
-        async def call() -> Verdict:
-            async with judge.turn(deadline) as late:
-                if late is not None:
-                    judge.observer.judge_call(judge.name, late)
-                    return late
-                return await asker(judge, render(), deadline)
-
-        if cache is None or not options.use_cache:
-            return call
-
-        async def cached() -> Verdict:
-            key = comparison_key(version, judge.cache_identity(), p.comparison, render())
-            verdict, _ = await cache.get_or_call(key, call)
-            return verdict
-
-        return cached
-
-    verdicts = await run_calls([call_of(p) for p in planned], deadline)
+    store = cache if options.use_cache else None
+    calls = [_call_of(p, judges[p.judge], rubric, fenced, deadline, asker, store) for p in planned]
+    verdicts = await run_calls(calls, deadline)
     usage = ComparativeUsage()
     per: dict[tuple[int, str], list[Comparison]] = {}
     failures: dict[tuple[int, str], list[str]] = {}

@@ -157,6 +157,30 @@ def _fenced(group: GroupIn, defusers: Sequence[Defuser]) -> Fenced:
     return {d: fenced_group(base.prompt, completions, base.reference, d) for d in defusers}
 
 
+Keyed = dict[tuple[int, str], list[Comparison]]
+
+
+async def _collect(
+    planned: Sequence[_Planned], verdicts: Sequence[Verdict]
+) -> tuple[ComparativeUsage, Keyed, dict[tuple[int, str], list[str]]]:
+    """The answers per (group, judge), the failed calls among them, and the work done."""
+    usage = ComparativeUsage()
+    per: Keyed = {}
+    failures: dict[tuple[int, str], list[str]] = {}
+    pacer = Pacer()
+    for p, v in zip(planned, verdicts, strict=True):
+        await pacer.step()
+        usage.add(p.comparison, v)
+        c = p.comparison
+        c.p, c.error, c.error_kind = _probs(v, len(c.shown)), v.error, v.error_kind
+        per.setdefault((p.group, p.judge), []).append(c)
+        if c.p is None:
+            failures.setdefault((p.group, p.judge), []).append(
+                f"{c.criterion} {c.order}: {v.error}"
+            )
+    return usage, per, failures
+
+
 def _call_of(
     p: _Planned,
     judge: Judge,
@@ -242,20 +266,7 @@ async def score_groups(
     store = cache if options.use_cache else None
     calls = [_call_of(p, judges[p.judge], rubric, fenced, deadline, asker, store) for p in planned]
     verdicts = await run_calls(calls, deadline)
-    usage = ComparativeUsage()
-    per: dict[tuple[int, str], list[Comparison]] = {}
-    failures: dict[tuple[int, str], list[str]] = {}
-    pacer = Pacer()
-    for p, v in zip(planned, verdicts, strict=True):
-        await pacer.step()
-        usage.add(p.comparison, v)
-        c = p.comparison
-        c.p, c.error, c.error_kind = _probs(v, len(c.shown)), v.error, v.error_kind
-        per.setdefault((p.group, p.judge), []).append(c)
-        if c.p is None:
-            failures.setdefault((p.group, p.judge), []).append(
-                f"{c.criterion} {c.order}: {v.error}"
-            )
+    usage, per, failures = await _collect(planned, verdicts)
 
     def assemble() -> None:
         for gi, group in enumerate(groups):

@@ -32,7 +32,8 @@ from rewardsvc.evaluation.scorers import LocalScorer
 from rewardsvc.judges.judge import build_judges
 from rewardsvc.library.registry import load_pool
 from rewardsvc.library.yamlfile import parse_yaml, read_text, validate_document
-from rewardsvc.scoring.groups import GroupIn, GroupOptions, score_groups
+from rewardsvc.scoring.group_plan import GroupIn, GroupOptions
+from rewardsvc.scoring.groups import score_groups
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "rubrics" / "data"

@@ -274,6 +274,9 @@ class RecordingObserver:
     def batch(self, label: str, result: Any) -> None:
         """Ignore."""
 
+    def groups(self, label: str, result: Any) -> None:
+        """Ignore."""
+
     def rubric_file(self, file: str, refused: bool) -> None:
         """Ignore."""
 

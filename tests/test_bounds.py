@@ -32,7 +32,8 @@ from rewardsvc.judges.judge import Judge
 from rewardsvc.judges.prompts import Prompt
 from rewardsvc.scoring import groups as groups_module
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.scoring.groups import GroupIn, GroupOptions, planned_work, score_groups
+from rewardsvc.scoring.group_plan import GroupIn, GroupOptions, planned_work
+from rewardsvc.scoring.groups import score_groups
 from rewardsvc.server.guards import Turns
 from rewardsvc.storage.cache import VerdictCache
 

@@ -17,7 +17,8 @@ from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.judges.prompts import Prompt
 from rewardsvc.library.registry import load_pool
-from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions, score_groups
+from rewardsvc.scoring.group_plan import GroupIn, GroupOptions
+from rewardsvc.scoring.groups import GroupBatch, score_groups
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions, judge_preferences
 from rewardsvc.server import comparative
 from rewardsvc.server.app import install_error_handlers

@@ -23,7 +23,7 @@ from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.trajectory import Event, ToolCall, Trajectory, placeholder
 from rewardsvc.protocol.comparative import GroupItem, PairIn
 from rewardsvc.protocol.rewards import Item, Message, ResponseItem, RewardOptions, Text
-from rewardsvc.scoring.groups import GroupIn
+from rewardsvc.scoring.group_plan import GroupIn
 
 MAX_ID_CHARS = 256
 

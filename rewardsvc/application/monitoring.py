@@ -157,6 +157,10 @@ class MonitorObserver(NullObserver):
         except Exception:
             log.exception("monitor: observing a batch of %s failed", result.rubric_id)
 
+    def groups(self, label: str, result: BatchResult) -> None:
+        """Group rewards are a run's rewards too: observed as a batch is."""
+        self.batch(label, result)
+
 
 def share_monitor(monitor: Monitor, link: RedisLink | None) -> None:
     """Merge the monitor's runs with the other replicas' through ``link`` (once; nothing

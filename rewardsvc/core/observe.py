@@ -31,6 +31,9 @@ class Observer(Protocol):
     def batch(self, label: str, result: BatchResult) -> None:
         """A batch was scored; ``label`` names the rubric in metrics."""
 
+    def groups(self, label: str, result: BatchResult) -> None:
+        """Groups were scored (``POST /v1/groups``): one item per completion, its group reward."""
+
     def rubric_file(self, file: str, refused: bool) -> None:
         """A rubric file's latest edit was installed (False) or refused (True)."""
 
@@ -51,6 +54,9 @@ class NullObserver:
         """Ignore."""
 
     def batch(self, label: str, result: BatchResult) -> None:
+        """Ignore."""
+
+    def groups(self, label: str, result: BatchResult) -> None:
         """Ignore."""
 
     def rubric_file(self, file: str, refused: bool) -> None:
@@ -88,6 +94,11 @@ class Observers:
         """Forward to each."""
         for o in self.observers:
             o.batch(label, result)
+
+    def groups(self, label: str, result: BatchResult) -> None:
+        """Forward to each."""
+        for o in self.observers:
+            o.groups(label, result)
 
     def rubric_file(self, file: str, refused: bool) -> None:
         """Forward to each."""

@@ -21,10 +21,9 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any
 
 from rewardsvc.core import aggregate
-from rewardsvc.core.errors import RequestError
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.results import (
     BatchResult,
@@ -33,7 +32,7 @@ from rewardsvc.core.results import (
     JudgeOutcome,
 )
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
-from rewardsvc.core.rubric import Criterion, Rubric
+from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.graders.registry import Graders, grade_criteria
 from rewardsvc.judges import prompts
@@ -41,54 +40,13 @@ from rewardsvc.judges.batching import SharedCall, by_view
 from rewardsvc.safety.detectors import THREAD_ABOVE_CHARS, detect
 from rewardsvc.scoring import steps
 from rewardsvc.scoring.assemble import episode_part, item_reward, judge_outcome, step_results
+from rewardsvc.scoring.judging import JudgeLike, batching_of
 from rewardsvc.scoring.pacing import Pacer
+from rewardsvc.scoring.selection import min_judges_for, select_judges
 from rewardsvc.storage.cache import Source, VerdictCache, cache_key
 from rewardsvc.storage.calibration import CalibrationWindows
 
 log = logging.getLogger(__name__)
-
-
-class JudgeLike(Protocol):
-    """What the engine needs of a judge (``rewardsvc.judges.judge.Judge`` provides it)."""
-
-    name: str
-
-    def cache_identity(self) -> str: ...
-
-    async def score_criterion(
-        self,
-        rubric: Rubric,
-        criterion: Criterion,
-        rollout: Rollout,
-        *,
-        deadline: float | None = None,
-    ) -> Verdict: ...
-
-    async def score_holistic(
-        self, rubric: Rubric, rollout: Rollout, *, deadline: float | None = None
-    ) -> Verdict: ...
-
-    async def aclose(self) -> None: ...
-
-
-class BatchingJudge(JudgeLike, Protocol):
-    """A judge that can answer several criteria of one item in one call (method
-    ``batched``); the engine asks it so when ``batches_criteria`` is true."""
-
-    batches_criteria: bool
-
-    async def score_criteria(
-        self,
-        rubric: Rubric,
-        criteria: Sequence[Criterion],
-        rollout: Rollout,
-        *,
-        deadline: float | None = None,
-    ) -> dict[str, Verdict]: ...
-
-
-def _batching(judge: JudgeLike) -> BatchingJudge | None:
-    return cast(BatchingJudge, judge) if getattr(judge, "batches_criteria", False) else None
 
 
 _NO_VERDICT: tuple[Verdict, Source] = (Verdict.failed("not scored"), "call")
@@ -159,38 +117,6 @@ class Engine:
 
     # ----------------------------------------------------------- request-level checks
 
-    def _select_judges(self, rubric: Rubric, options: ScoreOptions) -> list[str]:
-        listed = [j.name for j in rubric.judges]
-        if options.judges is None:
-            names = listed
-        else:
-            names = list(dict.fromkeys(options.judges))
-            for name in names:
-                if name not in listed:
-                    raise RequestError.at(
-                        ("options", "judges"),
-                        f"unknown judge {name!r}; rubric {rubric.id!r} is scored by {listed}",
-                    )
-        for name in names:
-            if name not in self.judges:
-                raise RequestError.at(
-                    ("rubric", "judges"),
-                    f"judge {name!r} is not in the judge pool (pool: {sorted(self.judges)})",
-                )
-        return names
-
-    @staticmethod
-    def _min_judges(rubric: Rubric, options: ScoreOptions, selected: int) -> int:
-        if options.min_judges is not None:
-            if options.min_judges > selected:
-                raise RequestError.at(
-                    ("options", "min_judges"),
-                    f"{options.min_judges} is more than the {selected} judges selected",
-                )
-            return options.min_judges
-        # A subset chosen with options.judges lowers the rubric's bar to what it can meet.
-        return min(rubric.min_judges, selected)
-
     async def _prepare(self, rubric: Rubric, index: int, item: ItemIn) -> _Prepared | ItemReward:
         def reject(message: str) -> ItemReward:
             return ItemReward(id=item.id, reward=None, status="rejected", error=message)
@@ -251,8 +177,8 @@ class Engine:
         """
         started = time.perf_counter()
         options = options or ScoreOptions()
-        names = self._select_judges(rubric, options)
-        min_judges = self._min_judges(rubric, options, len(names))
+        names = select_judges(rubric, self.judges, options.judges)
+        min_judges = min_judges_for(rubric, options.min_judges, len(names))
         version = rubric.version()
 
         results: list[ItemReward | None] = [None] * len(items)
@@ -430,7 +356,7 @@ class Engine:
                     calls.append(_Call(pos, name, aggregate.HOLISTIC, key, run))
                     continue
                 asked = [c for c in rubric.criteria if c.grader is None and c.scope != "step"]
-                batching = _batching(judge)
+                batching = batching_of(judge)
                 if batching is not None:
                     for group in by_view(rubric, asked):
                         batch = SharedCall(

@@ -23,19 +23,18 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from rewardsvc.core import aggregate
 from rewardsvc.core import comparative as cmp
-from rewardsvc.core.errors import RequestError
-from rewardsvc.core.results import Status
+from rewardsvc.core.observe import NULL_OBSERVER, Observer
+from rewardsvc.core.results import BatchResult, BatchUsage, ItemReward, Status
 from rewardsvc.core.rollout import Rollout
-from rewardsvc.core.rubric import Criterion, JudgeRule, Rubric
+from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import prompts
 from rewardsvc.judges.comparative import (
@@ -54,36 +53,22 @@ from rewardsvc.scoring.group_judges import (
     listwise_judge,
     pairwise_judge,
 )
-from rewardsvc.scoring.pacing import Pacer
+from rewardsvc.scoring.group_plan import (
+    GroupIn,
+    GroupOptions,
+    Method,
+    plan_seed,
+    presentations,
+    questions,
+    reject_reason,
+)
+from rewardsvc.scoring.pacing import Pacer, run_calls
+from rewardsvc.scoring.selection import min_judges_for, select_judges
+from rewardsvc.storage.cache import VerdictCache, cache_key
 
 log = logging.getLogger(__name__)
 
-Method = Literal["listwise", "pairwise"]
 Ask = Callable[[Judge, prompts.Prompt, float | None], Awaitable[Verdict]]
-
-
-@dataclass(frozen=True)
-class GroupIn:
-    """One group: the rollouts of its completions (same prompt and reference), or why it
-    was rejected before scoring."""
-
-    id: str
-    rollouts: tuple[Rollout, ...] = ()
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class GroupOptions:
-    """How to compare: method, tournament and its pair budget, listwise orders, overrides."""
-
-    method: Method = "listwise"
-    tournament: cmp.Tournament = "circular"
-    orders: int = 2
-    pairs: int | None = None
-    judges: tuple[str, ...] | None = None
-    rule: JudgeRule | None = None
-    min_judges: int | None = None
-    seed: int | None = None
 
 
 @dataclass
@@ -130,141 +115,7 @@ class GroupBatch:
     usage: ComparativeUsage
 
 
-# ------------------------------------------------------------------ request-level checks
-
-
-def select_judges(
-    rubric: Rubric, judges: Mapping[str, Judge], only: tuple[str, ...] | None
-) -> list[str]:
-    """The judges to ask; :class:`RequestError` for a name the rubric or pool lacks."""
-    listed = [j.name for j in rubric.judges]
-    names = listed if only is None else list(dict.fromkeys(only))
-    for name in names:
-        if name not in listed:
-            raise RequestError.at(
-                ("options", "judges"),
-                f"unknown judge {name!r}; rubric {rubric.id!r} is scored by {listed}",
-            )
-        if name not in judges:
-            raise RequestError.at(
-                ("rubric", "judges"), f"judge {name!r} is not in the judge pool ({sorted(judges)})"
-            )
-    return names
-
-
-def min_judges_for(rubric: Rubric, override: int | None, selected: int) -> int:
-    """The bar of successful judges (a request's own, else the rubric's, capped)."""
-    if override is not None:
-        if override > selected:
-            raise RequestError.at(
-                ("options", "min_judges"), f"{override} is more than the {selected} judges selected"
-            )
-        return override
-    return min(rubric.min_judges, selected)
-
-
-def questions(rubric: Rubric) -> list[tuple[str, Criterion | None]]:
-    """The comparison questions: one per criterion, or one holistic for ``implicit``."""
-    if rubric.combine == "implicit":
-        return [(aggregate.HOLISTIC, None)]
-    return [(c.id, c) for c in rubric.criteria]
-
-
-def _shows(n: int, options: GroupOptions, rng: random.Random) -> list[tuple[str, tuple[int, ...]]]:
-    """The presentation orders of a group of ``n``: each listwise order, or each pair of the
-    tournament in both orders (``ab``, ``ba``)."""
-    if options.method == "listwise":
-        return [(f"order{k + 1}", o) for k, o in enumerate(cmp.plan_orders(n, options.orders, rng))]
-    shows: list[tuple[str, tuple[int, ...]]] = []
-    for i, j in cmp.plan_pairs(n, options.tournament, rng, options.pairs):
-        shows += [("ab", (i, j)), ("ba", (j, i))]
-    return shows
-
-
-def planned_work(
-    rubric: Rubric, groups: Sequence[GroupIn], options: GroupOptions, max_text_chars: int
-) -> tuple[int, int]:
-    """The judge calls a request plans and the prompt bytes they carry at most (for the
-    service's work limits, before anything is rendered): the groups that will be scored,
-    with the orders and pairs they will be shown in."""
-    judges = len(options.judges) if options.judges else len(rubric.judges)
-    per_call = prompts.CALL_OVERHEAD_BYTES + prompts.rubric_bytes(rubric)
-    calls = size = 0
-    for gi, group in enumerate(groups):
-        if _reject_reason(group, gi, options, max_text_chars) is not None:
-            continue
-        base = group.rollouts[0]
-        shared = per_call + prompts.text_bytes(base.prompt, base.reference)
-        each = [prompts.text_bytes(r.completion) for r in group.rollouts]
-        for _, shown in _shows(len(each), options, cmp.rng_for(_seed(group, options.seed))):
-            calls += 1
-            size += shared + sum(each[k] for k in shown)
-    asked = judges * len(questions(rubric))
-    return calls * asked, size * asked
-
-
-def _reject_reason(group: GroupIn, index: int, options: GroupOptions, max_chars: int) -> str | None:
-    if group.error is not None:
-        return group.error
-    n = len(group.rollouts)
-    if n < 2:
-        return f"groups[{index}].completions: a group needs at least 2 completions, not {n}"
-    if options.method == "listwise" and n > cmp.MAX_LISTWISE:
-        return (
-            f"groups[{index}].completions: {n} completions, more than {cmp.MAX_LISTWISE} for "
-            "one listwise call; use method pairwise"
-        )
-    for k, r in enumerate(group.rollouts):
-        for name, text in (("prompt", r.prompt), ("completion", r.completion)):
-            if len(text) > max_chars:
-                where = name if name == "prompt" else f"completions[{k}]"
-                return f"groups[{index}].{where}: {len(text)} characters, over {max_chars}"
-    return None
-
-
-def _seed(group: GroupIn, seed: int | None) -> str:
-    """Plans are seeded by the group's content: the same group gets the same orders."""
-    h = hashlib.sha256(str(seed).encode())
-    for r in group.rollouts:
-        h.update(r.digest().encode())
-    return h.hexdigest()
-
-
 # ------------------------------------------------------------------ running the calls
-
-
-async def run_calls(
-    calls: Sequence[Callable[[], Awaitable[Verdict]]], deadline: float | None
-) -> list[Verdict]:
-    """Run every call concurrently; calls still running at ``deadline`` are cancelled and
-    become ``deadline`` failures."""
-    if not calls:
-        return []
-    pacer = Pacer()  # thousands of calls: their tasks start a slice at a time
-    tasks = []
-    for c in calls:
-        await pacer.step()
-        tasks.append(asyncio.ensure_future(c()))
-    try:
-        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-        await asyncio.wait(tasks, timeout=timeout)
-    finally:
-        late = [t for t in tasks if not t.done()]
-        for t in late:
-            t.cancel()
-        if late:
-            await asyncio.wait(late)
-    out = []
-    for t in tasks:
-        if t.cancelled():
-            out.append(
-                Verdict.failed("deadline: the request's deadline passed first", kind="deadline")
-            )
-        elif t.exception() is not None:
-            out.append(Verdict.failed(f"internal: {t.exception()!r}"))
-        else:
-            out.append(t.result())
-    return out
 
 
 def _probs(verdict: Verdict, n: int) -> list[float] | None:
@@ -287,7 +138,7 @@ class _Planned:
 def _plan_group(
     rubric: Rubric, group: GroupIn, gi: int, names: list[str], options: GroupOptions
 ) -> list[_Planned]:
-    shows = _shows(len(group.rollouts), options, cmp.rng_for(_seed(group, options.seed)))
+    shows = presentations(len(group.rollouts), options, cmp.rng_for(plan_seed(group, options.seed)))
     return [
         _Planned(gi, name, Comparison(key, tuple(shown), order), criterion)
         for name in names
@@ -306,6 +157,64 @@ def _fenced(group: GroupIn, defusers: Sequence[Defuser]) -> Fenced:
     return {d: fenced_group(base.prompt, completions, base.reference, d) for d in defusers}
 
 
+Keyed = dict[tuple[int, str], list[Comparison]]
+
+
+async def _collect(
+    planned: Sequence[_Planned], verdicts: Sequence[Verdict]
+) -> tuple[ComparativeUsage, Keyed, dict[tuple[int, str], list[str]]]:
+    """The answers per (group, judge), the failed calls among them, and the work done."""
+    usage = ComparativeUsage()
+    per: Keyed = {}
+    failures: dict[tuple[int, str], list[str]] = {}
+    pacer = Pacer()
+    for p, v in zip(planned, verdicts, strict=True):
+        await pacer.step()
+        usage.add(p.comparison, v)
+        c = p.comparison
+        c.p, c.error, c.error_kind = _probs(v, len(c.shown)), v.error, v.error_kind
+        per.setdefault((p.group, p.judge), []).append(c)
+        if c.p is None:
+            failures.setdefault((p.group, p.judge), []).append(
+                f"{c.criterion} {c.order}: {v.error}"
+            )
+    return usage, per, failures
+
+
+def _call_of(
+    p: _Planned,
+    judge: Judge,
+    rubric: Rubric,
+    fenced: dict[int, Fenced],
+    deadline: float | None,
+    asker: Ask,
+    cache: VerdictCache | None,
+) -> Callable[[], Awaitable[Verdict]]:
+    """One planned comparison as a call: its prompt is put together only when its judge
+    has a turn for it; through ``cache`` when there is one (the request's ``use_cache``)."""
+
+    def render() -> prompts.Prompt:
+        group = fenced[p.group][judge.defuser]
+        return group_prompt(rubric, p.criterion, group, p.comparison.shown, judge.shape)
+
+    async def call() -> Verdict:
+        async with judge.turn(deadline) as late:
+            if late is not None:
+                judge.observer.judge_call(judge.name, late)
+                return late
+            return await asker(judge, render(), deadline)
+
+    if cache is None:
+        return call
+
+    async def cached() -> Verdict:
+        key = comparison_key(rubric.version(), judge.cache_identity(), p.comparison, render())
+        verdict, _ = await cache.get_or_call(key, call)
+        return verdict
+
+    return cached
+
+
 async def score_groups(
     judges: Mapping[str, Judge],
     rubric: Rubric,
@@ -315,8 +224,14 @@ async def score_groups(
     max_text_chars: int = 100_000,
     deadline: float | None = None,
     asker: Ask = ask,
+    cache: VerdictCache | None = None,
+    observer: Observer = NULL_OBSERVER,
+    run: str | None = None,
 ) -> GroupBatch:
     """Rewards of every group, relative within the group, in input order.
+
+    Verdicts are read from and written to ``cache`` (unless ``options.use_cache`` is
+    off); the rewards are reported to ``observer`` (``groups``) under ``run``.
 
     Raises :class:`RequestError` for request-level problems (unknown judges, ``min_judges``
     above the judges selected); a group that cannot be scored is ``rejected`` alone.
@@ -333,7 +248,7 @@ async def score_groups(
         planned: list[_Planned] = []
         fenced: dict[int, Fenced] = {}
         for gi, group in enumerate(groups):
-            reason = _reject_reason(group, gi, options, max_text_chars)
+            reason = reject_reason(group, gi, options, max_text_chars)
             if reason is not None:
                 results[gi] = GroupReward(
                     group.id, [None] * len(group.rollouts), "rejected", error=reason
@@ -347,35 +262,11 @@ async def score_groups(
     # prompt is put together only when its judge has a turn for it (``call_of``).
     results, planned, fenced = await asyncio.to_thread(plan)
 
-    def call_of(p: _Planned) -> Callable[[], Awaitable[Verdict]]:
-        judge = judges[p.judge]
-
-        async def call() -> Verdict:
-            async with judge.turn(deadline) as late:
-                if late is not None:
-                    judge.observer.judge_call(judge.name, late)
-                    return late
-                group = fenced[p.group][judge.defuser]
-                prompt = group_prompt(rubric, p.criterion, group, p.comparison.shown, judge.shape)
-                return await asker(judge, prompt, deadline)
-
-        return call
-
-    verdicts = await run_calls([call_of(p) for p in planned], deadline)
-    usage = ComparativeUsage()
-    per: dict[tuple[int, str], list[Comparison]] = {}
-    failures: dict[tuple[int, str], list[str]] = {}
-    pacer = Pacer()
-    for p, v in zip(planned, verdicts, strict=True):
-        await pacer.step()
-        usage.add(p.comparison, v)
-        c = p.comparison
-        c.p, c.error, c.error_kind = _probs(v, len(c.shown)), v.error, v.error_kind
-        per.setdefault((p.group, p.judge), []).append(c)
-        if c.p is None:
-            failures.setdefault((p.group, p.judge), []).append(
-                f"{c.criterion} {c.order}: {v.error}"
-            )
+    version = rubric.version()
+    store = cache if options.use_cache else None
+    calls = [_call_of(p, judges[p.judge], rubric, fenced, deadline, asker, store) for p in planned]
+    verdicts = await run_calls(calls, deadline)
+    usage, per, failures = await _collect(planned, verdicts)
 
     def assemble() -> None:
         for gi, group in enumerate(groups):
@@ -386,7 +277,44 @@ async def score_groups(
 
     await asyncio.to_thread(assemble)  # detectors and fits over every completion
     usage.latency_ms = (time.perf_counter() - started) * 1000.0
-    return GroupBatch(rubric.id, rubric.version(), options.method, [r for r in results if r], usage)
+    batch = GroupBatch(rubric.id, version, options.method, [r for r in results if r], usage)
+    observer.groups(rubric.id, monitored(batch, groups, run))
+    return batch
+
+
+def comparison_key(
+    version: str, identity: str, comparison: Comparison, prompt: prompts.Prompt
+) -> bytes:
+    """The verdict-cache key of one comparison call: the judge's identity, the question,
+    the order shown and the exact rendered prompt (the same texts shown in another order
+    are another question to the judge, and another key)."""
+    rendered = json.dumps([prompt.messages, prompt.text], sort_keys=True)
+    digest = hashlib.sha256(rendered.encode()).hexdigest()
+    shown = ",".join(map(str, comparison.shown))
+    return cache_key(version, identity, f"compare:{comparison.criterion}:{shown}", digest)
+
+
+def monitored(batch: GroupBatch, groups: Sequence[GroupIn], run: str | None) -> BatchResult:
+    """The groups' rewards as one batch of items (one per completion) for the monitor."""
+    items = [
+        ItemReward(
+            f"{r.id}[{i}]",
+            reward,
+            r.status,
+            r.uncertainty[i] if r.uncertainty else None,
+            flags=r.flags[i] if i < len(r.flags) else [],
+            completion_chars=len(g.rollouts[i].completion) if i < len(g.rollouts) else 0,
+        )
+        for g, r in zip(groups, batch.results, strict=True)
+        for i, reward in enumerate(r.rewards)
+    ]
+    usage = BatchUsage(
+        judge_calls=batch.usage.judge_calls,
+        prompt_tokens=batch.usage.prompt_tokens,
+        completion_tokens=batch.usage.completion_tokens,
+        latency_ms=batch.usage.latency_ms,
+    )
+    return BatchResult(batch.rubric_id, batch.version, items, usage, run)
 
 
 def _flags(rollout: Rollout) -> list[str]:

@@ -22,14 +22,9 @@ from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.judges.comparative import ask, asks_for_worst
 from rewardsvc.judges.judge import Judge
 from rewardsvc.scoring.group_judges import JudgeGroup, combine_criteria
-from rewardsvc.scoring.groups import (
-    Ask,
-    ComparativeUsage,
-    GroupIn,
-    GroupOptions,
-    questions,
-    score_groups,
-)
+from rewardsvc.scoring.group_plan import GroupIn, GroupOptions, questions
+from rewardsvc.scoring.groups import Ask, ComparativeUsage, score_groups
+from rewardsvc.storage.cache import VerdictCache
 
 
 @dataclass(frozen=True)
@@ -114,8 +109,10 @@ async def judge_preferences(
     max_text_chars: int = 100_000,
     deadline: float | None = None,
     asker: Ask = ask,
+    cache: VerdictCache | None = None,
 ) -> PreferenceBatch:
-    """Verdicts on ``pairs`` (each a :class:`GroupIn` of two rollouts, a then b).
+    """Verdicts on ``pairs`` (each a :class:`GroupIn` of two rollouts, a then b), each
+    comparison read from and written to ``cache``.
 
     Raises ``RequestError`` for request-level problems, as :func:`score_groups`.
     """
@@ -137,6 +134,7 @@ async def judge_preferences(
         max_text_chars=max_text_chars,
         deadline=deadline,
         asker=asker,
+        cache=cache,
     )
     worst = {key: asks_for_worst(rubric, c) for key, c in questions(rubric)}
     agg = rubric.aggregation

@@ -24,7 +24,8 @@ from rewardsvc.protocol.comparative import (
     PreferenceRequest,
     PreferenceResponse,
 )
-from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions
+from rewardsvc.scoring.group_plan import GroupIn, GroupOptions
+from rewardsvc.scoring.groups import GroupBatch
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions
 from rewardsvc.server.errors import error_responses
 from rewardsvc.server.state import running_service

@@ -120,6 +120,9 @@ class PrometheusObserver:
             for flag in item.flags:
                 _FLAGS(flag).inc()
 
+    def groups(self, label: str, result: BatchResult) -> None:
+        """Nothing: group requests are counted by the request metrics, not as items."""
+
     def rubric_file(self, file: str, refused: bool) -> None:
         """Show whether a rubric file's latest edit was refused."""
         RUBRIC_ERRORS.labels(file=file).set(1 if refused else 0)

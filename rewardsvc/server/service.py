@@ -41,7 +41,8 @@ from rewardsvc.library.yamlfile import InvalidFile, validate_document
 from rewardsvc.monitor import Monitor
 from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.scoring.groups import GroupBatch, GroupIn, GroupOptions, planned_work, score_groups
+from rewardsvc.scoring.group_plan import GroupIn, GroupOptions, planned_work
+from rewardsvc.scoring.groups import GroupBatch, score_groups
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions, judge_preferences
 from rewardsvc.server import access, metrics, monitor_metrics
 from rewardsvc.server.admission import (
@@ -271,6 +272,9 @@ class Service:
                 options,
                 max_text_chars=self.engine.max_text_chars,
                 deadline=time.monotonic() + self.settings.request_timeout_s,
+                cache=self.engine.cache,
+                observer=self.engine.observer,
+                run=run,
             )
         if self.reward_log is not None:
             self.reward_log.write_groups(batch, raw, run)
@@ -300,6 +304,7 @@ class Service:
                 options,
                 max_text_chars=self.engine.max_text_chars,
                 deadline=time.monotonic() + self.settings.request_timeout_s,
+                cache=self.engine.cache,
             )
         if self.reward_log is not None:
             self.reward_log.write_preferences(batch, raw, run)

@@ -61,7 +61,7 @@ def judge_score(
     ``g`` caps the judge score at its ``cap`` (the variance is left as propagated).
     """
     variances = variances or {}
-    if rubric.combine == "implicit":
+    if rubric.implicit_combine:
         if HOLISTIC not in scores:
             raise KeyError(f"missing holistic score {HOLISTIC!r}")
         return _clip01(scores[HOLISTIC]), max(0.0, variances.get(HOLISTIC, 0.0))

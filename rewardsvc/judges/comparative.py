@@ -127,7 +127,7 @@ def comparison_question(
             "matters most; any problem listed counts against a response), which response is "
             f"{best} overall?"
         )
-    elif rubric.kind == "constitution":
+    elif rubric.is_constitution:
         head = f"Principle: {criterion.text}\n"
         ask = f"Which response complies with this principle {best}?"
     elif criterion.category == "pitfall":

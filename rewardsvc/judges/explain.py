@@ -45,7 +45,7 @@ def explain(
         method, shape = config.method, shape_for(config.api)
         reasoning = reasoning_chars(config.sampling.max_tokens)
         seen: dict[str, Seen] = {}
-        if rubric.combine == "implicit":
+        if rubric.implicit_combine:
             seen[HOLISTIC] = _seen(holistic_prompt(rubric, rollout, method, shape, reasoning))
         else:
             # A grader criterion is scored without a judge; a step one per step, below.
@@ -61,7 +61,7 @@ def explain(
             for k in range(rollout.step_count()):
                 at = rollout.at_step(k)
                 for c in rubric.criteria:
-                    if c.scope == "step":
+                    if c.per_step:
                         prompt = criterion_prompt(rubric, c, at, method, shape, reasoning)
                         seen[step_key(c.id, k)] = _seen(prompt)
         out[ref.name] = seen

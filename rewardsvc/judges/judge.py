@@ -125,7 +125,7 @@ class Judge:
         self, rubric: Rubric, rollout: Rollout, *, deadline: float | None = None
     ) -> Verdict:
         """Implicit scoring: one call that sees all criteria, answering Likert 1..9."""
-        if rubric.kind == "constitution":
+        if rubric.is_constitution:
             return self._report(
                 self._failed(
                     "internal", "a constitution is scored per principle, not holistically", 0.0

@@ -197,7 +197,7 @@ def criterion_question(
     """
     choices, values = scale(criterion)
     likert = None if criterion.scale == "binary" else criterion.likert_range
-    if rubric.kind == "constitution":
+    if rubric.is_constitution:
         head = f"Principle: {criterion.text}"
         ask = (
             "Does the response comply with this principle?"
@@ -244,7 +244,7 @@ def holistic_question(
 
 def criteria_list(rubric: Rubric) -> str:
     """All criteria as context (the holistic call needs them; criterion calls may show them)."""
-    word = "Principles" if rubric.kind == "constitution" else "Criteria"
+    word = "Principles" if rubric.is_constitution else "Criteria"
     lines = [f"{word} of this rubric:"]
     for c in rubric.criteria:
         kind = "problem to avoid" if c.category == "pitfall" else c.category

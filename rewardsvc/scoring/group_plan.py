@@ -46,7 +46,7 @@ class GroupOptions:
 
 def questions(rubric: Rubric) -> list[tuple[str, Criterion | None]]:
     """The comparison questions: one per criterion, or one holistic for ``implicit``."""
-    if rubric.combine == "implicit":
+    if rubric.implicit_combine:
         return [(aggregate.HOLISTIC, None)]
     return [(c.id, c) for c in rubric.criteria]
 

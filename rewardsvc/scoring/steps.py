@@ -165,12 +165,12 @@ def process_reward(rubric: Rubric, steps: Sequence[StepResult]) -> float | None:
 def item_reward(rubric: Rubric, outcome: float | None, process: float | None) -> float | None:
     """The item's reward from its episode outcome (None when the rubric has no episode
     criteria, or they failed) and its process reward (see the module docstring)."""
-    episode = [c.weight for c in rubric.criteria if c.scope == "episode" and c.weight > 0]
-    if not any(c.scope == "episode" for c in rubric.criteria):
+    episode = [c.weight for c in rubric.criteria if not c.per_step and c.weight > 0]
+    if not any(not c.per_step for c in rubric.criteria):
         return process
     if outcome is None or process is None:
         return None
-    stepped = [c.weight for c in rubric.criteria if c.scope == "step" and c.weight > 0]
+    stepped = [c.weight for c in rubric.criteria if c.per_step and c.weight > 0]
     if not stepped:
         return outcome
     we, ws = sum(episode), sum(stepped)

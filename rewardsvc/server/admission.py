@@ -58,7 +58,7 @@ def calls_per_item(settings: Settings, rubric: Rubric, options: RewardOptions) -
                 field=f"rubric.{part}",
             )
     return judges_asked(rubric, options) * (
-        1 if rubric.combine == "implicit" else len(rubric.criteria)
+        1 if rubric.implicit_combine else len(rubric.criteria)
     )
 
 

@@ -12,8 +12,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from rewardsvc.core import comparative as cmp
+from rewardsvc.core.results import Status
 from rewardsvc.core.rubric import JudgeRule, Rubric
-from rewardsvc.protocol.rewards import RubricRef, Status, Text
+from rewardsvc.protocol.rewards import RubricRef, Text
 
 # ------------------------------------------------------------------ requests
 

@@ -14,9 +14,8 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_val
 
 from rewardsvc.core.errors import JudgeErrorKind
 from rewardsvc.core.recipe import ComponentKind, Recipe
+from rewardsvc.core.results import Status
 from rewardsvc.core.rubric import JudgeRule, Rubric
-
-Status = Literal["ok", "degraded", "judge_error", "rejected"]
 
 
 class FunctionCall(BaseModel):

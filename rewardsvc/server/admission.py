@@ -57,9 +57,7 @@ def calls_per_item(settings: Settings, rubric: Rubric, options: RewardOptions) -
                 f"the rubric has {count} {part}, more than {name}={limit}",
                 field=f"rubric.{part}",
             )
-    return judges_asked(rubric, options) * (
-        1 if rubric.implicit_combine else len(rubric.criteria)
-    )
+    return judges_asked(rubric, options) * (1 if rubric.implicit_combine else len(rubric.criteria))
 
 
 def prompt_bytes(target: Target, inputs: Sequence[ItemIn], options: RewardOptions) -> int:

@@ -17,53 +17,44 @@ if TYPE_CHECKING:
 
 
 class Observer(Protocol):
-    """Receives events from the scoring path. Implementations must be cheap and never raise."""
+    """Receives events from the scoring path. Implementations must be cheap and never raise.
+
+    Each method returns None at once (not an empty body, which would make it abstract), so
+    a class that subclasses the interface explicitly (:class:`NullObserver`) inherits a
+    no-op for every event."""
 
     def judge_call(self, judge: str, verdict: Verdict) -> None:
         """A judge call finished (``verdict.error_kind`` is set when it failed)."""
+        return None
 
     def breaker(self, judge: str, url: str, is_open: bool) -> None:
         """A base URL's circuit breaker opened or closed."""
+        return None
 
     def cache_hit(self, dedup: bool) -> None:
         """A verdict came from the cache (``dedup``: from an identical call in flight)."""
+        return None
 
     def batch(self, label: str, result: BatchResult) -> None:
         """A batch was scored; ``label`` names the rubric in metrics."""
+        return None
 
     def groups(self, label: str, result: BatchResult) -> None:
         """Groups were scored (``POST /v1/groups``): one item per completion, its group reward."""
+        return None
 
     def rubric_file(self, file: str, refused: bool) -> None:
         """A rubric file's latest edit was installed (False) or refused (True)."""
+        return None
 
     def shared_state(self, healthy: bool) -> None:
         """The shared state store (Redis) became reachable (True) or unreachable (False)."""
+        return None
 
 
-class NullObserver:
-    """An observer that records nothing."""
-
-    def judge_call(self, judge: str, verdict: Verdict) -> None:
-        """Ignore."""
-
-    def breaker(self, judge: str, url: str, is_open: bool) -> None:
-        """Ignore."""
-
-    def cache_hit(self, dedup: bool) -> None:
-        """Ignore."""
-
-    def batch(self, label: str, result: BatchResult) -> None:
-        """Ignore."""
-
-    def groups(self, label: str, result: BatchResult) -> None:
-        """Ignore."""
-
-    def rubric_file(self, file: str, refused: bool) -> None:
-        """Ignore."""
-
-    def shared_state(self, healthy: bool) -> None:
-        """Ignore."""
+class NullObserver(Observer):
+    """An observer that records nothing: the interface's methods are all no-ops, and an
+    observer that cares about some events subclasses this one and overrides those."""
 
 
 NULL_OBSERVER: Observer = NullObserver()

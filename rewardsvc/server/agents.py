@@ -24,31 +24,19 @@ name it); anything but a string is sent as its JSON.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 
 from rewardsvc.protocol.agents import NemoGymVerifyRequest, NemoGymVerifyResponse
 from rewardsvc.protocol.errors import ErrorDetail
-from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
-from rewardsvc.server.state import running_service
+from rewardsvc.protocol.rewards import RewardOptions
+from rewardsvc.server.state import RubricScorer, running_service
 
 FAILURE_REASON_CHARS = 2000
 
 
-class AgentScorer(Protocol):
-    """What the agent routes need from the service (``Service`` provides it)."""
-
-    async def score_rubric(
-        self,
-        rubric_id: str,
-        items: list[dict[str, Any]],
-        options: RewardOptions,
-        field_name: str = "items",
-    ) -> RewardResponse: ...
-
-
-AgentScorerDep = Annotated[AgentScorer, Depends(running_service)]
+AgentScorerDep = Annotated[RubricScorer, Depends(running_service)]
 
 
 def verify_item(body: NemoGymVerifyRequest, reference_field: str) -> dict[str, Any]:

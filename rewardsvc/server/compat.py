@@ -72,12 +72,11 @@ from rewardsvc.protocol.rewards import (
     RUN_NAME_MAX,
     RUN_NAME_PATTERN,
     RewardOptions,
-    RewardResponse,
     RewardResult,
 )
 from rewardsvc.server.errors import ApiError, error_responses
 from rewardsvc.server.holding import Attempts, HeldTries
-from rewardsvc.server.state import running_service
+from rewardsvc.server.state import RubricScorer, running_service
 from rewardsvc.server.trainer_text import (
     label_text,
     response_from_query,
@@ -85,18 +84,9 @@ from rewardsvc.server.trainer_text import (
 )
 
 
-class Scorer(Protocol):
-    """What the compatibility routes need from the service (``api.Service`` provides it)."""
-
-    async def score_rubric(
-        self,
-        rubric_id: str,
-        items: list[dict[str, Any]],
-        options: RewardOptions,
-        field_name: str = "items",
-        *,
-        run: str | None = None,
-    ) -> RewardResponse: ...
+class Scorer(RubricScorer, Protocol):
+    """What the compatibility routes need from the service (``Service`` provides it): a
+    library rubric's scores, and holding a request while the judges are away."""
 
     def held(self) -> AbstractContextManager[HeldTries]:
         """Count a held request active for the whole hold; keep its records back."""

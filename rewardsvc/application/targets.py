@@ -34,7 +34,7 @@ from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.recipes import RecipeRunner, engine_scorer, resolve_components
 
 from .items import read_item, score_options
-from .wire import batch_usage, recipe_result, recipe_usage, reward_response, reward_result
+from .wire import recipe_result, reward_response, reward_result, usage_out
 
 INLINE_LABEL = "_inline"
 """The metrics label of inline rubrics and recipes, whose ids are the client's to choose."""
@@ -121,7 +121,7 @@ class RubricTarget(Target):
         results = [reward_result(r) for r in result.items]
         if batch.explain:
             results = await self._explained(engine, batch.inputs, results, opts)
-        return results, batch_usage(result)
+        return results, usage_out(result.usage)
 
     async def _explained(
         self, engine: Engine, inputs: list[ItemIn], results: list[RewardResult], opts: ScoreOptions
@@ -179,7 +179,7 @@ class RecipeTarget(Target):
         scorer = engine_scorer(engine, batch.deadline, self.metrics_label)
         runner = RecipeRunner(scorer, engine.graders, batch.deadline)
         result = await runner.run(self.recipe, self.components, batch.inputs, batch.opts)
-        return [recipe_result(r) for r in result.items], recipe_usage(result)
+        return [recipe_result(r) for r in result.items], usage_out(result.usage)
 
 
 @dataclass(frozen=True)

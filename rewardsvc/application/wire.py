@@ -7,8 +7,8 @@ The engine, the recipe runner and the comparative scorers return domain results
 
 from __future__ import annotations
 
-from rewardsvc.core.recipe import ComponentOutcome, RecipeItemReward, RecipeResult
-from rewardsvc.core.results import BatchResult, ItemReward, JudgeOutcome
+from rewardsvc.core.recipe import ComponentOutcome, RecipeItemReward, RecipeUsage
+from rewardsvc.core.results import BatchResult, BatchUsage, ItemReward, JudgeOutcome
 from rewardsvc.protocol.comparative import (
     ComparativeUsageOut,
     ComparisonOut,
@@ -77,17 +77,9 @@ def reward_result(item: ItemReward) -> RewardResult:
     )
 
 
-def batch_usage(batch: BatchResult) -> Usage:
-    """The wire form of a rubric batch's usage."""
-    u = batch.usage
-    return Usage(
-        judge_calls=u.judge_calls,
-        grader_calls=u.grader_calls,
-        cache_hits=u.cache_hits,
-        prompt_tokens=u.prompt_tokens,
-        completion_tokens=u.completion_tokens,
-        latency_ms=u.latency_ms,
-    )
+def usage_out(usage: BatchUsage | RecipeUsage) -> Usage:
+    """The wire form of a batch's usage (a rubric's has no calls avoided by gates)."""
+    return Usage.model_validate(usage, from_attributes=True)
 
 
 def reward_response(batch: BatchResult) -> RewardResponse:
@@ -95,7 +87,7 @@ def reward_response(batch: BatchResult) -> RewardResponse:
     return RewardResponse(
         rubric=RubricRef(id=batch.rubric_id, version=batch.version),
         results=[reward_result(r) for r in batch.items],
-        usage=batch_usage(batch),
+        usage=usage_out(batch.usage),
     )
 
 
@@ -127,20 +119,6 @@ def recipe_result(item: RecipeItemReward) -> RewardResult:
         components={cid: _component(c) for cid, c in item.components.items()},
         decided_by=item.decided_by,
         vetoed_by=item.vetoed_by,
-    )
-
-
-def recipe_usage(result: RecipeResult) -> Usage:
-    """The wire form of a recipe batch's usage."""
-    u = result.usage
-    return Usage(
-        judge_calls=u.judge_calls,
-        judge_calls_skipped=u.judge_calls_skipped,
-        grader_calls=u.grader_calls,
-        cache_hits=u.cache_hits,
-        prompt_tokens=u.prompt_tokens,
-        completion_tokens=u.completion_tokens,
-        latency_ms=u.latency_ms,
     )
 
 

@@ -78,6 +78,18 @@ def overflow(per_judge: PerJudge) -> str | None:
     return None
 
 
+def add_grades(
+    verdicts: Sequence[Mapping[str, dict[str, tuple[Verdict, Source]]]],
+    graded: Sequence[Mapping[str, GraderResult]],
+) -> None:
+    """Add each item's grader results to the verdicts of every one of its judges."""
+    for per_judge, grades in zip(verdicts, graded, strict=True):
+        # Every judge gets the grader's score, so that it weighs in each judge score
+        # exactly as a criterion the judge answered itself would.
+        for by_criterion in per_judge.values():
+            by_criterion.update({c: (g.verdict(), "grader") for c, g in grades.items()})
+
+
 def attach_evidence(result: ItemReward, grades: Mapping[str, GraderResult]) -> None:
     """Put each grader criterion's evidence into every judge's breakdown of ``result``."""
     for by_judge in result.judges.values():

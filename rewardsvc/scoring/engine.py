@@ -36,6 +36,7 @@ from rewardsvc.judges import prompts
 from rewardsvc.safety.detectors import THREAD_ABOVE_CHARS, detect
 from rewardsvc.scoring import steps
 from rewardsvc.scoring.assemble import (
+    add_grades,
     attach_evidence,
     episode_part,
     item_reward,
@@ -173,11 +174,7 @@ class Engine:
         )
         usage = BatchUsage(grader_calls=sum(len(g) for g in graded))
         verdicts = tally(calls, outcomes, names, len(prepared), usage)
-        for pos, grades in enumerate(graded):
-            # Every judge gets the grader's score, so that it weighs in each judge score
-            # exactly as a criterion the judge answered itself would.
-            for name in names:
-                verdicts[pos][name].update({c: (g.verdict(), "grader") for c, g in grades.items()})
+        add_grades(verdicts, graded)
 
         assembled = await self._assemble(
             rubric, version, options, names, min_judges, prepared, verdicts, pacer

@@ -13,6 +13,7 @@ from rewardsvc.core.results import CriterionOutcome, ItemReward, JudgeOutcome, S
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.core.verdict import Verdict
+from rewardsvc.graders.result import GraderResult
 from rewardsvc.scoring import steps as process
 from rewardsvc.storage.cache import Source
 
@@ -77,6 +78,25 @@ def overflow(per_judge: PerJudge) -> str | None:
     return None
 
 
+def add_grades(
+    verdicts: Sequence[Mapping[str, dict[str, tuple[Verdict, Source]]]],
+    graded: Sequence[Mapping[str, GraderResult]],
+) -> None:
+    """Add each item's grader results to the verdicts of every one of its judges."""
+    for per_judge, grades in zip(verdicts, graded, strict=True):
+        # Every judge gets the grader's score, so that it weighs in each judge score
+        # exactly as a criterion the judge answered itself would.
+        for by_criterion in per_judge.values():
+            by_criterion.update({c: (g.verdict(), "grader") for c, g in grades.items()})
+
+
+def attach_evidence(result: ItemReward, grades: Mapping[str, GraderResult]) -> None:
+    """Put each grader criterion's evidence into every judge's breakdown of ``result``."""
+    for by_judge in result.judges.values():
+        for cid, grade in grades.items():
+            by_judge.criteria[cid].evidence = grade.evidence
+
+
 def item_reward(
     rubric: Rubric,
     rule: JudgeRule,
@@ -95,10 +115,7 @@ def item_reward(
     every judge out of context -> rejected. ``place`` names the item in errors. With
     ``steps`` (process rewards), the steps' combined reward joins the episode's, and a
     failed step degrades the item, not the episode."""
-    agg = rubric.aggregation
-    weights = {j.name: j.weight for j in rubric.judges}
-    score_of = {n: s for n in names if (s := row[n].score) is not None}
-    scored = list(score_of)
+    scored = [n for n in names if row[n].score is not None]
     sources = [s for crit in per_judge.values() for _, s in crit.values() if s != "grader"]
     cached = bool(sources) and all(s == "hit" for s in sources)
     too_long = overflow(per_judge)
@@ -114,58 +131,14 @@ def item_reward(
             error=f"{place}: too long for the judges' context ({too_long})",
             completion_chars=len(rollout.completion),
         )
+    has_episode = any(c.scope == "episode" for c in rubric.criteria)
+    if steps is not None and not has_episode:
+        return _process_only(rubric, item_id, rollout, flags, row, cached, steps)
     reward: float | None = None
     spread: float | None = None
     status: Status = "judge_error"
-    has_episode = any(c.scope == "episode" for c in rubric.criteria)
-    if steps is not None and not has_episode:
-        value = process.process_reward(rubric, steps)
-        status = process.item_status(steps)
-        if value is not None:
-            reward = aggregate.apply_transforms(
-                value,
-                rubric.transforms,
-                completion_tokens=aggregate.count_tokens(rollout.completion),
-                flags=flags,
-            )
-        return ItemReward(
-            id=item_id,
-            reward=reward,
-            status=status,
-            judges=dict(row),
-            flags=flags,
-            cached=cached,
-            error="; ".join(s.error for s in steps if s.error) or None,
-            completion_chars=len(rollout.completion),
-            steps=steps,
-        )
     if len(scored) >= min_judges:
-        scores = [score_of[n] for n in scored]
-        variances = [row[n].variance for n in scored]
-        w = [weights[n] for n in scored]
-        value = aggregate.combine(rule, scores, w, lam=agg.uwo_lambda, beta=agg.softmin_beta)
-        spread = aggregate.uncertainty(scores, variances, w)
-        status = "ok" if len(scored) == len(names) else "degraded"
-        if steps is not None:
-            value = process.item_reward(rubric, value, process.process_reward(rubric, steps))
-            if status == "ok" and process.item_status(steps) != "ok":
-                status = "degraded"
-        if value is not None:
-            reward = aggregate.apply_transforms(
-                value,
-                rubric.transforms,
-                completion_tokens=aggregate.count_tokens(rollout.completion),
-                flags=flags,
-            )
-        else:
-            status = "judge_error"
-    failed = [f"{n}: {row[n].error}" for n in names if row[n].score is None]
-    error = None
-    if failed:
-        error = (
-            f"{len(scored)} of {len(names)} judges scored (min_judges {min_judges}); "
-            + "; ".join(failed)
-        )
+        reward, spread, status = _combined(rubric, rule, names, scored, rollout, flags, row, steps)
     return ItemReward(
         id=item_id,
         reward=reward,
@@ -174,7 +147,85 @@ def item_reward(
         judges=dict(row),
         flags=flags,
         cached=cached,
-        error=error,
+        error=_judge_errors(names, scored, min_judges, row),
         completion_chars=len(rollout.completion),
         steps=steps,
+    )
+
+
+def _transformed(rubric: Rubric, value: float, rollout: Rollout, flags: list[str]) -> float:
+    """``value`` after the rubric's transforms."""
+    return aggregate.apply_transforms(
+        value,
+        rubric.transforms,
+        completion_tokens=aggregate.count_tokens(rollout.completion),
+        flags=flags,
+    )
+
+
+def _process_only(
+    rubric: Rubric,
+    item_id: str,
+    rollout: Rollout,
+    flags: list[str],
+    row: Mapping[str, JudgeOutcome],
+    cached: bool,
+    steps: list[StepResult],
+) -> ItemReward:
+    """The reward of an item whose rubric has only step criteria: its steps' reward."""
+    value = process.process_reward(rubric, steps)
+    reward = _transformed(rubric, value, rollout, flags) if value is not None else None
+    return ItemReward(
+        id=item_id,
+        reward=reward,
+        status=process.item_status(steps),
+        judges=dict(row),
+        flags=flags,
+        cached=cached,
+        error="; ".join(s.error for s in steps if s.error) or None,
+        completion_chars=len(rollout.completion),
+        steps=steps,
+    )
+
+
+def _combined(
+    rubric: Rubric,
+    rule: JudgeRule,
+    names: Sequence[str],
+    scored: list[str],
+    rollout: Rollout,
+    flags: list[str],
+    row: Mapping[str, JudgeOutcome],
+    steps: list[StepResult] | None,
+) -> tuple[float | None, float | None, Status]:
+    """Reward, uncertainty and status from the judges that ``scored`` (enough of them),
+    joined with the steps' reward when there are ``steps``."""
+    agg = rubric.aggregation
+    weights = {j.name: j.weight for j in rubric.judges}
+    scores = [s for n in scored if (s := row[n].score) is not None]
+    variances = [row[n].variance for n in scored]
+    w = [weights[n] for n in scored]
+    value: float | None = aggregate.combine(
+        rule, scores, w, lam=agg.uwo_lambda, beta=agg.softmin_beta
+    )
+    spread = aggregate.uncertainty(scores, variances, w)
+    status: Status = "ok" if len(scored) == len(names) else "degraded"
+    if steps is not None:
+        value = process.item_reward(rubric, value, process.process_reward(rubric, steps))
+        if status == "ok" and process.item_status(steps) != "ok":
+            status = "degraded"
+    if value is None:
+        return None, spread, "judge_error"
+    return _transformed(rubric, value, rollout, flags), spread, status
+
+
+def _judge_errors(
+    names: Sequence[str], scored: list[str], min_judges: int, row: Mapping[str, JudgeOutcome]
+) -> str | None:
+    """What the judges that gave no score said, with how many did score; None if all did."""
+    failed = [f"{n}: {row[n].error}" for n in names if row[n].score is None]
+    if not failed:
+        return None
+    return f"{len(scored)} of {len(names)} judges scored (min_judges {min_judges}); " + "; ".join(
+        failed
     )

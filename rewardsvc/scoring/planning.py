@@ -1,0 +1,123 @@
+"""Planning a batch's judge calls: one per (item, judge, criterion), or one holistic call
+per (item, judge) for ``combine: implicit``, or one call answering all criteria per
+(item, judge, view) for a judge with method ``batched``, plus one per (step, criterion,
+judge) for step criteria. Each call carries its verdict-cache key.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+
+from rewardsvc.core import aggregate
+from rewardsvc.core.rollout import Rollout
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.core.verdict import Verdict
+from rewardsvc.judges.batching import SharedCall, by_view
+from rewardsvc.scoring import steps
+from rewardsvc.scoring.judging import JudgeLike, batching_of
+from rewardsvc.scoring.pacing import Pacer
+from rewardsvc.storage.cache import cache_key
+
+
+@dataclass
+class Prepared:
+    """An item that passed the request-level checks, with its detector flags."""
+
+    index: int
+    id: str
+    rollout: Rollout
+    flags: list[str]
+
+
+@dataclass
+class Call:
+    """One planned judge call (or one criterion's share of a batched call)."""
+
+    item: int  # position in the prepared list
+    judge: str
+    criterion: str
+    key: bytes
+    run: Callable[[], Awaitable[Verdict]]
+    batch: SharedCall | None = None  # the call this verdict shares with its item's other criteria
+
+
+async def plan(
+    judges: Mapping[str, JudgeLike],
+    rubric: Rubric,
+    version: str,
+    names: list[str],
+    prepared: list[Prepared],
+    deadline: float | None,
+    pacer: Pacer,
+) -> list[Call]:
+    """One call per (item, judge, criterion), item-major so that the calls for one
+    item reach a judge together and share its prefix cache; for a judge that batches
+    criteria, one call per (item, judge, view) answering all its criteria. Step
+    criteria keep one call per (step, criterion)."""
+    identities = {name: judges[name].cache_identity() for name in names}
+    calls: list[Call] = []
+    for pos, p in enumerate(prepared):
+        await pacer.step()
+        digest = p.rollout.digest()
+        for name in names:
+            judge, identity = judges[name], identities[name]
+            calls.extend(
+                _episode_calls(judge, name, identity, rubric, version, pos, p, digest, deadline)
+            )
+        # Process rewards: step-major, so that consecutive steps of one trajectory
+        # reach a judge in order and reuse its prefix cache.
+        for sc in steps.plan(rubric, p.rollout):
+            step_digest = sc.rollout.digest()
+            for name in names:
+                run = functools.partial(
+                    judges[name].score_criterion,
+                    rubric,
+                    sc.criterion,
+                    sc.rollout,
+                    deadline=deadline,
+                )
+                key = cache_key(version, identities[name], sc.key, step_digest)
+                calls.append(Call(pos, name, sc.key, key, run))
+    return calls
+
+
+def _episode_calls(
+    judge: JudgeLike,
+    name: str,
+    identity: str,
+    rubric: Rubric,
+    version: str,
+    pos: int,
+    p: Prepared,
+    digest: str,
+    deadline: float | None,
+) -> list[Call]:
+    """One judge's calls on one item's episode criteria."""
+    if rubric.combine == "implicit":
+        run = functools.partial(judge.score_holistic, rubric, p.rollout, deadline=deadline)
+        key = cache_key(version, identity, aggregate.HOLISTIC, digest)
+        return [Call(pos, name, aggregate.HOLISTIC, key, run)]
+    asked = [c for c in rubric.criteria if c.grader is None and c.scope != "step"]
+    calls: list[Call] = []
+    batching = batching_of(judge)
+    if batching is not None:
+        for group in by_view(rubric, asked):
+            batch = SharedCall(
+                functools.partial(
+                    batching.score_criteria, rubric, group, p.rollout, deadline=deadline
+                )
+            )
+            for criterion in group:
+                run = functools.partial(batch.verdict, criterion.id)
+                key = cache_key(version, identity, criterion.id, digest)
+                calls.append(Call(pos, name, criterion.id, key, run, batch))
+        return calls
+    for criterion in asked:
+        run = functools.partial(
+            judge.score_criterion, rubric, criterion, p.rollout, deadline=deadline
+        )
+        key = cache_key(version, identity, criterion.id, digest)
+        calls.append(Call(pos, name, criterion.id, key, run))
+    return calls

@@ -215,6 +215,30 @@ def _call_of(
     return cached
 
 
+def _plan(
+    rubric: Rubric,
+    groups: Sequence[GroupIn],
+    names: list[str],
+    options: GroupOptions,
+    max_text_chars: int,
+    defusers: Sequence[Defuser],
+) -> tuple[list[GroupReward | None], list[_Planned], dict[int, Fenced]]:
+    """Every group's calls and fenced texts; a group rejected outright has its result."""
+    results: list[GroupReward | None] = [None] * len(groups)
+    planned: list[_Planned] = []
+    fenced: dict[int, Fenced] = {}
+    for gi, group in enumerate(groups):
+        reason = reject_reason(group, gi, options, max_text_chars)
+        if reason is not None:
+            results[gi] = GroupReward(
+                group.id, [None] * len(group.rollouts), "rejected", error=reason
+            )
+            continue
+        planned += _plan_group(rubric, group, gi, names, options)
+        fenced[gi] = _fenced(group, defusers)
+    return results, planned, fenced
+
+
 async def score_groups(
     judges: Mapping[str, Judge],
     rubric: Rubric,
@@ -243,24 +267,11 @@ async def score_groups(
     worst = {key: asks_for_worst(rubric, c) for key, c in questions(rubric)}
     defusers = list(dict.fromkeys(judges[name].defuser for name in names))
 
-    def plan() -> tuple[list[GroupReward | None], list[_Planned], dict[int, Fenced]]:
-        results: list[GroupReward | None] = [None] * len(groups)
-        planned: list[_Planned] = []
-        fenced: dict[int, Fenced] = {}
-        for gi, group in enumerate(groups):
-            reason = reject_reason(group, gi, options, max_text_chars)
-            if reason is not None:
-                results[gi] = GroupReward(
-                    group.id, [None] * len(group.rollouts), "rejected", error=reason
-                )
-                continue
-            planned += _plan_group(rubric, group, gi, names, options)
-            fenced[gi] = _fenced(group, defusers)
-        return results, planned, fenced
-
     # Planning and fencing a large request takes a while: off the event loop. Each call's
     # prompt is put together only when its judge has a turn for it (``call_of``).
-    results, planned, fenced = await asyncio.to_thread(plan)
+    results, planned, fenced = await asyncio.to_thread(
+        _plan, rubric, groups, names, options, max_text_chars, defusers
+    )
 
     version = rubric.version()
     store = cache if options.use_cache else None

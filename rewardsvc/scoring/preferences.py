@@ -23,7 +23,7 @@ from rewardsvc.judges.comparative import ask, asks_for_worst
 from rewardsvc.judges.judge import Judge
 from rewardsvc.scoring.group_judges import JudgeGroup, combine_criteria
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions, questions
-from rewardsvc.scoring.groups import Ask, ComparativeUsage, score_groups
+from rewardsvc.scoring.groups import Ask, ComparativeUsage, GroupReward, score_groups
 from rewardsvc.storage.cache import VerdictCache
 
 
@@ -100,6 +100,50 @@ def _judge_preference(
     )
 
 
+def _preference(
+    rubric: Rubric, group: GroupReward, worst: Mapping[str, bool], rule: JudgeRule, margin: float
+) -> Preference:
+    """The verdict on one pair from its pairwise group of two."""
+    flags = dict(zip(("a", "b"), group.flags, strict=False))
+    per_judge = {m: _judge_preference(rubric, o, worst) for m, o in group.judges.items()}
+    if group.status in ("rejected", "judge_error"):
+        error = group.error
+        return Preference(
+            group.id, None, None, None, None, group.status, None, per_judge, flags, error
+        )
+    agg = rubric.aggregation
+    weights = {j.name: j.weight for j in rubric.judges}
+    # The judges that answered: their P(a better) and their per-order probabilities.
+    answered = {
+        m: (jp.p_a_better, jp.orders)
+        for m, jp in per_judge.items()
+        if jp.p_a_better is not None and jp.orders is not None
+    }
+    w = [weights[m] for m in answered]
+
+    def joint(values: list[float]) -> float:
+        return cmp.combine_pair(rule, values, w, lam=agg.uwo_lambda, beta=agg.softmin_beta)
+
+    both = [p_a for p_a, _ in answered.values()]
+    ab = joint([orders["ab"] for _, orders in answered.values()])
+    ba = joint([orders["ba"] for _, orders in answered.values()])
+    p = joint(both)
+    within = [((orders["ab"] - orders["ba"]) / 2) ** 2 for _, orders in answered.values()]
+    spread = aggregate.uncertainty(both, within, w)
+    return Preference(
+        group.id,
+        p,
+        {"ab": ab, "ba": ba},
+        cmp.consistent(ab, ba),
+        cmp.preference_label(p, margin),
+        group.status,
+        spread,
+        per_judge,
+        flags,
+        group.error,
+    )
+
+
 async def judge_preferences(
     judges: Mapping[str, Judge],
     rubric: Rubric,
@@ -137,50 +181,6 @@ async def judge_preferences(
         cache=cache,
     )
     worst = {key: asks_for_worst(rubric, c) for key, c in questions(rubric)}
-    agg = rubric.aggregation
-    rule = options.rule or agg.rule
-    weights = {j.name: j.weight for j in rubric.judges}
-    results = []
-    for group in batch.results:
-        flags = dict(zip(("a", "b"), group.flags, strict=False))
-        per_judge = {m: _judge_preference(rubric, o, worst) for m, o in group.judges.items()}
-        if group.status in ("rejected", "judge_error"):
-            error = group.error
-            results.append(
-                Preference(
-                    group.id, None, None, None, None, group.status, None, per_judge, flags, error
-                )
-            )
-            continue
-        # The judges that answered: their P(a better) and their per-order probabilities.
-        answered = {
-            m: (jp.p_a_better, jp.orders)
-            for m, jp in per_judge.items()
-            if jp.p_a_better is not None and jp.orders is not None
-        }
-        w = [weights[m] for m in answered]
-
-        def joint(values: list[float], w: list[float] = w) -> float:
-            return cmp.combine_pair(rule, values, w, lam=agg.uwo_lambda, beta=agg.softmin_beta)
-
-        both = [p_a for p_a, _ in answered.values()]
-        ab = joint([orders["ab"] for _, orders in answered.values()])
-        ba = joint([orders["ba"] for _, orders in answered.values()])
-        p = joint(both)
-        within = [((orders["ab"] - orders["ba"]) / 2) ** 2 for _, orders in answered.values()]
-        spread = aggregate.uncertainty(both, within, w)
-        results.append(
-            Preference(
-                group.id,
-                p,
-                {"ab": ab, "ba": ba},
-                cmp.consistent(ab, ba),
-                cmp.preference_label(p, options.margin),
-                group.status,
-                spread,
-                per_judge,
-                flags,
-                group.error,
-            )
-        )
+    rule = options.rule or rubric.aggregation.rule
+    results = [_preference(rubric, group, worst, rule, options.margin) for group in batch.results]
     return PreferenceBatch(batch.rubric_id, batch.version, results, batch.usage)

@@ -142,6 +142,25 @@ def _needs_reference(component: Component, rubrics: Mapping[str, Rubric]) -> boo
     return rubrics[component.id].requires_reference
 
 
+def _items_of(
+    recipe: Recipe, rubrics: Mapping[str, Rubric], batch: Sequence[ItemIn]
+) -> list[_Item]:
+    """The items of ``batch``, the unreadable and those lacking a needed reference rejected."""
+    items = [
+        _Item(i.id, Rollout("", ""), failed=i.error or "unreadable item", status="rejected")
+        if i.rollout is None
+        else _Item(i.id, i.rollout)
+        for i in batch
+    ]
+    for component in recipe.components:
+        if _needs_reference(component, rubrics):
+            for item in items:
+                if item.rollout.reference is None and item.failed is None:
+                    item.failed = f"reference: component {component.id!r} needs a reference"
+                    item.status = "rejected"
+    return items
+
+
 class RecipeRunner:
     """Runs recipes with one engine (``score_rubric``) and one set of graders; grading
     ends by ``deadline`` (``time.monotonic()`` seconds), the request's."""
@@ -165,24 +184,27 @@ class RecipeRunner:
         the server could not read (``rollout`` None) come back rejected with their error."""
         started = time.perf_counter()
         usage = RecipeUsage()
-        items = [
-            _Item(
-                i.id,
-                Rollout("", ""),
-                failed=i.error or "unreadable item",
-                status="rejected",
-            )
-            if i.rollout is None
-            else _Item(i.id, i.rollout)
-            for i in batch
-        ]
-        for component in recipe.components:
-            if _needs_reference(component, rubrics):
-                for item in items:
-                    if item.rollout.reference is None and item.failed is None:
-                        item.failed = f"reference: component {component.id!r} needs a reference"
-                        item.status = "rejected"
+        items = _items_of(recipe, rubrics, batch)
+        judged_gates = await self._run_graders(recipe, items, usage)
+        await self._run_judged(recipe, rubrics, judged_gates, items, usage, options)
+        usage.latency_ms = (time.perf_counter() - started) * 1000
+        versions = {
+            ref: rubrics[c.id].version()
+            for c in recipe.components
+            if isinstance(ref := c.reference, str)
+        }
+        return RecipeResult(
+            recipe.id,
+            recipe.version(versions),
+            [_finish(recipe, item) for item in items],
+            usage,
+        )
 
+    async def _run_graders(
+        self, recipe: Recipe, items: list[_Item], usage: RecipeUsage
+    ) -> list[Component]:
+        """Step 1: every grader component on every item, then the grader gates; returns
+        the judged gates, in the order listed."""
         gate_ids = [g.component for g in recipe.gates]
         graders = [c for c in recipe.components if c.grader is not None]
         graders.sort(key=lambda c: c.id not in gate_ids)
@@ -204,15 +226,29 @@ class RecipeRunner:
                 continue
             for item in items:
                 self._apply_gate(item, component.id, gate.threshold, gate.floor)
+        return judged_gates
 
+    async def _run_judged(
+        self,
+        recipe: Recipe,
+        rubrics: Mapping[str, Rubric],
+        judged_gates: list[Component],
+        items: list[_Item],
+        usage: RecipeUsage,
+        options: ScoreOptions | None,
+    ) -> None:
+        """Steps 2 and 3: the judged gates in turn, then the other judged components
+        concurrently; the components an item never reached are marked skipped."""
         for component in judged_gates:
             gate = next(g for g in recipe.gates if g.component == component.id)
             await self._judge(component, rubrics[component.id], items, usage, options)
             for item in items:
                 self._apply_gate(item, component.id, gate.threshold, gate.floor)
 
+        gate_ids = [g.component for g in recipe.gates]
         rest = [c for c in recipe.components if c.grader is None and c.id not in gate_ids]
         await asyncio.gather(*(self._judge(c, rubrics[c.id], items, usage, options) for c in rest))
+        # A component an item never reached is skipped; its judge calls count as saved.
         for component in [*judged_gates, *rest]:
             rubric = rubrics[component.id]
             version = rubric.version()
@@ -225,18 +261,6 @@ class RecipeRunner:
                 item.components[component.id] = ComponentOutcome(
                     component.kind, component.weight, None, version=version, skipped=reason
                 )
-        usage.latency_ms = (time.perf_counter() - started) * 1000
-        versions = {
-            ref: rubrics[c.id].version()
-            for c in recipe.components
-            if isinstance(ref := c.reference, str)
-        }
-        return RecipeResult(
-            recipe.id,
-            recipe.version(versions),
-            [_finish(recipe, item) for item in items],
-            usage,
-        )
 
     def _apply_gate(self, item: _Item, component_id: str, threshold: float, floor: float) -> None:
         if not item.open:

@@ -125,7 +125,7 @@ async def measure(n_steps: int) -> dict[str, Any]:
     tag = f"run {time.time_ns()}: "
     # One criterion: consecutive calls then differ by step only, which isolates what the
     # step layout shares (calls for several criteria of one step share even more).
-    first = steps.step_criteria(rubric)[0].id
+    first = rubric.step_criteria[0].id
 
     def plan(salt: str) -> list[steps.StepCall]:
         calls = steps.plan(rubric, rollout_of(trajectory(n_steps, salt)))

@@ -82,3 +82,15 @@ async def test_group_rewards_show_up_in_the_monitor_of_their_run(
     assert [(r["rubric"], r["run"]) for r in body["runs"]] == [("tiny", "grouped")]
     run = body["runs"][0]
     assert run["samples"] == len(GROUP["completions"]), run
+
+
+async def test_preference_rewards_show_up_in_the_monitor_of_their_run(
+    client: httpx.AsyncClient,
+) -> None:
+    pair = {"id": "p", "prompt": PROMPT, "a": "Paris.", "b": "Lyon."}
+    body = {"rubric": "tiny", "run": "paired", "pairs": [pair]}
+    reply = await client.post("/v1/preferences", json=body)
+    assert reply.status_code == 200, reply.text
+    seen = (await client.get("/v1/monitor", params={"rubric": "tiny", "run": "paired"})).json()
+    assert [(r["rubric"], r["run"]) for r in seen["runs"]] == [("tiny", "paired")]
+    assert seen["runs"][0]["samples"] == 2, seen["runs"][0]

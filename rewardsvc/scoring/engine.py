@@ -62,7 +62,7 @@ def planned_cost(rubric: Rubric, rollout: Rollout) -> tuple[int, int]:
         calls = 1
     else:
         calls = sum(1 for c in rubric.criteria if c.grader is None and c.scope != "step")
-    calls += rollout.step_count() * len(steps.step_criteria(rubric))
+    calls += rollout.step_count() * len(rubric.step_criteria)
     each = (
         prompts.CALL_OVERHEAD_BYTES
         + prompts.rubric_bytes(rubric)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from rewardsvc.core import aggregate
 from rewardsvc.core import comparative as cmp
+from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.results import Status
 from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.judges.comparative import ask, asks_for_worst
@@ -154,9 +155,12 @@ async def judge_preferences(
     deadline: float | None = None,
     asker: Ask = ask,
     cache: VerdictCache | None = None,
+    observer: Observer = NULL_OBSERVER,
+    run: str | None = None,
 ) -> PreferenceBatch:
     """Verdicts on ``pairs`` (each a :class:`GroupIn` of two rollouts, a then b), each
-    comparison read from and written to ``cache``.
+    comparison read from and written to ``cache``; each pair's two win rates are reported
+    to ``observer`` under ``run`` as a group's rewards are.
 
     Raises ``RequestError`` for request-level problems, as :func:`score_groups`.
     """
@@ -179,6 +183,8 @@ async def judge_preferences(
         deadline=deadline,
         asker=asker,
         cache=cache,
+        observer=observer,
+        run=run,
     )
     worst = {key: asks_for_worst(rubric, c) for key, c in questions(rubric)}
     rule = options.rule or rubric.aggregation.rule

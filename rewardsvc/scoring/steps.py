@@ -36,11 +36,6 @@ from rewardsvc.core.trajectory import step_key
 from rewardsvc.core.verdict import Verdict
 
 
-def step_criteria(rubric: Rubric) -> list[Criterion]:
-    """The criteria scored per step."""
-    return [c for c in rubric.criteria if c.scope == "step"]
-
-
 def _restricted(rubric: Rubric, scope: str) -> Rubric | None:
     criteria = [c for c in rubric.criteria if c.scope == scope]
     if not criteria:
@@ -75,7 +70,7 @@ class StepCall:
 def plan(rubric: Rubric, rollout: Rollout) -> list[StepCall]:
     """The step calls of one item, step-major (for the prefix cache); empty when the rubric
     has no step criteria."""
-    criteria = step_criteria(rubric)
+    criteria = rubric.step_criteria
     if not criteria:
         return []
     calls: list[StepCall] = []

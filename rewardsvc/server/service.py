@@ -305,6 +305,8 @@ class Service:
                 max_text_chars=self.engine.max_text_chars,
                 deadline=time.monotonic() + self.settings.request_timeout_s,
                 cache=self.engine.cache,
+                observer=self.engine.observer,
+                run=run,
             )
         if self.reward_log is not None:
             self.reward_log.write_preferences(batch, raw, run)

@@ -1,16 +1,20 @@
 """The scoring room: a batch of rollouts against a rubric, from judge calls to rewards.
 
 ``engine`` holds the :class:`~rewardsvc.scoring.engine.Engine`: for one batch it checks
-every item on its own, runs the detectors, plans the judge calls (one per item, judge and
-criterion; one holistic call for ``combine: implicit``; one call for all criteria for a
-``batched`` judge; one per step for ``scope: step`` criteria, planned by ``steps``),
-serves what it can from the verdict cache or from an identical call in flight, sends the
-rest concurrently, applies per-judge calibration and assembles each item's reward, status,
-uncertainty and breakdown (``assemble``). ``recipes`` runs a recipe: graders first, then
-gates, then the judged rubrics through the engine. ``groups`` and ``preferences`` score
-groups of completions against each other and label preference pairs, each judge's
+every item on its own, runs the detectors, and has ``planning`` plan the judge calls (one
+per item, judge and criterion; one holistic call for ``combine: implicit``; one call for
+all criteria for a judge whose method batches them, ``judging``; one per step for
+``scope: step`` criteria, ``steps``); ``serving`` answers what it can from the verdict
+cache or from an identical call in flight, sends the rest concurrently within the
+request's deadline and tallies the usage; ``assemble`` applies per-judge calibration and
+builds each item's reward, status, uncertainty and breakdown. ``selection`` is the one
+rule for which judges a rubric asks and how many must answer, for the engine and the
+comparisons alike. ``recipes`` runs a recipe: graders first, then gates, then the judged
+rubrics through the engine. ``groups`` (planned by ``group_plan``) and ``preferences``
+score groups of completions against each other and label preference pairs through each
+judge's own method, cached and reported to the observer like batches, each judge's
 comparisons turned into win rates by ``group_judges``. ``pacing`` yields the event loop
-during long synchronous stretches.
+during long synchronous stretches and runs paced calls.
 
 May import: ``rewardsvc.core``, ``judges``, ``graders`` (through ``graders.registry``),
 ``storage`` (the verdict cache and the calibration windows) and ``safety`` (the

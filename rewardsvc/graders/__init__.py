@@ -11,9 +11,9 @@ the scoring engine uses, runs every grader but the embedding one in worker proce
 with a hard deadline, queued fairly between requests (:mod:`~rewardsvc.graders.worker`),
 and reports a grader that cannot finish as no score with a typed error kind, never as 0.
 
-The grader table is ``grade_here`` in :mod:`~rewardsvc.graders.registry`, which maps each
-spec type to its function; a new grader is one entry there plus its spec in
-``rewardsvc.core.graders_spec``.
+The grader table is ``FUNCTIONS`` in :mod:`~rewardsvc.graders.registry`, which binds each
+spec type to its function (``grade_here`` looks it up); a new grader is one entry there
+plus its row (spec, needs-reference) in ``GRADERS`` of ``rewardsvc.core.graders_spec``.
 
 May import: ``rewardsvc.core`` and its grading libraries (re2, jsonschema, math-verify,
 rapidfuzz; sentence-transformers lazily). Never the application, the server, scoring,

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 LINT = Path(sys.executable).parent / "lint-imports"
 
@@ -27,89 +29,52 @@ def test_the_tree_keeps_every_contract() -> None:
     assert " 0 broken" in done.stdout.split("Contracts:")[-1].split("\n")[0]
 
 
-def test_a_core_module_importing_fastapi_breaks_the_contract(tmp_path: Path) -> None:
+# Each breach: the module written (or appended to) in a copy of the package, the import it
+# makes, and what lint-imports must report about it.
+BREACHES = {
+    "core imports fastapi": ("core/leak.py", "import fastapi", "rewardsvc.core.leak -> fastapi"),
+    "scoring imports the server": (
+        "scoring/leak.py",
+        "import rewardsvc.server.routes",
+        "rewardsvc.scoring is not allowed to import rewardsvc.server",
+    ),
+    "a wire module imports serving code": (
+        "protocol/leak.py",
+        "import rewardsvc.server.guards",
+        "rewardsvc.protocol.leak -> rewardsvc.server.guards",
+    ),
+    "storage imports the engine": (
+        "storage/leak.py",
+        "import rewardsvc.scoring.engine",
+        "rewardsvc.storage is not allowed to import rewardsvc.scoring",
+    ),
+    "scoring imports wire models": (
+        "scoring/leak.py",
+        "import rewardsvc.protocol.rewards",
+        "rewardsvc.scoring.leak -> rewardsvc.protocol.rewards",
+    ),
+    "the CLI imports the server": (
+        "cli.py",
+        "import rewardsvc.server.routes",
+        "rewardsvc.cli is not allowed to import rewardsvc.server",
+    ),
+    "the application imports the server": (
+        "application/leak.py",
+        "import rewardsvc.server.routes",
+        "rewardsvc.application is not allowed to import rewardsvc.server",
+    ),
+}
+
+
+@pytest.mark.parametrize("breach", list(BREACHES))
+def test_a_breach_breaks_the_contract(tmp_path: Path, breach: str) -> None:
+    module, statement, reported = BREACHES[breach]
     copy = tmp_path / "repo"
     shutil.copytree(ROOT / "rewardsvc", copy / "rewardsvc")
     shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
-    (copy / "rewardsvc" / "core" / "leak.py").write_text(
-        '"""A core module that reaches for the web framework."""\n\nimport fastapi  # noqa\n'
-    )
+    target = copy / "rewardsvc" / module
+    head = target.read_text() if target.exists() else f'"""A module where {breach}."""\n'
+    target.write_text(f"{head}\n{statement}  # noqa\n")
     done = lint(copy, pythonpath=copy)
     assert done.returncode != 0, done.stdout[-3000:]
-    assert "rewardsvc.core.leak -> fastapi" in done.stdout
-
-
-def test_a_lower_room_importing_the_server_breaks_the_layers(tmp_path: Path) -> None:
-    copy = tmp_path / "repo"
-    shutil.copytree(ROOT / "rewardsvc", copy / "rewardsvc")
-    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
-    (copy / "rewardsvc" / "scoring" / "leak.py").write_text(
-        '"""A scoring module that reaches up into the server."""\n\n'
-        "import rewardsvc.server.routes  # noqa\n"
-    )
-    done = lint(copy, pythonpath=copy)
-    assert done.returncode != 0, done.stdout[-3000:]
-    assert "rewardsvc.scoring is not allowed to import rewardsvc.server" in done.stdout
-
-
-def test_a_wire_module_importing_serving_code_breaks_the_contract(tmp_path: Path) -> None:
-    copy = tmp_path / "repo"
-    shutil.copytree(ROOT / "rewardsvc", copy / "rewardsvc")
-    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
-    (copy / "rewardsvc" / "protocol" / "leak.py").write_text(
-        '"""A wire module that reaches into the admission code."""\n\n'
-        "import rewardsvc.server.guards  # noqa\n"
-    )
-    done = lint(copy, pythonpath=copy)
-    assert done.returncode != 0, done.stdout[-3000:]
-    assert "rewardsvc.protocol.leak -> rewardsvc.server.guards" in done.stdout
-
-
-def test_a_storage_module_importing_the_engine_breaks_the_layers(tmp_path: Path) -> None:
-    copy = tmp_path / "repo"
-    shutil.copytree(ROOT / "rewardsvc", copy / "rewardsvc")
-    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
-    (copy / "rewardsvc" / "storage" / "leak.py").write_text(
-        '"""A storage module that reaches up into the engine."""\n\n'
-        "import rewardsvc.scoring.engine  # noqa\n"
-    )
-    done = lint(copy, pythonpath=copy)
-    assert done.returncode != 0, done.stdout[-3000:]
-    assert "rewardsvc.storage is not allowed to import rewardsvc.scoring" in done.stdout
-
-
-def test_a_scoring_module_importing_wire_models_breaks_the_contract(tmp_path: Path) -> None:
-    copy = tmp_path / "repo"
-    shutil.copytree(ROOT / "rewardsvc", copy / "rewardsvc")
-    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
-    (copy / "rewardsvc" / "scoring" / "leak.py").write_text(
-        '"""A scoring module that speaks the wire."""\n\n'
-        "import rewardsvc.protocol.rewards  # noqa\n"
-    )
-    done = lint(copy, pythonpath=copy)
-    assert done.returncode != 0, done.stdout[-3000:]
-    assert "rewardsvc.scoring.leak -> rewardsvc.protocol.rewards" in done.stdout
-
-
-def test_the_cli_importing_the_server_breaks_the_contract(tmp_path: Path) -> None:
-    copy = tmp_path / "repo"
-    shutil.copytree(ROOT / "rewardsvc", copy / "rewardsvc")
-    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
-    cli = copy / "rewardsvc" / "cli.py"
-    cli.write_text(cli.read_text() + "\nimport rewardsvc.server.routes  # noqa\n")
-    done = lint(copy, pythonpath=copy)
-    assert done.returncode != 0, done.stdout[-3000:]
-    assert "rewardsvc.cli is not allowed to import rewardsvc.server" in done.stdout
-
-
-def test_the_application_importing_the_server_breaks_the_layers(tmp_path: Path) -> None:
-    copy = tmp_path / "repo"
-    shutil.copytree(ROOT / "rewardsvc", copy / "rewardsvc")
-    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
-    (copy / "rewardsvc" / "application" / "leak.py").write_text(
-        '"""An application module that reaches up into the server."""\n\n'
-        "import rewardsvc.server.routes  # noqa\n"
-    )
-    done = lint(copy, pythonpath=copy)
-    assert done.returncode != 0, done.stdout[-3000:]
-    assert "rewardsvc.application is not allowed to import rewardsvc.server" in done.stdout
+    assert reported in done.stdout

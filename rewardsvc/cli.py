@@ -264,6 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
     from rewardsvc.evaluation.commands import register as register_evaluation
 
     register_evaluation(sub, config_args)
+    from rewardsvc.authoring.commands import register as register_authoring
+
+    register_authoring(sub, config_args)
     return parser
 
 

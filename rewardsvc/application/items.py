@@ -25,6 +25,8 @@ from rewardsvc.protocol.comparative import GroupItem, PairIn
 from rewardsvc.protocol.rewards import Item, Message, ResponseItem, RewardOptions, Text
 from rewardsvc.scoring.group_plan import GroupIn
 
+from .item_rubrics import ItemRubrics
+
 MAX_ID_CHARS = 256
 
 
@@ -67,9 +69,10 @@ def echo_id(value: str) -> str:
     return escaped[:MAX_ID_CHARS]
 
 
-def read_item(index: int, raw: Any) -> ItemIn:
+def read_item(index: int, raw: Any, rubrics: ItemRubrics | None = None) -> ItemIn:
     """One raw item of a request as the engine's input; a malformed one is rejected with
-    its problems (paths such as ``items[3].completion``), never raising."""
+    its problems (paths such as ``items[3].completion``), never raising. An item with its
+    own ``criteria`` gets its rubric from ``rubrics`` (without it, it is rejected)."""
     fallback_id = str(index)
     if isinstance(raw, dict) and isinstance(raw.get("id"), str):
         fallback_id = echo_id(raw["id"])
@@ -81,7 +84,13 @@ def read_item(index: int, raw: Any) -> ItemIn:
     except ValidationError as exc:
         problems = field_problems(exc.errors(), raw, prefix=("items", index))
         return ItemIn(fallback_id, None, "; ".join(str(p) for p in problems))
-    return ItemIn(item.id if item.id is not None else fallback_id, rollout_of(item))
+    item_id = item.id if item.id is not None else fallback_id
+    if item.criteria is None:
+        return ItemIn(item_id, rollout_of(item))
+    rubric = (rubrics or ItemRubrics(None)).rubric_for(item.criteria, ("items", index, "criteria"))
+    if isinstance(rubric, str):
+        return ItemIn(item_id, None, rubric)
+    return ItemIn(item_id, rollout_of(item), rubric=rubric)
 
 
 TEXT_PARTS = ("text", "input_text", "output_text", "summary_text", "reasoning_text")

@@ -33,8 +33,9 @@ from rewardsvc.protocol.rewards import RewardOptions, RewardResponse, RewardResu
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.recipes import RecipeRunner, engine_scorer, resolve_components
 
+from .item_rubrics import ItemRubrics
 from .items import read_item, score_options
-from .wire import recipe_result, reward_response, reward_result, usage_out
+from .wire import recipe_result, reward_result, usage_out
 
 INLINE_LABEL = "_inline"
 """The metrics label of inline rubrics and recipes, whose ids are the client's to choose."""
@@ -72,6 +73,16 @@ class Target(ABC):
         """The wire reference to this target."""
         return RubricRef(id=self.id, version=self.version, kind=self.kind)
 
+    @property
+    def template(self) -> Rubric | None:
+        """The rubric items with their own criteria extend or replace (None: this target
+        takes no item criteria)."""
+        return None
+
+    def item_rubrics(self, options: RewardOptions, max_criteria: int | None) -> ItemRubrics:
+        """How this request's items make their own rubrics."""
+        return ItemRubrics(self.template, options.criteria_mode, max_criteria)
+
     @abstractmethod
     def judged_rubrics(self) -> list[Rubric]:
         """The rubrics an item may be judged with (for the work limits)."""
@@ -80,6 +91,12 @@ class Target(ABC):
     def calls_per_item(self, per_rubric: Callable[[Rubric], int]) -> int:
         """The most judge calls (or prompt bytes) one item can cost, given ``per_rubric``
         for one rubric."""
+
+    def item_cost(self, item: ItemIn, per_rubric: Callable[[Rubric], int]) -> int:
+        """What ``item`` can cost at most: under its own rubric when it brings one."""
+        return (
+            per_rubric(item.rubric) if item.rubric is not None else self.calls_per_item(per_rubric)
+        )
 
     @abstractmethod
     async def score(self, batch: Scoring) -> Scored:
@@ -103,6 +120,11 @@ class RubricTarget(Target):
     def metrics_label(self) -> str | None:
         """The label given at resolution."""
         return self.label
+
+    @property
+    def template(self) -> Rubric:
+        """The rubric: items' own criteria extend or replace its criteria."""
+        return self.rubric
 
     def judged_rubrics(self) -> list[Rubric]:
         """The rubric itself."""
@@ -128,8 +150,7 @@ class RubricTarget(Target):
     ) -> list[RewardResult]:
         """``results`` with what each judge read (rendered again by the same pure builders,
         no judge call; off the event loop, since long items take a while to render)."""
-        rubric = self.rubric
-        names = opts.judges or tuple(j.name for j in rubric.judges)
+        names = opts.judges or tuple(j.name for j in self.rubric.judges)
         judges = {n: engine.judges[n] for n in names}
         configs = {n: j.config for n, j in judges.items() if hasattr(j, "config")}
 
@@ -137,7 +158,9 @@ class RubricTarget(Target):
             return [
                 result
                 if item.rollout is None
-                else result.model_copy(update={"explain": explain(rubric, item.rollout, configs)})
+                else result.model_copy(
+                    update={"explain": explain(item.rubric or self.rubric, item.rollout, configs)}
+                )
                 for item, result in zip(inputs, results, strict=True)
             ]
 
@@ -285,7 +308,8 @@ async def score_target(
     read already (by admission), else they are read here."""
     started = time.perf_counter()
     if inputs is None:
-        inputs = [read_item(i, raw) for i, raw in enumerate(items)]
+        rubrics = target.item_rubrics(options or RewardOptions(), None)
+        inputs = [read_item(i, raw, rubrics) for i, raw in enumerate(items)]
     batch = Scoring(
         engine=engine,
         raw=items,
@@ -309,6 +333,5 @@ async def score_batch(
     run: str | None = None,
 ) -> RewardResponse:
     """Raw items scored with one rubric, as the wire response (raises RequestError)."""
-    inputs = [read_item(i, raw) for i, raw in enumerate(items)]
-    opts = score_options(options or RewardOptions(), run)
-    return reward_response(await engine.score(rubric, inputs, opts, metrics_label, deadline))
+    target = RubricTarget.of(rubric, metrics_label)
+    return await score_target(target, engine, items, options, deadline, run)

@@ -8,7 +8,7 @@ The engine, the recipe runner and the comparative scorers return domain results
 from __future__ import annotations
 
 from rewardsvc.core.recipe import ComponentOutcome, RecipeItemReward, RecipeUsage
-from rewardsvc.core.results import BatchResult, BatchUsage, ItemReward, JudgeOutcome
+from rewardsvc.core.results import BatchUsage, ItemReward, JudgeOutcome
 from rewardsvc.protocol.comparative import (
     ComparativeUsageOut,
     ComparisonOut,
@@ -23,7 +23,6 @@ from rewardsvc.protocol.rewards import (
     ComponentScore,
     CriterionScore,
     JudgeResult,
-    RewardResponse,
     RewardResult,
     RubricRef,
     StepScore,
@@ -66,6 +65,7 @@ def reward_result(item: ItemReward) -> RewardResult:
         flags=item.flags,
         cached=item.cached,
         error=item.error,
+        version=item.version,
         steps=None
         if item.steps is None
         else [
@@ -80,15 +80,6 @@ def reward_result(item: ItemReward) -> RewardResult:
 def usage_out(usage: BatchUsage | RecipeUsage) -> Usage:
     """The wire form of a batch's usage (a rubric's has no calls avoided by gates)."""
     return Usage.model_validate(usage, from_attributes=True)
-
-
-def reward_response(batch: BatchResult) -> RewardResponse:
-    """The wire form of a batch scored with a rubric."""
-    return RewardResponse(
-        rubric=RubricRef(id=batch.rubric_id, version=batch.version),
-        results=[reward_result(r) for r in batch.items],
-        usage=usage_out(batch.usage),
-    )
 
 
 def _component(c: ComponentOutcome) -> ComponentScore:

@@ -64,6 +64,9 @@ class ItemReward:
     error: str | None = None
     completion_chars: int = 0
     steps: list[StepResult] | None = None
+    version: str | None = None
+    """The version of the rubric the item was scored with, when it is not the batch's:
+    the batch rubric with the item's own criteria."""
 
 
 @dataclass

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, replace
 
-from rewardsvc.core.rubric import JudgeRule
+from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.core.trajectory import CUT_FLAG, Trajectory
 
 
@@ -80,11 +80,13 @@ class Rollout:
 @dataclass(frozen=True)
 class ItemIn:
     """One item of a batch as the engine receives it: its id and its rollout, or, for an
-    item the server could not read, the reason it is rejected."""
+    item the server could not read, the reason it is rejected; ``rubric`` is the item's
+    own (the batch rubric with the item's criteria), None to be scored with the batch's."""
 
     id: str
     rollout: Rollout | None
     error: str | None = None
+    rubric: Rubric | None = None
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from rewardsvc.core.errors import JudgeErrorKind
+from rewardsvc.core.item_rubric import CriteriaMode
 from rewardsvc.core.recipe import ComponentKind, Recipe
 from rewardsvc.core.results import Status
 from rewardsvc.core.rubric import JudgeRule, Rubric
@@ -129,6 +130,13 @@ class Item(BaseModel):
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="Free-form; echoed nowhere, logged with the reward."
     )
+    criteria: list[Any] | None = Field(
+        default=None,
+        description="This item's own criteria (a dataset's rubric column): criterion objects "
+        "as a rubric file writes them (an id may be left out: c1, c2, ...). With the batch "
+        "rubric as template they make the item's rubric (options.criteria_mode), validated "
+        "on its own: a bad one rejects this item only, naming its field.",
+    )
 
 
 class RewardOptions(BaseModel):
@@ -146,6 +154,12 @@ class RewardOptions(BaseModel):
         default=False,
         description="Return, in each result, what every judge read for each criterion (or "
         "step): its chat messages or completion prompt, fences included.",
+    )
+    criteria_mode: CriteriaMode = Field(
+        default="replace",
+        description="What an item's own criteria do to the batch rubric's criteria: replace "
+        "them (the batch rubric is a template: instructions, judges, combine, aggregation, "
+        "transforms, monitor) or extend them (its criteria first, then the item's).",
     )
 
 
@@ -288,6 +302,12 @@ class RewardResult(BaseModel):
     )
     cached: bool = Field(default=False, description="Every verdict came from the cache.")
     error: str | None = Field(default=None, description="Why the item was rejected or failed.")
+    version: str | None = Field(
+        default=None,
+        description="The version of the rubric this item was scored with, when the item's "
+        "own criteria made it differ from the response's rubric.version (that rubric with "
+        "the item's criteria); null otherwise.",
+    )
     components: dict[str, ComponentScore] | None = Field(
         default=None, description="A recipe: every component's part (null for a rubric)."
     )

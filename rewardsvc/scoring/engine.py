@@ -1,5 +1,8 @@
 """The engine: one batch of items against one rubric, from rollouts to rewards.
 
+Items that bring their own rubric (the batch rubric with their criteria) are judged in
+parts, one per rubric (:mod:`.parts`), and calibrated and monitored with the batch.
+
 For each request it checks every item on its own (a bad one is ``rejected``, the rest go
 on), runs the detectors, plans one judge call per (item, judge, criterion) — or one
 holistic call per (item, judge) for ``combine: implicit``, or one call answering all
@@ -29,7 +32,7 @@ from rewardsvc.core.results import (
     JudgeOutcome,
 )
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
-from rewardsvc.core.rubric import Rubric
+from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.graders.registry import Graders, grade_criteria
 from rewardsvc.graders.result import GraderResult
 from rewardsvc.judges import prompts
@@ -45,6 +48,7 @@ from rewardsvc.scoring.assemble import (
 )
 from rewardsvc.scoring.judging import JudgeLike
 from rewardsvc.scoring.pacing import Pacer
+from rewardsvc.scoring.parts import Part, split
 from rewardsvc.scoring.planning import Call, Prepared, plan
 from rewardsvc.scoring.selection import min_judges_for, select_judges
 from rewardsvc.scoring.serving import Expiry, Outcome, serve, tally
@@ -166,22 +170,23 @@ class Engine:
 
         results: list[ItemReward | None] = [None] * len(items)
         pacer = Pacer()  # a large batch must not hold the loop from start to end
-        prepared = await self._prepare_all(rubric, items, results, pacer)
-
-        calls = await plan(self.judges, rubric, version, names, prepared, deadline, pacer)
-        outcomes, graded = await self._judge_and_grade(
-            rubric, calls, prepared, options.use_cache, deadline, pacer
+        usage = BatchUsage()
+        parts = split(rubric, items)
+        await asyncio.gather(
+            *(self._judge(p, items, options, names, results, usage, deadline, pacer) for p in parts)
         )
-        usage = BatchUsage(grader_calls=sum(len(g) for g in graded))
-        verdicts = tally(calls, outcomes, names, len(prepared), usage)
-        add_grades(verdicts, graded)
-
-        assembled = await self._assemble(
-            rubric, version, options, names, min_judges, prepared, verdicts, pacer
-        )
-        for p, result, grades in zip(prepared, assembled, graded, strict=True):
-            attach_evidence(result, grades)
-            results[p.index] = result
+        if rubric.aggregation.calibration != "none":
+            await self._calibrate(rubric, version, names, [r for p in parts for r in p.rows])
+        rule = options.rule or rubric.aggregation.rule
+        for part in parts:
+            for p, result in zip(
+                part.prepared,
+                await self._assemble(part, rule, names, min_judges, pacer),
+                strict=True,
+            ):
+                if part.own:
+                    result.version = part.rubric.version()
+                results[p.index] = result
 
         usage.latency_ms = (time.perf_counter() - started) * 1000
         batch = BatchResult(
@@ -193,6 +198,42 @@ class Engine:
         )
         self.observer.batch(metrics_label or rubric.id, batch)
         return batch
+
+    async def _judge(
+        self,
+        part: Part,
+        items: Sequence[ItemIn],
+        options: ScoreOptions,
+        names: list[str],
+        results: list[ItemReward | None],
+        usage: BatchUsage,
+        deadline: float | None,
+        pacer: Pacer,
+    ) -> None:
+        """Check, plan, judge and grade the items of ``part`` with its rubric; its rows are
+        each item's judge outcomes before calibration."""
+        rubric = part.rubric
+        part.prepared = await self._prepare_all(rubric, items, part.positions, results, pacer)
+        calls = await plan(
+            self.judges, rubric, rubric.version(), names, part.prepared, deadline, pacer
+        )
+        outcomes, part.graded = await self._judge_and_grade(
+            rubric, calls, part.prepared, options.use_cache, deadline, pacer
+        )
+        usage.grader_calls += sum(len(g) for g in part.graded)
+        part.verdicts = tally(calls, outcomes, names, len(part.prepared), usage)
+        add_grades(part.verdicts, part.graded)
+        episode = steps.episode_rubric(rubric)
+        for per_judge in part.verdicts:
+            await pacer.step()
+            part.rows.append(
+                {
+                    name: judge_outcome(episode, episode_part(per_judge[name]))
+                    if episode is not None
+                    else JudgeOutcome(score=None, error="the rubric has only step criteria")
+                    for name in names
+                }
+            )
 
     async def _judge_and_grade(
         self,
@@ -217,14 +258,16 @@ class Engine:
         self,
         rubric: Rubric,
         items: Sequence[ItemIn],
+        positions: Sequence[int],
         results: list[ItemReward | None],
         pacer: Pacer,
     ) -> list[Prepared]:
-        """The items that pass the request-level checks; the rest go to ``results``."""
+        """The items at ``positions`` that pass the request-level checks; the rest go to
+        ``results``."""
         prepared: list[Prepared] = []
-        for index, item in enumerate(items):
+        for index in positions:
             await pacer.step()
-            outcome = await self._prepare(rubric, index, item)
+            outcome = await self._prepare(rubric, index, items[index])
             if isinstance(outcome, Prepared):
                 prepared.append(outcome)
             else:
@@ -240,7 +283,9 @@ class Engine:
         agg = rubric.aggregation
         for name in names:
             # Keyed by version: an edited rubric (or an inline one reusing a library id)
-            # must not be calibrated against another rubric's scores.
+            # must not be calibrated against another rubric's scores. Items with their own
+            # criteria share the batch rubric's window: one prompt's few rewards are no
+            # reference, and its judges and scale are the batch rubric's.
             reference = await self.windows.extend_and_stats(
                 version,
                 name,
@@ -256,49 +301,29 @@ class Engine:
                 )
 
     async def _assemble(
-        self,
-        rubric: Rubric,
-        version: str,
-        options: ScoreOptions,
-        names: list[str],
-        min_judges: int,
-        prepared: list[Prepared],
-        verdicts: list[dict[str, dict[str, Outcome]]],
-        pacer: Pacer,
+        self, part: Part, rule: JudgeRule, names: list[str], min_judges: int, pacer: Pacer
     ) -> list[ItemReward]:
-        episode = steps.episode_rubric(rubric)
-        rows = []
-        for per_judge in verdicts:
-            await pacer.step()
-            rows.append(
-                {
-                    name: judge_outcome(episode, episode_part(per_judge[name]))
-                    if episode is not None
-                    else JudgeOutcome(score=None, error="the rubric has only step criteria")
-                    for name in names
-                }
-            )
-        if episode is not None and rubric.aggregation.calibration != "none":
-            await self._calibrate(rubric, version, names, rows)
-        rule = options.rule or rubric.aggregation.rule
+        """Each item's reward from its calibrated rows, under the part's rubric."""
         rewards = []
-        for p, row, per_judge in zip(prepared, rows, verdicts, strict=True):
+        for p, row, per_judge, grades in zip(
+            part.prepared, part.rows, part.verdicts, part.graded, strict=True
+        ):
             await pacer.step()
-            rewards.append(
-                item_reward(
-                    rubric,
-                    rule,
-                    names,
-                    min_judges,
-                    f"items[{p.index}]",
-                    p.id,
-                    p.rollout,
-                    p.flags,
-                    row,
-                    per_judge,
-                    step_results(rubric, p.rollout, per_judge, rule, min_judges),
-                )
+            reward = item_reward(
+                part.rubric,
+                rule,
+                names,
+                min_judges,
+                f"items[{p.index}]",
+                p.id,
+                p.rollout,
+                p.flags,
+                row,
+                per_judge,
+                step_results(part.rubric, p.rollout, per_judge, rule, min_judges),
             )
+            attach_evidence(reward, grades)
+            rewards.append(reward)
         return rewards
 
     def expire(self) -> None:

@@ -68,7 +68,7 @@ def prompt_bytes(target: Target, inputs: Sequence[ItemIn], options: RewardOption
         return judges_asked(rubric, options) * planned_cost(rubric, rollout)[1]
 
     return sum(
-        target.calls_per_item(functools.partial(bytes_under, rollout=item.rollout))
+        target.item_cost(item, functools.partial(bytes_under, rollout=item.rollout))
         for item in inputs
         if item.rollout is not None
     )

@@ -186,10 +186,10 @@ class Service:
         self.claim_run(run)
         check_batch(len(items), self.settings.max_items, field_name)
         target = rubric if isinstance(rubric, Target) else RubricTarget.of(rubric, metrics_label)
-        calls = len(items) * target.calls_per_item(
-            functools.partial(calls_per_item, self.settings, options=options)
-        )
-        inputs = [read_item(i, raw) for i, raw in enumerate(items)]
+        per_rubric = functools.partial(calls_per_item, self.settings, options=options)
+        rubrics = target.item_rubrics(options, self.settings.max_criteria)
+        inputs = [read_item(i, raw, rubrics) for i, raw in enumerate(items)]
+        calls = sum(target.item_cost(i, per_rubric) for i in inputs)
         deadline = time.monotonic() + self.settings.request_timeout_s
         with self.admitted(len(items), calls, prompt_bytes(target, inputs, options)):
             response = await score_target(

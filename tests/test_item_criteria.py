@@ -6,6 +6,7 @@ same rows on the real CPU judges are in test_item_criteria_judges.py."""
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from rewardsvc.core.results import BatchResult
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.library.registry import Registry
 from rewardsvc.scoring.engine import Engine
+from rewardsvc.server.trainer_text import label_fields
 
 CRITERIA_A = [
     {"text": "The answer names Paris.", "category": "essential"},
@@ -259,3 +261,104 @@ async def test_item_rubrics_share_their_templates_calibration_window_and_monitor
     # Calibrated against the whole batch, not a part of two: the harsh judge's offset is gone.
     for r in response.results:
         assert r.judges["primary"].score == pytest.approx(r.judges["secondary"].score)
+
+
+async def test_groups_and_pairs_carry_their_own_criteria(
+    client: Any, fakes: tuple[FakeJudge, FakeJudge]
+) -> None:
+    http, _, registry = client
+    completions = ["Paris.", "It is Paris, the capital."]
+    groups = [
+        {
+            "id": "own",
+            "prompt": "Capital of France?",
+            "completions": completions,
+            "criteria": CRITERIA_A,
+        },
+        {"id": "batch", "prompt": "Capital of France?", "completions": completions},
+        {
+            "id": "bad",
+            "prompt": "Capital of France?",
+            "completions": completions,
+            "criteria": [
+                {"text": "A pitfall without its sign.", "category": "pitfall", "weight": 1}
+            ],
+        },
+    ]
+    reply = await http.post("/v1/groups", json={"rubric": "tiny", "groups": groups})
+    assert reply.status_code == 200, reply.text
+    own, batch, bad = reply.json()["results"]
+    assert own["status"] == "ok" and batch["status"] == "ok"
+    assert set(own["judges"]["primary"]["criteria"]) == {"c1", "c2"}
+    assert set(batch["judges"]["primary"]["criteria"]) == {"correct", "polite"}
+    assert own["version"] not in (None, registry.get("tiny").version) and batch["version"] is None
+    assert bad["status"] == "rejected" and bad["error"].startswith("groups[2].criteria[0].weight: ")
+    assert "The answer names Paris." in asked(fakes[0])
+
+    pairs = [
+        {
+            "id": "p",
+            "prompt": "Capital of France?",
+            "a": "Paris.",
+            "b": "Lyon.",
+            "criteria": CRITERIA_B,
+        }
+    ]
+    request = {"rubric": "tiny", "pairs": pairs, "options": {"criteria_mode": "extend"}}
+    reply = await http.post("/v1/preferences", json=request)
+    assert reply.status_code == 200, reply.text
+    (pair,) = reply.json()["results"]
+    assert pair["status"] == "ok" and pair["version"]
+    assert set(pair["judges"]["primary"]["criteria"]) == {"correct", "polite", "units"}
+
+
+async def test_trainer_routes_read_a_samples_own_rubric(
+    client: Any, fakes: tuple[FakeJudge, FakeJudge]
+) -> None:
+    http, _, _ = client
+    label = json.dumps({"criteria": CRITERIA_B, "reference": "Paris"})
+    body = {
+        "query": ["Capital of France? Paris."],
+        "prompts": ["Capital of France?"],
+        "labels": [label],
+    }
+    reply = await http.post("/openrlhf/tiny", json=body)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["extra_logs"]["rewardsvc_valid"] == [1.0]
+    assert "The answer gives the unit (metres)." in asked(fakes[0])
+
+    fakes[0].script.bodies.clear()
+    sample = {
+        "prompt": "Capital of France?",
+        "response": "Paris.",
+        "label": {"criteria": CRITERIA_A},
+    }
+    reply = await http.post("/slime/tiny?format=dict", json=sample)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["valid"] is True
+    assert "The answer names Paris." in asked(fakes[0])
+    # A label's bad criterion is slime's field at fault.
+    sample["label"] = {"criteria": [{"text": "No sign.", "category": "pitfall", "weight": 1}]}
+    reply = await http.post("/slime/tiny", json=sample)
+    assert reply.status_code == 422, reply.text
+    assert reply.json()["field"] == "label.criteria"
+    assert reply.json()["message"].startswith("label.criteria[0].weight: ")
+
+    fakes[0].script.bodies.clear()
+    verify = {
+        "responses_create_params": {"input": "Capital of France?"},
+        "response": {"output": [{"type": "message", "role": "assistant", "content": "Paris."}]},
+        "rubric_items": CRITERIA_B,
+    }
+    reply = await http.post("/nemo-gym/tiny/verify?criteria_field=rubric_items", json=verify)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["mask_sample"] is False
+    assert "The answer gives the unit (metres)." in asked(fakes[0])
+
+
+def test_a_label_is_a_reference_unless_it_carries_criteria() -> None:
+    assert label_fields("Paris") == {"reference": "Paris"}
+    assert label_fields("{not json") == {"reference": "{not json"}
+    assert label_fields('{"answer": 4}') == {"reference": '{"answer": 4}'}
+    assert label_fields({"criteria": [], "reference": "4"}) == {"reference": "4", "criteria": []}
+    assert label_fields('{"criteria": ["x"]}') == {"reference": None, "criteria": ["x"]}

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from rewardsvc.core.errors import FieldProblem, Loc, field_problems
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
+from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.trajectory import Event, ToolCall, Trajectory, placeholder
 from rewardsvc.protocol.comparative import GroupItem, PairIn
 from rewardsvc.protocol.rewards import Item, Message, ResponseItem, RewardOptions, Text
@@ -85,12 +86,18 @@ def read_item(index: int, raw: Any, rubrics: ItemRubrics | None = None) -> ItemI
         problems = field_problems(exc.errors(), raw, prefix=("items", index))
         return ItemIn(fallback_id, None, "; ".join(str(p) for p in problems))
     item_id = item.id if item.id is not None else fallback_id
-    if item.criteria is None:
-        return ItemIn(item_id, rollout_of(item))
-    rubric = (rubrics or ItemRubrics(None)).rubric_for(item.criteria, ("items", index, "criteria"))
-    if isinstance(rubric, str):
-        return ItemIn(item_id, None, rubric)
-    return ItemIn(item_id, rollout_of(item), rubric=rubric)
+    own = _own_rubric(rubrics, item.criteria, ("items", index, "criteria"))
+    if isinstance(own, str):
+        return ItemIn(item_id, None, own)
+    return ItemIn(item_id, rollout_of(item), rubric=own)
+
+
+def _own_rubric(rubrics: ItemRubrics | None, criteria: Any, loc: Loc) -> Rubric | str | None:
+    """The rubric of an item's (or group's) own criteria at ``loc``, why they make none,
+    or None when it has none."""
+    if criteria is None:
+        return None
+    return (rubrics or ItemRubrics(None)).rubric_for(criteria, loc)
 
 
 TEXT_PARTS = ("text", "input_text", "output_text", "summary_text", "reasoning_text")
@@ -202,10 +209,15 @@ def score_options(options: RewardOptions, run: str | None = None) -> ScoreOption
 
 
 def read_group(
-    index: int, raw: Any, field: str = "groups", parts: Sequence[str] = ("completions",)
+    index: int,
+    raw: Any,
+    field: str = "groups",
+    parts: Sequence[str] = ("completions",),
+    rubrics: ItemRubrics | None = None,
 ) -> GroupIn:
     """One raw group (``completions``) or pair (``parts`` ``a``, ``b``) as rollouts, or
-    rejected naming its field; never raises."""
+    rejected naming its field; never raises. A group with its own ``criteria`` gets its
+    rubric from ``rubrics`` (without it, it is rejected)."""
     fallback = str(index)
     if isinstance(raw, dict) and isinstance(raw.get("id"), str):
         fallback = echo_id(raw["id"])
@@ -223,4 +235,8 @@ def read_group(
         rollout_of(Item(prompt=parsed.prompt, completion=t, reference=parsed.reference))
         for t in texts
     )
-    return GroupIn(parsed.id if parsed.id is not None else fallback, rollouts)
+    group_id = parsed.id if parsed.id is not None else fallback
+    own = _own_rubric(rubrics, parsed.criteria, (field, index, "criteria"))
+    if isinstance(own, str):
+        return GroupIn(group_id, (), own)
+    return GroupIn(group_id, rollouts, rubric=own)

@@ -79,10 +79,6 @@ class Target(ABC):
         takes no item criteria)."""
         return None
 
-    def item_rubrics(self, options: RewardOptions, max_criteria: int | None) -> ItemRubrics:
-        """How this request's items make their own rubrics."""
-        return ItemRubrics(self.template, options.criteria_mode, max_criteria)
-
     @abstractmethod
     def judged_rubrics(self) -> list[Rubric]:
         """The rubrics an item may be judged with (for the work limits)."""
@@ -308,7 +304,8 @@ async def score_target(
     read already (by admission), else they are read here."""
     started = time.perf_counter()
     if inputs is None:
-        rubrics = target.item_rubrics(options or RewardOptions(), None)
+        mode = (options or RewardOptions()).criteria_mode
+        rubrics = ItemRubrics(target.template, mode)
         inputs = [read_item(i, raw, rubrics) for i, raw in enumerate(items)]
     batch = Scoring(
         engine=engine,

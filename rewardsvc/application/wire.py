@@ -148,6 +148,7 @@ def group_response(batch: GroupBatch) -> GroupResponse:
                 judges={name: _judge_out(j) for name, j in r.judges.items()},
                 flags=r.flags,
                 error=r.error,
+                version=r.version,
             )
             for r in batch.results
         ],
@@ -180,6 +181,7 @@ def preference_response(batch: PreferenceBatch) -> PreferenceResponse:
                 },
                 flags=r.flags,
                 error=r.error,
+                version=r.version,
             )
             for r in batch.results
         ],

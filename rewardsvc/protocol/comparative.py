@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rewardsvc.core import comparative as cmp
 from rewardsvc.core.results import Status
 from rewardsvc.core.rubric import JudgeRule, Rubric
-from rewardsvc.protocol.rewards import RubricRef, Text
+from rewardsvc.protocol.rewards import CriteriaModeOption, ItemCriteria, OwnVersion, RubricRef, Text
 
 # ------------------------------------------------------------------ requests
 
@@ -31,6 +31,7 @@ class GroupItem(BaseModel):
     )
     reference: str | None = Field(default=None, description="Reference answer or label.")
     metadata: dict[str, Any] = Field(default_factory=dict)
+    criteria: ItemCriteria = None
 
 
 class GroupOptionsIn(BaseModel):
@@ -60,6 +61,7 @@ class GroupOptionsIn(BaseModel):
     seed: int | None = Field(
         default=None, description="Changes the shuffles (default: seeded by the content)."
     )
+    criteria_mode: CriteriaModeOption = "replace"
 
 
 class GroupRequest(BaseModel):
@@ -84,6 +86,7 @@ class PairIn(BaseModel):
     b: Text = Field(description="The second completion (untrusted).")
     reference: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    criteria: ItemCriteria = None
 
 
 class PreferenceOptionsIn(BaseModel):
@@ -100,6 +103,7 @@ class PreferenceOptionsIn(BaseModel):
         lt=0.5,
         description="label a when p_a_better > 0.5 + margin, b when < 0.5 - margin, else tie.",
     )
+    criteria_mode: CriteriaModeOption = "replace"
 
 
 class PreferenceRequest(BaseModel):
@@ -155,6 +159,7 @@ class GroupResultOut(BaseModel):
     judges: dict[str, GroupJudgeOut] = Field(default_factory=dict)
     flags: list[list[str]] = Field(default_factory=list, description="Per completion.")
     error: str | None = None
+    version: OwnVersion = None
 
 
 class ComparativeUsageOut(BaseModel):
@@ -201,6 +206,7 @@ class PreferenceResultOut(BaseModel):
     judges: dict[str, JudgePreferenceOut] = Field(default_factory=dict)
     flags: dict[str, list[str]] = Field(default_factory=dict)
     error: str | None = None
+    version: OwnVersion = None
 
 
 class PreferenceResponse(BaseModel):

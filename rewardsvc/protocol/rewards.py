@@ -46,6 +46,38 @@ RunName = Annotated[str, Field(min_length=1, max_length=RUN_NAME_MAX, pattern=RU
 """A training run's name, as trainers and dashboards show it."""
 
 
+ItemCriteria = Annotated[
+    list[Any] | None,
+    Field(
+        description="This item's own criteria (a dataset's rubric column): criterion objects "
+        "as a rubric file writes them (an id may be left out: c1, c2, ...). With the batch "
+        "rubric as template they make the item's rubric (options.criteria_mode), validated "
+        "on its own: a bad one rejects this item only, naming its field."
+    ),
+]
+"""The criteria an item (a group, a pair) brings of its own."""
+
+CriteriaModeOption = Annotated[
+    CriteriaMode,
+    Field(
+        description="What an item's own criteria do to the batch rubric's criteria: replace "
+        "them (the batch rubric is a template: instructions, judges, combine, aggregation, "
+        "transforms, monitor) or extend them (its criteria first, then the item's)."
+    ),
+]
+"""The option saying how items' own criteria meet the batch rubric's."""
+
+OwnVersion = Annotated[
+    str | None,
+    Field(
+        description="The version of the rubric this result was scored with, when the item's "
+        "own criteria made it differ from the response's rubric.version (that rubric with "
+        "the item's criteria); null otherwise."
+    ),
+]
+"""A result's own rubric version."""
+
+
 class Message(BaseModel):
     """One chat message: role, text or content parts, tool calls and the call a tool
     message answers. Text parts are read; other parts (images, audio, files) become a
@@ -130,13 +162,7 @@ class Item(BaseModel):
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="Free-form; echoed nowhere, logged with the reward."
     )
-    criteria: list[Any] | None = Field(
-        default=None,
-        description="This item's own criteria (a dataset's rubric column): criterion objects "
-        "as a rubric file writes them (an id may be left out: c1, c2, ...). With the batch "
-        "rubric as template they make the item's rubric (options.criteria_mode), validated "
-        "on its own: a bad one rejects this item only, naming its field.",
-    )
+    criteria: ItemCriteria = None
 
 
 class RewardOptions(BaseModel):
@@ -155,12 +181,7 @@ class RewardOptions(BaseModel):
         description="Return, in each result, what every judge read for each criterion (or "
         "step): its chat messages or completion prompt, fences included.",
     )
-    criteria_mode: CriteriaMode = Field(
-        default="replace",
-        description="What an item's own criteria do to the batch rubric's criteria: replace "
-        "them (the batch rubric is a template: instructions, judges, combine, aggregation, "
-        "transforms, monitor) or extend them (its criteria first, then the item's).",
-    )
+    criteria_mode: CriteriaModeOption = "replace"
 
 
 def _scorer_kind(value: Any) -> str:
@@ -302,12 +323,7 @@ class RewardResult(BaseModel):
     )
     cached: bool = Field(default=False, description="Every verdict came from the cache.")
     error: str | None = Field(default=None, description="Why the item was rejected or failed.")
-    version: str | None = Field(
-        default=None,
-        description="The version of the rubric this item was scored with, when the item's "
-        "own criteria made it differ from the response's rubric.version (that rubric with "
-        "the item's criteria); null otherwise.",
-    )
+    version: OwnVersion = None
     components: dict[str, ComponentScore] | None = Field(
         default=None, description="A recipe: every component's part (null for a rubric)."
     )

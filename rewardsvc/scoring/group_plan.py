@@ -15,6 +15,7 @@ from rewardsvc.core import comparative as cmp
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, JudgeRule, Rubric
 from rewardsvc.judges import prompts
+from rewardsvc.judges.comparative import asks_for_worst
 
 Method = Literal["listwise", "pairwise"]
 
@@ -27,6 +28,8 @@ class GroupIn:
     id: str
     rollouts: tuple[Rollout, ...] = ()
     error: str | None = None
+    rubric: Rubric | None = None
+    """The group's own rubric (the batch rubric with its criteria); None: the batch's."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,11 @@ class GroupOptions:
     min_judges: int | None = None
     seed: int | None = None
     use_cache: bool = True
+
+
+def worst_questions(rubric: Rubric) -> dict[str, bool]:
+    """Per comparison question, whether its judge is asked which completion is worst."""
+    return {key: asks_for_worst(rubric, c) for key, c in questions(rubric)}
 
 
 def questions(rubric: Rubric) -> list[tuple[str, Criterion | None]]:
@@ -71,21 +79,25 @@ def planned_work(
     service's work limits, before anything is rendered): the groups that will be scored,
     with the orders and pairs they will be shown in."""
     judges = len(options.judges) if options.judges else len(rubric.judges)
-    per_call = prompts.CALL_OVERHEAD_BYTES + prompts.rubric_bytes(rubric)
     calls = size = 0
     for gi, group in enumerate(groups):
         if reject_reason(group, gi, options, max_text_chars) is not None:
             continue
+        own = group.rubric or rubric
+        asked = judges * len(questions(own))
         base = group.rollouts[0]
-        shared = per_call + prompts.text_bytes(base.prompt, base.reference)
+        shared = (
+            prompts.CALL_OVERHEAD_BYTES
+            + prompts.rubric_bytes(own)
+            + prompts.text_bytes(base.prompt, base.reference)
+        )
         each = [prompts.text_bytes(r.completion) for r in group.rollouts]
         for _, shown in presentations(
             len(each), options, cmp.rng_for(plan_seed(group, options.seed))
         ):
-            calls += 1
-            size += shared + sum(each[k] for k in shown)
-    asked = judges * len(questions(rubric))
-    return calls * asked, size * asked
+            calls += asked
+            size += asked * (shared + sum(each[k] for k in shown))
+    return calls, size
 
 
 def reject_reason(group: GroupIn, index: int, options: GroupOptions, max_chars: int) -> str | None:

@@ -40,7 +40,6 @@ from rewardsvc.judges import prompts
 from rewardsvc.judges.comparative import (
     FencedGroup,
     ask,
-    asks_for_worst,
     fenced_group,
     group_prompt,
 )
@@ -61,6 +60,7 @@ from rewardsvc.scoring.group_plan import (
     presentations,
     questions,
     reject_reason,
+    worst_questions,
 )
 from rewardsvc.scoring.pacing import Pacer, run_calls
 from rewardsvc.scoring.selection import min_judges_for, select_judges
@@ -83,6 +83,8 @@ class GroupReward:
     judges: dict[str, JudgeGroup] = field(default_factory=dict)
     flags: list[list[str]] = field(default_factory=list)
     error: str | None = None
+    version: str | None = None
+    """The version of the group's own rubric, when it brought criteria."""
 
 
 @dataclass
@@ -234,7 +236,7 @@ def _plan(
                 group.id, [None] * len(group.rollouts), "rejected", error=reason
             )
             continue
-        planned += _plan_group(rubric, group, gi, names, options)
+        planned += _plan_group(group.rubric or rubric, group, gi, names, options)
         fenced[gi] = _fenced(group, defusers)
     return results, planned, fenced
 
@@ -264,7 +266,6 @@ async def score_groups(
     options = options or GroupOptions()
     names = select_judges(rubric, judges, options.judges)
     bar = min_judges_for(rubric, options.min_judges, len(names))
-    worst = {key: asks_for_worst(rubric, c) for key, c in questions(rubric)}
     defusers = list(dict.fromkeys(judges[name].defuser for name in names))
 
     # Planning and fencing a large request takes a while: off the event loop. Each call's
@@ -275,16 +276,23 @@ async def score_groups(
 
     version = rubric.version()
     store = cache if options.use_cache else None
-    calls = [_call_of(p, judges[p.judge], rubric, fenced, deadline, asker, store) for p in planned]
+    calls = [
+        _call_of(
+            p, judges[p.judge], groups[p.group].rubric or rubric, fenced, deadline, asker, store
+        )
+        for p in planned
+    ]
     verdicts = await run_calls(calls, deadline)
     usage, per, failures = await _collect(planned, verdicts)
 
     def assemble() -> None:
         for gi, group in enumerate(groups):
             if results[gi] is None:
-                results[gi] = _assemble_group(
-                    rubric, group, names, bar, options, per, failures, gi, worst
-                )
+                own = group.rubric or rubric
+                reward = _assemble_group(own, group, names, bar, options, per, failures, gi)
+                if own is not rubric:
+                    reward.version = own.version()
+                results[gi] = reward
 
     await asyncio.to_thread(assemble)  # detectors and fits over every completion
     usage.latency_ms = (time.perf_counter() - started) * 1000.0
@@ -346,9 +354,9 @@ def _assemble_group(
     per: dict[tuple[int, str], list[Comparison]],
     failures: dict[tuple[int, str], list[str]],
     gi: int,
-    worst: dict[str, bool],
 ) -> GroupReward:
     n = len(group.rollouts)
+    worst = worst_questions(rubric)
     build = listwise_judge if options.method == "listwise" else pairwise_judge
     outcomes: dict[str, JudgeGroup] = {}
     for name in names:

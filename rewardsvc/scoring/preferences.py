@@ -20,10 +20,10 @@ from rewardsvc.core import comparative as cmp
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.results import Status
 from rewardsvc.core.rubric import JudgeRule, Rubric
-from rewardsvc.judges.comparative import ask, asks_for_worst
+from rewardsvc.judges.comparative import ask
 from rewardsvc.judges.judge import Judge
 from rewardsvc.scoring.group_judges import JudgeGroup, combine_criteria
-from rewardsvc.scoring.group_plan import GroupIn, GroupOptions, questions
+from rewardsvc.scoring.group_plan import GroupIn, GroupOptions, worst_questions
 from rewardsvc.scoring.groups import Ask, ComparativeUsage, GroupReward, score_groups
 from rewardsvc.storage.cache import VerdictCache
 
@@ -64,6 +64,8 @@ class Preference:
     judges: dict[str, JudgePreference] = field(default_factory=dict)
     flags: dict[str, list[str]] = field(default_factory=dict)
     error: str | None = None
+    version: str | None = None
+    """The version of the pair's own rubric, when it brought criteria."""
 
 
 @dataclass
@@ -101,16 +103,25 @@ def _judge_preference(
     )
 
 
-def _preference(
-    rubric: Rubric, group: GroupReward, worst: Mapping[str, bool], rule: JudgeRule, margin: float
-) -> Preference:
+def _preference(rubric: Rubric, group: GroupReward, rule: JudgeRule, margin: float) -> Preference:
     """The verdict on one pair from its pairwise group of two."""
     flags = dict(zip(("a", "b"), group.flags, strict=False))
+    worst = worst_questions(rubric)
     per_judge = {m: _judge_preference(rubric, o, worst) for m, o in group.judges.items()}
     if group.status in ("rejected", "judge_error"):
         error = group.error
         return Preference(
-            group.id, None, None, None, None, group.status, None, per_judge, flags, error
+            group.id,
+            None,
+            None,
+            None,
+            None,
+            group.status,
+            None,
+            per_judge,
+            flags,
+            error,
+            group.version,
         )
     agg = rubric.aggregation
     weights = {j.name: j.weight for j in rubric.judges}
@@ -142,6 +153,7 @@ def _preference(
         per_judge,
         flags,
         group.error,
+        group.version,
     )
 
 
@@ -186,7 +198,9 @@ async def judge_preferences(
         observer=observer,
         run=run,
     )
-    worst = {key: asks_for_worst(rubric, c) for key, c in questions(rubric)}
     rule = options.rule or rubric.aggregation.rule
-    results = [_preference(rubric, group, worst, rule, options.margin) for group in batch.results]
+    results = [
+        _preference(pair.rubric or rubric, group, rule, options.margin)
+        for pair, group in zip(pairs, batch.results, strict=True)
+    ]
     return PreferenceBatch(batch.rubric_id, batch.version, results, batch.usage)

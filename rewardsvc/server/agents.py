@@ -18,7 +18,10 @@ measurement: not masked, its ``failure_reason`` says why it degraded.
 
 The reference answer, for rubrics that need one, is read from the request's top-level
 field named by ``?reference_field=`` (default ``expected_answer``, as NeMo Gym datasets
-name it); anything but a string is sent as its JSON.
+name it); anything but a string is sent as its JSON. A sample's own rubric (a per-prompt
+rubric column of the dataset) is read from the top-level field named by
+``?criteria_field=`` (default ``criteria``); ``?criteria_mode=`` says whether it replaces
+the rubric's criteria (the default) or extends them.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from fastapi import APIRouter, Depends, Query
 from rewardsvc.protocol.agents import NemoGymVerifyRequest, NemoGymVerifyResponse
 from rewardsvc.protocol.errors import ErrorDetail
 from rewardsvc.protocol.rewards import RewardOptions
+from rewardsvc.server.compat import CriteriaModeQuery
 from rewardsvc.server.state import RubricScorer, running_service
 
 FAILURE_REASON_CHARS = 2000
@@ -39,9 +43,12 @@ FAILURE_REASON_CHARS = 2000
 AgentScorerDep = Annotated[RubricScorer, Depends(running_service)]
 
 
-def verify_item(body: NemoGymVerifyRequest, reference_field: str) -> dict[str, Any]:
+def verify_item(
+    body: NemoGymVerifyRequest, reference_field: str, criteria_field: str = "criteria"
+) -> dict[str, Any]:
     """The rewardsvc item of a verify request: the task as prompt, the output as
-    completion, and the reference from ``reference_field`` when present."""
+    completion, the reference from ``reference_field`` and the sample's own criteria
+    from ``criteria_field`` when present."""
     params = body.responses_create_params
     task: list[dict[str, Any]] = []
     if params.instructions:
@@ -55,6 +62,8 @@ def verify_item(body: NemoGymVerifyRequest, reference_field: str) -> dict[str, A
     if reference_field in extra and extra[reference_field] is not None:
         value = extra[reference_field]
         item["reference"] = value if isinstance(value, str) else json.dumps(value)
+    if extra.get(criteria_field) is not None:
+        item["criteria"] = extra[criteria_field]
     return item
 
 
@@ -86,10 +95,16 @@ async def nemo_gym_verify(
     reference_field: Annotated[
         str, Query(description="Top-level request field holding the reference answer.")
     ] = "expected_answer",
+    criteria_field: Annotated[
+        str,
+        Query(description="Top-level request field holding the sample's own criteria."),
+    ] = "criteria",
+    criteria_mode: CriteriaModeQuery = "replace",
 ) -> dict[str, Any]:
     """Score a NeMo Gym rollout against a library rubric; never fails a sample loudly."""
-    item = verify_item(body, reference_field)
-    response = await scorer.score_rubric(rubric, [item], RewardOptions(), "response")
+    item = verify_item(body, reference_field, criteria_field)
+    options = RewardOptions(criteria_mode=criteria_mode)
+    response = await scorer.score_rubric(rubric, [item], options, "response")
     result = response.results[0]
     data = body.model_dump(mode="json", exclude_unset=True)
     if result.status == "judge_error" or result.reward is None:

@@ -15,8 +15,10 @@ from typing import Annotated, Any, Protocol
 
 from fastapi import APIRouter, Depends
 
+from rewardsvc.application.item_rubrics import ItemRubrics
 from rewardsvc.application.items import read_group
 from rewardsvc.application.wire import group_response, preference_response
+from rewardsvc.core.item_rubric import CriteriaMode
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.protocol.comparative import (
     GroupRequest,
@@ -39,6 +41,8 @@ class Comparer(Protocol):
     def library_rubric(self, rubric_id: str) -> Rubric: ...
 
     def inline_rubric(self, rubric: Rubric) -> Rubric: ...
+
+    def item_rubrics(self, template: Rubric | None, mode: CriteriaMode) -> ItemRubrics: ...
 
     async def score_groups(
         self,
@@ -83,8 +87,9 @@ async def groups(body: GroupRequest, comparer: ComparerDep) -> GroupResponse:
     """Rewards per completion, relative within each group (``listwise`` or ``pairwise``),
     with each group's position consistency. A malformed group is ``rejected`` alone."""
     rubric = _rubric(comparer, body.rubric)
-    read = [read_group(i, raw) for i, raw in enumerate(body.groups)]
     o = body.options
+    rubrics = comparer.item_rubrics(rubric, o.criteria_mode)
+    read = [read_group(i, raw, rubrics=rubrics) for i, raw in enumerate(body.groups)]
     options = GroupOptions(
         method=o.method,
         tournament=o.tournament,
@@ -109,8 +114,9 @@ async def preferences(body: PreferenceRequest, comparer: ComparerDep) -> Prefere
     """P(a better) per order and averaged, whether the orders agree, and ``a``/``b``/``tie``
     by the margin. A malformed pair is ``rejected`` alone."""
     rubric = _rubric(comparer, body.rubric)
-    read = [read_group(i, raw, "pairs", ("a", "b")) for i, raw in enumerate(body.pairs)]
     o = body.options
+    rubrics = comparer.item_rubrics(rubric, o.criteria_mode)
+    read = [read_group(i, raw, "pairs", ("a", "b"), rubrics) for i, raw in enumerate(body.pairs)]
     options = PreferenceOptions(
         judges=tuple(o.judges) if o.judges else None,
         rule=o.rule,

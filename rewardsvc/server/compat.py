@@ -39,6 +39,11 @@ What the trainer's last try gets (the try is counted per request, see :class:`At
   raises (KeyError) unless a custom reward post-processing reads ``valid``; rejected
   samples are a 422 as above.
 
+A sample may bring its own rubric (a per-prompt rubric column of the dataset) in its
+label: ``{"criteria": [...], "reference": "..."}``, as an object or as its JSON text
+(OpenRLHF's labels are strings); ``?criteria_mode=`` says whether its criteria replace
+the route's rubric's (the default) or extend them.
+
 ``?run=NAME`` names the training run. Neither client sends headers: when API keys are
 set, put the key in the URL's user info (``http://k:KEY@host:8000/...``), which their HTTP
 client sends as Basic credentials.
@@ -61,6 +66,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from rewardsvc.core.errors import RequestError
+from rewardsvc.core.item_rubric import CriteriaMode
 from rewardsvc.protocol.compat import (
     OpenRLHFExtraLogs,
     OpenRLHFRequest,
@@ -78,7 +84,7 @@ from rewardsvc.server.errors import ApiError, error_responses
 from rewardsvc.server.holding import Attempts, HeldTries
 from rewardsvc.server.state import RubricScorer, running_service
 from rewardsvc.server.trainer_text import (
-    label_text,
+    label_fields,
     response_from_query,
     strip_trailing_special_tokens,
 )
@@ -153,6 +159,15 @@ RunQuery = Annotated[
 ]
 
 
+CriteriaModeQuery = Annotated[
+    CriteriaMode,
+    Query(
+        description="What a sample's own criteria (in its label, or NeMo Gym's criteria "
+        "field) do to the rubric's: replace them or extend them."
+    ),
+]
+
+
 async def score_holding(
     scorer: Scorer,
     rubric: str,
@@ -160,13 +175,14 @@ async def score_holding(
     field_name: str,
     run: str | None,
     hold_s: float,
+    options: RewardOptions,
 ) -> list[RewardResult]:
     """Score ``items``; score the ``judge_error`` ones again, with growing pauses, until
     they have rewards, ``hold_s`` seconds have passed or a drain begins. Call it inside
     ``scorer.held()``."""
 
     async def score(batch: list[dict[str, Any]]) -> list[RewardResult]:
-        response = await scorer.score_rubric(rubric, batch, RewardOptions(), field_name, run=run)
+        response = await scorer.score_rubric(rubric, batch, options, field_name, run=run)
         return list(response.results)
 
     results = await score(items)
@@ -228,11 +244,13 @@ async def openrlhf(
     attempts: AttemptsDep,
     run: RunQuery = None,
     hold: Annotated[float, _hold_query(OPENRLHF_HOLD_S)] = OPENRLHF_HOLD_S,
+    criteria_mode: CriteriaModeQuery = "replace",
 ) -> OpenRLHFResponse:
     """Score OpenRLHF samples against the library rubric ``rubric``.
 
     The response text is recovered from each query by removing its prompt (see
-    ``response_from_query``); the label is the reference. During a judge outage the
+    ``response_from_query``); the label is the reference, or the sample's own rubric
+    (see :func:`~.trainer_text.label_fields`). During a judge outage the
     request is held (``hold``), then answered 503 unless this is OpenRLHF's last try.
     """
     n = len(body.query)
@@ -251,14 +269,15 @@ async def openrlhf(
             "id": str(i),
             "prompt": prompts[i],
             "completion": response_from_query(body.query[i], prompts[i]),
-            "reference": label_text(labels[i]),
+            **label_fields(labels[i]),
         }
         for i in range(n)
     ]
     if not items:
         return OpenRLHFResponse(rewards=[], scores=[], extra_logs=OpenRLHFExtraLogs.of([]))
     with _try_of(attempts, request, body) as tries, scorer.held() as held:
-        results = await score_holding(scorer, rubric, items, "query", run, hold)
+        options = RewardOptions(criteria_mode=criteria_mode)
+        results = await score_holding(scorer, rubric, items, "query", run, hold, options)
         _outage(results, [f"query[{i}]" for i in range(n)], tries >= OPENRLHF_TRIES)
         held.record()
     rewards = [_reward(r) for r in results]
@@ -270,7 +289,12 @@ async def openrlhf(
 # ------------------------------------------------------------------ slime
 
 
-_SLIME_FIELDS = {"completion": "response", "reference": "label", "prompt": "prompt"}
+_SLIME_FIELDS = {
+    "completion": "response",
+    "reference": "label",
+    "prompt": "prompt",
+    "criteria": "label.criteria",
+}
 """slime's name of each item field a rejection can name."""
 
 
@@ -323,6 +347,7 @@ async def slime(
     ] = "number",
     run: RunQuery = None,
     hold: Annotated[float, _hold_query(SLIME_HOLD_S)] = SLIME_HOLD_S,
+    criteria_mode: CriteriaModeQuery = "replace",
 ) -> JSONResponse:
     """Score one slime sample against the library rubric ``rubric``; held during a judge
     outage, then 503 (on every try for ``format=number``; for ``format=dict`` until
@@ -335,10 +360,11 @@ async def slime(
         "id": "0",
         "prompt": prompt,
         "completion": strip_trailing_special_tokens(body.response),
-        "reference": label_text(body.label),
+        **label_fields(body.label),
     }
     with _try_of(attempts, request, body) as tries, scorer.held() as held:
-        results = await score_holding(scorer, rubric, [item], "items", run, hold)
+        options = RewardOptions(criteria_mode=criteria_mode)
+        results = await score_holding(scorer, rubric, [item], "items", run, hold, options)
         last_try = format == "dict" and tries >= SLIME_TRIES
         _outage(results, ["response"], last_try)
         reply = _slime_reply(results[0], format)

@@ -22,6 +22,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends
 
+from rewardsvc.application.item_rubrics import ItemRubrics
 from rewardsvc.application.items import read_item
 from rewardsvc.application.monitoring import alert_logger
 from rewardsvc.application.root import Application, compose
@@ -32,6 +33,7 @@ from rewardsvc.application.targets import (
     resolve_target,
     score_target,
 )
+from rewardsvc.core.item_rubric import CriteriaMode
 from rewardsvc.core.monitor_spec import inline_rubric_name
 from rewardsvc.core.recipe import Recipe
 from rewardsvc.core.rubric import Rubric
@@ -166,6 +168,11 @@ class Service:
         access.check_rubric(inline_rubric_name(target.id, target.version) if inline else target.id)
         return target
 
+    def item_rubrics(self, template: Rubric | None, mode: CriteriaMode) -> ItemRubrics:
+        """How a request's items (groups, pairs) make their own rubrics from ``template``,
+        within the limit of criteria per rubric."""
+        return ItemRubrics(template, mode, self.settings.max_criteria)
+
     def claim_run(self, run: str | None) -> None:
         """403 unless the request's key may write to ``run`` (see :mod:`.access`)."""
         monitor = self.monitor
@@ -187,7 +194,7 @@ class Service:
         check_batch(len(items), self.settings.max_items, field_name)
         target = rubric if isinstance(rubric, Target) else RubricTarget.of(rubric, metrics_label)
         per_rubric = functools.partial(calls_per_item, self.settings, options=options)
-        rubrics = target.item_rubrics(options, self.settings.max_criteria)
+        rubrics = self.item_rubrics(target.template, options.criteria_mode)
         inputs = [read_item(i, raw, rubrics) for i, raw in enumerate(items)]
         calls = sum(target.item_cost(i, per_rubric) for i in inputs)
         deadline = time.monotonic() + self.settings.request_timeout_s

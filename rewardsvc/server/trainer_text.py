@@ -1,6 +1,7 @@
 """The policy's text inside what trainers send: OpenRLHF's ``query`` (templated prompt and
 response, decoded with special tokens kept) and slime's ``response``, and their labels as
-reference text. Used by the trainer compatibility routes (:mod:`.compat`).
+reference text (or, for a label carrying ``criteria``, the sample's own rubric). Used by the
+trainer compatibility routes (:mod:`.compat`).
 
 The texts are untrusted and can be long: nothing here backtracks on them.
 """
@@ -93,3 +94,22 @@ def label_text(label: Any) -> str | None:
     if isinstance(label, str):
         return label
     return json.dumps(label, ensure_ascii=False, sort_keys=True)
+
+
+RUBRIC_LABEL_KEY = "criteria"
+"""The key of a label that carries the sample's own rubric: ``{"criteria": [...],
+"reference": "..."}``, as an object or as its JSON text (OpenRLHF's labels are strings)."""
+
+
+def label_fields(label: Any) -> dict[str, Any]:
+    """A trainer's label as item fields: ``reference``, and ``criteria`` when the label
+    carries the sample's own rubric (then its ``reference``, if any, is the reference)."""
+    value = label
+    if isinstance(label, str) and label.lstrip().startswith("{"):
+        try:
+            value = json.loads(label)
+        except ValueError:
+            value = label  # a reference that merely starts with a brace
+    if isinstance(value, dict) and RUBRIC_LABEL_KEY in value:
+        return {"reference": label_text(value.get("reference")), "criteria": value["criteria"]}
+    return {"reference": label_text(label)}

@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_api_support import app_client, settings_for
 
 from rewardsvc.cli import main
+from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.protocol.rewards import Item
 
@@ -162,3 +164,38 @@ def test_an_unreadable_input_exits_2_and_writes_nothing(
     assert _run("--format", "rar", tmp_path / "missing.jsonl", out) == 2
     assert "missing.jsonl" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []  # no output, no half-written part file
+
+
+def _explicit(criteria: list[dict[str, Any]], scores: dict[str, Any]) -> float:
+    """rewardsvc's explicit score recomputed from a judge's breakdown."""
+    total = sum(c["weight"] * scores[c["id"]]["score"] for c in criteria)
+    return min(1.0, max(0.0, total / sum(c["weight"] for c in criteria if c["weight"] > 0)))
+
+
+@pytest.mark.judges
+@pytest.mark.parametrize(("name", "row_index"), [("healthbench", 1), ("rar", 3)])
+async def test_imported_rows_score_on_the_real_judges(
+    name: str, row_index: int, tmp_path: Path, repo_root: Path, cpu_pool: JudgePool
+) -> None:
+    out = tmp_path / "rows.jsonl"
+    assert _run("--format", name, DATA / f"{name}.jsonl", out) == 0
+    row = _read(out)[row_index]
+    rubric = {"id": row["id"], "criteria": row["criteria"], "judges": ["primary", "secondary"]}
+    items = [
+        {"id": "short", "prompt": row["prompt"], "completion": "I am not sure."},
+        {"id": "long", "prompt": row["prompt"], "completion": "Here is a careful answer."},
+    ]
+    for item in items:
+        if "reference" in row:
+            item["reference"] = row["reference"]
+    async with app_client(settings_for(repo_root / "rubrics"), cpu_pool) as (http, _, _):
+        reply = await http.post("/v1/rewards", json={"rubric": rubric, "items": items})
+    assert reply.status_code == 200, reply.text
+    ids = {c["id"] for c in row["criteria"]}
+    for result in reply.json()["results"]:
+        assert result["status"] == "ok", result
+        assert 0.0 <= result["reward"] <= 1.0
+        for judge in result["judges"].values():
+            assert set(judge["criteria"]) == ids
+            # The judge's score is the dataset's formula over its verdicts (P(yes) each).
+            assert judge["score"] == pytest.approx(_explicit(row["criteria"], judge["criteria"]))

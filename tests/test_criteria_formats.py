@@ -1,7 +1,8 @@
 """The criteria formats of rubric datasets: each converts to rewardsvc criteria, a bad
 entry is refused at its place relative to the value read, and under the chosen mapping
 rewardsvc's explicit score is the dataset's own score (HealthBench's, computed here from
-its definition on hand-computed cases with the judges' verdicts fixed)."""
+its definition on hand-computed cases with the judges' verdicts fixed, clipped to [0, 1]
+as every reward is)."""
 
 from __future__ import annotations
 
@@ -43,10 +44,15 @@ def _problems(name: CriteriaFormatName, raw: Any) -> list[tuple[tuple[int | str,
 def healthbench_score(rubric: list[dict[str, Any]], met: list[bool]) -> float:
     """HealthBench's score of one response, from its definition: the points of the
     criteria met (negative points count when their undesirable behaviour is met) over the
-    sum of the positive points, clipped to [0, 1]."""
+    sum of the positive points. Not clipped: HealthBench clips the mean over responses;
+    a reward, in [0, 1], is this clipped."""
     achieved = sum(item["points"] for item, m in zip(rubric, met, strict=True) if m)
     possible = sum(item["points"] for item in rubric if item["points"] > 0)
-    return min(1.0, max(0.0, achieved / possible))
+    return float(achieved / possible)
+
+
+def _clip(x: float) -> float:
+    return min(1.0, max(0.0, x))
 
 
 def _explicit(criteria: list[dict[str, Any]], verdicts: list[float]) -> float:
@@ -68,7 +74,7 @@ def test_the_literal_names_exactly_the_registered_formats() -> None:
 def test_every_row_of_the_test_data_converts_to_a_valid_rubric(name: str) -> None:
     fmt = FORMATS[name]
     for row in _rows(name):
-        criteria = read_criteria(name, row[fmt.row.rubric])  # type: ignore[arg-type]
+        criteria = fmt.read(row[fmt.row.rubric])
         assert 2 <= len(criteria) <= 12
         _rubric(criteria)  # ids unique, weights and categories consistent
 
@@ -100,39 +106,39 @@ def test_healthbench_points_become_weights_and_their_sign_the_category() -> None
 
 
 @pytest.mark.parametrize(
-    ("met", "expected"),
+    ("met", "score", "reward"),
     [
         # (5 + 2) / (5 + 3 + 2): two of three positives met, the pitfall absent.
-        ([True, False, True, False], 0.7),
+        ([True, False, True, False], 0.7, 0.7),
         # (5 + 3 - 4) / 10: the pitfall met costs its 4 points.
-        ([True, True, False, True], 0.4),
-        # (5 + 3 + 2) / 10: everything desirable, nothing undesirable; cannot exceed 1,
-        # since negative points only lower the sum of the positives met.
-        ([True, True, True, False], 1.0),
-        # (2 - 4) / 10 = -0.2: the pitfall outweighs what was met; clipped to 0.
-        ([False, False, True, True], 0.0),
-        # (0 - 4) / 10: nothing met but the pitfall; clipped to 0.
-        ([False, False, False, True], 0.0),
-        ([False, False, False, False], 0.0),
+        ([True, True, False, True], 0.4, 0.4),
+        # (5 + 3 + 2) / 10: everything desirable, nothing undesirable. The score cannot
+        # exceed 1: negative points only lower the sum of the positives met.
+        ([True, True, True, False], 1.0, 1.0),
+        # (2 - 4) / 10: the pitfall outweighs what was met; the reward is clipped to 0.
+        ([False, False, True, True], -0.2, 0.0),
+        # (0 - 4) / 10: nothing met but the pitfall.
+        ([False, False, False, True], -0.4, 0.0),
+        ([False, False, False, False], 0.0, 0.0),
     ],
 )
 def test_healthbench_score_is_reproduced_on_hand_computed_cases(
-    met: list[bool], expected: float
+    met: list[bool], score: float, reward: float
 ) -> None:
-    assert healthbench_score(HB, met) == pytest.approx(expected, abs=1e-12)
+    assert healthbench_score(HB, met) == pytest.approx(score, abs=1e-12)
     verdicts = [1.0 if m else 0.0 for m in met]
-    assert _explicit(read_criteria("healthbench", HB), verdicts) == pytest.approx(
-        expected, abs=1e-12
-    )
+    got = _explicit(read_criteria("healthbench", HB), verdicts)
+    assert got == pytest.approx(reward, abs=1e-12)
 
 
 def test_healthbench_score_is_reproduced_for_every_verdict_of_every_test_row() -> None:
     for row in _rows("healthbench"):
         criteria = read_criteria("healthbench", row["rubrics"])
         for met in itertools.product([False, True], repeat=len(criteria)):
-            want = healthbench_score(row["rubrics"], list(met))
+            score = healthbench_score(row["rubrics"], list(met))
+            assert score <= 1.0
             got = _explicit(criteria, [float(m) for m in met])
-            assert got == pytest.approx(want, abs=1e-12), (row["prompt_id"], met)
+            assert got == pytest.approx(_clip(score), abs=1e-12), (row["prompt_id"], met)
 
 
 def test_a_pitfall_driven_healthbench_score_below_zero_is_clipped() -> None:
@@ -141,8 +147,11 @@ def test_a_pitfall_driven_healthbench_score_below_zero_is_clipped() -> None:
         {"criterion": "Mentions side effects.", "points": 1},
         {"criterion": "Recommends doubling the dose.", "points": -5},
     ]
-    # Unclipped: (1 - 5) / 3 = -1.33; HealthBench and rewardsvc both give 0 for the response.
-    assert _explicit(read_criteria("healthbench", rubric), [0.0, 1.0, 1.0]) == 0.0
+    met = [False, True, True]
+    # (1 - 5) / 3 = -1.33 for HealthBench (which clips only its mean over responses); the
+    # reward, in [0, 1], is 0.
+    assert healthbench_score(rubric, met) == pytest.approx(-4 / 3)
+    assert _explicit(read_criteria("healthbench", rubric), [float(m) for m in met]) == 0.0
 
 
 @pytest.mark.parametrize(

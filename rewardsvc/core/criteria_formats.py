@@ -248,8 +248,8 @@ class RewardsvcFormat(CriteriaFormat):
 class HealthBenchFormat(CriteriaFormat):
     """HealthBench's ``rubrics``: positive points → ``important`` weighing the points,
     negative → ``pitfall`` (the text names the undesirable behaviour: "yes" means present),
-    so that ``combine: explicit`` gives HealthBench's score. Not ``essential``: HealthBench
-    has no gates. Points 0 are refused; ``tags`` have no place in a criterion: dropped."""
+    so that ``combine: explicit`` gives HealthBench's score of a response, clipped to [0, 1].
+    Not ``essential``: it has no gates. Points 0 are refused; ``tags`` are dropped."""
 
     name = "healthbench"
     description = "HealthBench rubrics [{criterion, points, tags}]: signed points, tags dropped"

@@ -166,6 +166,12 @@ def test_an_unreadable_input_exits_2_and_writes_nothing(
     assert list(tmp_path.iterdir()) == []  # no output, no half-written part file
 
 
+def test_an_unwritable_output_exits_2(tmp_path: Path) -> None:
+    out = tmp_path / "no-such-folder" / "rows.jsonl"
+    assert _run("--format", "rar", DATA / "rar.jsonl", out) == 2
+    assert not out.parent.exists()
+
+
 def _explicit(criteria: list[dict[str, Any]], scores: dict[str, Any]) -> float:
     """rewardsvc's explicit score recomputed from a judge's breakdown."""
     total = sum(c["weight"] * scores[c["id"]]["score"] for c in criteria)

@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,19 +199,15 @@ def cmd_import(args: argparse.Namespace) -> int:
     fmt = FORMATS[args.format]
     source, target = Path(args.input), Path(args.output)
     # Written beside the target and renamed at the end: a failed import leaves no half file.
-    part: Path | None = None
+    part = target.with_name(target.name + ".part")
     try:
-        with tempfile.NamedTemporaryFile(
-            "w", encoding="utf-8", dir=target.parent, suffix=".part", delete=False
-        ) as out:
-            part = Path(out.name)
+        with part.open("w", encoding="utf-8") as out:
             summary = import_rows(source, out, fmt, _layout(args, fmt), sys.stderr)
         os.replace(part, target)
     except OSError as exc:
         print(f"rewardsvc: error: {exc}", file=sys.stderr)
         return 2
     finally:
-        if part is not None:
-            part.unlink(missing_ok=True)  # gone after the rename; else the half file
+        part.unlink(missing_ok=True)  # gone after the rename; else the half file
     print(summary.line(str(source), str(target)), file=sys.stderr)
     return 1 if summary.rejected else 0

@@ -21,7 +21,8 @@ from test_engine import StubJudge, items_of, sample_value
 from test_engine import rubric as engine_rubric
 
 from rewardsvc.application.targets import score_batch
-from rewardsvc.core.item_rubric import InvalidCriteria, derive
+from rewardsvc.core.criteria_formats import CriteriaFormatError, read_criteria
+from rewardsvc.core.item_rubric import derive
 from rewardsvc.core.observe import NullObserver
 from rewardsvc.core.results import BatchResult
 from rewardsvc.core.rubric import Rubric
@@ -217,19 +218,46 @@ def test_derive_keeps_the_template_settings_and_locates_problems() -> None:
             "transforms": {"discretize": 4},
         }
     )
-    derived = derive(template, [{"text": "Mentions a doctor."}], "replace")
+    own = read_criteria("rewardsvc", [{"text": "Mentions a doctor."}])
+    derived = derive(template, own, "replace")
     assert [c.id for c in derived.criteria] == ["c1"]
     assert derived.instructions == template.instructions
     assert derived.min_judges == 2 and derived.transforms == template.transforms
     assert derived.version() != template.version()
-    assert derive(template, [{"text": "Mentions a doctor."}], "replace").version() == (
-        derived.version()
-    )
-    extended = derive(template, [{"text": "Mentions a doctor."}], "extend")
+    assert derive(template, own, "replace").version() == derived.version()
+    extended = derive(template, own, "extend")
     assert [c.id for c in extended.criteria] == ["safe", "c1"]
-    with pytest.raises(InvalidCriteria) as caught:
-        derive(template, [{"text": "ok text"}, {"text": "x", "weight": -1}], "replace")
-    assert [p.path for p in caught.value.problems] == ["[1].weight"]
+    # A rubric-level rule broken by the item's criteria: said of the item's criteria.
+    with pytest.raises(CriteriaFormatError) as caught:
+        derive(template, [{"id": "safe", "text": "Again."}], "extend")
+    assert [p.path for p in caught.value.problems] == ["[0].id"]
+    with pytest.raises(CriteriaFormatError) as caught:
+        derive(
+            template, [{"id": "bad", "text": "Harmful advice.", "category": "pitfall"}], "replace"
+        )
+    assert "normalizer is zero" in str(caught.value)
+
+
+async def test_items_criteria_in_a_datasets_format(
+    client: Any, fakes: tuple[FakeJudge, FakeJudge]
+) -> None:
+    http, _, _ = client
+    healthbench = [
+        {"criterion": "Advises fluids and rest.", "points": 5, "tags": ["axis:completeness"]},
+        {"criterion": "Recommends aspirin for a child.", "points": -8},
+    ]
+    request = {
+        "rubric": "tiny",
+        "items": [row("hb", healthbench), row("bad", [{"criterion": "Zero.", "points": 0}])],
+        "options": {"criteria_format": "healthbench"},
+    }
+    reply = await http.post("/v1/rewards", json=request)
+    assert reply.status_code == 200, reply.text
+    good, bad = reply.json()["results"]
+    assert good["status"] == "ok" and judged_criteria(good) == {"c1", "c2"}
+    assert "Recommends aspirin for a child." in asked(fakes[0])
+    assert bad["status"] == "rejected"
+    assert bad["error"].startswith("items[1].criteria[0].points: ")
 
 
 async def test_item_rubrics_share_their_templates_calibration_window_and_monitor() -> None:

@@ -9,12 +9,12 @@ stays the batch rubric; each item's ``version`` says which rubric scored it.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewardsvc.core.criteria_formats import CriteriaFormatError, CriteriaFormatName, read_criteria
 from rewardsvc.core.errors import FieldProblem, Loc
-from rewardsvc.core.item_rubric import CriteriaMode, InvalidCriteria, derive
+from rewardsvc.core.item_rubric import CriteriaMode, derive
 from rewardsvc.core.rubric import Rubric
 
 
@@ -22,14 +22,16 @@ from rewardsvc.core.rubric import Rubric
 class ItemRubrics:
     """How one request's items turn their criteria into rubrics: ``template`` is the
     batch rubric (None when the request is scored by a recipe or routing table, which
-    take no item criteria), ``max_criteria`` the service's limit per rubric."""
+    take no item criteria), ``format`` the dataset format the criteria are written in,
+    ``max_criteria`` the service's limit per rubric."""
 
     template: Rubric | None
     mode: CriteriaMode = "replace"
+    format: CriteriaFormatName = "rewardsvc"
     max_criteria: int | None = None
-    _made: dict[str, Rubric | InvalidCriteria] = field(default_factory=dict)
+    _made: dict[str, Rubric | CriteriaFormatError] = field(default_factory=dict)
 
-    def rubric_for(self, criteria: Sequence[Any], loc: Loc) -> Rubric | str:
+    def rubric_for(self, criteria: Any, loc: Loc) -> Rubric | str:
         """The rubric of an item whose criteria (at ``loc``) are ``criteria``, or why the
         item is rejected."""
         if self.template is None:
@@ -45,18 +47,18 @@ class ItemRubrics:
         if made is None:
             made = self._make(criteria)
             self._made[key] = made
-        if isinstance(made, InvalidCriteria):
+        if isinstance(made, CriteriaFormatError):
             return "; ".join(str(FieldProblem((*loc, *p.loc), p.message)) for p in made.problems)
         return made
 
-    def _make(self, criteria: Sequence[Any]) -> Rubric | InvalidCriteria:
+    def _make(self, criteria: Any) -> Rubric | CriteriaFormatError:
         assert self.template is not None
         try:
-            rubric = derive(self.template, criteria, self.mode)
-        except InvalidCriteria as exc:
+            rubric = derive(self.template, read_criteria(self.format, criteria), self.mode)
+        except CriteriaFormatError as exc:
             return exc
         if self.max_criteria is not None and len(rubric.criteria) > self.max_criteria:
-            return InvalidCriteria(
+            return CriteriaFormatError(
                 [
                     FieldProblem(
                         (),

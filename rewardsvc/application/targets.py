@@ -304,8 +304,8 @@ async def score_target(
     read already (by admission), else they are read here."""
     started = time.perf_counter()
     if inputs is None:
-        mode = (options or RewardOptions()).criteria_mode
-        rubrics = ItemRubrics(target.template, mode)
+        o = options or RewardOptions()
+        rubrics = ItemRubrics(target.template, o.criteria_mode, o.criteria_format)
         inputs = [read_item(i, raw, rubrics) for i, raw in enumerate(items)]
     batch = Scoring(
         engine=engine,

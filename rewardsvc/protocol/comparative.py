@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rewardsvc.core import comparative as cmp
 from rewardsvc.core.results import Status
 from rewardsvc.core.rubric import JudgeRule, Rubric
-from rewardsvc.protocol.rewards import CriteriaModeOption, ItemCriteria, OwnVersion, RubricRef, Text
+from rewardsvc.protocol.rewards import CriteriaOptions, ItemCriteria, OwnVersion, RubricRef, Text
 
 # ------------------------------------------------------------------ requests
 
@@ -34,7 +34,7 @@ class GroupItem(BaseModel):
     criteria: ItemCriteria = None
 
 
-class GroupOptionsIn(BaseModel):
+class GroupOptionsIn(CriteriaOptions):
     """How to compare the completions of each group."""
 
     model_config = ConfigDict(extra="forbid")
@@ -61,7 +61,6 @@ class GroupOptionsIn(BaseModel):
     seed: int | None = Field(
         default=None, description="Changes the shuffles (default: seeded by the content)."
     )
-    criteria_mode: CriteriaModeOption = "replace"
 
 
 class GroupRequest(BaseModel):
@@ -89,7 +88,7 @@ class PairIn(BaseModel):
     criteria: ItemCriteria = None
 
 
-class PreferenceOptionsIn(BaseModel):
+class PreferenceOptionsIn(CriteriaOptions):
     """Overrides and the label margin."""
 
     model_config = ConfigDict(extra="forbid")
@@ -103,7 +102,6 @@ class PreferenceOptionsIn(BaseModel):
         lt=0.5,
         description="label a when p_a_better > 0.5 + margin, b when < 0.5 - margin, else tie.",
     )
-    criteria_mode: CriteriaModeOption = "replace"
 
 
 class PreferenceRequest(BaseModel):

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
+from rewardsvc.core.criteria_formats import CriteriaFormatName
 from rewardsvc.core.errors import JudgeErrorKind
 from rewardsvc.core.item_rubric import CriteriaMode
 from rewardsvc.core.recipe import ComponentKind, Recipe
@@ -52,20 +53,11 @@ ItemCriteria = Annotated[
         description="This item's own criteria (a dataset's rubric column): criterion objects "
         "as a rubric file writes them (an id may be left out: c1, c2, ...). With the batch "
         "rubric as template they make the item's rubric (options.criteria_mode), validated "
-        "on its own: a bad one rejects this item only, naming its field."
+        "on its own: a bad one rejects this item only, naming its field. In another format "
+        "with options.criteria_format."
     ),
 ]
 """The criteria an item (a group, a pair) brings of its own."""
-
-CriteriaModeOption = Annotated[
-    CriteriaMode,
-    Field(
-        description="What an item's own criteria do to the batch rubric's criteria: replace "
-        "them (the batch rubric is a template: instructions, judges, combine, aggregation, "
-        "transforms, monitor) or extend them (its criteria first, then the item's)."
-    ),
-]
-"""The option saying how items' own criteria meet the batch rubric's."""
 
 OwnVersion = Annotated[
     str | None,
@@ -165,7 +157,26 @@ class Item(BaseModel):
     criteria: ItemCriteria = None
 
 
-class RewardOptions(BaseModel):
+class CriteriaOptions(BaseModel):
+    """How items' own criteria (a dataset's rubric column) meet the batch rubric."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    criteria_mode: CriteriaMode = Field(
+        default="replace",
+        description="What an item's own criteria do to the batch rubric's criteria: replace "
+        "them (the batch rubric is a template: instructions, judges, combine, aggregation, "
+        "transforms, monitor) or extend them (its criteria first, then the item's).",
+    )
+    criteria_format: CriteriaFormatName = Field(
+        default="rewardsvc",
+        description="The format items' criteria are written in, as the dataset ships them: "
+        "rewardsvc criterion objects, healthbench ({criterion, points}), rar ({title, "
+        "description, weight}), strings, or tinker (rubric_items).",
+    )
+
+
+class RewardOptions(CriteriaOptions):
     """Per-request overrides of the rubric's settings."""
 
     model_config = ConfigDict(extra="forbid")
@@ -181,7 +192,6 @@ class RewardOptions(BaseModel):
         description="Return, in each result, what every judge read for each criterion (or "
         "step): its chat messages or completion prompt, fences included.",
     )
-    criteria_mode: CriteriaModeOption = "replace"
 
 
 def _scorer_kind(value: Any) -> str:

@@ -20,8 +20,8 @@ The reference answer, for rubrics that need one, is read from the request's top-
 field named by ``?reference_field=`` (default ``expected_answer``, as NeMo Gym datasets
 name it); anything but a string is sent as its JSON. A sample's own rubric (a per-prompt
 rubric column of the dataset) is read from the top-level field named by
-``?criteria_field=`` (default ``criteria``); ``?criteria_mode=`` says whether it replaces
-the rubric's criteria (the default) or extends them.
+``?criteria_field=`` (default ``criteria``); ``?criteria_mode=`` and ``?criteria_format=``
+as on the other trainer routes.
 """
 
 from __future__ import annotations
@@ -33,8 +33,7 @@ from fastapi import APIRouter, Depends, Query
 
 from rewardsvc.protocol.agents import NemoGymVerifyRequest, NemoGymVerifyResponse
 from rewardsvc.protocol.errors import ErrorDetail
-from rewardsvc.protocol.rewards import RewardOptions
-from rewardsvc.server.compat import CriteriaModeQuery
+from rewardsvc.server.compat import CriteriaOptionsDep
 from rewardsvc.server.state import RubricScorer, running_service
 
 FAILURE_REASON_CHARS = 2000
@@ -92,6 +91,7 @@ async def nemo_gym_verify(
     rubric: str,
     body: NemoGymVerifyRequest,
     scorer: AgentScorerDep,
+    options: CriteriaOptionsDep,
     reference_field: Annotated[
         str, Query(description="Top-level request field holding the reference answer.")
     ] = "expected_answer",
@@ -99,11 +99,9 @@ async def nemo_gym_verify(
         str,
         Query(description="Top-level request field holding the sample's own criteria."),
     ] = "criteria",
-    criteria_mode: CriteriaModeQuery = "replace",
 ) -> dict[str, Any]:
     """Score a NeMo Gym rollout against a library rubric; never fails a sample loudly."""
     item = verify_item(body, reference_field, criteria_field)
-    options = RewardOptions(criteria_mode=criteria_mode)
     response = await scorer.score_rubric(rubric, [item], options, "response")
     result = response.results[0]
     data = body.model_dump(mode="json", exclude_unset=True)

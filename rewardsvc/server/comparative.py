@@ -18,7 +18,6 @@ from fastapi import APIRouter, Depends
 from rewardsvc.application.item_rubrics import ItemRubrics
 from rewardsvc.application.items import read_group
 from rewardsvc.application.wire import group_response, preference_response
-from rewardsvc.core.item_rubric import CriteriaMode
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.protocol.comparative import (
     GroupRequest,
@@ -26,6 +25,7 @@ from rewardsvc.protocol.comparative import (
     PreferenceRequest,
     PreferenceResponse,
 )
+from rewardsvc.protocol.rewards import CriteriaOptions
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions
 from rewardsvc.scoring.groups import GroupBatch
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions
@@ -42,7 +42,7 @@ class Comparer(Protocol):
 
     def inline_rubric(self, rubric: Rubric) -> Rubric: ...
 
-    def item_rubrics(self, template: Rubric | None, mode: CriteriaMode) -> ItemRubrics: ...
+    def item_rubrics(self, template: Rubric | None, options: CriteriaOptions) -> ItemRubrics: ...
 
     async def score_groups(
         self,
@@ -88,7 +88,7 @@ async def groups(body: GroupRequest, comparer: ComparerDep) -> GroupResponse:
     with each group's position consistency. A malformed group is ``rejected`` alone."""
     rubric = _rubric(comparer, body.rubric)
     o = body.options
-    rubrics = comparer.item_rubrics(rubric, o.criteria_mode)
+    rubrics = comparer.item_rubrics(rubric, o)
     read = [read_group(i, raw, rubrics=rubrics) for i, raw in enumerate(body.groups)]
     options = GroupOptions(
         method=o.method,
@@ -115,7 +115,7 @@ async def preferences(body: PreferenceRequest, comparer: ComparerDep) -> Prefere
     by the margin. A malformed pair is ``rejected`` alone."""
     rubric = _rubric(comparer, body.rubric)
     o = body.options
-    rubrics = comparer.item_rubrics(rubric, o.criteria_mode)
+    rubrics = comparer.item_rubrics(rubric, o)
     read = [read_group(i, raw, "pairs", ("a", "b"), rubrics) for i, raw in enumerate(body.pairs)]
     options = PreferenceOptions(
         judges=tuple(o.judges) if o.judges else None,

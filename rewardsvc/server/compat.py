@@ -42,7 +42,8 @@ What the trainer's last try gets (the try is counted per request, see :class:`At
 A sample may bring its own rubric (a per-prompt rubric column of the dataset) in its
 label: ``{"criteria": [...], "reference": "..."}``, as an object or as its JSON text
 (OpenRLHF's labels are strings); ``?criteria_mode=`` says whether its criteria replace
-the route's rubric's (the default) or extend them.
+the route's rubric's (the default) or extend them, ``?criteria_format=`` the dataset
+format they are written in (``healthbench``, ``rar``, ...).
 
 ``?run=NAME`` names the training run. Neither client sends headers: when API keys are
 set, put the key in the URL's user info (``http://k:KEY@host:8000/...``), which their HTTP
@@ -65,6 +66,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
+from rewardsvc.core.criteria_formats import CriteriaFormatName
 from rewardsvc.core.errors import RequestError
 from rewardsvc.core.item_rubric import CriteriaMode
 from rewardsvc.protocol.compat import (
@@ -159,13 +161,24 @@ RunQuery = Annotated[
 ]
 
 
-CriteriaModeQuery = Annotated[
-    CriteriaMode,
-    Query(
-        description="What a sample's own criteria (in its label, or NeMo Gym's criteria "
-        "field) do to the rubric's: replace them or extend them."
-    ),
-]
+def criteria_options(
+    criteria_mode: Annotated[
+        CriteriaMode,
+        Query(
+            description="What a sample's own criteria (in its label, or NeMo Gym's criteria "
+            "field) do to the rubric's: replace them or extend them."
+        ),
+    ] = "replace",
+    criteria_format: Annotated[
+        CriteriaFormatName,
+        Query(description="The dataset format a sample's own criteria are written in."),
+    ] = "rewardsvc",
+) -> RewardOptions:
+    """A trainer route's options: how a sample's own criteria meet the route's rubric."""
+    return RewardOptions(criteria_mode=criteria_mode, criteria_format=criteria_format)
+
+
+CriteriaOptionsDep = Annotated[RewardOptions, Depends(criteria_options)]
 
 
 async def score_holding(
@@ -242,9 +255,9 @@ async def openrlhf(
     request: Request,
     scorer: ScorerDep,
     attempts: AttemptsDep,
+    options: CriteriaOptionsDep,
     run: RunQuery = None,
     hold: Annotated[float, _hold_query(OPENRLHF_HOLD_S)] = OPENRLHF_HOLD_S,
-    criteria_mode: CriteriaModeQuery = "replace",
 ) -> OpenRLHFResponse:
     """Score OpenRLHF samples against the library rubric ``rubric``.
 
@@ -276,7 +289,6 @@ async def openrlhf(
     if not items:
         return OpenRLHFResponse(rewards=[], scores=[], extra_logs=OpenRLHFExtraLogs.of([]))
     with _try_of(attempts, request, body) as tries, scorer.held() as held:
-        options = RewardOptions(criteria_mode=criteria_mode)
         results = await score_holding(scorer, rubric, items, "query", run, hold, options)
         _outage(results, [f"query[{i}]" for i in range(n)], tries >= OPENRLHF_TRIES)
         held.record()
@@ -341,13 +353,13 @@ async def slime(
     request: Request,
     scorer: ScorerDep,
     attempts: AttemptsDep,
+    options: CriteriaOptionsDep,
     format: Annotated[
         Literal["number", "dict"],
         Query(description="number: a bare JSON number; dict: a SlimeReward object."),
     ] = "number",
     run: RunQuery = None,
     hold: Annotated[float, _hold_query(SLIME_HOLD_S)] = SLIME_HOLD_S,
-    criteria_mode: CriteriaModeQuery = "replace",
 ) -> JSONResponse:
     """Score one slime sample against the library rubric ``rubric``; held during a judge
     outage, then 503 (on every try for ``format=number``; for ``format=dict`` until
@@ -363,7 +375,6 @@ async def slime(
         **label_fields(body.label),
     }
     with _try_of(attempts, request, body) as tries, scorer.held() as held:
-        options = RewardOptions(criteria_mode=criteria_mode)
         results = await score_holding(scorer, rubric, [item], "items", run, hold, options)
         last_try = format == "dict" and tries >= SLIME_TRIES
         _outage(results, ["response"], last_try)

@@ -33,7 +33,6 @@ from rewardsvc.application.targets import (
     resolve_target,
     score_target,
 )
-from rewardsvc.core.item_rubric import CriteriaMode
 from rewardsvc.core.monitor_spec import inline_rubric_name
 from rewardsvc.core.recipe import Recipe
 from rewardsvc.core.rubric import Rubric
@@ -41,7 +40,7 @@ from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import Registry
 from rewardsvc.library.yamlfile import InvalidFile, validate_document
 from rewardsvc.monitor import Monitor
-from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
+from rewardsvc.protocol.rewards import CriteriaOptions, RewardOptions, RewardResponse
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions, planned_work
 from rewardsvc.scoring.groups import GroupBatch, score_groups
@@ -168,10 +167,12 @@ class Service:
         access.check_rubric(inline_rubric_name(target.id, target.version) if inline else target.id)
         return target
 
-    def item_rubrics(self, template: Rubric | None, mode: CriteriaMode) -> ItemRubrics:
+    def item_rubrics(self, template: Rubric | None, options: CriteriaOptions) -> ItemRubrics:
         """How a request's items (groups, pairs) make their own rubrics from ``template``,
         within the limit of criteria per rubric."""
-        return ItemRubrics(template, mode, self.settings.max_criteria)
+        return ItemRubrics(
+            template, options.criteria_mode, options.criteria_format, self.settings.max_criteria
+        )
 
     def claim_run(self, run: str | None) -> None:
         """403 unless the request's key may write to ``run`` (see :mod:`.access`)."""
@@ -194,7 +195,7 @@ class Service:
         check_batch(len(items), self.settings.max_items, field_name)
         target = rubric if isinstance(rubric, Target) else RubricTarget.of(rubric, metrics_label)
         per_rubric = functools.partial(calls_per_item, self.settings, options=options)
-        rubrics = self.item_rubrics(target.template, options.criteria_mode)
+        rubrics = self.item_rubrics(target.template, options)
         inputs = [read_item(i, raw, rubrics) for i, raw in enumerate(items)]
         calls = sum(target.item_cost(i, per_rubric) for i in inputs)
         deadline = time.monotonic() + self.settings.request_timeout_s

@@ -189,7 +189,8 @@ async def test_remote_scorer_speaks_the_routes() -> None:
     await remote.aclose()
     assert result["pointwise"]["scorers"]["reward"]["accuracy"]["value"] == pytest.approx(2 / 5)
     assert result["pairs"]["scorers"]["reward"]["both_orders"]["value"] == pytest.approx(0.5)
-    assert bodies[0]["rubric"] == "stub" and bodies[0]["options"] == {"use_cache": False}
+    assert bodies[0]["rubric"] == "stub"
+    assert bodies[0]["options"] == {"use_cache": False, "criteria_format": "rewardsvc"}
     assert {"rubric", "pairs", "options"} == set(bodies[-1])
 
 
@@ -220,3 +221,35 @@ def test_eval_command_on_the_real_judges(
     assert "Pointwise labels: 2 rows" in table and "Preference pairs: 2 rows" in table
     assert "| reward |" in table and "| rule:min |" in table
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+async def test_rows_hand_their_own_criteria_to_every_item_and_pair() -> None:
+    criteria = [{"criterion": "Names the capital.", "points": 3}]
+    rows = [{**r, "criteria": criteria} for r in _point_rows()[:1] + _pair_rows()[:1]]
+    stub = StubScorer(rows)
+    bodies: list[dict[str, Any]] = []
+    app = FastAPI()
+
+    @app.get("/v1/rubrics/stub")
+    async def rubric() -> dict[str, Any]:
+        return {"rubric": RUBRIC.model_dump(mode="json")}
+
+    @app.post("/v1/rewards")
+    async def rewards(body: dict[str, Any]) -> dict[str, Any]:
+        bodies.append(body)
+        return await stub.rewards(body["items"])
+
+    @app.post("/v1/preferences")
+    async def preferences(body: dict[str, Any]) -> dict[str, Any]:
+        bodies.append(body)
+        return await stub.preferences(body["pairs"], body["options"]["margin"])
+
+    remote = RemoteScorer("http://svc", "stub", criteria_format="healthbench")
+    remote.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc")
+    await remote.load()
+    await runner.evaluate(remote, rows, resamples=0)
+    await remote.aclose()
+    sent = [x for b in bodies for x in b.get("items", b.get("pairs", []))]
+    # The pointwise item, the pair's two items, and the pair itself.
+    assert len(sent) == 4 and all(x["criteria"] == criteria for x in sent)
+    assert all(b["options"]["criteria_format"] == "healthbench" for b in bodies)

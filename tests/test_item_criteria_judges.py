@@ -13,6 +13,7 @@ from test_api_support import app_client, settings_for
 
 from rewardsvc.core.criteria_formats import read_criteria
 from rewardsvc.core.pool import JudgePool
+from rewardsvc.evaluation import commands
 
 pytestmark = pytest.mark.judges
 
@@ -76,3 +77,29 @@ async def test_dataset_rows_score_with_their_own_rubrics(
     # The completions of one prompt share its rubric; the two prompts' rubrics differ.
     versions = [r["version"] for r in results]
     assert versions[0] == versions[1] != versions[2] == versions[3]
+
+
+def test_eval_ranks_pairs_with_each_rows_own_rubric(
+    repo_root: Path, cpu_pool: JudgePool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "pairs.jsonl"
+    held_out = [
+        {
+            "id": row["prompt_id"],
+            "prompt": row["prompt"],
+            "chosen": "Drink fluids, rest, and see a doctor if it gets worse.",
+            "rejected": "No idea.",
+            "criteria": row["rubrics"],
+        }
+        for row in rows("healthbench")[:2]
+    ]
+    data.write_text("".join(json.dumps(r) + "\n" for r in held_out))
+    pool = repo_root / "deploy" / "cpu-judge" / "judges.yaml"
+    argv = ["eval", str(data), "--rubric", "per-prompt", "--criteria-format", "healthbench"]
+    argv += ["--judges", str(pool), "--rubrics", str(repo_root / "rubrics")]
+    argv += ["--bootstrap", "0", "--no-progress", "--json"]
+    assert commands.main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["pairs"]["rows"] == 2
+    # Both pairs were scored (a rejected row rubric would leave no reward to compare).
+    assert {c["n"] for c in report["pairs"]["scorers"]["reward"].values()} == {2}

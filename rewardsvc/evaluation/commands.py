@@ -14,9 +14,10 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from rewardsvc.core import comparative as cmp
+from rewardsvc.core.criteria_formats import CriteriaFormatName
 
 if TYPE_CHECKING:
     from rewardsvc.evaluation.scorers import Scorer
@@ -36,6 +37,12 @@ def _common(p: argparse.ArgumentParser, config_args: ConfigArgs) -> None:
     p.add_argument("--api-key", help="the service's API key (default $REWARDSVC_API_KEY)")
     p.add_argument("--batch", type=int, default=8, help="rows per request (default 8)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--criteria-format",
+        choices=get_args(CriteriaFormatName),
+        default="rewardsvc",
+        help="format of the rows' own criteria column, a per-prompt rubric (default rewardsvc)",
+    )
 
 
 def register(sub: Any, config_args: ConfigArgs = _config_args) -> None:
@@ -71,13 +78,17 @@ async def _scorer(args: argparse.Namespace) -> Scorer:
 
     if args.url:
         key = args.api_key or os.environ.get("REWARDSVC_API_KEY")
-        return await RemoteScorer(args.url, args.rubric, key).load()
+        return await RemoteScorer(
+            args.url, args.rubric, key, criteria_format=args.criteria_format
+        ).load()
     from rewardsvc.settings import Settings
 
     settings = Settings()
     rubrics = Path(args.rubrics or settings.rubrics_dir)
     pool = Path(args.judges or settings.judge_pool)
-    return await asyncio.to_thread(LocalScorer.build, args.rubric, rubrics, pool)
+    return await asyncio.to_thread(
+        LocalScorer.build, args.rubric, rubrics, pool, args.criteria_format
+    )
 
 
 class _NoBar:

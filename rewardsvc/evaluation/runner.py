@@ -61,11 +61,17 @@ def _chunks(rows: Sequence[dict[str, Any]], size: int) -> Iterator[list[dict[str
         yield list(rows[k : k + size])
 
 
+CARRIED = ("reference", "criteria")
+"""The optional columns a row hands to each item or pair made of it (a per-prompt rubric's
+``criteria`` as ``rubrics import`` and ``rubrics generate`` write them)."""
+
+
+def _carried(row: dict[str, Any]) -> dict[str, Any]:
+    return {key: row[key] for key in CARRIED if row.get(key) is not None}
+
+
 def _pair(row: dict[str, Any], a: str, b: str) -> dict[str, Any]:
-    pair = {"id": row["id"], "prompt": row["prompt"], "a": row[a], "b": row[b]}
-    if row.get("reference") is not None:
-        pair["reference"] = row["reference"]
-    return pair
+    return {"id": row["id"], "prompt": row["prompt"], "a": row[a], "b": row[b], **_carried(row)}
 
 
 async def label(
@@ -247,10 +253,12 @@ def _pairs_report(
 
 def _item(row: dict[str, Any], key: str, suffix: str) -> dict[str, Any]:
     """The reward item of a row's ``key`` completion, its id suffixed."""
-    it = {"id": row["id"] + suffix, "prompt": row["prompt"], "completion": row[key]}
-    if row.get("reference") is not None:
-        it["reference"] = row["reference"]
-    return it
+    return {
+        "id": row["id"] + suffix,
+        "prompt": row["prompt"],
+        "completion": row[key],
+        **_carried(row),
+    }
 
 
 def _add_pair(

@@ -14,10 +14,12 @@ from typing import Any, Protocol
 
 import httpx
 
+from rewardsvc.application.item_rubrics import ItemRubrics
 from rewardsvc.application.items import read_group
 from rewardsvc.application.root import compose_engine
 from rewardsvc.application.targets import score_batch
 from rewardsvc.application.wire import preference_response
+from rewardsvc.core.criteria_formats import CriteriaFormatName
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.library.registry import Registry, load_pool
@@ -54,17 +56,28 @@ class LocalScorer:
     monitor (graders included: a rubric's grader criteria are scored as they are served)."""
 
     def __init__(
-        self, rubric: Rubric, judges: dict[str, Judge], timeout_s: float | None = None
+        self,
+        rubric: Rubric,
+        judges: dict[str, Judge],
+        timeout_s: float | None = None,
+        criteria_format: CriteriaFormatName = "rewardsvc",
     ) -> None:
         self.rubric = rubric
         self.judges = judges
         self.engine = compose_engine(judges, cached=False)
         self.timeout_s = timeout_s
+        self.criteria_format: CriteriaFormatName = criteria_format
 
     @classmethod
-    def build(cls, rubric: str, rubrics_dir: Path, pool_path: Path) -> LocalScorer:
+    def build(
+        cls,
+        rubric: str,
+        rubrics_dir: Path,
+        pool_path: Path,
+        criteria_format: CriteriaFormatName = "rewardsvc",
+    ) -> LocalScorer:
         """From a rubric id of the library at ``rubrics_dir`` (or a rubric YAML file) and a
-        judge pool file."""
+        judge pool file; rows' own ``criteria`` are read in ``criteria_format``."""
         pool = load_pool(pool_path)
         registry = Registry(rubrics_dir, pool)
         if is_rubric_file(rubric):
@@ -73,21 +86,23 @@ class LocalScorer:
             found = validate_document(doc, Rubric, str(path), registry.context)
         else:
             found = registry.get(rubric).rubric
-        return cls(found, build_judges(pool))
+        return cls(found, build_judges(pool), criteria_format=criteria_format)
 
     def _deadline(self) -> float | None:
         return None if self.timeout_s is None else time.monotonic() + self.timeout_s
 
     async def rewards(self, items: list[dict[str, Any]]) -> dict[str, Any]:
         """Score items as ``POST /v1/rewards`` would, without the cache."""
+        options = RewardOptions(use_cache=False, criteria_format=self.criteria_format)
         response = await score_batch(
-            self.engine, self.rubric, items, RewardOptions(use_cache=False), None, self._deadline()
+            self.engine, self.rubric, items, options, None, self._deadline()
         )
         return response.model_dump(mode="json")
 
     async def preferences(self, pairs: list[dict[str, Any]], margin: float) -> dict[str, Any]:
         """Judge pairs as ``POST /v1/preferences`` would."""
-        read = [read_group(i, raw, "pairs", ("a", "b")) for i, raw in enumerate(pairs)]
+        rubrics = ItemRubrics(self.rubric, format=self.criteria_format)
+        read = [read_group(i, raw, "pairs", ("a", "b"), rubrics) for i, raw in enumerate(pairs)]
         batch = await judge_preferences(
             self.judges,
             self.rubric,
@@ -107,12 +122,20 @@ class LocalScorer:
 class RemoteScorer:
     """A running service at ``url`` (its API key, if any, in ``api_key``)."""
 
-    def __init__(self, url: str, rubric: str, api_key: str | None = None, timeout_s: float = 600):
+    def __init__(
+        self,
+        url: str,
+        rubric: str,
+        api_key: str | None = None,
+        timeout_s: float = 600,
+        criteria_format: CriteriaFormatName = "rewardsvc",
+    ):
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.client = httpx.AsyncClient(
             base_url=url.rstrip("/"), headers=headers, timeout=timeout_s
         )
         self.rubric_arg = rubric
+        self.criteria_format = criteria_format
         self.rubric: Rubric
         self._inline: dict[str, Any] | None = None
 
@@ -142,12 +165,14 @@ class RemoteScorer:
 
     async def rewards(self, items: list[dict[str, Any]]) -> dict[str, Any]:
         """``POST /v1/rewards`` without the cache."""
-        body = {"rubric": self._rubric_field(), "items": items, "options": {"use_cache": False}}
+        options = {"use_cache": False, "criteria_format": self.criteria_format}
+        body = {"rubric": self._rubric_field(), "items": items, "options": options}
         return await self._post("/v1/rewards", body)
 
     async def preferences(self, pairs: list[dict[str, Any]], margin: float) -> dict[str, Any]:
         """``POST /v1/preferences``."""
-        body = {"rubric": self._rubric_field(), "pairs": pairs, "options": {"margin": margin}}
+        options = {"margin": margin, "criteria_format": self.criteria_format}
+        body = {"rubric": self._rubric_field(), "pairs": pairs, "options": options}
         return await self._post("/v1/preferences", body)
 
     async def aclose(self) -> None:

@@ -64,6 +64,9 @@ class ItemReward:
     error: str | None = None
     completion_chars: int = 0
     steps: list[StepResult] | None = None
+    group: str | None = None
+    """The item's group in its batch for the monitor's rubric health (its prompt's key, or
+    its group of ``POST /v1/groups``); None when it belongs to none."""
 
 
 @dataclass

@@ -181,6 +181,7 @@ class Engine:
         )
         for p, result, grades in zip(prepared, assembled, graded, strict=True):
             attach_evidence(result, grades)
+            result.group = p.rollout.prompt_key()
             results[p.index] = result
 
         usage.latency_ms = (time.perf_counter() - started) * 1000

@@ -11,7 +11,7 @@ its prompt's group key.
 
 Runs:
 
-- ``healthy``: every criterion's pass rate between 0.25 and 0.8, for 10,000 samples: any
+- ``healthy``: every criterion's pass rate between 0.3 and 0.8, for 10,000 samples: any
   ``non_discriminative`` alert is a false alarm;
 - ``saturated``: the policy has saturated two criteria (one passed always, one never)
   from the start: samples until the alert fires (it must within 512);

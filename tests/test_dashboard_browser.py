@@ -182,6 +182,8 @@ def test_dashboard_renders_every_plot_and_the_firing_alert(live_url: str) -> Non
             legend = page.locator("#plot-flags .u-legend").inner_text()
             assert "flag_rate:fake_score" in legend
             assert "criterion_pass_rate:concise" in page.locator("#plot-criteria").inner_text()
+            assert "concise" in page.locator("#health tbody").inner_text()
+            assert "groups with zero spread" in page.locator("#health-summary").inner_text()
             firing = page.locator("#alerts tr.firing").all_inner_texts()
             assert any("reward_length_corr" in row for row in firing), firing
             assert any("canary:secondary:master-key" in row for row in firing), firing

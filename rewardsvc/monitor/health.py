@@ -28,6 +28,9 @@ from rewardsvc.core.monitor_spec import HealthConfig
 from rewardsvc.monitor import stats
 
 Saturation = Literal["high", "low"]
+MAX_CRITERIA = 48
+"""Criteria a run's health reports at most (the most scored in the window): a window of
+per-item rubrics may hold many criterion ids, and the health must stay small."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,8 +153,11 @@ def measure(window: Iterable[Observed], config: HealthConfig) -> Health:
     for g in groups:
         for cid, variance in g.variances:
             within.setdefault(cid, []).append(variance)
+    kept = set(sorted(columns, key=lambda c: len(columns[c]), reverse=True)[:MAX_CRITERIA])
     criteria = []
     for cid, scores in columns.items():
+        if cid not in kept:
+            continue
         rate = sum(scores) / len(scores)
         saturated: Saturation | None = None
         if len(scores) >= config.min_samples:
@@ -177,11 +183,10 @@ def breach(health: Health, config: HealthConfig) -> tuple[float, tuple[str, ...]
     ``saturated_criteria``; the alert breaches at 1.
     """
     saturated = health.saturated(config.exempt)
-    share = health.zero_spread_share
-    judged = any(c.samples >= config.min_samples for c in health.criteria)
-    if (share is None or health.groups < config.min_groups) and not judged:
+    enough_groups = health.groups >= config.min_groups
+    if not enough_groups and not any(c.samples >= config.min_samples for c in health.criteria):
         return None
-    flat = share / config.zero_spread_share if share is not None else 0.0
-    if health.groups < config.min_groups:
-        flat = 0.0
-    return max(flat, len(saturated) / config.saturated_criteria), saturated
+    flat = health.zero_spread_groups / health.groups if enough_groups else 0.0
+    return max(
+        flat / config.zero_spread_share, len(saturated) / config.saturated_criteria
+    ), saturated

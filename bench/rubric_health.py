@@ -125,6 +125,10 @@ class Outcome:
     fired: list[tuple[int, str, tuple[str, ...]]] = field(default_factory=list)
     first: int | None = None
     """The sample at which non_discriminative first fired."""
+    rates: tuple[float, float] = (1.0, 0.0)
+    """The lowest and highest criterion pass rate over the window at any evaluation."""
+    flat: float = 0.0
+    """The highest zero-spread share at any evaluation."""
 
 
 def simulate(
@@ -153,6 +157,12 @@ def simulate(
         result = batch(rng, step, rates, collapsed)
         monitor.observe(RUBRIC, VERSION, "sim", result)
         step += len(result.items)
+        health = monitor.runs()[0].health
+        if health is not None and health.criteria:
+            seen = [c.pass_rate for c in health.criteria]
+            low, high = outcome.rates
+            outcome.rates = (min(low, *seen), max(high, *seen))
+            outcome.flat = max(outcome.flat, health.zero_spread_share or 0.0)
     return outcome
 
 
@@ -184,6 +194,8 @@ def write(outcomes: list[Outcome], out: Path, command: str, seconds: float) -> N
                 "non_discriminative_at": o.first,
                 "samples_until_alert": delay,
                 "false_alarms": false_alarms,
+                "pass_rates_seen": [round(o.rates[0], 3), round(o.rates[1], 3)],
+                "max_zero_spread_share": round(o.flat, 3),
                 "fired": [{"sample": s, "alert": n, "criteria": list(c)} for s, n, c in o.fired],
             }
         )
@@ -201,18 +213,20 @@ def write(outcomes: list[Outcome], out: Path, command: str, seconds: float) -> N
         f"{ONSET}, the delay counted from it.",
         "",
         "| run | samples | non_discriminative fired at | samples until the alert "
-        "| false alarms | every alert fired (at sample) |",
-        "|---|---|---|---|---|---|",
+        "| false alarms | criterion pass rates seen | max zero-spread share "
+        "| every alert fired (at sample) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         fired = ", ".join(
             f"{f['alert']} ({'; '.join([str(f['sample']), *f['criteria']])})" for f in r["fired"]
         )
+        low, high = r["pass_rates_seen"]
         at = "–" if r["non_discriminative_at"] is None else r["non_discriminative_at"]
         until = "–" if r["samples_until_alert"] is None else r["samples_until_alert"]
         lines.append(
             f"| {r['run']} | {r['samples']:,} | {at} | {until} | {r['false_alarms']} "
-            f"| {fired or 'none'} |"
+            f"| {low:.3f}–{high:.3f} | {r['max_zero_spread_share']:.3f} | {fired or 'none'} |"
         )
     (out / "rubric_health.md").write_text("\n".join(lines) + "\n")
 

@@ -33,6 +33,7 @@ from rewardsvc.monitor.shared_state import (
 from rewardsvc.scoring.group_plan import GroupIn
 from rewardsvc.scoring.groups import ComparativeUsage, GroupBatch, GroupReward
 from rewardsvc.scoring.groups import monitored as groups_batch
+from rewardsvc.server.monitor_metrics import render_gauges
 
 
 def item(
@@ -194,3 +195,16 @@ def test_a_window_of_many_criterion_ids_reports_the_most_scored() -> None:
     health = measure(samples_of(items), HealthConfig())
     assert len(health.criteria) == MAX_CRITERIA
     assert "common" in [c.criterion for c in health.criteria]
+
+
+def test_the_alert_and_the_zero_spread_share_are_prometheus_gauges() -> None:
+    monitor = Monitor(lambda _r: MonitorConfig(health=HealthConfig(min_groups=2)))
+    for b in range(12):  # every group's rewards equal: zero spread
+        monitor.observe(
+            "qa", "sha256:v", "r", batch([item(0.5, f"{b}-{n // 4}") for n in range(16)])
+        )
+    families = {f.name: f for f in render_gauges(monitor)}
+    alerts = {s.labels["alert"]: s.value for s in families["rewardsvc_monitor_alert"].samples}
+    assert alerts[NON_DISCRIMINATIVE] == 1.0
+    signals = {s.labels["signal"]: s.value for s in families["rewardsvc_monitor_signal"].samples}
+    assert signals["zero_spread_share"] == 1.0

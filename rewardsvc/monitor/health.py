@@ -109,8 +109,8 @@ class Health:
         return tuple(c.criterion for c in self.criteria if c.saturated and c.criterion not in skip)
 
     def report(self) -> dict[str, Any]:
-        """The figures as the monitor's route shows them (``HealthOut``) and ``rewardsvc
-        rubrics health`` prints them."""
+        """The figures as the monitor's route shows them (``HealthOut``), ``rewardsvc
+        rubrics health`` prints them and the shared store keeps them."""
         return {
             "samples": self.samples,
             "groups": self.groups,
@@ -120,22 +120,10 @@ class Health:
             "criteria": [asdict(c) for c in self.criteria],
         }
 
-    def to_json(self) -> dict[str, Any]:
-        """As a JSON object (the shared store keeps the latest)."""
-        return {
-            "samples": self.samples,
-            "groups": self.groups,
-            "zero_spread_groups": self.zero_spread_groups,
-            "criteria": [
-                [c.criterion, c.samples, c.pass_rate, c.saturated, c.discrimination, c.groups]
-                for c in self.criteria
-            ],
-        }
-
     @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> Health:
-        """The health of :meth:`to_json`."""
-        criteria = tuple(CriterionHealth(*row) for row in raw.get("criteria", []))
+    def from_report(cls, raw: Mapping[str, Any]) -> Health:
+        """The health of :meth:`report` (the shared store keeps the latest report)."""
+        criteria = tuple(CriterionHealth(**c) for c in raw.get("criteria", []))
         return cls(
             int(raw["samples"]), int(raw["groups"]), int(raw["zero_spread_groups"]), criteria
         )

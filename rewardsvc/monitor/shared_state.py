@@ -129,7 +129,7 @@ def text(meta: dict[bytes, bytes], field: str, default: str = "") -> str:
 
 def evaluated(state: RunState) -> dict[str, str]:
     """The fields of a run's meta hash that an evaluation sets: its signals and health."""
-    health = state.health.to_json() if state.health is not None else None
+    health = state.health.report() if state.health is not None else None
     return {"signals": json.dumps(state.signals), "health": json.dumps(health)}
 
 
@@ -151,7 +151,7 @@ def mirrored_state(
     state.last_seen = float(text(meta, "last_seen", repr(started)))
     state.signals = json.loads(text(meta, "signals", "{}"))
     health = json.loads(text(meta, "health", "null"))
-    state.health = Health.from_json(health) if health is not None else None
+    state.health = Health.from_report(health) if health is not None else None
     decoded = [a if isinstance(a, Alert) else decode_alert(a) for a in alerts]
     state.tracker.alerts = {a.name: a for a in decoded}
     if history is not None:

@@ -445,7 +445,10 @@ async def test_reward_log_lines(library: Path, pool: JudgePool, tmp_path: Path) 
         "uncertainty",
         "flags",
         "metadata",
+        "criteria",
+        "group",
     }
+    assert set(first["criteria"]) == {"correct", "polite"} and first["group"] is not None
     assert second["status"] == "rejected" and second["reward"] is None
 
 

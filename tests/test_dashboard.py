@@ -66,6 +66,7 @@ async def test_monitor_lists_runs_with_signals_and_alerts(client: httpx.AsyncCli
         "last_seen",
         "signals",
         "alerts",
+        "health",
         "history",
     }
     assert hacked["history"] is None

@@ -26,7 +26,18 @@ from rewardsvc.monitor import Monitor, MonitorConfig
 from rewardsvc.server.dashboard import router
 
 ROOT = Path(__file__).resolve().parent.parent
-PANELS = ["reward", "length", "corr", "flags", "judges", "drift", "status", "criteria", "canaries"]
+PANELS = [
+    "reward",
+    "length",
+    "corr",
+    "flags",
+    "judges",
+    "drift",
+    "status",
+    "criteria",
+    "health",
+    "canaries",
+]
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -164,13 +175,15 @@ def test_dashboard_renders_every_plot_and_the_firing_alert(live_url: str) -> Non
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             page.goto(f"{live_url}/dashboard")
-            page.wait_for_function("document.body.dataset.plots === '9'", timeout=20_000)
+            page.wait_for_function("document.body.dataset.plots === '10'", timeout=20_000)
             for panel in PANELS:
                 assert page.locator(f"#plot-{panel} .uplot canvas").count() == 1, panel
                 assert page.locator(f"#plot-{panel} .none").count() == 0, panel
             legend = page.locator("#plot-flags .u-legend").inner_text()
             assert "flag_rate:fake_score" in legend
             assert "criterion_pass_rate:concise" in page.locator("#plot-criteria").inner_text()
+            assert "concise" in page.locator("#health tbody").inner_text()
+            assert "groups with zero spread" in page.locator("#health-summary").inner_text()
             firing = page.locator("#alerts tr.firing").all_inner_texts()
             assert any("reward_length_corr" in row for row in firing), firing
             assert any("canary:secondary:master-key" in row for row in firing), firing
@@ -183,7 +196,7 @@ def test_dashboard_renders_every_plot_and_the_firing_alert(live_url: str) -> Non
                 timeout=15_000,
             )
             assert int(page.locator("#summary").inner_text().split()[0]) > int(first.split()[0])
-            page.wait_for_function("document.body.dataset.plots === '9'")
+            page.wait_for_function("document.body.dataset.plots === '10'")
             assert errors == []
             if os.environ.get("REWARDSVC_UPDATE_SCREENSHOT") == "1":
                 page.screenshot(path=str(ROOT / "docs" / "dashboard.png"), full_page=True)

@@ -54,6 +54,8 @@ def event_record(event: AlertEvent) -> dict[str, Any]:
         "value": event.value,
         "threshold": event.threshold,
         "sample": event.sample,
+        # Only alerts about criteria (non_discriminative) name them.
+        **({"criteria": list(event.criteria)} if event.criteria else {}),
     }
 
 

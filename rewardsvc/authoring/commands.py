@@ -10,12 +10,12 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from rewardsvc.authoring import importing
+from rewardsvc.authoring import health, importing
 
 ConfigArgs = Callable[[argparse.ArgumentParser], None]
 Register = Callable[[Any, ConfigArgs], None]
 
-COMMANDS: tuple[Register, ...] = (importing.register,)
+COMMANDS: tuple[Register, ...] = (importing.register, health.add)
 """The group's commands, in the order ``rewardsvc rubrics --help`` lists them."""
 
 

@@ -82,6 +82,73 @@ DEFAULT_RULES: dict[str, Rule] = {
 }
 
 
+NON_DISCRIMINATIVE = "non_discriminative"
+"""The rubric health alert: the rubric stopped telling a prompt's completions apart."""
+
+
+class HealthConfig(StrictModel):
+    """Rubric health: when the rewards of a prompt's completions stop differing (GRPO's
+    advantage is then 0) or criteria saturate. Measured over the run's rolling window;
+    only ``ok`` rewards count."""
+
+    enabled: bool = Field(default=True, description="Raise the non_discriminative alert.")
+    epsilon: float = Field(
+        default=1e-3,
+        ge=0.0,
+        le=0.5,
+        description="A group (the items of one prompt in one batch, or one group of "
+        "/v1/groups; two or more ok rewards) whose rewards spread (max - min) by at most "
+        "this has zero spread.",
+    )
+    zero_spread_share: float = Field(
+        default=0.5,
+        gt=0.0,
+        le=1.0,
+        description="The alert breaches when at least this share of the window's groups "
+        "have zero spread.",
+    )
+    min_groups: int = Field(
+        default=8,
+        ge=1,
+        le=4096,
+        description="Groups in the window before the zero-spread share can breach.",
+    )
+    saturated_high: float = Field(
+        default=0.95,
+        gt=0.5,
+        le=1.0,
+        description="A criterion whose pass rate (its mean score over the window) is at or "
+        "above this is saturated: (nearly) every completion passes it.",
+    )
+    saturated_low: float = Field(
+        default=0.05,
+        ge=0.0,
+        lt=0.5,
+        description="A criterion whose pass rate is at or below this is saturated: (nearly) "
+        "no completion passes it.",
+    )
+    min_samples: int = Field(
+        default=64,
+        ge=1,
+        le=4096,
+        description="Scores of a criterion in the window before it can count as saturated.",
+    )
+    saturated_criteria: int = Field(
+        default=2,
+        ge=1,
+        le=1000,
+        description="The alert breaches when at least this many criteria (not exempt) are "
+        "saturated. One saturated criterion is common in a healthy run (a pitfall the "
+        "policy never commits, a format check everyone passes): list it in exempt, or "
+        "lower this to 1.",
+    )
+    exempt: list[str] = Field(
+        default_factory=list,
+        description="Criteria that may saturate without counting towards the alert (still "
+        "reported as saturated).",
+    )
+
+
 class MonitorConfig(StrictModel):
     """Per-rubric monitor settings (the ``monitor:`` section a rubric may carry)."""
 
@@ -110,6 +177,11 @@ class MonitorConfig(StrictModel):
     )
     for_evals: int = Field(
         default=3, ge=1, le=100, description="Consecutive breaching evaluations before firing."
+    )
+    health: HealthConfig = Field(
+        default_factory=HealthConfig,
+        description="Rubric health: zero-spread groups, saturated criteria and the "
+        "non_discriminative alert.",
     )
     rules: dict[str, Rule | float] = Field(
         default_factory=dict,

@@ -67,6 +67,9 @@ class ItemReward:
     version: str | None = None
     """The version of the rubric the item was scored with, when it is not the batch's:
     the batch rubric with the item's own criteria."""
+    group: str | None = None
+    """The item's group in its batch for the monitor's rubric health (its prompt's key, or
+    its group of ``POST /v1/groups``); None when it belongs to none."""
 
 
 @dataclass

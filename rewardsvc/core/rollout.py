@@ -11,10 +11,18 @@ render the views a rubric asks for from the trajectory itself.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, replace
 
 from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.core.trajectory import CUT_FLAG, Trajectory
+
+
+def prompt_key(prompt: object) -> str:
+    """A short digest of a prompt (its text, or a JSON value such as a message list): the
+    items of one batch with the same key are one group in the monitor's rubric health."""
+    text = prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,10 @@ class Rollout:
             return ()
         cut = self.trajectory.rich and self.trajectory.render("trace").cut
         return self.trajectory.notes() + ((CUT_FLAG,) if cut else ())
+
+    def prompt_key(self) -> str:
+        """The prompt's :func:`prompt_key`: the completions of one prompt share it."""
+        return prompt_key(self.prompt)
 
     def digest(self) -> str:
         """Content hash, for cache keys and in-flight deduplication."""

@@ -2,8 +2,11 @@
 
 Everything the service scores passes through :meth:`Monitor.observe`, which keeps
 rolling windows (counted in samples) per (rubric, run), evaluates alert rules on them and
-keeps a downsampled history of every signal for the dashboard. Canary items (known
-attacks and anchors) are planned here and scored through an injected callable.
+keeps a downsampled history of every signal for the dashboard. :mod:`.health` measures
+rubric health (groups whose rewards have zero spread, saturated criteria, discrimination
+within groups) and its ``non_discriminative`` alert; :mod:`.replay` feeds a reward log's
+lines to a monitor (``rewardsvc rubrics health --log``). Canary items (known attacks and
+anchors) are planned here and scored through an injected callable.
 
 This room is pure apart from the canary runner's awaits and :mod:`.shared`, which merges
 the runs of several replicas in Redis through a link it is given: it imports ``core``

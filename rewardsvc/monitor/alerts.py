@@ -28,6 +28,8 @@ class Alert:
     value: float
     threshold: float
     streak: int = 0
+    criteria: tuple[str, ...] = ()
+    """The criteria the alert is about (``non_discriminative``: the saturated ones)."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,8 @@ class AlertEvent:
     sample: int
     value: float
     threshold: float
+    criteria: tuple[str, ...] = ()
+    """The criteria the alert is about (``non_discriminative``: the saturated ones)."""
 
 
 class AlertTracker:

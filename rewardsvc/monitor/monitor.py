@@ -12,7 +12,7 @@ from typing import Protocol
 from rewardsvc.core.monitor_spec import MonitorConfig
 from rewardsvc.core.results import BatchResult
 from rewardsvc.monitor.alerts import AlertEvent
-from rewardsvc.monitor.runs import RunState, Sample
+from rewardsvc.monitor.runs import RunState, Sample, grouped
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +120,7 @@ class Monitor:
             if state.version != version:
                 state.change_version(version, self.config_for(rubric_id), now)
         samples = [Sample.of(item) for item in result.items]
+        grouped(result.items, samples)
         events: list[AlertEvent] = []
         for sample in samples:
             events.extend(state.add_sample(sample, now))

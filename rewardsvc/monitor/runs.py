@@ -9,10 +9,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from rewardsvc.core.monitor_spec import CEILING, MonitorConfig
+from rewardsvc.core.monitor_spec import CEILING, NON_DISCRIMINATIVE, MonitorConfig
 from rewardsvc.core.results import ItemReward
+from rewardsvc.monitor import health as rubric_health
 from rewardsvc.monitor import stats
 from rewardsvc.monitor.alerts import Alert, AlertEvent, AlertTracker
+from rewardsvc.monitor.health import GroupStat, Health
 
 STATUSES = ("judge_error", "degraded", "rejected")
 # Flags and criteria add columns; a rubric with hundreds of criteria must not make
@@ -57,6 +59,10 @@ class Sample:
     passes: tuple[tuple[str, bool], ...]
     disagreement: float | None
     uncertainty: float | None
+    scores: tuple[tuple[str, float], ...] = ()
+    """Each criterion's mean score over the judges that scored it."""
+    group: GroupStat | None = None
+    """Set on the first ok sample of a group of its batch (:func:`grouped`)."""
 
     @classmethod
     def of(cls, item: ItemReward) -> Sample:
@@ -67,15 +73,32 @@ class Sample:
             for cid, outcome in judge.criteria.items():
                 if outcome.score is not None:
                     per_criterion.setdefault(cid, []).append(outcome.score)
+        means = tuple((cid, sum(v) / len(v)) for cid, v in per_criterion.items())
         return cls(
             reward=item.reward,
             length=item.completion_chars,
             status=item.status,
             flags=tuple(sorted(set(item.flags))),
-            passes=tuple((cid, sum(v) / len(v) >= 0.5) for cid, v in per_criterion.items()),
+            passes=tuple((cid, mean >= 0.5) for cid, mean in means),
             disagreement=stats.sd(scores) if len(scores) >= 2 else None,
             uncertainty=item.uncertainty,
+            scores=means,
         )
+
+
+def grouped(items: Sequence[ItemReward], samples: Sequence[Sample]) -> None:
+    """Summarize the groups of one batch (ok items with the same :attr:`ItemReward.group`,
+    two or more) onto the first sample of each."""
+    members: dict[str, list[int]] = {}
+    for i, item in enumerate(items):
+        if item.group is not None and item.status == "ok" and item.reward is not None:
+            members.setdefault(item.group, []).append(i)
+    for found in members.values():
+        if len(found) < 2:
+            continue
+        rewards = [r for i in found if (r := items[i].reward) is not None]
+        scores = [dict(samples[i].scores) for i in found]
+        samples[found[0]].group = rubric_health.group_of(rewards, scores)
 
 
 def compute_signals(
@@ -165,6 +188,7 @@ class RunState:
         self.flags: dict[str, None] = {}
         self.criteria: dict[str, None] = {}
         self.signals: dict[str, float | None] = {}
+        self.health: Health | None = None
         self.tracker = AlertTracker(config.for_evals)
         self.history = History()
         self.events: deque[Mark] = deque(maxlen=MAX_EVENTS)
@@ -278,7 +302,9 @@ class RunState:
                 [float(s.length) for s in self.window], self.baseline_lengths
             )
         signals.update(self._ceilings())
-        self.signals = signals
+        health = rubric_health.measure(self.window, self.config.health)
+        signals["zero_spread_share"] = health.zero_spread_share
+        self.signals, self.health = signals, health
         self.history.add(self.samples, now, signals)
         ceiling_from = min(self.config.ceiling_window, self.config.window)
         if self._since_reset < ceiling_from:
@@ -301,7 +327,37 @@ class RunState:
                 )
                 self.events.append(Mark(now, self.samples, changed, name))
                 events.append(event)
+        events.extend(self._health_alert(health, now))
         return events
+
+    def _health_alert(self, health: Health, now: float) -> list[AlertEvent]:
+        """Step the ``non_discriminative`` alert (:func:`rubric_health.breach`); the alert
+        names the saturated criteria."""
+        config = self.config.health
+        found = rubric_health.breach(health, config) if config.enabled else None
+        if found is None:
+            return []
+        value, saturated = found
+        changed = self.tracker.update(NON_DISCRIMINATIVE, value, 1.0, now)
+        alert = self.tracker.alerts.get(NON_DISCRIMINATIVE)
+        if alert is not None:
+            alert.criteria = saturated
+        if changed is None:
+            return []
+        self.events.append(Mark(now, self.samples, changed, NON_DISCRIMINATIVE))
+        return [
+            AlertEvent(
+                self.rubric,
+                self.run,
+                NON_DISCRIMINATIVE,
+                changed,
+                now,
+                self.samples,
+                value,
+                1.0,
+                saturated,
+            )
+        ]
 
     def _ceilings(self) -> dict[str, float | None]:
         """Each attack flag's rate over the latest ``ceiling_window`` samples."""

@@ -43,6 +43,7 @@ from rewardsvc.monitor.shared_state import (
     encode_alert,
     encode_mark,
     encode_sample,
+    evaluated,
     mirrored_state,
     text,
 )
@@ -314,7 +315,7 @@ class SharedMonitor:
                 if state.tracker.alerts:
                     encoded = {k: encode_alert(a) for k, a in state.tracker.alerts.items()}
                     p.hset(keys.alerts, mapping=encoded)
-                p.hset(keys.meta, "signals", json.dumps(state.signals))
+                p.hset(keys.meta, mapping=evaluated(state))
                 p.rpush(keys.history, point)
                 p.ltrim(keys.history, -HISTORY_POINTS, -1)
                 if marks:
@@ -331,7 +332,7 @@ class SharedMonitor:
             # Committed once across the replicas: this process alone tells the sinks.
             for event in events:
                 self.monitor.emit(event)
-            meta = {**meta, b"signals": json.dumps(state.signals).encode()}
+            meta = {**meta, **{k.encode(): v.encode() for k, v in evaluated(state).items()}}
             self._mirror(batch.rubric, batch.run, config, meta, state.tracker.alerts.values())
 
     # ------------------------------------------------------------------ the merged view

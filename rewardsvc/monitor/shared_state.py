@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from rewardsvc.core.monitor_spec import MonitorConfig
 from rewardsvc.monitor.alerts import Alert
+from rewardsvc.monitor.health import GroupStat, Health
 from rewardsvc.monitor.runs import History, Mark, RunState, Sample
 
 HISTORY_POINTS = 480
@@ -49,12 +50,16 @@ def encode_sample(s: Sample) -> bytes:
     """One sample as compact JSON (about 100 bytes)."""
     passes = [[c, int(ok)] for c, ok in s.passes]
     row = [s.reward, s.length, s.status, list(s.flags), passes, s.disagreement, s.uncertainty]
+    row += [[list(x) for x in s.scores], s.group.encode() if s.group is not None else None]
     return json.dumps(row, separators=(",", ":")).encode()
 
 
 def decode_sample(raw: bytes) -> Sample:
-    """The sample of :func:`encode_sample`."""
-    reward, length, status, flags, passes, disagreement, uncertainty = json.loads(raw)
+    """The sample of :func:`encode_sample` (one written before rubric health has no
+    scores and no group)."""
+    row = json.loads(raw)
+    reward, length, status, flags, passes, disagreement, uncertainty = row[:7]
+    scores, group = row[7:9] if len(row) >= 9 else ([], None)
     return Sample(
         reward,
         int(length),
@@ -63,6 +68,8 @@ def decode_sample(raw: bytes) -> Sample:
         tuple((c, bool(ok)) for c, ok in passes),
         disagreement,
         uncertainty,
+        tuple((str(c), float(v)) for c, v in scores),
+        GroupStat.decode(group) if group is not None else None,
     )
 
 
@@ -73,7 +80,9 @@ def encode_alert(a: Alert) -> bytes:
 
 def decode_alert(raw: bytes) -> Alert:
     """The alert of :func:`encode_alert`."""
-    return Alert(**json.loads(raw))
+    fields = json.loads(raw)
+    fields["criteria"] = tuple(fields.get("criteria", ()))
+    return Alert(**fields)
 
 
 def encode_mark(m: Mark) -> bytes:
@@ -118,6 +127,12 @@ def text(meta: dict[bytes, bytes], field: str, default: str = "") -> str:
     return value.decode() if value is not None else default
 
 
+def evaluated(state: RunState) -> dict[str, str]:
+    """The fields of a run's meta hash that an evaluation sets: its signals and health."""
+    health = state.health.report() if state.health is not None else None
+    return {"signals": json.dumps(state.signals), "health": json.dumps(health)}
+
+
 def mirrored_state(
     key: tuple[str, str],
     config: MonitorConfig,
@@ -135,6 +150,8 @@ def mirrored_state(
     state.samples = int(text(meta, "samples", "0"))
     state.last_seen = float(text(meta, "last_seen", repr(started)))
     state.signals = json.loads(text(meta, "signals", "{}"))
+    health = json.loads(text(meta, "health", "null"))
+    state.health = Health.from_report(health) if health is not None else None
     decoded = [a if isinstance(a, Alert) else decode_alert(a) for a in alerts]
     state.tracker.alerts = {a.name: a for a in decoded}
     if history is not None:

@@ -17,6 +17,10 @@ class AlertOut(BaseModel):
     since: datetime = Field(description="When the alert entered its state (UTC).")
     value: float = Field(description="The signal's value at the latest evaluation.")
     threshold: float = Field(description="The threshold it was compared against.")
+    criteria: list[str] = Field(
+        default_factory=list,
+        description="The criteria the alert is about (non_discriminative: the saturated ones).",
+    )
 
 
 class EventOut(BaseModel):
@@ -37,6 +41,39 @@ class HistoryOut(BaseModel):
     events: list[EventOut]
 
 
+class CriterionHealthOut(BaseModel):
+    """One criterion's health over the run's window (ok rewards only)."""
+
+    criterion: str
+    samples: int = Field(description="Ok items in the window scored on the criterion.")
+    pass_rate: float = Field(description="The criterion's mean score over those items.")
+    saturated: Literal["high", "low"] | None = Field(
+        description="high: at or above the monitor's saturated_high (nearly every completion "
+        "passes); low: at or below saturated_low (nearly none does); null: neither, or fewer "
+        "scores than min_samples."
+    )
+    discrimination: float | None = Field(
+        description="The mean, over groups, of the criterion's variance within the group "
+        "(0: every completion of a prompt scores alike on it); null without groups."
+    )
+    groups: int = Field(description="Groups with two or more items scored on the criterion.")
+
+
+class HealthOut(BaseModel):
+    """Rubric health over the run's window: does the rubric still tell a prompt's
+    completions apart?"""
+
+    samples: int = Field(description="Ok items in the window.")
+    groups: int = Field(
+        description="Groups in the window: two or more ok items of one prompt in one batch, "
+        "or one group of /v1/groups."
+    )
+    zero_spread_groups: int = Field(description="Groups whose rewards spread by at most epsilon.")
+    zero_spread_share: float | None = Field(description="zero_spread_groups / groups.")
+    saturated: list[str] = Field(description="The saturated criteria (exempt ones included).")
+    criteria: list[CriterionHealthOut]
+
+
 class RunOut(BaseModel):
     """The monitor's view of one (rubric, run)."""
 
@@ -50,6 +87,9 @@ class RunOut(BaseModel):
         description="Signals over the rolling window at the latest evaluation."
     )
     alerts: list[AlertOut]
+    health: HealthOut | None = Field(
+        default=None, description="Rubric health at the latest evaluation (null before one)."
+    )
     history: HistoryOut | None = Field(
         default=None, description="Present when the request asks for history=true."
     )

@@ -184,6 +184,7 @@ class Engine:
                 await self._assemble(part, rule, names, min_judges, pacer),
                 strict=True,
             ):
+                result.group = p.rollout.prompt_key()
                 if part.own:
                     result.version = part.rubric.version()
                 results[p.index] = result

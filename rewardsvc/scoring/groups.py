@@ -323,8 +323,9 @@ def monitored(batch: GroupBatch, groups: Sequence[GroupIn], run: str | None) -> 
             r.uncertainty[i] if r.uncertainty else None,
             flags=r.flags[i] if i < len(r.flags) else [],
             completion_chars=len(g.rollouts[i].completion) if i < len(g.rollouts) else 0,
+            group=str(gi),
         )
-        for g, r in zip(groups, batch.results, strict=True)
+        for gi, (g, r) in enumerate(zip(groups, batch.results, strict=True))
         for i, reward in enumerate(r.rewards)
     ]
     usage = BatchUsage(

@@ -17,11 +17,13 @@ from fastapi.responses import FileResponse, HTMLResponse
 
 from rewardsvc.application.monitoring import iso
 from rewardsvc.monitor import CanaryRecord, Monitor, RunState
+from rewardsvc.monitor.health import Health
 from rewardsvc.monitor.shared import SharedMonitor
 from rewardsvc.protocol.monitor import (
     AlertOut,
     CanaryOut,
     EventOut,
+    HealthOut,
     HistoryOut,
     MonitorReport,
     RunOut,
@@ -42,6 +44,11 @@ ASSETS = {
 
 def _finite(value: float) -> float | None:
     return None if math.isnan(value) else value
+
+
+def health_out(health: Health) -> HealthOut:
+    """The wire view of a run's rubric health (:meth:`Health.report`)."""
+    return HealthOut.model_validate(health.report())
 
 
 def run_out(state: RunState, history: bool) -> RunOut:
@@ -68,10 +75,16 @@ def run_out(state: RunState, history: bool) -> RunOut:
         signals=state.signals,
         alerts=[
             AlertOut(
-                name=a.name, state=a.state, since=iso(a.since), value=a.value, threshold=a.threshold
+                name=a.name,
+                state=a.state,
+                since=iso(a.since),
+                value=a.value,
+                threshold=a.threshold,
+                criteria=list(a.criteria),
             )
             for a in state.tracker.alerts.values()
         ],
+        health=health_out(state.health) if state.health is not None else None,
         history=hist,
     )
 

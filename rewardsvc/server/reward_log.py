@@ -2,9 +2,11 @@
 
 A line per result of ``POST /v1/rewards`` and of the trainer routes (``rubric``, ``version``,
 ``id``, ``reward``, ``status``, ``uncertainty``, ``flags``, ``metadata`` and ``run`` when
-given); a line per group of ``POST /v1/groups`` (``kind: group``, ``rewards`` in completion
-order) and per pair of ``POST /v1/preferences`` (``kind: preference``, ``p_a_better``,
-``label``); alert and version events have ``event`` instead.
+given; ``criteria``, each criterion's mean score over the judges, and ``group``, the same
+for the items of one prompt in one request and null for an item without a prompt field,
+which ``rewardsvc rubrics health --log`` reads); a line per group of ``POST /v1/groups``
+(``kind: group``, ``rewards`` in completion order) and per pair of ``POST /v1/preferences``
+(``kind: preference``, ``p_a_better``, ``label``); alert and version events have ``event`` instead.
 
 Lines go through the standard logging machinery: a queue handler on the event loop's side
 and a listener thread that writes them to a size-rotated file. Every line is ASCII JSON
@@ -19,17 +21,36 @@ import json
 import logging
 import logging.handlers
 import queue
+import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rewardsvc.core.rollout import prompt_key
 from rewardsvc.protocol.rewards import RewardResponse, RewardResult, RubricRef
 from rewardsvc.scoring.groups import GroupBatch, GroupReward
 from rewardsvc.scoring.preferences import Preference, PreferenceBatch
 from rewardsvc.server import holding, metrics
 
 log = logging.getLogger(__name__)
+
+
+def _criteria(result: RewardResult) -> dict[str, float]:
+    """Each criterion's mean score over the judges that scored it."""
+    scores: dict[str, list[float]] = {}
+    for judge in result.judges.values():
+        for cid, outcome in judge.criteria.items():
+            if outcome.score is not None:
+                scores.setdefault(cid, []).append(outcome.score)
+    return {cid: sum(v) / len(v) for cid, v in scores.items()}
+
+
+def _group(request: str, raw: Any) -> str | None:
+    """The item's group key: its request and its prompt's key (None without a prompt)."""
+    if not isinstance(raw, dict) or raw.get("prompt") is None:
+        return None
+    return f"{request}:{prompt_key(raw['prompt'])}"
 
 
 class _CountingFileHandler(logging.handlers.RotatingFileHandler):
@@ -80,6 +101,7 @@ class RewardLog:
         run: str | None = None,
     ) -> None:
         """Queue one line per (raw item, result) of ``rubric``."""
+        request = uuid.uuid4().hex[:12]  # a prompt's items are one group within a request
         for raw, result in pairs:
             self._line(
                 raw,
@@ -91,6 +113,8 @@ class RewardLog:
                 status=result.status,
                 uncertainty=result.uncertainty,
                 flags=result.flags,
+                criteria=_criteria(result),
+                group=_group(request, raw),
             )
 
     def write_groups(self, batch: GroupBatch, groups: Sequence[Any], run: str | None) -> None:

@@ -101,6 +101,29 @@ function alertsTable(run, canaries) {
   document.getElementById("no-alerts").hidden = rows.length > 0;
 }
 
+// Rubric health: the zero-spread share of groups and each criterion's pass rate,
+// saturation and discrimination (variance within groups) over the run's window.
+function healthTable(run) {
+  const health = run ? run.health : null;
+  const body = document.querySelector("#health tbody");
+  body.replaceChildren();
+  document.getElementById("health-summary").textContent = health
+    ? `${health.zero_spread_groups} of ${health.groups} groups with zero spread (share ${fmt(health.zero_spread_share)}); `
+      + `saturated: ${health.saturated.length ? health.saturated.join(", ") : "none"}`
+    : "not evaluated yet";
+  for (const c of health ? health.criteria : []) {
+    const tr = document.createElement("tr");
+    tr.className = c.saturated ? "saturated" : "";
+    for (const cell of [c.criterion, fmt(c.pass_rate), c.saturated || "–", fmt(c.discrimination),
+      String(c.samples), String(c.groups)]) {
+      const td = document.createElement("td");
+      td.textContent = cell;
+      tr.appendChild(td);
+    }
+    body.appendChild(tr);
+  }
+}
+
 function canaryTable(canaries) {
   const body = document.querySelector("#canaries tbody");
   body.replaceChildren();
@@ -142,6 +165,7 @@ function render(report) {
   const run = report.runs.find((r) => `${r.rubric} / ${r.run}` === selected);
   const canaries = report.canaries.filter((c) => !run || c.rubric === run.rubric);
   alertsTable(run, canaries);
+  healthTable(run);
   canaryTable(canaries);
   const h = run ? run.history : { times: [], series: {}, events: [] };
   const times = h.times.map(seconds);
@@ -158,6 +182,7 @@ function render(report) {
   draw("plot-drift", times, pick(s, (n) => n.endsWith("_drift")), events, [0, 1]);
   draw("plot-status", times, pick(s, (n) => n.endsWith("_share")), events, [0, 1]);
   draw("plot-criteria", times, pick(s, (n) => n.startsWith("criterion_pass_rate:")), events, [0, 1]);
+  draw("plot-health", times, pick(s, (n) => n === "zero_spread_share"), events, [0, 1]);
   canaryPlot(canaries);
   document.getElementById("updated").textContent = "updated " + new Date().toISOString();
   document.body.dataset.plots = String(plots.length);

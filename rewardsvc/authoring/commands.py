@@ -10,10 +10,12 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from rewardsvc.authoring import generate
+
 ConfigArgs = Callable[[argparse.ArgumentParser], None]
 Register = Callable[[Any, ConfigArgs], None]
 
-COMMANDS: tuple[Register, ...] = ()
+COMMANDS: tuple[Register, ...] = (generate.register,)
 """The group's commands, in the order ``rewardsvc rubrics --help`` lists them."""
 
 

@@ -10,12 +10,12 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from rewardsvc.authoring import health, importing
+from rewardsvc.authoring import generate, health, importing
 
 ConfigArgs = Callable[[argparse.ArgumentParser], None]
 Register = Callable[[Any, ConfigArgs], None]
 
-COMMANDS: tuple[Register, ...] = (importing.register, health.add)
+COMMANDS: tuple[Register, ...] = (importing.register, generate.register, health.register)
 """The group's commands, in the order ``rewardsvc rubrics --help`` lists them."""
 
 

@@ -35,7 +35,7 @@ class HealthError(Exception):
     """Nothing to report (the message says why)."""
 
 
-def add(sub: Any, config_args: ConfigArgs) -> None:
+def register(sub: Any, config_args: ConfigArgs) -> None:
     """Register ``health`` in the ``rubrics`` group."""
     p = sub.add_parser("health", help="report a run's rubric health (zero spread, saturation)")
     p.add_argument("run", help="the run's name (the requests' run; 'default' without one)")

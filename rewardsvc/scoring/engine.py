@@ -24,9 +24,9 @@ from rewardsvc.core import aggregate
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.results import (
     BatchResult,
-    BatchUsage,
     ItemReward,
     JudgeOutcome,
+    Usage,
 )
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Rubric
@@ -172,7 +172,7 @@ class Engine:
         outcomes, graded = await self._judge_and_grade(
             rubric, calls, prepared, options.use_cache, deadline, pacer
         )
-        usage = BatchUsage(grader_calls=sum(len(g) for g in graded))
+        usage = Usage(grader_calls=sum(len(g) for g in graded))
         verdicts = tally(calls, outcomes, names, len(prepared), usage)
         add_grades(verdicts, graded)
 

@@ -80,18 +80,9 @@ class RewardLog:
         run: str | None = None,
     ) -> None:
         """Queue one line per (raw item, result) of ``rubric``."""
+        head = {"rubric": rubric.id, "version": rubric.version}
         for raw, result in pairs:
-            self._line(
-                raw,
-                run,
-                rubric=rubric.id,
-                version=rubric.version,
-                id=result.id,
-                reward=result.reward,
-                status=result.status,
-                uncertainty=result.uncertainty,
-                flags=result.flags,
-            )
+            self._result(raw, run, head, result, {"reward": result.reward})
 
     def write_groups(self, batch: GroupBatch, groups: Sequence[Any], run: str | None) -> None:
         """Queue one line per scored group of ``POST /v1/groups`` (``kind: group``, the
@@ -130,19 +121,30 @@ class RewardLog:
         verdict: Callable[[Any], dict[str, Any]],
     ) -> None:
         results: Sequence[GroupReward | Preference] = batch.results
+        head = {"kind": kind, "rubric": batch.rubric_id, "version": batch.version}
         for raw, result in zip(raws, results, strict=False):
-            self._line(
-                raw,
-                run,
-                kind=kind,
-                rubric=batch.rubric_id,
-                version=batch.version,
-                id=result.id,
-                **verdict(result),
-                status=result.status,
-                uncertainty=result.uncertainty,
-                flags=result.flags,
-            )
+            self._result(raw, run, head, result, verdict(result))
+
+    def _result(
+        self,
+        raw: Any,
+        run: str | None,
+        head: dict[str, Any],
+        result: RewardResult | GroupReward | Preference,
+        verdict: dict[str, Any],
+    ) -> None:
+        """One result's line: ``head`` (what scored it), its id, ``verdict`` (its rewards),
+        then the status, uncertainty and flags that every kind of result has."""
+        self._line(
+            raw,
+            run,
+            **head,
+            id=result.id,
+            **verdict,
+            status=result.status,
+            uncertainty=result.uncertainty,
+            flags=result.flags,
+        )
 
     def _line(self, raw: Any, run: str | None, **fields: Any) -> None:
         metadata = raw.get("metadata") if isinstance(raw, dict) else None

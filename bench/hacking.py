@@ -47,10 +47,10 @@ from bench.harness import (
 )
 from rewardsvc.core.results import (
     BatchResult,
-    BatchUsage,
     CriterionOutcome,
     ItemReward,
     JudgeOutcome,
+    Usage,
 )
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.library.registry import load_pool
@@ -197,7 +197,7 @@ def batch_of(body: dict[str, Any], items: list[dict[str, Any]]) -> BatchResult:
                 completion_chars=len(raw["completion"]),
             )
         )
-    return BatchResult(body["rubric"]["id"], body["rubric"]["version"], out, BatchUsage())
+    return BatchResult(body["rubric"]["id"], body["rubric"]["version"], out, Usage())
 
 
 @dataclass
@@ -316,7 +316,7 @@ def memory_part(runs: int, rubrics: int, per_run: int) -> dict[str, Any]:
                     f"rubric-{r}",
                     "v1",
                     f"run-{n}",
-                    BatchResult(f"rubric-{r}", "v1", items, BatchUsage()),
+                    BatchResult(f"rubric-{r}", "v1", items, Usage()),
                 )
         if n % max(1, runs // 10) == 0:
             curve.append(
@@ -329,7 +329,7 @@ def memory_part(runs: int, rubrics: int, per_run: int) -> dict[str, Any]:
             )
     long_run = Monitor()
     for n in range(10_000 // 32):
-        long_run.observe("long", "v1", "one", BatchResult("long", "v1", pool[n % 64], BatchUsage()))
+        long_run.observe("long", "v1", "one", BatchResult("long", "v1", pool[n % 64], Usage()))
     return {
         "runs": runs,
         "rubrics": rubrics,

@@ -37,10 +37,10 @@ from pathlib import Path
 from rewardsvc.core.monitor_spec import NON_DISCRIMINATIVE, MonitorConfig
 from rewardsvc.core.results import (
     BatchResult,
-    BatchUsage,
     CriterionOutcome,
     ItemReward,
     JudgeOutcome,
+    Usage,
 )
 from rewardsvc.monitor import AlertEvent, Monitor
 
@@ -113,7 +113,7 @@ def batch(rng: random.Random, step: int, rates: Rates, collapsed: bool = False) 
             items.append(
                 ItemReward(f"{prompt}/{g}", reward, "ok", judges={"sim": judge}, group=prompt)
             )
-    return BatchResult(RUBRIC, VERSION, items, BatchUsage(), "sim")
+    return BatchResult(RUBRIC, VERSION, items, Usage(), "sim")
 
 
 @dataclass

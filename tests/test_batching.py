@@ -447,5 +447,5 @@ async def test_real_judge_answers_every_criterion_in_one_call(
         assert set(outcome.criteria) == {"correct", "clear", "rude"}
         for c in outcome.criteria.values():
             assert c.score is not None and 0.0 < c.score < 1.0
-            assert c.probs is not None and sum(c.probs.values()) == pytest.approx(1.0)
-        assert set(outcome.criteria["clear"].probs or {}) == {"1", "2", "3", "4", "5"}
+            assert c.p is not None and sum(c.p.values()) == pytest.approx(1.0)
+        assert set(outcome.criteria["clear"].p or {}) == {"1", "2", "3", "4", "5"}

@@ -9,10 +9,10 @@ import pytest
 
 from rewardsvc.core.results import (
     BatchResult,
-    BatchUsage,
     CriterionOutcome,
     ItemReward,
     JudgeOutcome,
+    Usage,
 )
 from rewardsvc.monitor import AlertEvent, Monitor, MonitorConfig, Rule
 from rewardsvc.monitor.alerts import AlertTracker
@@ -61,7 +61,7 @@ def item(
 
 
 def batch(items: list[ItemReward], version: str = "v1") -> BatchResult:
-    return BatchResult("r", version, items, BatchUsage())
+    return BatchResult("r", version, items, Usage())
 
 
 def clean(rng: random.Random, n: int) -> list[ItemReward]:

@@ -13,7 +13,7 @@ from ruamel.yaml import YAML
 
 from rewardsvc.core.errors import RequestError
 from rewardsvc.core.recipe import Recipe, RoutingTable
-from rewardsvc.core.results import BatchResult, BatchUsage, ItemReward, JudgeOutcome, Status
+from rewardsvc.core.results import BatchResult, ItemReward, JudgeOutcome, Status, Usage
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.registry import Graders
@@ -66,7 +66,7 @@ class FakeEngine:
                 ItemReward(str(n), score, status, uncertainty=0.1, judges=judges, flags=["f"])
             )
         calls = planned_calls(rub) * len(rollouts)
-        return BatchResult(rub.id, rub.version(), items, BatchUsage(judge_calls=calls))
+        return BatchResult(rub.id, rub.version(), items, Usage(judge_calls=calls))
 
 
 @pytest.fixture(scope="module")

@@ -12,11 +12,11 @@ from bench.rubric_health import healthy, saturated, saturating, simulate
 from rewardsvc.core.monitor_spec import NON_DISCRIMINATIVE, HealthConfig, MonitorConfig
 from rewardsvc.core.results import (
     BatchResult,
-    BatchUsage,
     CriterionOutcome,
     ItemReward,
     JudgeOutcome,
     Status,
+    Usage,
 )
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.monitor import Monitor
@@ -31,7 +31,7 @@ from rewardsvc.monitor.shared_state import (
     mirrored_state,
 )
 from rewardsvc.scoring.group_plan import GroupIn
-from rewardsvc.scoring.groups import ComparativeUsage, GroupBatch, GroupReward
+from rewardsvc.scoring.groups import GroupBatch, GroupReward
 from rewardsvc.scoring.groups import monitored as groups_batch
 from rewardsvc.server.monitor_metrics import render_gauges
 
@@ -144,7 +144,7 @@ def test_disabled_health_raises_nothing_but_still_measures() -> None:
 
 
 def batch(items: list[ItemReward]) -> BatchResult:
-    return BatchResult("qa", "sha256:v", items, BatchUsage(), "r")
+    return BatchResult("qa", "sha256:v", items, Usage(), "r")
 
 
 def test_a_group_counts_once_and_a_run_reports_health_and_the_signal() -> None:
@@ -184,7 +184,7 @@ def test_groups_of_the_groups_route_count_each_group_once() -> None:
         GroupReward("g1", [0.5, 0.5, 0.5], "ok"),  # a tie: zero spread
         GroupReward("g2", [0.2, 0.9], "ok"),
     ]
-    usage = ComparativeUsage()
+    usage = Usage()
     monitored = groups_batch(GroupBatch("qa", "sha256:v", "listwise", results, usage), groups, "r")
     health = measure(samples_of(monitored.items), HealthConfig())
     assert (health.groups, health.zero_spread_groups) == (2, 1)

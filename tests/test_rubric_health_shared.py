@@ -11,10 +11,10 @@ from rewardsvc.application.monitoring import share_monitor
 from rewardsvc.core.monitor_spec import NON_DISCRIMINATIVE, HealthConfig, MonitorConfig
 from rewardsvc.core.results import (
     BatchResult,
-    BatchUsage,
     CriterionOutcome,
     ItemReward,
     JudgeOutcome,
+    Usage,
 )
 from rewardsvc.monitor import AlertEvent, Monitor
 from rewardsvc.storage.redis_link import RedisLink
@@ -29,7 +29,7 @@ def grouped_batch(start: int) -> BatchResult:
         criteria = {"always": CriterionOutcome(1.0), "mixed": CriterionOutcome(reward)}
         judges = {"j": JudgeOutcome(reward, criteria=criteria)}
         items.append(ItemReward(f"{start}-{n}", reward, "ok", judges=judges, group=prompt))
-    return BatchResult("r", "v1", items, BatchUsage(), "a")
+    return BatchResult("r", "v1", items, Usage(), "a")
 
 
 async def test_replicas_merge_groups_and_send_the_alert_once(tmp_path: Path) -> None:

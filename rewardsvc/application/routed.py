@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from rewardsvc.core.recipe import RoutingTable
-from rewardsvc.protocol.rewards import RewardResult, Usage
+from rewardsvc.core.results import Usage
+from rewardsvc.protocol.rewards import RewardResult
 from rewardsvc.scoring.recipes import plan_routes
 
 from .targets import Scored, Scoring, Target
@@ -50,7 +51,7 @@ async def score_routed(table: RoutingTable, routes: Mapping[str, Target], batch:
     )
     usage = Usage()
     for (tid, ns), (group, group_usage) in zip(groups.items(), scored, strict=True):
-        usage = _add(usage, group_usage)
+        usage = usage + group_usage
         ref = routes[tid].ref
         for n, result in zip(ns, group, strict=True):
             results[n] = result.model_copy(update={"scored_by": ref})
@@ -66,9 +67,3 @@ def data_source(raw: Any) -> str | None:
     metadata = raw.get("metadata") if isinstance(raw, dict) else None
     source = metadata.get("data_source") if isinstance(metadata, dict) else None
     return source if isinstance(source, str) else None
-
-
-def _add(a: Usage, b: Usage) -> Usage:
-    counts = ("judge_calls", "judge_calls_skipped", "grader_calls", "cache_hits")
-    tokens = ("prompt_tokens", "completion_tokens")
-    return Usage(**{k: getattr(a, k) + getattr(b, k) for k in (*counts, *tokens)})

@@ -15,6 +15,7 @@ scores raw items with it and returns the wire response:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -23,13 +24,14 @@ from typing import Any, ClassVar, Literal
 
 from rewardsvc.core.errors import FieldProblem, RequestError, RequestErrorKind
 from rewardsvc.core.recipe import Recipe, RoutingTable
+from rewardsvc.core.results import Usage
 from rewardsvc.core.rollout import ItemIn, ScoreOptions
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.explain import explain
 from rewardsvc.library.recipes import RecipeEntry
 from rewardsvc.library.registry import Registry
 from rewardsvc.library.yamlfile import InvalidFile, validate_document
-from rewardsvc.protocol.rewards import RewardOptions, RewardResponse, RewardResult, RubricRef, Usage
+from rewardsvc.protocol.rewards import RewardOptions, RewardResponse, RewardResult, RubricRef
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.recipes import RecipeRunner, engine_scorer, resolve_components
 
@@ -96,7 +98,7 @@ class Target(ABC):
 
     @abstractmethod
     async def score(self, batch: Scoring) -> Scored:
-        """The wire results and usage of ``batch`` scored with this target."""
+        """The wire results of ``batch`` scored with this target, and the work it took."""
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,7 @@ class RubricTarget(Target):
         results = [reward_result(r) for r in result.items]
         if batch.explain:
             results = await self._explained(engine, batch.inputs, results, opts)
-        return results, usage_out(result.usage)
+        return results, result.usage
 
     async def _explained(
         self, engine: Engine, inputs: list[ItemIn], results: list[RewardResult], opts: ScoreOptions
@@ -198,7 +200,7 @@ class RecipeTarget(Target):
         scorer = engine_scorer(engine, batch.deadline, self.metrics_label)
         runner = RecipeRunner(scorer, engine.graders, batch.deadline)
         result = await runner.run(self.recipe, self.components, batch.inputs, batch.opts)
-        return [recipe_result(r) for r in result.items], usage_out(result.usage)
+        return [recipe_result(r) for r in result.items], result.usage
 
 
 @dataclass(frozen=True)
@@ -316,8 +318,8 @@ async def score_target(
         explain=options is not None and options.explain,
     )
     results, usage = await target.score(batch)
-    usage.latency_ms = (time.perf_counter() - started) * 1000
-    return RewardResponse(rubric=target.ref, results=results, usage=usage)
+    usage = dataclasses.replace(usage, latency_ms=(time.perf_counter() - started) * 1000)
+    return RewardResponse(rubric=target.ref, results=results, usage=usage_out(usage))
 
 
 async def score_batch(

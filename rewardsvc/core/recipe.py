@@ -22,10 +22,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
-from rewardsvc.core.base import StrictModel
+from rewardsvc.core.base import StrictModel, check_unique_ids
 from rewardsvc.core.errors import JudgeErrorKind, RequestError
 from rewardsvc.core.graders_spec import GraderSpec
-from rewardsvc.core.results import JudgeOutcome, Status
+from rewardsvc.core.results import JudgeOutcome, Status, Usage
 from rewardsvc.core.rubric import Identifier, Rubric
 
 RecipeCombine = Literal["weighted_mean", "min", "geometric"]
@@ -137,11 +137,7 @@ class Recipe(StrictModel):
     @field_validator("components")
     @classmethod
     def _check_components(cls, components: list[Component]) -> list[Component]:
-        seen: set[str] = set()
-        for i, c in enumerate(components):
-            if c.id in seen:
-                raise ValueError(f"[{i}].id: duplicate component id {c.id!r}")
-            seen.add(c.id)
+        check_unique_ids(components, "component")
         if not any(c.weight > 0 for c in components):
             raise ValueError("no component has a positive weight")
         return components
@@ -277,23 +273,10 @@ class RecipeItemReward:
 
 
 @dataclass
-class RecipeUsage:
-    """Work done for one batch: judge calls made, avoided by gates, and grader runs."""
-
-    judge_calls: int = 0
-    judge_calls_skipped: int = 0
-    grader_calls: int = 0
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_ms: float = 0.0
-
-
-@dataclass
 class RecipeResult:
     """Rewards for every item of a batch under one recipe, in input order."""
 
     recipe_id: str
     version: str
     items: list[RecipeItemReward]
-    usage: RecipeUsage
+    usage: Usage

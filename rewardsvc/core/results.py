@@ -6,10 +6,11 @@ monitor and the trainer-compat routes read them directly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from rewardsvc.core.errors import JudgeErrorKind
+from rewardsvc.core.verdict import Verdict
 
 Status = Literal["ok", "degraded", "judge_error", "rejected"]
 
@@ -20,11 +21,19 @@ class CriterionOutcome:
 
     score: float | None
     variance: float = 0.0
-    probs: dict[str, float] | None = None
+    p: dict[str, float] | None = None
+    """The logprob method's probability of each scale answer (the verdict's ``probs``)."""
     error: str | None = None
     error_kind: JudgeErrorKind | None = None
     evidence: dict[str, Any] | None = None
     """A grader criterion's evidence (what it extracted and compared); None for judges."""
+
+    @classmethod
+    def of(cls, verdict: Verdict) -> CriterionOutcome:
+        """The breakdown entry of one call's verdict (a grader's evidence is added later)."""
+        return cls(
+            verdict.score, verdict.variance, verdict.probs, verdict.error, verdict.error_kind
+        )
 
 
 @dataclass
@@ -73,15 +82,41 @@ class ItemReward:
 
 
 @dataclass
-class BatchUsage:
-    """Judge work done for one batch."""
+class Usage:
+    """Work done for one request: judge calls made, served from the cache or made
+    unnecessary by a recipe's gates, grader runs, tokens, wall time and, for comparisons,
+    calls per presentation order (``ab``/``ba`` for pairs, ``order1``... for listwise).
+    Every way of scoring fills in what applies to it; the rest stays 0."""
 
     judge_calls: int = 0
-    cache_hits: int = 0
+    judge_calls_skipped: int = 0
     grader_calls: int = 0
+    cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0
+    calls_by_order: dict[str, int] = field(default_factory=dict)
+
+    def called(self, verdict: Verdict, order: str | None = None) -> None:
+        """Count one judge call and its tokens (under ``order`` for a comparison)."""
+        self.judge_calls += 1
+        self.prompt_tokens += verdict.prompt_tokens
+        self.completion_tokens += verdict.completion_tokens
+        if order is not None:
+            self.calls_by_order[order] = self.calls_by_order.get(order, 0) + 1
+
+    def __add__(self, other: Usage) -> Usage:
+        """The work of both. Wall times add up too, as for tries made one after the other;
+        a caller that ran the two at once measures its own."""
+        counts = {
+            f.name: getattr(self, f.name) + getattr(other, f.name)
+            for f in fields(self)
+            if f.name != "calls_by_order"
+        }
+        orders = dict(self.calls_by_order)
+        for order, n in other.calls_by_order.items():
+            orders[order] = orders.get(order, 0) + n
+        return Usage(**counts, calls_by_order=orders)
 
 
 @dataclass
@@ -91,5 +126,5 @@ class BatchResult:
     rubric_id: str
     version: str
     items: list[ItemReward]
-    usage: BatchUsage
+    usage: Usage
     run: str | None = None

@@ -25,7 +25,7 @@ from pydantic import (
 )
 from pydantic.config import JsonDict
 
-from rewardsvc.core.base import StrictModel
+from rewardsvc.core.base import StrictModel, check_unique_ids
 from rewardsvc.core.graders_spec import GraderSpec, needs_reference
 from rewardsvc.core.monitor_spec import MonitorConfig
 
@@ -284,11 +284,7 @@ class Rubric(StrictModel):
     @field_validator("criteria")
     @classmethod
     def _check_criteria(cls, criteria: list[Criterion]) -> list[Criterion]:
-        seen: set[str] = set()
-        for i, c in enumerate(criteria):
-            if c.id in seen:
-                raise ValueError(f"[{i}].id: duplicate criterion id {c.id!r}")
-            seen.add(c.id)
+        check_unique_ids(criteria, "criterion")
         if sum(c.weight for c in criteria if c.weight > 0) <= 0:
             raise ValueError("no criterion has a positive weight, so the normalizer is zero")
         return criteria

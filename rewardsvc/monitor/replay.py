@@ -17,11 +17,11 @@ from typing import Any, get_args
 
 from rewardsvc.core.results import (
     BatchResult,
-    BatchUsage,
     CriterionOutcome,
     ItemReward,
     JudgeOutcome,
     Status,
+    Usage,
 )
 from rewardsvc.monitor.monitor import DEFAULT_RUN, Monitor
 
@@ -135,5 +135,5 @@ class Replay:
 
     def _observe(self, rubric: str, version: str, items: list[ItemReward]) -> None:
         self.monitor.observe(
-            rubric, version, self.run, BatchResult(rubric, version, items, BatchUsage())
+            rubric, version, self.run, BatchResult(rubric, version, items, Usage())
         )

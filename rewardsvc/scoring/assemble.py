@@ -43,16 +43,7 @@ def step_results(
 
 def judge_outcome(rubric: Rubric, verdicts: Mapping[str, tuple[Verdict, Source]]) -> JudgeOutcome:
     """One judge's score of an item from its criterion verdicts; no score when any failed."""
-    criteria = {
-        cid: CriterionOutcome(
-            score=v.score,
-            variance=v.variance,
-            probs=v.probs,
-            error=v.error,
-            error_kind=v.error_kind,
-        )
-        for cid, (v, _) in verdicts.items()
-    }
+    criteria = {cid: CriterionOutcome.of(v) for cid, (v, _) in verdicts.items()}
     errors = [
         f"criterion {cid!r}: {v.error or 'no score'}"
         for cid, (v, _) in verdicts.items()

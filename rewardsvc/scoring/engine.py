@@ -27,9 +27,9 @@ from rewardsvc.core import aggregate
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.results import (
     BatchResult,
-    BatchUsage,
     ItemReward,
     JudgeOutcome,
+    Usage,
 )
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import JudgeRule, Rubric
@@ -170,7 +170,7 @@ class Engine:
 
         results: list[ItemReward | None] = [None] * len(items)
         pacer = Pacer()  # a large batch must not hold the loop from start to end
-        usage = BatchUsage()
+        usage = Usage()
         parts = split(rubric, items)
         await asyncio.gather(
             *(self._judge(p, items, options, names, results, usage, deadline, pacer) for p in parts)
@@ -207,7 +207,7 @@ class Engine:
         options: ScoreOptions,
         names: list[str],
         results: list[ItemReward | None],
-        usage: BatchUsage,
+        usage: Usage,
         deadline: float | None,
         pacer: Pacer,
     ) -> None:

@@ -28,11 +28,12 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from rewardsvc.core import aggregate
 from rewardsvc.core import comparative as cmp
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
-from rewardsvc.core.results import BatchResult, BatchUsage, ItemReward, Status
+from rewardsvc.core.results import BatchResult, ItemReward, Status, Usage
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
@@ -87,23 +88,16 @@ class GroupReward:
     """The version of the group's own rubric, when it brought criteria."""
 
 
-@dataclass
-class ComparativeUsage:
-    """Judge work of one request; ``calls_by_order`` counts calls per presentation order
-    (``ab``/``ba`` for pairs, ``order1``... for listwise)."""
+class Comparing(TypedDict, total=False):
+    """How a comparative request is run beyond its rubric, groups and options: the keywords
+    of :func:`score_groups` (defaults there), which callers pass on as one."""
 
-    judge_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_ms: float = 0.0
-    calls_by_order: dict[str, int] = field(default_factory=dict)
-
-    def add(self, comparison: Comparison, verdict: Verdict) -> None:
-        """Count one call."""
-        self.judge_calls += 1
-        self.prompt_tokens += verdict.prompt_tokens
-        self.completion_tokens += verdict.completion_tokens
-        self.calls_by_order[comparison.order] = self.calls_by_order.get(comparison.order, 0) + 1
+    max_text_chars: int
+    deadline: float | None
+    asker: Ask
+    cache: VerdictCache | None
+    observer: Observer
+    run: str | None
 
 
 @dataclass
@@ -114,7 +108,7 @@ class GroupBatch:
     version: str
     method: Method
     results: list[GroupReward]
-    usage: ComparativeUsage
+    usage: Usage
 
 
 # ------------------------------------------------------------------ running the calls
@@ -164,15 +158,15 @@ Keyed = dict[tuple[int, str], list[Comparison]]
 
 async def _collect(
     planned: Sequence[_Planned], verdicts: Sequence[Verdict]
-) -> tuple[ComparativeUsage, Keyed, dict[tuple[int, str], list[str]]]:
+) -> tuple[Usage, Keyed, dict[tuple[int, str], list[str]]]:
     """The answers per (group, judge), the failed calls among them, and the work done."""
-    usage = ComparativeUsage()
+    usage = Usage()
     per: Keyed = {}
     failures: dict[tuple[int, str], list[str]] = {}
     pacer = Pacer()
     for p, v in zip(planned, verdicts, strict=True):
         await pacer.step()
-        usage.add(p.comparison, v)
+        usage.called(v, p.comparison.order)
         c = p.comparison
         c.p, c.error, c.error_kind = _probs(v, len(c.shown)), v.error, v.error_kind
         per.setdefault((p.group, p.judge), []).append(c)
@@ -328,13 +322,7 @@ def monitored(batch: GroupBatch, groups: Sequence[GroupIn], run: str | None) -> 
         for gi, (g, r) in enumerate(zip(groups, batch.results, strict=True))
         for i, reward in enumerate(r.rewards)
     ]
-    usage = BatchUsage(
-        judge_calls=batch.usage.judge_calls,
-        prompt_tokens=batch.usage.prompt_tokens,
-        completion_tokens=batch.usage.completion_tokens,
-        latency_ms=batch.usage.latency_ms,
-    )
-    return BatchResult(batch.rubric_id, batch.version, items, usage, run)
+    return BatchResult(batch.rubric_id, batch.version, items, batch.usage, run)
 
 
 def _flags(rollout: Rollout) -> list[str]:

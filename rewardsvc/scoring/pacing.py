@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from rewardsvc.core.verdict import Verdict
 
@@ -33,6 +34,15 @@ class Pacer:
             self._since = time.perf_counter()
 
 
+async def cancel_unfinished(tasks: Sequence[asyncio.Future[Any]]) -> None:
+    """Cancel the tasks not done yet and wait until they have stopped."""
+    unfinished = [t for t in tasks if not t.done()]
+    for task in unfinished:
+        task.cancel()
+    if unfinished:
+        await asyncio.wait(unfinished)
+
+
 async def run_calls(
     calls: Sequence[Callable[[], Awaitable[Verdict]]], deadline: float | None
 ) -> list[Verdict]:
@@ -49,11 +59,7 @@ async def run_calls(
         timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
         await asyncio.wait(tasks, timeout=timeout)
     finally:
-        late = [t for t in tasks if not t.done()]
-        for t in late:
-            t.cancel()
-        if late:
-            await asyncio.wait(late)
+        await cancel_unfinished(tasks)
     out = []
     for t in tasks:
         if t.cancelled():

@@ -14,18 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Unpack
 
 from rewardsvc.core import aggregate
 from rewardsvc.core import comparative as cmp
-from rewardsvc.core.observe import NULL_OBSERVER, Observer
-from rewardsvc.core.results import Status
+from rewardsvc.core.results import Status, Usage
 from rewardsvc.core.rubric import JudgeRule, Rubric
-from rewardsvc.judges.comparative import ask
 from rewardsvc.judges.judge import Judge
 from rewardsvc.scoring.group_judges import JudgeGroup, combine_criteria
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions, worst_questions
-from rewardsvc.scoring.groups import Ask, ComparativeUsage, GroupReward, score_groups
-from rewardsvc.storage.cache import VerdictCache
+from rewardsvc.scoring.groups import Comparing, GroupReward, score_groups
 
 
 @dataclass(frozen=True)
@@ -75,7 +73,7 @@ class PreferenceBatch:
     rubric_id: str
     version: str
     results: list[Preference]
-    usage: ComparativeUsage
+    usage: Usage
 
 
 def _order_p(rubric: Rubric, per_criterion: Mapping[str, float]) -> float:
@@ -162,17 +160,11 @@ async def judge_preferences(
     rubric: Rubric,
     pairs: Sequence[GroupIn],
     options: PreferenceOptions | None = None,
-    *,
-    max_text_chars: int = 100_000,
-    deadline: float | None = None,
-    asker: Ask = ask,
-    cache: VerdictCache | None = None,
-    observer: Observer = NULL_OBSERVER,
-    run: str | None = None,
+    **comparing: Unpack[Comparing],
 ) -> PreferenceBatch:
     """Verdicts on ``pairs`` (each a :class:`GroupIn` of two rollouts, a then b), each
-    comparison read from and written to ``cache``; each pair's two win rates are reported
-    to ``observer`` under ``run`` as a group's rewards are.
+    comparison read from and written to the cache of ``comparing``; each pair's two win
+    rates are reported to its observer under its run, as a group's rewards are.
 
     Raises ``RequestError`` for request-level problems, as :func:`score_groups`.
     """
@@ -186,18 +178,7 @@ async def judge_preferences(
         rule=options.rule,
         min_judges=options.min_judges,
     )
-    batch = await score_groups(
-        judges,
-        rubric,
-        pairs,
-        group_options,
-        max_text_chars=max_text_chars,
-        deadline=deadline,
-        asker=asker,
-        cache=cache,
-        observer=observer,
-        run=run,
-    )
+    batch = await score_groups(judges, rubric, pairs, group_options, **comparing)
     rule = options.rule or rubric.aggregation.rule
     results = [
         _preference(pair.rubric or rubric, group, rule, options.margin)

@@ -36,11 +36,10 @@ from rewardsvc.core.recipe import (
     Recipe,
     RecipeItemReward,
     RecipeResult,
-    RecipeUsage,
     RoutingTable,
     resolve_components,
 )
-from rewardsvc.core.results import BatchResult, ItemReward, Status
+from rewardsvc.core.results import BatchResult, ItemReward, Status, Usage
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.registry import Graders
@@ -183,7 +182,7 @@ class RecipeRunner:
         :func:`resolve_components`; ``options`` go to every ``score_rubric`` call. Items
         the server could not read (``rollout`` None) come back rejected with their error."""
         started = time.perf_counter()
-        usage = RecipeUsage()
+        usage = Usage()
         items = _items_of(recipe, rubrics, batch)
         judged_gates = await self._run_graders(recipe, items, usage)
         await self._run_judged(recipe, rubrics, judged_gates, items, usage, options)
@@ -201,7 +200,7 @@ class RecipeRunner:
         )
 
     async def _run_graders(
-        self, recipe: Recipe, items: list[_Item], usage: RecipeUsage
+        self, recipe: Recipe, items: list[_Item], usage: Usage
     ) -> list[Component]:
         """Step 1: every grader component on every item, then the grader gates; returns
         the judged gates, in the order listed."""
@@ -234,7 +233,7 @@ class RecipeRunner:
         rubrics: Mapping[str, Rubric],
         judged_gates: list[Component],
         items: list[_Item],
-        usage: RecipeUsage,
+        usage: Usage,
         options: ScoreOptions | None,
     ) -> None:
         """Steps 2 and 3: the judged gates in turn, then the other judged components
@@ -273,7 +272,7 @@ class RecipeRunner:
             item.decided_by, item.floor = component_id, floor
 
     async def _grade(
-        self, component: Component, items: list[_Item], usage: RecipeUsage, request: object
+        self, component: Component, items: list[_Item], usage: Usage, request: object
     ) -> None:
         spec = component.grader
         assert spec is not None
@@ -302,7 +301,7 @@ class RecipeRunner:
         component: Component,
         rubric: Rubric,
         items: list[_Item],
-        usage: RecipeUsage,
+        usage: Usage,
         options: ScoreOptions | None,
     ) -> None:
         todo = [item for item in items if item.open]

@@ -13,10 +13,10 @@ import logging
 import time
 from typing import Any
 
-from rewardsvc.core.results import BatchUsage
+from rewardsvc.core.results import Usage
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.batching import SharedCall
-from rewardsvc.scoring.pacing import Pacer
+from rewardsvc.scoring.pacing import Pacer, cancel_unfinished
 from rewardsvc.scoring.planning import Call
 from rewardsvc.storage.cache import Source, VerdictCache
 
@@ -114,11 +114,7 @@ async def _settle(
     finally:
         # Cancelled by the caller (the client went away) or past the deadline: this
         # request's own calls stop; the cache's go on, for whoever else waits for them.
-        unfinished = [t for t in own if not t.done()]
-        for task in unfinished:
-            task.cancel()
-        if unfinished:
-            await asyncio.wait(unfinished)
+        await cancel_unfinished(own)
     for n, (future, joined) in waits.items():
         if future in late or future.cancelled():
             outcomes[n] = (_DEADLINE, "call")
@@ -143,7 +139,7 @@ async def _until_done(
 
 
 def tally(
-    calls: list[Call], outcomes: list[Outcome], names: list[str], items: int, usage: BatchUsage
+    calls: list[Call], outcomes: list[Outcome], names: list[str], items: int, usage: Usage
 ) -> list[dict[str, dict[str, Outcome]]]:
     """Each item's verdicts (judge name -> criterion id -> outcome) from the calls'
     outcomes, counting the calls, tokens and cache hits into ``usage``."""
@@ -158,9 +154,7 @@ def tally(
                 continue  # every verdict of a batched call carries the call's cost
             batches.add(call.batch)
         if source == "call":
-            usage.judge_calls += 1
-            usage.prompt_tokens += verdict.prompt_tokens
-            usage.completion_tokens += verdict.completion_tokens
+            usage.called(verdict)
         elif source == "hit":
             usage.cache_hits += 1
     return verdicts

@@ -77,10 +77,9 @@ from rewardsvc.protocol.compat import (
     SlimeReward,
 )
 from rewardsvc.protocol.rewards import (
-    RUN_NAME_MAX,
-    RUN_NAME_PATTERN,
     RewardOptions,
     RewardResult,
+    RunName,
 )
 from rewardsvc.server.errors import ApiError, error_responses
 from rewardsvc.server.holding import Attempts, HeldTries
@@ -151,12 +150,9 @@ def _hold_query(limit: float) -> Any:
 
 
 RunQuery = Annotated[
-    str | None,
+    RunName | None,
     Query(
-        min_length=1,
-        max_length=RUN_NAME_MAX,
-        pattern=RUN_NAME_PATTERN,
-        description="The training run these rewards belong to (the same names as `/v1/rewards`).",
+        description="The training run these rewards belong to (the same names as `/v1/rewards`)."
     ),
 ]
 

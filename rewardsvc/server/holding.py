@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import dataclasses
 import hashlib
 import json
 import time
@@ -24,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rewardsvc.core.observe import Observers
-from rewardsvc.core.results import BatchResult, BatchUsage, ItemReward
+from rewardsvc.core.results import BatchResult, ItemReward, Usage
 from rewardsvc.protocol.rewards import RewardResult, RubricRef
 
 LineSink = Callable[[RubricRef, Sequence[tuple[Any, RewardResult]], str | None], None]
@@ -45,14 +44,8 @@ class _Lines:
 class _Batches:
     sink: BatchSink
     version: str
-    usage: BatchUsage = field(default_factory=BatchUsage)
+    usage: Usage = field(default_factory=Usage)
     latest: dict[str, ItemReward] = field(default_factory=dict)
-
-
-def _added(a: BatchUsage, b: BatchUsage) -> BatchUsage:
-    return BatchUsage(
-        **{f.name: getattr(a, f.name) + getattr(b, f.name) for f in dataclasses.fields(a)}
-    )
 
 
 class HeldTries:
@@ -81,7 +74,7 @@ class HeldTries:
         key = (label, batch.rubric_id, batch.run)
         kept = self._batches.setdefault(key, _Batches(sink, batch.version))
         kept.version = batch.version
-        kept.usage = _added(kept.usage, batch.usage)
+        kept.usage = kept.usage + batch.usage
         for item in batch.items:
             kept.latest[item.id] = item
 

@@ -101,18 +101,15 @@ class RewardLog:
         run: str | None = None,
     ) -> None:
         """Queue one line per (raw item, result) of ``rubric``."""
+        head = {"rubric": rubric.id, "version": rubric.version}
         request = uuid.uuid4().hex[:12]  # a prompt's items are one group within a request
         for raw, result in pairs:
-            self._line(
+            self._result(
                 raw,
                 run,
-                rubric=rubric.id,
-                version=rubric.version,
-                id=result.id,
-                reward=result.reward,
-                status=result.status,
-                uncertainty=result.uncertainty,
-                flags=result.flags,
+                head,
+                result,
+                {"reward": result.reward},
                 criteria=_criteria(result),
                 group=_group(request, raw),
             )
@@ -154,19 +151,33 @@ class RewardLog:
         verdict: Callable[[Any], dict[str, Any]],
     ) -> None:
         results: Sequence[GroupReward | Preference] = batch.results
+        head = {"kind": kind, "rubric": batch.rubric_id, "version": batch.version}
         for raw, result in zip(raws, results, strict=False):
-            self._line(
-                raw,
-                run,
-                kind=kind,
-                rubric=batch.rubric_id,
-                version=batch.version,
-                id=result.id,
-                **verdict(result),
-                status=result.status,
-                uncertainty=result.uncertainty,
-                flags=result.flags,
-            )
+            self._result(raw, run, head, result, verdict(result))
+
+    def _result(
+        self,
+        raw: Any,
+        run: str | None,
+        head: dict[str, Any],
+        result: RewardResult | GroupReward | Preference,
+        verdict: dict[str, Any],
+        **after: Any,
+    ) -> None:
+        """One result's line: ``head`` (what scored it), its id, ``verdict`` (its rewards),
+        then the status, uncertainty and flags that every kind of result has, then
+        ``after`` (what only some kinds have)."""
+        self._line(
+            raw,
+            run,
+            **head,
+            id=result.id,
+            **verdict,
+            status=result.status,
+            uncertainty=result.uncertainty,
+            flags=result.flags,
+            **after,
+        )
 
     def _line(self, raw: Any, run: str | None, **fields: Any) -> None:
         metadata = raw.get("metadata") if isinstance(raw, dict) else None

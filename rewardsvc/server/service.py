@@ -43,7 +43,7 @@ from rewardsvc.monitor import Monitor
 from rewardsvc.protocol.rewards import CriteriaOptions, RewardOptions, RewardResponse
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions, planned_work
-from rewardsvc.scoring.groups import GroupBatch, score_groups
+from rewardsvc.scoring.groups import Comparing, GroupBatch, score_groups
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions, judge_preferences
 from rewardsvc.server import access, metrics, monitor_metrics
 from rewardsvc.server.admission import (
@@ -254,6 +254,20 @@ class Service:
             return True
         return False
 
+    @property
+    def _judges(self) -> Mapping[str, Judge]:
+        return self.engine.judges  # type: ignore[return-value]  # Judges the engine types JudgeLike
+
+    def _comparing(self, run: str | None) -> Comparing:
+        """How this service runs a comparative request of ``run`` (from now on)."""
+        return Comparing(
+            max_text_chars=self.engine.max_text_chars,
+            deadline=time.monotonic() + self.settings.request_timeout_s,
+            cache=self.engine.cache,
+            observer=self.engine.observer,
+            run=run,
+        )
+
     async def score_groups(
         self,
         rubric: Rubric,
@@ -274,15 +288,7 @@ class Service:
         )
         with self.admitted(sum(len(g.rollouts) for g in groups), calls, size):
             batch = await score_groups(
-                self.engine.judges,  # type: ignore[arg-type]  # Judges the engine types JudgeLike
-                rubric,
-                groups,
-                options,
-                max_text_chars=self.engine.max_text_chars,
-                deadline=time.monotonic() + self.settings.request_timeout_s,
-                cache=self.engine.cache,
-                observer=self.engine.observer,
-                run=run,
+                self._judges, rubric, groups, options, **self._comparing(run)
             )
         if self.reward_log is not None:
             self.reward_log.write_groups(batch, raw, run)
@@ -306,15 +312,7 @@ class Service:
         calls, size = planned_work(rubric, pairs, as_groups, self.engine.max_text_chars)
         with self.admitted(2 * len(pairs), calls, size):
             batch = await judge_preferences(
-                self.engine.judges,  # type: ignore[arg-type]  # Judges the engine types JudgeLike
-                rubric,
-                pairs,
-                options,
-                max_text_chars=self.engine.max_text_chars,
-                deadline=time.monotonic() + self.settings.request_timeout_s,
-                cache=self.engine.cache,
-                observer=self.engine.observer,
-                run=run,
+                self._judges, rubric, pairs, options, **self._comparing(run)
             )
         if self.reward_log is not None:
             self.reward_log.write_preferences(batch, raw, run)

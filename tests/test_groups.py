@@ -10,6 +10,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from rewardsvc.application.item_rubrics import ItemRubrics
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
@@ -17,6 +18,7 @@ from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.judges.prompts import Prompt
 from rewardsvc.library.registry import load_pool
+from rewardsvc.protocol.rewards import CriteriaOptions
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions
 from rewardsvc.scoring.groups import GroupBatch, score_groups
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions, judge_preferences
@@ -203,6 +205,9 @@ class LocalComparer:
 
     def inline_rubric(self, rubric: Rubric) -> Rubric:
         return rubric
+
+    def item_rubrics(self, template: Rubric | None, options: CriteriaOptions) -> ItemRubrics:
+        return ItemRubrics(template, options.criteria_mode, options.criteria_format)
 
     async def score_groups(
         self,

@@ -1,6 +1,6 @@
 """Criteria batching (method ``batched``): one judge call answers all criteria of an item.
 
-- pure: the prompt (prefix-cache order, numbered questions last), the reply grammar, and
+- pure: the prompt (prefix-cache order, numbered questions before the item), the reply grammar, and
   reading each criterion's probabilities at its answer position (a position that cannot be
   read fails that criterion only), then pitfalls and essential gates through assembly;
 - the engine with an in-process batching judge, for failure paths, cache and dedup;

@@ -3,15 +3,17 @@
 The prompt shows the K questions numbered before the item (shared part, questions, item,
 one answer instruction): the questions are the same for every item of the rubric, so they
 join the prefix that vLLM's prefix cache keeps, and only the item and the instruction are
-computed per call. The reply is one line of K answers separated by single spaces, answer k
-holding only criterion k's answer (``yes``, ``no`` or a digit), held to exactly that by a
-vLLM structured-outputs regex, so each answer is one constrained position. A yes/no answer
-after a space is one token (`` no``), so a reply of K yes/no answers is K decoded tokens;
-on a CPU judge every decoded token is an engine step (measured: a ``k:`` label per answer
-took 1.3-3x as long for the same answers). Each criterion's probabilities are read from
-the top logprobs at its answer position with the logprob method's own
-:func:`~rewardsvc.judges.methods.distribution`, so a batched verdict means what a
-per-criterion one means (pitfalls, gates and weights apply unchanged).
+computed per call. With per-prompt criteria the questions are the same for every completion
+of the prompt, so a GRPO group's calls share everything up to the completion's fence (see
+``rewardsvc.judges.prompts``). The reply is one line of K answers separated by single
+spaces, answer k holding only criterion k's answer (``yes``, ``no`` or a digit), held to
+exactly that by a vLLM structured-outputs regex, so each answer is one constrained
+position. A yes/no answer after a space is one token (`` no``), so a reply of K yes/no
+answers is K decoded tokens; on a CPU judge every decoded token is an engine step
+(measured: a ``k:`` label per answer took 1.3-3x as long for the same answers). Each
+criterion's probabilities are read from the top logprobs at its answer position with the
+logprob method's own :func:`~rewardsvc.judges.methods.distribution`, so a batched verdict
+means what a per-criterion one means (pitfalls, gates and weights apply unchanged).
 
 A position that cannot be read fails that criterion only (``unparseable``); a failed call
 fails them all with the call's error kind.

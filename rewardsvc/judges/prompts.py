@@ -13,6 +13,18 @@ from the very start of the prompt):
 So the K criterion calls of one item share everything up to and including the
 item, and only the last few tokens differ.
 
+For a GRPO group (G completions of one prompt, scored against one rubric: the library's,
+or the prompt's own criteria derived by ``core.item_rubric``), the G items differ only from
+their completion on. A batched call (``rewardsvc.judges.batching``) shows all the criteria
+in part 1, before the task and the completion, so the G calls of a group share everything
+up to the completion's fence and the criteria are computed once per group, not once per
+completion; the completion stays last before the trailer and the answer line. The
+criteria come before the task rather than after it: within a group both orders share the
+same prefix, and across prompts scored against one library rubric only criteria-first
+shares the criteria. A per-criterion call keeps its criterion after the item: its K calls
+then share the completion, which is longer than a criterion. ``bench/group_layout.py``
+measures both choices on the CPU judge.
+
 Fencing lives in ``rewardsvc.judges.fencing``, the item block in ``rewardsvc.judges.items``;
 the judge's :class:`~rewardsvc.judges.shapes.ApiShape` lays out the call (messages or
 one document) and decides the answer cue. Untrusted text (prompt, completion, reference)

@@ -491,12 +491,16 @@ async def test_verifiers_functions(fake: FakeService) -> None:
         fake.url, "helpful-answer", judge_error_retries=0, judge_error_wait=0
     )
     assert single.__name__ == group.__name__ == "rewardsvc_helpful_answer"
-    assert set(inspect.signature(single).parameters) == {"prompt", "completion", "answer", "state"}
+    # verifiers passes the parameters a function names: info carries a per-prompt rubric.
+    assert set(inspect.signature(single).parameters) == {
+        "prompt", "completion", "answer", "state", "info",
+    }  # fmt: skip
     assert set(inspect.signature(group).parameters) == {
         "prompts",
         "completions",
         "answers",
         "states",
+        "infos",
     }
     state: dict[str, Any] = {}
     assert await single(prompt="q", completion="0.7", answer="", state=state) == 0.7

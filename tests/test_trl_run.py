@@ -179,3 +179,67 @@ def test_trl_grpo_run_rewards_are_the_service_rewards(service: Service, tmp_path
         assert entry[f"{name}/ok"] + entry[f"{name}/degraded"] == pytest.approx(
             len(scored) / len(call["rewards"])
         )
+
+
+PER_PROMPT = ROOT / "tests" / "data" / "per_prompt_grpo.jsonl"
+
+
+def test_trl_grpo_run_judges_each_prompt_by_its_own_rubric(
+    service: Service, tmp_path: Path
+) -> None:
+    """A GRPO run on a dataset with a HealthBench-style rubric per prompt: the adapter sends
+    the ``rubrics`` column as each item's criteria, and every completion is scored with its
+    prompt's own rubric version (not the template's), as TRL logged it."""
+    from rewardsvc_client import Client
+
+    python = ensure_trl_venv()
+    report_path = tmp_path / "report.json"
+    log = tmp_path / "trl.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REWARDSVC_")}
+    env.update({"HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"})
+    command = [str(python), str(SCRIPT), "--model", str(policy_model()), "--out", str(report_path)]
+    command += ["--url", service.url, "--rubric", "per-prompt", "--steps", "2"]
+    command += ["--dataset", str(PER_PROMPT), "--reference-column", ""]
+    command += ["--criteria-column", "rubrics", "--criteria-format", "healthbench"]
+    started = time.monotonic()
+    with log.open("w") as out:
+        done = subprocess.run(
+            command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path, timeout=3600
+        )
+    assert done.returncode == 0, log.read_text()[-6000:]
+    report: dict[str, Any] = json.loads(report_path.read_text())
+    seconds = time.monotonic() - started
+    print(f"\nper-prompt TRL run: {report['global_step']} steps, {seconds:.0f} s "
+          f"(train {report['train_seconds']:.0f} s)")  # fmt: skip
+    name = "rewardsvc/per-prompt"
+    assert report["global_step"] == 2
+    rows = {json.dumps(r["prompt"]): r["rubrics"] for r in map(json.loads, PER_PROMPT.open())}
+
+    # The version each prompt's own rubric has: the service's answer for its criteria.
+    def own_version(prompt: Any, criteria: Any) -> tuple[str | None, str]:
+        with Client(service.url) as client:
+            reply = client.rewards(
+                "per-prompt",
+                [{"prompt": prompt, "completion": "-", "criteria": criteria}],
+                {"criteria_format": "healthbench"},
+            )
+        return reply.results[0].version, reply.rubric.version
+
+    calls, tables = report["calls"], report["completions_tables"]
+    assert len(calls) == len(tables) == 2
+    seen: set[str] = set()
+    for call, table in zip(calls, tables, strict=True):
+        # TRL handed the adapter the dataset's rubric column, one entry per completion.
+        assert call["criteria"] == [rows[json.dumps(p)] for p in call["prompts"]]
+        logged = table["rows"]
+        assert [row["completion"] for row in logged] == call["completions"]
+        for prompt, row in zip(call["prompts"], logged, strict=True):
+            version, template = own_version(prompt, rows[json.dumps(prompt)])
+            assert row[f"{name}/version"] == version != template
+            assert row[f"{name}/status"] in ("ok", "degraded")
+            assert isinstance(row[name], float) and 0.0 <= row[name] <= 1.0
+            seen.add(version or "")
+        assert all(
+            same(a, b) for a, b in zip([r[name] for r in logged], call["rewards"], strict=True)
+        )
+    assert len(seen) >= 2  # different prompts, different rubrics

@@ -9,6 +9,9 @@ adapter returned to TRL on each call.
     python tests/trl_run_script.py --model DIR --out report.json \
         --url http://127.0.0.1:8000 --rubric short-answer-correctness
     python tests/trl_run_script.py --model DIR --out report.json --dummy   # no service
+    python tests/trl_run_script.py --model DIR --out report.json --url URL --rubric per-prompt \
+        --dataset tests/data/per_prompt_grpo.jsonl --criteria-column rubrics \
+        --criteria-format healthbench        # a rubric per prompt, from the dataset's column
 """
 
 from __future__ import annotations
@@ -62,6 +65,10 @@ def main() -> int:
     parser.add_argument("--num-generations", type=int, default=2)
     parser.add_argument("--max-completion-length", type=int, default=16)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--dataset", help="JSONL rows with a conversational 'prompt' column")
+    parser.add_argument("--reference-column", default="answer")
+    parser.add_argument("--criteria-column", default=None)
+    parser.add_argument("--criteria-format", default=None)
     args = parser.parse_args()
     if not args.dummy and not args.url:
         parser.error("--url is required unless --dummy")
@@ -77,9 +84,12 @@ def main() -> int:
 
     # Conversational prompts: TRL hands the reward function message lists, the case the
     # adapter must pass through as messages.
-    dataset = Dataset.from_list(
-        [{"prompt": [{"role": "user", "content": q}], "answer": a} for q, a in QUESTIONS]
-    )
+    if args.dataset:
+        lines = Path(args.dataset).read_text(encoding="utf-8").splitlines()
+        rows = [json.loads(line) for line in lines if line.strip()]
+    else:
+        rows = [{"prompt": [{"role": "user", "content": q}], "answer": a} for q, a in QUESTIONS]
+    dataset = Dataset.from_list(rows)
 
     calls: list[dict[str, Any]] = []
     run_id = None
@@ -94,7 +104,12 @@ def main() -> int:
         from rewardsvc_client.trl import trl_reward_func
 
         adapter = trl_reward_func(
-            args.url, args.rubric, reference_column="answer", api_key=args.api_key
+            args.url,
+            args.rubric,
+            reference_column=args.reference_column or None,
+            api_key=args.api_key,
+            criteria_column=args.criteria_column,
+            criteria_format=args.criteria_format,
         )
 
         # Record what the adapter hands back to TRL, call by call, to compare with what TRL
@@ -110,6 +125,7 @@ def main() -> int:
                     "prompts": prompts,
                     "completions": completions,
                     "answers": kwargs.get("answer"),
+                    "criteria": kwargs.get(args.criteria_column) if args.criteria_column else None,
                     "rewards": rewards,
                     "kwargs": sorted(kwargs),
                 }

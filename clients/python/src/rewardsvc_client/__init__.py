@@ -10,7 +10,8 @@ Adapters (imported on demand, none needs the trainer installed):
 ``rewardsvc_client.slime``, ``rewardsvc_client.verifiers``, ``rewardsvc_client.art``, the
 group adapters ``rewardsvc_client.groups``, the OpenRLHF agent helper
 ``rewardsvc_client.agent``; and the
-verifiers 0.4 judge plugin, the top-level module ``rewardsvc_judge``.
+verifiers 0.4 judge plugin, the top-level module ``rewardsvc_judge``. Per-prompt rubrics
+(a dataset's rubric column sent with each item) go through ``rewardsvc_client.criteria``.
 """
 
 from rewardsvc_client.client import AsyncClient, Client, RewardServiceError

@@ -19,6 +19,7 @@ from rewardsvc_client.client import (
     Client,
     RewardServiceError,
 )
+from rewardsvc_client.criteria import CriteriaOptions, with_criteria
 from rewardsvc_client.types import RewardResult
 
 logger = logging.getLogger("rewardsvc_client")
@@ -55,7 +56,8 @@ class Settings:
         **kwargs: Any,
     ) -> Settings:
         """Fill what the caller left out from REWARDSVC_URL, REWARDSVC_RUBRIC,
-        REWARDSVC_API_KEY, REWARDSVC_TIMEOUT and REWARDSVC_RUN."""
+        REWARDSVC_API_KEY, REWARDSVC_TIMEOUT and REWARDSVC_RUN; ``criteria_format`` and
+        ``criteria_mode`` (else REWARDSVC_CRITERIA_FORMAT / _MODE) go into the options."""
         url = url or os.environ.get(ENV_URL)
         rubric = rubric or os.environ.get(ENV_RUBRIC)
         if not url:
@@ -68,6 +70,10 @@ class Settings:
             timeout = float(os.environ.get(ENV_TIMEOUT) or DEFAULT_TIMEOUT)
         if kwargs.get("run") is None:
             kwargs["run"] = os.environ.get(ENV_RUN) or None
+        criteria = CriteriaOptions.resolve(
+            kwargs.pop("criteria_format", None), kwargs.pop("criteria_mode", None)
+        )
+        kwargs["options"] = criteria.merged(kwargs.get("options"))
         return cls(url=url, rubric=rubric, api_key=api_key, timeout=timeout, **kwargs)
 
     def async_client(self) -> AsyncClient:
@@ -267,12 +273,18 @@ def with_reference(entry: dict[str, Any], label: Any) -> dict[str, Any]:
 
 
 def wire_item(
-    index: int | str, prompt: Any, completion: Any, metadata: dict[str, Any], label: Any = None
+    index: int | str,
+    prompt: Any,
+    completion: Any,
+    metadata: dict[str, Any],
+    label: Any = None,
+    criteria: Any = None,
 ) -> dict[str, Any]:
     """One item of POST /v1/rewards: id, prompt, completion and metadata as given (already
-    converted), and the label as the reference when it has one."""
+    converted), the label as the reference when it has one, and the sample's own criteria
+    (a dataset's rubric value, ``rewardsvc_client.criteria``) when it has some."""
     item = {"id": str(index), "prompt": prompt, "completion": completion, "metadata": metadata}
-    return with_reference(item, label)
+    return with_criteria(with_reference(item, label), criteria)
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -11,7 +11,10 @@ such an ``f`` that scores a group in one request and sets each ``trajectory.rewa
 
 Each trajectory's messages up to its first assistant message are the prompt; the rest (the
 agent's replies, tool calls and results as text) is the completion. The reference is
-``trajectory.metadata[reference_key]`` when present. ``rewardsvc_*`` numbers go into each
+``trajectory.metadata[reference_key]`` when present, its own rubric
+``trajectory.metadata[criteria_key]`` (default ``criteria``; ART's metadata values are
+scalars, so the criteria go there as JSON text: ``json.dumps(row["rubrics"])``), read in
+``criteria_format`` with ``criteria_mode``. ``rewardsvc_*`` numbers go into each
 trajectory's ``metrics``.
 
 Failures. A trajectory whose reward cannot be produced (after ``judge_error_wait`` seconds of
@@ -63,7 +66,7 @@ def split_trajectory(trajectory: Any) -> tuple[Any, Any]:
 
 
 def trajectory_label(trajectory: Any, key: str) -> Any:
-    """The trajectory's ``metadata[key]`` (its reference), None when absent."""
+    """The trajectory's ``metadata[key]`` (its reference, its criteria), None when absent."""
     return (getattr(trajectory, "metadata", None) or {}).get(key)
 
 
@@ -98,9 +101,11 @@ class GroupScorer:
         settings: Settings,
         reference_key: str = "reference",
         judge_error_wait: float = 120.0,
+        criteria_key: str = "criteria",
     ) -> None:
         self.settings = settings
         self.reference_key = reference_key
+        self.criteria_key = criteria_key
         self.judge_error_wait = judge_error_wait
         self.clients = LoopClients(settings)
 
@@ -111,6 +116,7 @@ class GroupScorer:
                 *split_trajectory(trajectory),
                 {"trainer": "art"},
                 trajectory_label(trajectory, self.reference_key),
+                trajectory_label(trajectory, self.criteria_key),
             )
             for i, trajectory in enumerate(trajectories)
         ]
@@ -150,13 +156,23 @@ def make_group_scorer(
     judge_error_wait: float = 120.0,
     timeout: float | None = None,
     options: Mapping[str, Any] | None = None,
+    criteria_key: str = "criteria",
+    criteria_format: str | None = None,
+    criteria_mode: str | None = None,
 ) -> Callable[[Any], Awaitable[Any]]:
     """An ``after_each`` function for ``art.gather_trajectory_groups``; arguments left None
-    come from REWARDSVC_URL, REWARDSVC_RUBRIC, REWARDSVC_API_KEY, REWARDSVC_RUN."""
+    come from REWARDSVC_URL, REWARDSVC_RUBRIC, REWARDSVC_API_KEY, REWARDSVC_RUN (and
+    REWARDSVC_CRITERIA_FORMAT / _MODE). ``criteria_key``: see the module docstring."""
     settings = Settings.resolve(
-        url, rubric, api_key=api_key, timeout=timeout, run=run, options=options
+        url, rubric, api_key=api_key, timeout=timeout, run=run, options=options,
+        criteria_format=criteria_format, criteria_mode=criteria_mode,
+    )  # fmt: skip
+    return GroupScorer(
+        settings,
+        reference_key=reference_key,
+        judge_error_wait=judge_error_wait,
+        criteria_key=criteria_key,
     )
-    return GroupScorer(settings, reference_key=reference_key, judge_error_wait=judge_error_wait)
 
 
 __all__ = ["GroupScorer", "RewardsvcScoreError", "make_group_scorer", "split_trajectory"]

@@ -31,6 +31,15 @@ tokens. OpenRLHF cuts over-long prompts from the left, so a query may start with
 end of the prompt: that part is removed too. ``labels`` (``--data.label_key``) become
 references.
 
+Per-prompt rubrics: a label built with ``rubric_label(criteria, reference)`` (JSON text:
+OpenRLHF's labels are strings) carries the sample's own criteria, read by both hooks; give
+the dataset's format and the mode as ``criteria_format`` / ``criteria_mode`` (the route's
+query parameters, see ``route_url``; ``make_reward_func``'s arguments, or
+REWARDSVC_CRITERIA_FORMAT / REWARDSVC_CRITERIA_MODE for this file)::
+
+    --reward.remote_url "$(python -c 'from rewardsvc_client.openrlhf import route_url;
+        print(route_url("http://HOST:8000", "per-prompt", criteria_format="healthbench"))')"
+
 Failures: both hooks return the same ``extra_logs`` keys (``rewardsvc_valid``,
 ``rewardsvc_judge_error``, ``rewardsvc_rejected``, ...), which OpenRLHF logs per sample. A
 sample whose reward cannot be produced after ``judge_error_wait`` seconds of re-sending
@@ -54,6 +63,8 @@ from rewardsvc_client._adapt import (
     wire_item,
 )
 from rewardsvc_client._retrying import drive_sync, results_or_none
+from rewardsvc_client.criteria import route_url as _route_url
+from rewardsvc_client.criteria import rubric_label, split_label
 
 # End-of-turn / end-of-text markers decoded with skip_special_tokens=False: <|im_end|>,
 # <|eot_id|>, <|endoftext|>, </s>, <eos>, <end_of_turn>, and padding after them.
@@ -123,7 +134,11 @@ class OpenRLHFReward:
             prompt_text = prompt if isinstance(prompt, str) else str(prompt)
             label = labels[i] if labels is not None and i < len(labels) else None
             completion = response_text(query, prompt_text)
-            items.append(wire_item(i, prompt_text, completion, {"trainer": "openrlhf"}, label))
+            reference, criteria = split_label(label)
+            item = wire_item(
+                i, prompt_text, completion, {"trainer": "openrlhf"}, reference, criteria
+            )
+            items.append(item)
         steps = results_or_none(
             self.settings,
             items,
@@ -153,6 +168,8 @@ def make_reward_func(
     retries: int = 3,
     options: Mapping[str, Any] | None = None,
     run: str | None = None,
+    criteria_format: str | None = None,
+    criteria_mode: str | None = None,
 ) -> OpenRLHFReward:
     """A ``reward_func(queries, prompts, labels)`` for OpenRLHF's python-file hook::
 
@@ -163,15 +180,33 @@ def make_reward_func(
     Returns ``{"rewards": [float], "scores": [float], "extra_logs": {key: [float]}}``, each
     list as long as ``queries``; extra_logs keys are fixed (``rewardsvc_valid``,
     ``rewardsvc_uncertainty``, ...), the same as the HTTP route's. ``run`` names the
-    training run (default REWARDSVC_RUN). Arguments left None come from the environment. The
-    returned object pickles (without its connections).
+    training run (default REWARDSVC_RUN). Labels made with ``rubric_label`` carry each
+    sample's criteria, read in ``criteria_format`` with ``criteria_mode``. Arguments left
+    None come from the environment. The returned object pickles (without its connections).
     """
     settings = Settings.resolve(
-        url, rubric, api_key=api_key, timeout=timeout, retries=retries, options=options, run=run
-    )
+        url, rubric, api_key=api_key, timeout=timeout, retries=retries, options=options,
+        run=run, criteria_format=criteria_format, criteria_mode=criteria_mode,
+    )  # fmt: skip
     return OpenRLHFReward(
         settings, failure_score_default(failure_score), judge_error_retries, judge_error_wait
     )
+
+
+def route_url(
+    base: str,
+    rubric: str,
+    *,
+    run: str | None = None,
+    criteria_format: str | None = None,
+    criteria_mode: str | None = None,
+) -> str:
+    """The service's OpenRLHF route for ``--reward.remote_url``:
+    ``{base}/openrlhf/{rubric}?run=...&criteria_format=...&criteria_mode=...``."""
+    return _route_url(
+        base, "openrlhf", rubric, run=run, criteria_format=criteria_format,
+        criteria_mode=criteria_mode,
+    )  # fmt: skip
 
 
 _default: Callable[..., dict[str, Any]] | None = None
@@ -191,4 +226,11 @@ def reward_func(
     return _default(queries, prompts, labels, **kwargs)
 
 
-__all__ = ["OpenRLHFReward", "make_reward_func", "response_text", "reward_func"]
+__all__ = [
+    "OpenRLHFReward",
+    "make_reward_func",
+    "response_text",
+    "reward_func",
+    "route_url",
+    "rubric_label",
+]

@@ -12,6 +12,13 @@ and REWARDSVC_RUN in the environment of slime's rollout workers, or build your o
 ``make_rm`` / ``make_group_rm``. ``sample.prompt`` (a string or messages) is the prompt,
 ``sample.response`` the completion and ``sample.label`` the reference.
 
+Per-prompt rubrics: a ``sample.label`` that is a rubric label (``{"criteria": [...],
+"reference": "..."}``, an object or its JSON text: ``rubric_label``), or else
+``sample.metadata[criteria_key]`` (default ``criteria``), is the sample's own criteria,
+read in ``criteria_format`` with ``criteria_mode`` (``make_rm``'s arguments, or
+REWARDSVC_CRITERIA_FORMAT / REWARDSVC_CRITERIA_MODE). slime's own ``remote_rm`` posts the
+label to the service's route as it is: ``route_url`` builds its ``--rm-url``.
+
 Failures. slime's own ``remote_rm`` retries 10 times and then raises, which ends the
 rollout. These functions instead re-send judge_error items for up to ``judge_error_wait``
 seconds (100 by default), and a sample still without a reward gets
@@ -37,8 +44,11 @@ from rewardsvc_client._adapt import (
     wire_item,
 )
 from rewardsvc_client._retrying import drive, results_or_none
+from rewardsvc_client.criteria import route_url as _route_url
+from rewardsvc_client.criteria import rubric_label, split_label
 
 DEFAULT_JUDGE_ERROR_WAIT = 100.0
+DEFAULT_CRITERIA_KEY = "criteria"
 
 
 class SlimeRM:
@@ -50,8 +60,10 @@ class SlimeRM:
         failure_score: float,
         judge_error_retries: int = 2,
         judge_error_wait: float = DEFAULT_JUDGE_ERROR_WAIT,
+        criteria_key: str = DEFAULT_CRITERIA_KEY,
     ) -> None:
         self.settings = settings
+        self.criteria_key = criteria_key
         self.failure_score = failure_score
         self.judge_error_retries = judge_error_retries
         self.judge_error_wait = judge_error_wait
@@ -59,16 +71,7 @@ class SlimeRM:
 
     async def score(self, samples: Sequence[Any]) -> list[float]:
         """Rewards of ``samples`` in one request; failed ones are marked for removal."""
-        items = [
-            wire_item(
-                i,
-                to_wire_text(getattr(sample, "prompt", "")),
-                to_wire_text(getattr(sample, "response", "")),
-                {"trainer": "slime"},
-                getattr(sample, "label", None),
-            )
-            for i, sample in enumerate(samples)
-        ]
+        items = [self._item(i, sample) for i, sample in enumerate(samples)]
         if not items:
             return []
         steps = results_or_none(
@@ -81,6 +84,20 @@ class SlimeRM:
             reward = fallback_reward(result, self.failure_score, "slime adapter", str(i))
             rewards.append(float(reward))
         return rewards
+
+    def _item(self, index: int, sample: Any) -> dict[str, Any]:
+        reference, criteria = split_label(getattr(sample, "label", None))
+        metadata = getattr(sample, "metadata", None)
+        if criteria is None and isinstance(metadata, dict):
+            criteria = metadata.get(self.criteria_key)
+        return wire_item(
+            index,
+            to_wire_text(getattr(sample, "prompt", "")),
+            to_wire_text(getattr(sample, "response", "")),
+            {"trainer": "slime"},
+            reference,
+            criteria,
+        )
 
     async def rm(self, args: Any, sample: Any, **kwargs: Any) -> float:
         """slime custom RM: the reward of one sample."""
@@ -121,6 +138,9 @@ def make_rm(
     judge_error_wait: float = DEFAULT_JUDGE_ERROR_WAIT,
     timeout: float | None = None,
     options: Mapping[str, Any] | None = None,
+    criteria_key: str = DEFAULT_CRITERIA_KEY,
+    criteria_format: str | None = None,
+    criteria_mode: str | None = None,
 ) -> SlimeRM:
     """A scorer whose ``rm`` and ``group_rm`` methods are slime custom RM functions::
 
@@ -128,13 +148,36 @@ def make_rm(
     from rewardsvc_client.slime import make_rm
     scorer = make_rm("http://HOST:8000", "short-answer-correctness", run="my-run")
     rm, group_rm = scorer.rm, scorer.group_rm
+
+    ``criteria_key``, ``criteria_format``, ``criteria_mode``: see the module docstring.
     """
     settings = Settings.resolve(
-        url, rubric, api_key=api_key, timeout=timeout, run=run, options=options
-    )
+        url, rubric, api_key=api_key, timeout=timeout, run=run, options=options,
+        criteria_format=criteria_format, criteria_mode=criteria_mode,
+    )  # fmt: skip
     return SlimeRM(
-        settings, failure_score_default(failure_score), judge_error_wait=judge_error_wait
+        settings,
+        failure_score_default(failure_score),
+        judge_error_wait=judge_error_wait,
+        criteria_key=criteria_key,
     )
+
+
+def route_url(
+    base: str,
+    rubric: str,
+    *,
+    run: str | None = None,
+    format: str | None = None,
+    criteria_format: str | None = None,
+    criteria_mode: str | None = None,
+) -> str:
+    """The service's slime route for ``--rm-url``: ``{base}/slime/{rubric}?...`` (``format``
+    is the route's reply format, e.g. ``dict``)."""
+    return _route_url(
+        base, "slime", rubric, run=run, format=format, criteria_format=criteria_format,
+        criteria_mode=criteria_mode,
+    )  # fmt: skip
 
 
 _default: SlimeRM | None = None
@@ -158,4 +201,4 @@ async def group_rm(args: Any, samples: Sequence[Any], **kwargs: Any) -> list[flo
     return await _scorer(args).group_rm(args, samples)
 
 
-__all__ = ["SlimeRM", "group_rm", "make_rm", "rm"]
+__all__ = ["SlimeRM", "group_rm", "make_rm", "rm", "route_url", "rubric_label"]

@@ -24,6 +24,13 @@ Conversational datasets pass prompts and completions as lists of message dicts.
     reward = trl_reward_func("http://127.0.0.1:8000", "short-answer-correctness",
                              reference_column="answer")
     trainer = GRPOTrainer(model=..., reward_funcs=[reward], train_dataset=..., args=...)
+
+A dataset with a rubric per prompt (HealthBench's ``rubrics``, RaR's ``rubric``) needs no
+glue: name the column and its format, and each completion is judged by its prompt's own
+criteria on the ``per-prompt`` template rubric::
+
+    reward = trl_reward_func(URL, "per-prompt", reference_column=None,
+                             criteria_column="rubrics", criteria_format="healthbench")
 """
 
 from __future__ import annotations
@@ -100,6 +107,7 @@ class TRLReward:
         name: str | None = None,
         on_error: str = "raise",
         missing: str | float = "none",
+        criteria_column: str | None = None,
     ) -> None:
         if on_error not in ("raise", "none"):
             raise ValueError("on_error must be 'raise' or 'none'")
@@ -108,10 +116,11 @@ class TRLReward:
         self.missing = missing
         self.settings = settings
         self.reference_column = reference_column
+        self.criteria_column = criteria_column
         self.on_error = on_error
         self.__name__ = name or f"rewardsvc/{settings.rubric}"
         self._clients = LoopClients(settings)
-        self._warned_missing_column = False
+        self._warned_missing: set[str] = set()
         # Correlate the service's reward log with TRL's logs: this function's run id and
         # call number go into every item's metadata.
         self._run = uuid.uuid4().hex[:12]
@@ -135,19 +144,26 @@ class TRLReward:
         and "step" (TRL global step): the keys to find its items in the service's reward log."""
         return self._run
 
+    def _column(self, kwargs: Mapping[str, Any], column: str | None, what: str) -> Any:
+        """The dataset column ``column`` from TRL's keyword arguments (warned once if absent)."""
+        if column is None:
+            return None
+        values = kwargs.get(column)
+        if values is None and column not in self._warned_missing:
+            self._warned_missing.add(column)
+            logger.warning(
+                "rewardsvc %s: the dataset has no column %r; sending no %s",
+                self.__name__,
+                column,
+                what,
+            )
+        return values
+
     def _items(
         self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: Mapping[str, Any]
     ) -> list[dict[str, Any]]:
-        references: Sequence[Any] | None = None
-        if self.reference_column is not None:
-            references = kwargs.get(self.reference_column)
-            if references is None and not self._warned_missing_column:
-                self._warned_missing_column = True
-                logger.warning(
-                    "rewardsvc %s: the dataset has no column %r; sending no reference",
-                    self.__name__,
-                    self.reference_column,
-                )
+        references = self._column(kwargs, self.reference_column, "reference")
+        criteria = self._column(kwargs, self.criteria_column, "criteria")
         state = kwargs.get("trainer_state")
         metadata = {
             "trainer": "trl",
@@ -163,6 +179,7 @@ class TRLReward:
                 to_wire_text(completion),
                 metadata,
                 references[i] if references is not None else None,
+                criteria[i] if criteria is not None else None,
             )
             for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True))
         ]
@@ -188,6 +205,7 @@ class TRLReward:
             log_extra(f"{prefix}/status", [r.status for r in results])
             log_extra(f"{prefix}/uncertainty", [r.uncertainty for r in results])
             log_extra(f"{prefix}/flags", [",".join(r.flags) for r in results])
+            log_extra(f"{prefix}/version", [r.version for r in results])
 
     async def __call__(
         self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any
@@ -251,6 +269,9 @@ def trl_reward_func(
     on_error: str = "raise",
     missing: str | float = "none",
     run: str | None = None,
+    criteria_column: str | None = None,
+    criteria_format: str | None = None,
+    criteria_mode: str | None = None,
 ) -> RewardFunc:
     """A TRL reward function scoring completions with rewardsvc.
 
@@ -271,6 +292,14 @@ def trl_reward_func(
             completions of the same prompt) or a number; use one of the last two when other
             reward functions score the same rows, so the summed reward keeps its scale.
         run: the training run's name, sent with every request (default $REWARDSVC_RUN).
+        criteria_column: the dataset column holding each prompt's own rubric (e.g.
+            HealthBench's "rubrics"), sent as the item's ``criteria``; None sends none.
+            A JSON text is parsed. Use it with a template rubric such as "per-prompt".
+        criteria_format: the column's format (``healthbench``, ``rar``, ``strings``,
+            ``tinker``, ``rewardsvc``), sent as ``options.criteria_format`` (default
+            $REWARDSVC_CRITERIA_FORMAT, else the service's: ``rewardsvc``).
+        criteria_mode: "replace" (the service's default) or "extend" the template's
+            criteria (default $REWARDSVC_CRITERIA_MODE).
 
     Returns:
         ``async def reward(prompts, completions, **kwargs) -> list[float | None]``; one batch
@@ -279,7 +308,9 @@ def trl_reward_func(
         rejected`` fractions, mean ``<name>/uncertainty``, ``<name>/flagged``, ``<name>/cached``,
         ``<name>/request_failed`` (1.0 for a batch whose request failed with on_error="none",
         else 0.0),
-        and per-completion columns ``<name>/status``, ``<name>/uncertainty``, ``<name>/flags``.
+        and per-completion columns ``<name>/status``, ``<name>/uncertainty``, ``<name>/flags``,
+        ``<name>/version`` (the version of the rubric each completion was scored with: its
+        prompt's own with ``criteria_column``).
     """
     settings = Settings.resolve(
         url,
@@ -290,6 +321,8 @@ def trl_reward_func(
         max_batch=max_batch,
         options=options,
         run=run,
+        criteria_format=criteria_format,
+        criteria_mode=criteria_mode,
     )
     impl = TRLReward(
         settings,
@@ -297,6 +330,7 @@ def trl_reward_func(
         name=name,
         on_error=on_error,
         missing=missing,
+        criteria_column=criteria_column,
     )
 
     async def reward(

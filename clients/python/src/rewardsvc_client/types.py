@@ -37,6 +37,8 @@ class Item(TypedDict):
     id: NotRequired[str]
     reference: NotRequired[str | None]
     metadata: NotRequired[dict[str, Any]]
+    criteria: NotRequired[Any]
+    """The item's own rubric, as its dataset writes it (``options["criteria_format"]``)."""
 
 
 class Options(TypedDict, total=False):
@@ -46,6 +48,8 @@ class Options(TypedDict, total=False):
     rule: str
     min_judges: int
     use_cache: bool
+    criteria_format: str
+    criteria_mode: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +70,9 @@ class RewardResult:
     per assistant step; None when the rubric has no step criteria."""
     explain: dict[str, Any] | None = None
     """With ``options={"explain": True}``: per judge, per criterion, what the judge read."""
+    version: str | None = None
+    """The version of the rubric this item was scored with: its own when it brought
+    criteria (template and criteria), else the request's rubric version."""
 
     @property
     def scored(self) -> bool:
@@ -88,6 +95,7 @@ class RewardResult:
             error=data.get("error"),
             steps=[dict(s) for s in data["steps"]] if data.get("steps") is not None else None,
             explain=dict(data["explain"]) if data.get("explain") is not None else None,
+            version=str(data["version"]) if data.get("version") is not None else None,
         )
 
 

@@ -26,6 +26,10 @@ delays the step), at least ``judge_error_retries`` times; a rollout still withou
 scores ``failure_score`` (default 0.0, for the reasons given in ``rewardsvc_client.verl``),
 with a warning in the log, and the service's status, uncertainty and flags are written to
 ``state["rewardsvc"]``.
+
+Per-prompt rubrics: ``info[criteria_key]`` (default ``criteria``: the dataset's ``info``
+column, which verifiers passes per example) is sent as the rollout's own criteria, read in
+``criteria_format`` with ``criteria_mode``.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from rewardsvc_client._retrying import drive, results_or_none
 
 VIEWS = ("trace", "final")
 DEFAULT_JUDGE_ERROR_WAIT = 120.0
+DEFAULT_CRITERIA_KEY = "criteria"
 
 
 def final_reply(completion: Any) -> Any:
@@ -73,7 +78,9 @@ class _Scorer:
         name: str | None,
         view: str = "trace",
         judge_error_wait: float = DEFAULT_JUDGE_ERROR_WAIT,
+        criteria_key: str = DEFAULT_CRITERIA_KEY,
     ) -> None:
+        self.criteria_key = criteria_key
         if view not in VIEWS:
             raise ValueError(f"view must be one of {VIEWS}, not {view!r}")
         self.view = view
@@ -90,6 +97,7 @@ class _Scorer:
         completions: Sequence[Any],
         answers: Sequence[Any] | None,
         states: Sequence[Any] | None,
+        infos: Sequence[Any] | None = None,
     ) -> list[float]:
         items = [
             wire_item(
@@ -98,6 +106,7 @@ class _Scorer:
                 to_wire_text(completion) if self.view == "trace" else final_reply(completion),
                 {"trainer": "verifiers"},
                 answers[i] if answers is not None else None,
+                self._criteria(infos[i] if infos is not None else None),
             )
             for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True))
         ]
@@ -115,6 +124,23 @@ class _Scorer:
             fallback_reward(r, self.failure_score, self.name, str(i)) for i, r in enumerate(results)
         ]
 
+    def _criteria(self, info: Any) -> Any:
+        """The rollout's own criteria: ``info[criteria_key]`` (None without it)."""
+        return info.get(self.criteria_key) if isinstance(info, Mapping) else None
+
+
+def _scorer(arguments: Mapping[str, Any]) -> _Scorer:
+    """The scorer of a factory's arguments (its ``locals()``)."""
+    a = arguments
+    settings = Settings.resolve(
+        a["url"], a["rubric"], api_key=a["api_key"], timeout=a["timeout"], options=a["options"],
+        criteria_format=a["criteria_format"], criteria_mode=a["criteria_mode"],
+    )  # fmt: skip
+    return _Scorer(
+        settings, a["failure_score"], a["judge_error_retries"], a["name"], a["view"],
+        a["judge_error_wait"], a["criteria_key"],
+    )  # fmt: skip
+
 
 def verifiers_reward_func(
     url: str | None,
@@ -128,6 +154,9 @@ def verifiers_reward_func(
     timeout: float | None = None,
     options: Mapping[str, Any] | None = None,
     view: str = "trace",
+    criteria_key: str = DEFAULT_CRITERIA_KEY,
+    criteria_format: str | None = None,
+    criteria_mode: str | None = None,
 ) -> Any:
     """A per-rollout verifiers reward function: ``async def f(prompt, completion, answer,
     state) -> float``. ``answer`` ("" means none) is sent as the reference. Arguments left
@@ -135,13 +164,15 @@ def verifiers_reward_func(
     metric name (default ``rewardsvc_<rubric>``). ``view="trace"`` (default) sends the whole
     rollout, tool calls and tool results included; ``view="final"`` only its last assistant
     message (pair it with the rubric's own ``view``). ``judge_error_wait``: seconds to keep
-    re-sending judge_error rollouts before ``failure_score``."""
-    settings = Settings.resolve(url, rubric, api_key=api_key, timeout=timeout, options=options)
-    scorer = _Scorer(settings, failure_score, judge_error_retries, name, view, judge_error_wait)
+    re-sending judge_error rollouts before ``failure_score``. ``info[criteria_key]`` is the
+    rollout's own criteria, read in ``criteria_format`` with ``criteria_mode``."""
+    scorer = _scorer(locals())
 
-    async def reward(prompt: Any, completion: Any, answer: Any = None, state: Any = None) -> float:
+    async def reward(
+        prompt: Any, completion: Any, answer: Any = None, state: Any = None, info: Any = None
+    ) -> float:
         states = [state] if state is not None else None
-        return (await scorer.score([prompt], [completion], [answer], states))[0]
+        return (await scorer.score([prompt], [completion], [answer], states, [info]))[0]
 
     return named(reward, scorer.name)
 
@@ -158,20 +189,23 @@ def verifiers_group_reward_func(
     timeout: float | None = None,
     options: Mapping[str, Any] | None = None,
     view: str = "trace",
+    criteria_key: str = DEFAULT_CRITERIA_KEY,
+    criteria_format: str | None = None,
+    criteria_mode: str | None = None,
 ) -> Any:
     """A group verifiers reward function: ``async def f(prompts, completions, answers,
-    states) -> list[float]``, one request per group. Same arguments as
+    states, infos) -> list[float]``, one request per group. Same arguments as
     ``verifiers_reward_func``."""
-    settings = Settings.resolve(url, rubric, api_key=api_key, timeout=timeout, options=options)
-    scorer = _Scorer(settings, failure_score, judge_error_retries, name, view, judge_error_wait)
+    scorer = _scorer(locals())
 
     async def reward(
         prompts: Sequence[Any],
         completions: Sequence[Any],
         answers: Sequence[Any] | None = None,
         states: Sequence[Any] | None = None,
+        infos: Sequence[Any] | None = None,
     ) -> list[float]:
-        return await scorer.score(prompts, completions, answers, states)
+        return await scorer.score(prompts, completions, answers, states, infos)
 
     return named(reward, scorer.name)
 

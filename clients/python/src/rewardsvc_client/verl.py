@@ -35,6 +35,13 @@ rewardsvc deployed as veRL's reward model server needs no URL. ``run`` defaults 
 REWARDSVC_RUN. The question must be in the dataset's ``extra_info`` as ``question`` or
 ``prompt`` (``prompt_key``), because ``solution_str`` is the response alone.
 
+Per-prompt rubrics: ``extra_info[criteria_key]`` (default ``criteria``; e.g. HealthBench's
+rows copied to ``extra_info["rubrics"]`` with ``criteria_key=rubrics``) is sent as the
+sample's own criteria, read in ``criteria_format``
+(``+reward.custom_reward_function.reward_kwargs.criteria_format=healthbench``) and
+``criteria_mode``; a ``ground_truth`` that is a rubric label (``{"criteria": [...],
+"reference": ...}``, ``rewardsvc_client.criteria.rubric_label``) works too.
+
 Failures. veRL has no way to leave a sample out: the score goes into
 ``token_level_scores`` and GRPO's group mean/std use plain ``torch.mean``/``torch.std``,
 so a NaN would poison the whole group. judge_error items are first re-sent for up to
@@ -51,131 +58,28 @@ bad key) raises.
 from __future__ import annotations
 
 import dataclasses
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rewardsvc_client._adapt import (
     LoopClients,
-    Settings,
     ThreadClients,
-    failure_score_default,
     fallback_reward,
-    logger,
     status_numbers,
     to_wire_text,
     wire_item,
 )
 from rewardsvc_client._retrying import Ask, drive, drive_sync, results_or_none
 from rewardsvc_client._steps import Steps
+from rewardsvc_client._verl_config import (
+    DEFAULT_JUDGE_ERROR_WAIT,
+    PROMPT_KEYS,
+    _Config,
+    _config_of,
+    _warn_once,
+)
+from rewardsvc_client.criteria import split_label
 from rewardsvc_client.types import RewardResult
-
-PROMPT_KEYS = ("question", "prompt")
-_NO_RUBRIC = "-"  # placeholder while only a per-data_source mapping is given
-DEFAULT_JUDGE_ERROR_WAIT = 120.0
-"""Seconds a judge_error sample is re-sent before it gets the failure score."""
-
-_warned: set[str] = set()
-
-
-def _warn_once(key: str, message: str, *args: Any, level: int = logging.WARNING) -> None:
-    if key not in _warned:
-        _warned.add(key)
-        logger.log(level, message, *args)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Config:
-    settings: Settings
-    rubrics: Mapping[str, str]
-    failure_score: float
-    judge_error_retries: int
-    judge_error_wait: float
-    prompt_key: str | None
-
-    def rubric_for(self, data_source: Any) -> str:
-        """The rubric of this data_source: ``rubrics[data_source]``, else ``rubrics["default"]``,
-        else the configured rubric."""
-        rubric = self.rubrics.get(
-            str(data_source), self.rubrics.get("default", self.settings.rubric)
-        )
-        if rubric == _NO_RUBRIC:
-            raise ValueError(
-                f"no rubric for data_source {data_source!r}: add it to rubrics or give a 'default'"
-            )
-        return rubric
-
-
-def _router_url(address: Any) -> str | None:
-    if not address:
-        return None
-    text = str(address)
-    return text if "://" in text else f"http://{text}"
-
-
-def _config(
-    url: str | None,
-    rubric: str | None,
-    rubrics: Mapping[str, str] | None,
-    api_key: str | None,
-    run: str | None,
-    failure_score: float | None,
-    judge_error_retries: int,
-    judge_error_wait: float,
-    prompt_key: str | None,
-    timeout: float | None,
-    options: Mapping[str, Any] | None,
-    reward_router_address: Any,
-    retries: int = 3,
-) -> _Config:
-    try:
-        settings = Settings.resolve(
-            url,
-            rubric or (dict(rubrics).get("default") if rubrics else None) or _NO_RUBRIC,
-            api_key=api_key,
-            timeout=timeout,
-            run=run,
-            options=options,
-            retries=retries,
-        )
-    except ValueError:
-        router = _router_url(reward_router_address)
-        if router is None:
-            raise
-        _warn_once(
-            "router",
-            "rewardsvc veRL adapter: using reward_router_address %s",
-            router,
-            level=logging.INFO,
-        )
-        settings = Settings.resolve(
-            router, rubric or _NO_RUBRIC, api_key=api_key, timeout=timeout, run=run, options=options
-        )
-    if settings.rubric == _NO_RUBRIC and not rubrics:
-        raise ValueError(
-            "no rubric: pass rubric=..., rubrics={data_source: rubric}, or set REWARDSVC_RUBRIC"
-        )
-    return _Config(
-        settings,
-        dict(rubrics or {}),
-        failure_score_default(failure_score),
-        judge_error_retries,
-        judge_error_wait,
-        prompt_key,
-    )
-
-
-_CONFIG_ARGS = (
-    "url", "rubric", "rubrics", "api_key", "run", "failure_score", "judge_error_retries",
-    "judge_error_wait", "prompt_key", "timeout", "options", "reward_router_address", "retries",
-)  # fmt: skip
-
-
-def _config_of(arguments: Mapping[str, Any]) -> _Config:
-    """``_config`` from a public function's arguments (its ``locals()``)."""
-    # A name a public function lacks (make_compute_score has no reward_router_address) is None.
-    given: dict[str, Any] = {name: arguments.get(name) for name in _CONFIG_ARGS[:-1]}
-    return _config(**given, retries=arguments.get("retries", 3))
 
 
 def _question(extra_info: Mapping[str, Any] | None, prompt_key: str | None) -> Any:
@@ -203,12 +107,16 @@ def _item(
             "rewardsvc veRL adapter: extra_info has no %s; the judge sees no question",
             config.prompt_key or " or ".join(PROMPT_KEYS),
         )
+    reference, criteria = split_label(ground_truth)
+    if extra_info and extra_info.get(config.criteria_key) is not None:
+        criteria = extra_info[config.criteria_key]
     return wire_item(
         index,
         to_wire_text(question),
         solution_str if isinstance(solution_str, str) else str(solution_str),
         {"trainer": "verl", "data_source": str(data_source)},
-        ground_truth,
+        reference,
+        criteria,
     )
 
 
@@ -310,6 +218,9 @@ def compute_score(
     timeout: float | None = None,
     options: Mapping[str, Any] | None = None,
     reward_router_address: Any = None,
+    criteria_key: str | None = None,
+    criteria_format: str | None = None,
+    criteria_mode: str | None = None,
     **kwargs: Any,
 ) -> dict[str, float]:
     """Sync veRL ``compute_score`` (legacy ``naive`` and reward-loop ``remote`` managers),
@@ -336,6 +247,9 @@ async def compute_score_async(
     timeout: float | None = None,
     options: Mapping[str, Any] | None = None,
     reward_router_address: Any = None,
+    criteria_key: str | None = None,
+    criteria_format: str | None = None,
+    criteria_mode: str | None = None,
     **kwargs: Any,
 ) -> dict[str, float]:
     """``async def`` veRL ``compute_score`` for the reward-loop managers (``naive``,
@@ -362,6 +276,9 @@ def compute_score_batch(
     timeout: float | None = None,
     options: Mapping[str, Any] | None = None,
     reward_router_address: Any = None,
+    criteria_key: str | None = None,
+    criteria_format: str | None = None,
+    criteria_mode: str | None = None,
     **kwargs: Any,
 ) -> list[dict[str, float]]:
     """Batch veRL ``compute_score`` for the legacy ``batch`` manager: one result dict per
@@ -385,6 +302,9 @@ def make_compute_score(
     timeout: float | None = None,
     options: Mapping[str, Any] | None = None,
     retries: int = 3,
+    criteria_key: str | None = None,
+    criteria_format: str | None = None,
+    criteria_mode: str | None = None,
 ) -> Any:
     """A ``compute_score`` bound to one service, for your own reward file::
 

@@ -9,6 +9,8 @@ Plug it into a task config by its id, the name of this module::
     answer_field = "answer"           # the task field sent as the reference ("" for none)
     view = "last_reply"               # or "full_trace": the whole transcript is judged
     run = "my-run"                    # or REWARDSVC_RUN
+    criteria_field = "criteria"       # the task field holding its own rubric ("" for none)
+    criteria_format = "healthbench"   # that field's format; criteria_mode = "extend" to add
 
 verifiers imports ``verifiers.v1.judges.<id>``, else the top-level module ``<id>``, and takes
 the one Judge subclass it exports in ``__all__``; the config class is found from the judge's
@@ -56,6 +58,13 @@ class RewardsvcJudgeConfig(JudgeConfig):
     """The environment variable holding the service's API key, if any."""
     judge_error_wait: float = 120.0
     """Seconds a judge_error rollout is re-sent before the judge raises."""
+    criteria_field: str = "criteria"
+    """The task field holding the task's own rubric (sent as the item's criteria); empty
+    or a missing field sends none."""
+    criteria_format: str = ""
+    """The format of that field (``healthbench``, ``rar``...); empty: the service's default."""
+    criteria_mode: str = ""
+    """``replace`` or ``extend`` the rubric's criteria; empty: the service's default."""
     request_timeout: float = 300.0
 
 
@@ -71,6 +80,8 @@ class RewardsvcJudge(Judge[float, RewardsvcJudgeConfig]):
             api_key=os.environ.get(config.api_key_env) or None,
             timeout=config.request_timeout,
             run=config.run or None,
+            criteria_format=config.criteria_format or None,
+            criteria_mode=config.criteria_mode or None,
         )
 
     def item(self, task: TaskData, trace: Trace) -> dict[str, Any]:
@@ -84,7 +95,10 @@ class RewardsvcJudge(Judge[float, RewardsvcJudgeConfig]):
             prompt = task.prompt_text
         completion = trace.transcript if config.view == "full_trace" else trace.last_reply
         label = getattr(task, config.answer_field, None) if config.answer_field else None
-        return wire_item(0, prompt, completion, {"trainer": "verifiers", "trace": trace.id}, label)
+        field = config.criteria_field
+        criteria = getattr(task, field, None) if field else None
+        metadata = {"trainer": "verifiers", "trace": trace.id}
+        return wire_item(0, prompt, completion, metadata, label, criteria)
 
     async def score(self, task: TaskData, trace: Trace) -> float:
         """The rollout's reward; raises RewardsvcJudgeError when there is none."""

@@ -2,11 +2,11 @@
 
 In rubric RL the rubric is a column of the dataset (RaR, HealthBench): each prompt brings
 its criteria (read from the dataset's format by ``core.criteria_formats``), and the batch
-rubric supplies the rest (instructions, judges, combine,
-aggregation, transforms, monitor settings). :func:`derive` builds that rubric, which is
-validated as a whole like any rubric file, so the same rules hold (weights by category,
-gates, unique ids, a positive normalizer). Its version hashes the template and the
-criteria together: verdicts cached for one prompt's criteria never answer another's.
+rubric supplies the rest (instructions, judges, combine, aggregation, transforms, monitor
+settings). :func:`derive` builds that rubric, which is validated as a whole like any
+rubric file, so the same rules hold (weights by category, gates, unique ids, a positive
+normalizer). Its version hashes the template and the criteria together: verdicts cached
+for one prompt's criteria never answer another's.
 """
 
 from __future__ import annotations

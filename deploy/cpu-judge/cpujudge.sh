@@ -165,6 +165,16 @@ setup_model() { # key served
   log "$key model ready at $out in $((SECONDS - t0)) s"
 }
 
+derive_model() { # key model: an optional judge's own model folder, made by derive.py
+  local key=$1 out=$MODELS/$2
+  [[ -f $out/$MODEL_MARKER ]] && return 0
+  "$PY" "$HERE/derive.py" --list | grep -qx "$key" || return 0
+  log "deriving the $key model folder $2 (derive.py)..."
+  rm -rf "$out"
+  HF_HUB_OFFLINE=1 run_logged "$PY" "$HERE/derive.py" "$key" --models "$MODELS" --out "$out"
+  date -u +%FT%TZ >"$out/$MODEL_MARKER"
+}
+
 cmd_setup() {
   command -v flock >/dev/null || die "flock (util-linux) is required"
   lock
@@ -173,6 +183,10 @@ cmd_setup() {
   for j in "${DEFAULTS[@]}"; do
     IFS='|' read -r key model _ <<<"$j"
     setup_model "$key" "$model"
+  done
+  for j in "${JUDGES[@]}"; do
+    IFS='|' read -r key model _ <<<"$j"
+    derive_model "$key" "$model"
   done
   rm -rf "$ROOT"/download.*
 }

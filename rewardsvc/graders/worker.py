@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from rewardsvc.graders.child import Child, DeadlineExceeded, WorkerFailed, WorkersBusy
 from rewardsvc.graders.fairqueue import FairQueue, Job
@@ -38,6 +38,16 @@ from rewardsvc.graders.fairqueue import FairQueue, Job
 log = logging.getLogger(__name__)
 
 R = TypeVar("R")
+Args = tuple[Any, ...]
+
+
+class Placement(TypedDict, total=False):
+    """Where a call waits and how long it may: ``group`` is the fair queue it joins (its
+    own when absent), ``deadline`` the ``time.monotonic()`` instant past which it never runs."""
+
+    group: Hashable | None
+    deadline: float | None
+
 
 # An answer already on its way when the caller's deadline passes still gets this long.
 _ANSWER_GRACE_S = 0.5
@@ -207,39 +217,26 @@ class DeadlineWorkers:
             lane.ready.wait(self.startup_s)
 
     def submit(
-        self,
-        fn: Callable[..., R],
-        args: tuple[Any, ...],
-        timeout_s: float,
-        *,
-        group: Hashable | None = None,
-        deadline: float | None = None,
+        self, fn: Callable[..., R], args: Args, timeout_s: float, **where: Unpack[Placement]
     ) -> Future[R]:
-        """Queue ``fn(*args)`` (a module-level function, picklable arguments) in ``group``'s
-        queue; it may run ``timeout_s`` once a lane takes it, and not past ``deadline``
-        (``time.monotonic()`` seconds). The future raises :class:`DeadlineExceeded`,
-        :class:`WorkersBusy` or :class:`WorkerFailed`. Without a group the call is a
-        group of its own."""
+        """Queue ``fn(*args)`` (a module-level function, picklable arguments) as ``where``
+        places it; it may run ``timeout_s`` once a lane takes it. The future raises
+        :class:`DeadlineExceeded`, :class:`WorkersBusy` or :class:`WorkerFailed`."""
         future: Future[R] = Future()
-        job = Job(fn, args, timeout_s, deadline, future)
+        job = Job(fn, args, timeout_s, where.get("deadline"), future)
+        group = where.get("group")
         job.group = group if group is not None else job
         self._lanes_started().put(job)
         return future
 
     async def arun(
-        self,
-        fn: Callable[..., R],
-        args: tuple[Any, ...],
-        timeout_s: float,
-        *,
-        group: Hashable | None = None,
-        deadline: float | None = None,
+        self, fn: Callable[..., R], args: Args, timeout_s: float, **where: Unpack[Placement]
     ) -> R:
         """:meth:`submit` and wait for the answer (the waiting costs no thread), not past
-        ``deadline`` (then :class:`WorkersBusy`). A call still queued when its caller is
+        the deadline (then :class:`WorkersBusy`). A call still queued when its caller is
         cancelled or its deadline passes never runs."""
-        future = self.submit(fn, args, timeout_s, group=group, deadline=deadline)
-        waiting = asyncio.wrap_future(future)
+        waiting = asyncio.wrap_future(self.submit(fn, args, timeout_s, **where))
+        deadline = where.get("deadline")
         if deadline is None:
             return await waiting
         wait = max(deadline - time.monotonic(), 0) + _ANSWER_GRACE_S

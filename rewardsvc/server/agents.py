@@ -29,17 +29,14 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 
 from rewardsvc.protocol.agents import NemoGymVerifyRequest, NemoGymVerifyResponse
 from rewardsvc.protocol.errors import ErrorDetail
 from rewardsvc.server.compat import CriteriaOptionsDep
-from rewardsvc.server.state import RubricScorer, running_service
+from rewardsvc.server.service import ServiceDep
 
 FAILURE_REASON_CHARS = 2000
-
-
-AgentScorerDep = Annotated[RubricScorer, Depends(running_service)]
 
 
 def verify_item(
@@ -90,7 +87,7 @@ router = APIRouter(tags=["trainers"])
 async def nemo_gym_verify(
     rubric: str,
     body: NemoGymVerifyRequest,
-    scorer: AgentScorerDep,
+    scorer: ServiceDep,
     options: CriteriaOptionsDep,
     reference_field: Annotated[
         str, Query(description="Top-level request field holding the reference answer.")

@@ -2,20 +2,18 @@
 and ``POST /v1/preferences`` (P(a better) for pairs, asked in both orders, with a label).
 
 The routes read each group or pair on its own (a malformed one is ``rejected`` naming its
-field; the others are scored), resolve the rubric, and call the service through the narrow
-:class:`Comparer` protocol; the service delegates to ``rewardsvc.scoring.groups`` and
-``rewardsvc.scoring.preferences`` and returns their domain results, which are mapped here
-to the wire models of ``rewardsvc.protocol.comparative``.
+field; the others are scored), resolve the rubric, and call the service; it delegates to
+``rewardsvc.scoring.groups`` and ``rewardsvc.scoring.preferences`` and returns their domain
+results, which are mapped here to the wire models of ``rewardsvc.protocol.comparative``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Protocol
+from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 
-from rewardsvc.application.item_rubrics import ItemRubrics
 from rewardsvc.application.items import read_group
 from rewardsvc.application.wire import group_response, preference_response
 from rewardsvc.core.rubric import Rubric
@@ -27,51 +25,26 @@ from rewardsvc.protocol.comparative import (
 )
 from rewardsvc.protocol.rewards import CriteriaOptions
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions
-from rewardsvc.scoring.groups import GroupBatch
-from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions
+from rewardsvc.scoring.preferences import PreferenceOptions
 from rewardsvc.server.errors import error_responses
-from rewardsvc.server.state import running_service
-
-# ------------------------------------------------------------------ service protocol
+from rewardsvc.server.service import Service, ServiceDep
 
 
-class Comparer(Protocol):
-    """What the comparative routes need from the service."""
-
-    def library_rubric(self, rubric_id: str) -> Rubric: ...
-
-    def inline_rubric(self, rubric: Rubric) -> Rubric: ...
-
-    def item_rubrics(self, template: Rubric | None, options: CriteriaOptions) -> ItemRubrics: ...
-
-    async def score_groups(
-        self,
-        rubric: Rubric,
-        groups: list[GroupIn],
-        options: GroupOptions,
-        *,
-        run: str | None,
-        raw: Sequence[Any] = (),
-    ) -> GroupBatch: ...
-
-    async def judge_preferences(
-        self,
-        rubric: Rubric,
-        pairs: list[GroupIn],
-        options: PreferenceOptions,
-        *,
-        run: str | None,
-        raw: Sequence[Any] = (),
-    ) -> PreferenceBatch: ...
-
-
-ComparerDep = Annotated[Comparer, Depends(running_service)]
-
-
-def _rubric(comparer: Comparer, rubric: str | Rubric) -> Rubric:
-    if isinstance(rubric, str):
-        return comparer.library_rubric(rubric)
-    return comparer.inline_rubric(rubric)
+def _read(
+    service: Service,
+    rubric: str | Rubric,
+    options: CriteriaOptions,
+    raw: Sequence[Any],
+    field: str = "groups",
+    parts: Sequence[str] = ("completions",),
+) -> tuple[Rubric, list[GroupIn]]:
+    """The request's rubric (a library id or inline) and each of its groups or pairs read
+    on its own, with its own criteria where it brings them."""
+    found = (
+        service.library_rubric(rubric) if isinstance(rubric, str) else service.inline_rubric(rubric)
+    )
+    rubrics = service.item_rubrics(found, options)
+    return found, [read_group(i, one, field, parts, rubrics) for i, one in enumerate(raw)]
 
 
 router = APIRouter(prefix="/v1", tags=["comparative"])
@@ -83,13 +56,11 @@ router = APIRouter(prefix="/v1", tags=["comparative"])
     responses=error_responses(401, 404, 413, 422, 429),
     summary="Score groups of completions relative to each other",
 )
-async def groups(body: GroupRequest, comparer: ComparerDep) -> GroupResponse:
+async def groups(body: GroupRequest, service: ServiceDep) -> GroupResponse:
     """Rewards per completion, relative within each group (``listwise`` or ``pairwise``),
     with each group's position consistency. A malformed group is ``rejected`` alone."""
-    rubric = _rubric(comparer, body.rubric)
     o = body.options
-    rubrics = comparer.item_rubrics(rubric, o)
-    read = [read_group(i, raw, rubrics=rubrics) for i, raw in enumerate(body.groups)]
+    rubric, read = _read(service, body.rubric, o, body.groups)
     options = GroupOptions(
         method=o.method,
         tournament=o.tournament,
@@ -100,7 +71,7 @@ async def groups(body: GroupRequest, comparer: ComparerDep) -> GroupResponse:
         min_judges=o.min_judges,
         seed=o.seed,
     )
-    batch = await comparer.score_groups(rubric, read, options, run=body.run, raw=body.groups)
+    batch = await service.score_groups(rubric, read, options, run=body.run, raw=body.groups)
     return group_response(batch)
 
 
@@ -110,18 +81,16 @@ async def groups(body: GroupRequest, comparer: ComparerDep) -> GroupResponse:
     responses=error_responses(401, 404, 413, 422, 429),
     summary="Judge pairs in both orders: P(a better), consistency and a label",
 )
-async def preferences(body: PreferenceRequest, comparer: ComparerDep) -> PreferenceResponse:
+async def preferences(body: PreferenceRequest, service: ServiceDep) -> PreferenceResponse:
     """P(a better) per order and averaged, whether the orders agree, and ``a``/``b``/``tie``
     by the margin. A malformed pair is ``rejected`` alone."""
-    rubric = _rubric(comparer, body.rubric)
     o = body.options
-    rubrics = comparer.item_rubrics(rubric, o)
-    read = [read_group(i, raw, "pairs", ("a", "b"), rubrics) for i, raw in enumerate(body.pairs)]
+    rubric, read = _read(service, body.rubric, o, body.pairs, "pairs", ("a", "b"))
     options = PreferenceOptions(
         judges=tuple(o.judges) if o.judges else None,
         rule=o.rule,
         min_judges=o.min_judges,
         margin=o.margin,
     )
-    batch = await comparer.judge_preferences(rubric, read, options, run=body.run, raw=body.pairs)
+    batch = await service.judge_preferences(rubric, read, options, run=body.run, raw=body.pairs)
     return preference_response(batch)

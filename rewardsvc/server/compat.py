@@ -59,8 +59,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from contextlib import AbstractContextManager
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
@@ -82,29 +81,13 @@ from rewardsvc.protocol.rewards import (
     RunName,
 )
 from rewardsvc.server.errors import ApiError, error_responses
-from rewardsvc.server.holding import Attempts, HeldTries
-from rewardsvc.server.state import RubricScorer, running_service
+from rewardsvc.server.holding import Attempts
+from rewardsvc.server.service import Service, ServiceDep
 from rewardsvc.server.trainer_text import (
     label_fields,
     response_from_query,
     strip_trailing_special_tokens,
 )
-
-
-class Scorer(RubricScorer, Protocol):
-    """What the compatibility routes need from the service (``Service`` provides it): a
-    library rubric's scores, and holding a request while the judges are away."""
-
-    def held(self) -> AbstractContextManager[HeldTries]:
-        """Count a held request active for the whole hold; keep its records back."""
-        ...
-
-    async def pause(self, seconds: float) -> bool:
-        """Wait between two tries; False when a drain begins (stop holding)."""
-        ...
-
-
-ScorerDep = Annotated[Scorer, Depends(running_service)]
 
 
 async def get_attempts(request: Request) -> Attempts:
@@ -178,7 +161,7 @@ CriteriaOptionsDep = Annotated[RewardOptions, Depends(criteria_options)]
 
 
 async def score_holding(
-    scorer: Scorer,
+    scorer: Service,
     rubric: str,
     items: list[dict[str, Any]],
     field_name: str,
@@ -249,7 +232,7 @@ async def openrlhf(
     rubric: str,
     body: OpenRLHFRequest,
     request: Request,
-    scorer: ScorerDep,
+    scorer: ServiceDep,
     attempts: AttemptsDep,
     options: CriteriaOptionsDep,
     run: RunQuery = None,
@@ -347,7 +330,7 @@ async def slime(
     rubric: str,
     body: SlimeRequest,
     request: Request,
-    scorer: ScorerDep,
+    scorer: ServiceDep,
     attempts: AttemptsDep,
     options: CriteriaOptionsDep,
     format: Annotated[

@@ -134,6 +134,10 @@ def markdown(result: dict[str, Any], command: str) -> str:
         f"{s['ratio']:.3f} tokens per prompt character (the provider counts 0.25 of the "
         "message text).",
         "",
+        f"Calls that ended after the last window, when the callers stopped: {s['after_end']} "
+        "(a call whose wait for the buckets would pass its deadline fails at once as "
+        "`deadline`, typed, never as a score).",
+        "",
     ]
     return "\n".join(lines)
 
@@ -172,7 +176,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         await judge.aclose()
     rows = windows(limits, outcomes, start, args.minutes)
     summary = summarize(rows, args)
-    summary.update(waited_s=limiter.waited_s, ratio=limiter.ratio)
+    end = start + 60.0 * args.minutes
+    tail = Counter(kind for at, kind in outcomes if at >= end)
+    summary.update(waited_s=limiter.waited_s, ratio=limiter.ratio, after_end=dict(tail))
     return {"args": vars(args), "machine": machine(), "windows": rows, "summary": summary}
 
 

@@ -237,6 +237,19 @@ class Settings(BaseSettings):
     monitor_webhook: str | None = Field(
         default=None, description="URL that every monitor alert event is POSTed to as JSON."
     )
+    run_budget: float | None = Field(
+        default=None,
+        gt=0,
+        description="Budget of every run, in the currency of the judges' prices (their "
+        "prices per million tokens): once a run's cost (usage.cost summed over its requests, "
+        "every rubric and replica) reaches it, new scoring for the run is refused with 402 "
+        "budget_exceeded and the budget_exceeded alert fires. Unset: no budget.",
+    )
+    run_budgets: dict[str, float] = Field(
+        default_factory=dict,
+        description="Budgets of named runs, as a JSON object {run: budget} (a request without "
+        "a run counts as 'default'); a run listed here has this budget instead of run_budget.",
+    )
     canary_interval_s: float = Field(
         default=900.0,
         gt=0,
@@ -280,6 +293,18 @@ class Settings(BaseSettings):
                 f"({self.max_items}), or a full batch could never be admitted"
             )
         return self
+
+    @field_validator("run_budgets")
+    @classmethod
+    def _check_budgets(cls, value: dict[str, float]) -> dict[str, float]:
+        for run, budget in value.items():
+            if budget <= 0:
+                raise ValueError(f"{run}: a budget must be more than 0")
+        return value
+
+    def run_budget_of(self, run: str) -> float | None:
+        """The budget of ``run``: its own in run_budgets, else run_budget (None: none)."""
+        return self.run_budgets.get(run, self.run_budget)
 
     def redis_password(self) -> str | None:
         """The password in redis_password_file (surrounding whitespace dropped), or None."""

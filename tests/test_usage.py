@@ -42,6 +42,9 @@ def test_each_wire_usage_reads_its_own_fields() -> None:
         "prompt_tokens": 7,
         "completion_tokens": 0,
         "latency_ms": 0.0,
+        "cached_tokens": 0,
+        "cost": None,
+        "cost_per_reward": None,
     }
     comparative = ComparativeUsageOut.model_validate(usage, from_attributes=True)
     assert comparative.model_dump() == {
@@ -50,4 +53,6 @@ def test_each_wire_usage_reads_its_own_fields() -> None:
         "completion_tokens": 0,
         "latency_ms": 0.0,
         "calls_by_order": {"ab": 2},
+        "cached_tokens": 0,
+        "cost": None,
     }

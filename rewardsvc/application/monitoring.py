@@ -165,10 +165,12 @@ class MonitorObserver(NullObserver):
 
 
 def share_monitor(monitor: Monitor, link: RedisLink | None) -> None:
-    """Merge the monitor's runs with the other replicas' through ``link`` (once; nothing
-    without a link). A run's shared statistics expire like a calibration window."""
+    """Merge the monitor's runs and their costs with the other replicas' through ``link``
+    (once; nothing without a link). A run's shared statistics expire like a calibration
+    window."""
     if link is not None and monitor.sink is None:
         monitor.sink = SharedMonitor(monitor, link, link.window_ttl_s)
+        monitor.spend.share(link, link.window_ttl_s)
 
 
 def monitor_config(registry: Registry, rubric_id: str) -> MonitorConfig:

@@ -69,6 +69,7 @@ class Application:
         if self.monitor is not None and self.monitor.sink is not None:
             # Batches still on their way to the other replicas' view of the run.
             await self.monitor.sink.drain()
+            await self.monitor.spend.drain()
         if self.webhook is not None:
             await self.webhook.aclose()
         if self.link is not None:
@@ -136,7 +137,10 @@ async def compose(
             return monitor_config(registry, rubric_id)
 
         monitor = Monitor(
-            configured, max_runs=settings.monitor_max_runs, on_event=fan_out(on_event, webhook)
+            configured,
+            max_runs=settings.monitor_max_runs,
+            on_event=fan_out(on_event, webhook),
+            budget_of=settings.run_budget_of,
         )
         watching.append(MonitorObserver(monitor))
     observer = wrap(watching)

@@ -319,7 +319,7 @@ async def score_target(
     )
     results, usage = await target.score(batch)
     usage = dataclasses.replace(usage, latency_ms=(time.perf_counter() - started) * 1000)
-    return RewardResponse(rubric=target.ref, results=results, usage=usage_out(usage))
+    return RewardResponse(rubric=target.ref, results=results, usage=usage_out(usage, len(results)))
 
 
 async def score_batch(

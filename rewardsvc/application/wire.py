@@ -39,9 +39,13 @@ def reward_result(item: ItemReward) -> RewardResult:
     return _out(RewardResult, item)
 
 
-def usage_out(usage: Usage) -> UsageOut:
-    """The wire form of a batch's usage (a rubric's has no calls avoided by gates)."""
-    return _out(UsageOut, usage)
+def usage_out(usage: Usage, rewards: int = 0) -> UsageOut:
+    """The wire form of a batch's usage of ``rewards`` results (a rubric's has no calls
+    avoided by gates), with its cost per reward."""
+    out = _out(UsageOut, usage)
+    if usage.cost is not None and rewards:
+        out.cost_per_reward = usage.cost / rewards
+    return out
 
 
 def recipe_result(item: RecipeItemReward) -> RewardResult:

@@ -95,7 +95,7 @@ class FieldProblem:
         return f"{self.path}: {self.message}" if self.loc else self.message
 
 
-RequestErrorKind = Literal["invalid_request", "unknown_rubric"]
+RequestErrorKind = Literal["invalid_request", "unknown_rubric", "budget_exceeded"]
 """What is wrong with a refused request, machine-readable: the ``error`` of its answer
 (the server alone decides how that reads in its protocol, e.g. an HTTP status)."""
 

@@ -30,6 +30,79 @@ class Sampling(StrictModel):
     seed: int | None = Field(default=None, description="Passed to vLLM for reproducible sampling.")
 
 
+class RateLimit(StrictModel):
+    """A hosted judge's rate limits (its provider's per-minute quotas for this key).
+
+    Calls wait in a token bucket per limit (each refills at its rate, holds at most a
+    minute's worth) before they are sent; the provider's ``x-ratelimit-*`` and
+    ``Retry-After`` headers move the buckets as they come.
+    """
+
+    requests_per_minute: float | None = Field(
+        default=None, gt=0, description="Requests per minute at most (RPM)."
+    )
+    tokens_per_minute: float | None = Field(
+        default=None,
+        gt=0,
+        description="Tokens per minute at most (TPM): prompt tokens (estimated before the "
+        "call from its text, corrected by the reply's usage) plus the call's max_tokens.",
+    )
+
+
+Capability = Literal["top_logprobs", "structured_outputs"]
+"""What an endpoint may not offer: ``top_logprobs`` (the alternatives' logprobs at each
+position) and ``structured_outputs`` (vLLM's constrained decoding: ``structured_outputs``
+choice/regex and ``response_format`` JSON schemas)."""
+
+METHOD_NEEDS: dict[str, frozenset[Capability]] = {
+    "logprob": frozenset({"top_logprobs", "structured_outputs"}),
+    "batched": frozenset({"top_logprobs", "structured_outputs"}),
+    "structured": frozenset({"structured_outputs"}),
+    "sampled": frozenset(),
+}
+"""What each scoring method needs of its endpoint (a method missing here needs nothing)."""
+
+
+class Capabilities(StrictModel):
+    """What the judge's endpoint can do (vLLM does all of it; hosted APIs differ)."""
+
+    top_logprobs: bool = Field(
+        default=True,
+        description="Returns top_logprobs (methods logprob and batched read them).",
+    )
+    structured_outputs: bool = Field(
+        default=True,
+        description="Constrains output (structured_outputs, response_format json_schema): "
+        "methods logprob, batched and structured send them.",
+    )
+
+    def lacking(self, needs: frozenset[Capability]) -> list[Capability]:
+        """The capabilities of ``needs`` this endpoint has not, in a stable order."""
+        return sorted(c for c in needs if not getattr(self, c))
+
+
+class Prices(StrictModel):
+    """What the provider charges, in a currency of your choice (USD in the docs) per
+    million tokens: ``usage.cost`` and the monitor's cost per run are in it."""
+
+    input: float = Field(ge=0, description="Per million prompt tokens (not cached).")
+    cached_input: float | None = Field(
+        default=None,
+        ge=0,
+        description="Per million cached prompt tokens (usage.prompt_tokens_details."
+        "cached_tokens); default: the input price.",
+    )
+    output: float = Field(ge=0, description="Per million completion tokens.")
+
+    def cost(self, prompt_tokens: int, cached_tokens: int, completion_tokens: int) -> float:
+        """The price of one reply: cached prompt tokens at ``cached_input``, the other
+        prompt tokens at ``input``, completion tokens at ``output``."""
+        cached = max(0, min(cached_tokens, prompt_tokens))
+        cached_price = self.input if self.cached_input is None else self.cached_input
+        fresh = prompt_tokens - cached
+        return (fresh * self.input + cached * cached_price + completion_tokens * self.output) / 1e6
+
+
 class JudgeConfig(StrictModel):
     """One named judge: an LLM behind one or more OpenAI-compatible endpoints."""
 
@@ -108,6 +181,26 @@ class JudgeConfig(StrictModel):
         "tokens), broken in untrusted text like the maintained control-token families; "
         "part of the verdict cache's identity.",
     )
+
+    rate_limit: RateLimit | None = Field(
+        default=None,
+        description="A hosted provider's RPM/TPM limits, kept by a token bucket before "
+        "each call (default: none; the provider's rate-limit headers are honoured anyway).",
+    )
+    capabilities: Capabilities = Field(
+        default_factory=Capabilities,
+        description="What the endpoint can do; a rubric naming a judge whose method needs "
+        "what it cannot do is refused.",
+    )
+    prices: Prices | None = Field(
+        default=None,
+        description="Price per million tokens: fills usage.cost and the monitor's cost per "
+        "run (default: none, usage.cost stays null).",
+    )
+
+    def lacking(self) -> list[Capability]:
+        """The capabilities this judge's method needs and its endpoint has not."""
+        return self.capabilities.lacking(METHOD_NEEDS.get(self.method, frozenset()))
 
     @field_validator("base_urls")
     @classmethod

@@ -96,12 +96,19 @@ class Usage:
     completion_tokens: int = 0
     latency_ms: float = 0.0
     calls_by_order: dict[str, int] = field(default_factory=dict)
+    cached_tokens: int = 0
+    """Prompt tokens the providers served from their prompt caches."""
+    cost: float | None = None
+    """What the calls cost at their judges' prices; None while no priced judge was called
+    (cache hits cost nothing)."""
 
     def called(self, verdict: Verdict, order: str | None = None) -> None:
-        """Count one judge call and its tokens (under ``order`` for a comparison)."""
+        """Count one judge call, its tokens and cost (under ``order`` for a comparison)."""
         self.judge_calls += 1
         self.prompt_tokens += verdict.prompt_tokens
         self.completion_tokens += verdict.completion_tokens
+        self.cached_tokens += verdict.cached_tokens
+        self.cost = add_cost(self.cost, verdict.cost)
         if order is not None:
             self.calls_by_order[order] = self.calls_by_order.get(order, 0) + 1
 
@@ -111,12 +118,19 @@ class Usage:
         counts = {
             f.name: getattr(self, f.name) + getattr(other, f.name)
             for f in fields(self)
-            if f.name != "calls_by_order"
+            if f.name not in ("calls_by_order", "cost")
         }
         orders = dict(self.calls_by_order)
         for order, n in other.calls_by_order.items():
             orders[order] = orders.get(order, 0) + n
-        return Usage(**counts, calls_by_order=orders)
+        return Usage(**counts, calls_by_order=orders, cost=add_cost(self.cost, other.cost))
+
+
+def add_cost(a: float | None, b: float | None) -> float | None:
+    """The sum of two costs, None (no price known) only when both are."""
+    if a is None:
+        return b
+    return a if b is None else a + b
 
 
 @dataclass

@@ -4,7 +4,8 @@ These models are pure data with validation; they do no I/O. Loading a file
 (with file:line errors) lives in ``rewardsvc.library.yamlfile``; the library on disk
 in ``rewardsvc.library.registry``. The JSON Schema that editors use is generated
 from ``Rubric``. Validators that need to know the deployment read it from the
-pydantic validation context: ``judge_names`` (the judge pool's names) and
+pydantic validation context: ``judge_names`` (the judge pool's names), ``judge_unable``
+(why a pool judge cannot score: its method needs what its endpoint cannot do) and
 ``flag_names`` (the detectors' flags); a check whose key is absent is skipped.
 """
 
@@ -293,6 +294,7 @@ class Rubric(StrictModel):
     @classmethod
     def _check_judges(cls, judges: list[JudgeRef], info: ValidationInfo) -> list[JudgeRef]:
         known = (info.context or {}).get("judge_names")
+        unable = (info.context or {}).get("judge_unable", {})
         seen: set[str] = set()
         for i, j in enumerate(judges):
             if j.name in seen:
@@ -301,6 +303,8 @@ class Rubric(StrictModel):
                 raise ValueError(
                     f"[{i}]: unknown judge {j.name!r}; the judge pool defines {sorted(known)}"
                 )
+            if j.name in unable:
+                raise ValueError(f"[{i}]: {unable[j.name]}")
             seen.add(j.name)
         return judges
 

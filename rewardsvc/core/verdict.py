@@ -24,6 +24,11 @@ class Verdict:
     latency_ms: float = 0.0
     error: str | None = None
     error_kind: JudgeErrorKind | None = None
+    cached_tokens: int = 0
+    """Prompt tokens the provider served from its prompt cache
+    (``usage.prompt_tokens_details.cached_tokens``), part of ``prompt_tokens``."""
+    cost: float | None = None
+    """What the call's replies cost at the judge's ``prices`` (None: the judge has none)."""
 
     @property
     def ok(self) -> bool:

@@ -4,10 +4,12 @@
 of one pool entry, which picks a scoring method (``methods``: logprob, structured,
 sampled; ``batching``: all criteria in one call) and an API shape (``shapes``: chat or
 completion) once from its config and refuses prompts that cannot fit its context
-(``limits``); ``backends`` reaches the endpoints with deadlines, retries and per-URL
-circuit breakers (``breaker``), picks a replica by prefix affinity (``routing``), sends
-over a lean aiohttp client (``transport``), classifies failures into typed kinds
-(``failures``) and re-reads rotated API keys (``keys``).
+(``limits``); ``backends`` reaches the endpoints with deadlines, retries (``retrying``) and
+per-URL circuit breakers (``breaker``), picks a replica by prefix affinity (``routing``),
+keeps a hosted judge's RPM/TPM limits and its provider's rate-limit headers
+(``ratelimit``), sends over a lean aiohttp client (``transport``), classifies failures
+into typed kinds (``failures``) and re-reads rotated API keys (``keys``); ``pricing``
+meters the tokens of a call's replies and prices them by the judge's table.
 ``comparative`` asks the listwise and pairwise questions of groups and preferences.
 
 It may import ``rewardsvc.core``, ``rewardsvc.safety`` (defusing what it fences) and

@@ -31,6 +31,11 @@ answered at their first attempt, so the first attempt goes straight out and the 
 loop is built only for a call whose first attempt failed.
 When every URL's breaker is open a call fails at once.
 
+A judge with ``rate_limit`` (a hosted API) also waits, holding its slot, in its
+:class:`~rewardsvc.judges.ratelimit.RateLimiter` before each attempt (retries included:
+the provider counts them too); every reply's headers move the limiter, every 2xx reply
+settles its tokens there and is metered for its cost (``rewardsvc.judges.pricing``).
+
 Failures are :class:`~rewardsvc.judges.failures.BackendError` with a typed kind and a
 message without URLs (it reaches clients); each failed attempt is logged with its URL and
 cause (``FailureLog``, throttled). Breaker changes are reported to the
@@ -42,7 +47,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
 from typing import Any
 
 from tenacity import (
@@ -55,11 +59,15 @@ from tenacity import (
 
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.pool import JudgeConfig
-from rewardsvc.judges import routing
+from rewardsvc.judges import pricing, routing
 from rewardsvc.judges.breaker import BreakerPolicy
 from rewardsvc.judges.endpoints import Endpoint, Pins, open_endpoint
 from rewardsvc.judges.failures import BackendError, FailureLog, classify
 from rewardsvc.judges.keys import KeySource
+from rewardsvc.judges.ratelimit import RateLimiter, prompt_chars
+from rewardsvc.judges.retrying import RetryPolicy, call_deadline_s
+
+__all__ = ["Backend", "RetryPolicy", "call_deadline_s"]
 from rewardsvc.judges.routing import Affinity
 from rewardsvc.judges.shapes import CHAT, COMPLETION, ApiShape, Reply
 from rewardsvc.judges.transport import TRANSPORT_ERRORS
@@ -68,29 +76,6 @@ from rewardsvc.judges.transport import TRANSPORT_ERRORS
 _SNIPPET_CHARS = 120
 # A probe fails on a key that cannot be read (KeyError) as on a transport error.
 _PROBE_ERRORS: tuple[type[BaseException], ...] = (KeyError, *TRANSPORT_ERRORS)
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Backoff of retried attempts; the number of retries is the judge's ``retries``."""
-
-    initial_s: float = 0.25
-    max_s: float = 8.0
-    jitter_s: float = 0.25
-    # A Retry-After longer than this is not waited for: the call fails instead.
-    retry_after_max_s: float = 60.0
-
-
-def call_deadline_s(config: JudgeConfig, retry: RetryPolicy) -> float:
-    """The longest one call may take, slot wait and retries included.
-
-    ``call_deadline_s`` of the judge config when it has one; else every attempt's
-    ``timeout_s`` plus the longest backoff after each.
-    """
-    configured = getattr(config, "call_deadline_s", None)
-    if configured is not None:
-        return float(configured)
-    return (config.timeout_s + retry.max_s) * (config.retries + 1)
 
 
 class Backend:
@@ -125,6 +110,10 @@ class Backend:
         self._pins = Pins()
         self._next = 0
         self._sem = asyncio.Semaphore(config.max_concurrency)
+        limits = getattr(config, "rate_limit", None)
+        self.limiter = None if limits is None else RateLimiter(limits)
+        # Where each reply's status and headers go: the rate limiter, when there is one.
+        self._headers = None if self.limiter is None else self.limiter.observe
         self._backoff = wait_exponential_jitter(
             multiplier=self.retry.initial_s, max=self.retry.max_s, jitter=self.retry.jitter_s
         )
@@ -205,15 +194,42 @@ class Backend:
             budget = min(self.config.timeout_s, deadline - time.monotonic())
             if budget <= 0:
                 raise BackendError("deadline", "the call's deadline passed before an attempt")
-            endpoint = self._pick(affinity, avoid)
-            endpoint.calls += 1
-            endpoint.in_flight += 1
-            try:
-                return await self._post(shape, body, budget, endpoint)
-            finally:
-                endpoint.in_flight -= 1
+            if self.limiter is not None:
+                return await self._limited(shape, body, deadline, affinity, avoid)
+            return await self._send_to(shape, body, budget, affinity, avoid)
         finally:
             self._sem.release()
+
+    async def _send_to(
+        self, shape: ApiShape, body: dict[str, Any], budget: float, *routed: Any
+    ) -> Reply:
+        endpoint = self._pick(*routed)
+        endpoint.calls += 1
+        endpoint.in_flight += 1
+        try:
+            reply = await self._post(shape, body, budget, endpoint)
+        finally:
+            endpoint.in_flight -= 1
+        pricing.record(pricing.reply_tokens(reply))
+        return reply
+
+    async def _limited(
+        self, shape: ApiShape, body: dict[str, Any], deadline: float, *routed: Any
+    ) -> Reply:
+        """One attempt through the rate limiter: wait for its request and tokens, send,
+        settle the reply's prompt tokens against the estimate."""
+        assert self.limiter is not None
+        estimate, taken = self.limiter.estimate(body)
+        await self.limiter.acquire(taken, deadline, self.name)
+        try:
+            budget = min(self.config.timeout_s, deadline - time.monotonic())
+            if budget <= 0:
+                raise BackendError("deadline", "the call's deadline passed before an attempt")
+            reply = await self._send_to(shape, body, budget, *routed)
+        finally:
+            self.limiter.done()
+        self.limiter.settle(estimate, prompt_chars(body), pricing.reply_tokens(reply)[0])
+        return reply
 
     async def _post(
         self, shape: ApiShape, body: dict[str, Any], budget: float, endpoint: Endpoint
@@ -221,7 +237,9 @@ class Backend:
         try:
             try:
                 async with asyncio.timeout(budget) as limit:
-                    response = await endpoint.client.post(shape.path, body, self._auth())
+                    response = await endpoint.client.post(
+                        shape.path, body, self._auth(), self._headers
+                    )
             except TimeoutError:
                 if not limit.expired():
                     raise

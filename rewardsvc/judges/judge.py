@@ -28,7 +28,7 @@ from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges import batching, prompts
+from rewardsvc.judges import batching, pricing, prompts
 from rewardsvc.judges.backends import Backend
 from rewardsvc.judges.failures import BackendError
 from rewardsvc.judges.limits import least_tokens
@@ -183,13 +183,19 @@ class Judge:
             return dict.fromkeys(batch.ids, failed)
         call = Call(self.backend, self.shape, self.config.sampling, self._reasoning, deadline)
         start = time.perf_counter()
-        try:
-            verdicts = await batching.score_batch(call, batch)
-        except Exception as exc:
-            failed = self._report(self._typed(exc, time.perf_counter() - start))
-            return dict.fromkeys(batch.ids, failed)
+        with pricing.metering() as meter:
+            try:
+                verdicts = await batching.score_batch(call, batch)
+            except Exception as exc:
+                failed = self._typed(exc, time.perf_counter() - start)
+                failed = self._report(pricing.priced(failed, meter, self.config.prices))
+                return dict.fromkeys(batch.ids, failed)
         latency_ms = (time.perf_counter() - start) * 1000.0
-        verdicts = {cid: replace(v, latency_ms=latency_ms) for cid, v in verdicts.items()}
+        prices = self.config.prices
+        verdicts = {
+            cid: pricing.priced(replace(v, latency_ms=latency_ms), meter, prices)
+            for cid, v in verdicts.items()
+        }
         self._report(batching.call_outcome(verdicts.values()))
         return verdicts
 
@@ -297,12 +303,13 @@ class Judge:
             return self._report(self._failed("context_overflow", too_long, 0.0))
         call = Call(self.backend, self.shape, self.config.sampling, self._reasoning, deadline)
         start = time.perf_counter()
-        try:
-            verdict = await (answer or self.method.score)(call, prompt)
-            verdict = replace(verdict, latency_ms=(time.perf_counter() - start) * 1000.0)
-        except Exception as exc:
-            verdict = self._typed(exc, time.perf_counter() - start)
-        return self._report(verdict)
+        with pricing.metering() as meter:
+            try:
+                verdict = await (answer or self.method.score)(call, prompt)
+                verdict = replace(verdict, latency_ms=(time.perf_counter() - start) * 1000.0)
+            except Exception as exc:
+                verdict = self._typed(exc, time.perf_counter() - start)
+        return self._report(pricing.priced(verdict, meter, self.config.prices))
 
     def _typed(self, exc: Exception, latency_s: float) -> Verdict:
         """The failed verdict of a call that raised ``exc`` after ``latency_s``."""

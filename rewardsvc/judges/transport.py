@@ -21,7 +21,7 @@ client's.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -130,11 +130,19 @@ class JudgeTransport:
             )
         return self._session
 
-    async def post(self, path: str, body: Mapping[str, Any], authorization: str) -> Any:
+    async def post(
+        self,
+        path: str,
+        body: Mapping[str, Any],
+        authorization: str,
+        headers_seen: Callable[[int, Mapping[str, str]], None] | None = None,
+    ) -> Any:
         """POST ``body`` as JSON to ``base_url + path``; the reply's JSON value.
 
         A 2xx reply that is not JSON comes back as its text, for the caller to refuse
         with a quote of it. Raises :class:`HttpStatusError` for any other status.
+        ``headers_seen`` gets every reply's status and headers (a hosted judge's rate
+        limits), before anything is raised.
         """
         # ASCII-escaped: a lone surrogate in untrusted text must not fail the encoding.
         data = json.dumps(body).encode()
@@ -144,6 +152,8 @@ class JudgeTransport:
         async with session.post(url, data=data, headers=headers, allow_redirects=False) as reply:
             raw = await self._body(reply)
             status = reply.status
+            if headers_seen is not None:
+                headers_seen(status, reply.headers)
             if not 200 <= status < 300:
                 raise HttpStatusError(status, error_message(raw), reply.headers)
         try:

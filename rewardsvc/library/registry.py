@@ -71,11 +71,29 @@ def _versions(*tables: Mapping[str, Served]) -> dict[str, str]:
 
 def validation_context(pool: JudgePool | None) -> dict[str, Any]:
     """What a rubric is validated against: the detectors' flag names, and the judge
-    names of ``pool`` (unchecked when there is no pool)."""
+    names of ``pool`` with the judges that cannot score (unchecked when there is no pool)."""
     context: dict[str, Any] = {"flag_names": frozenset(FLAGS) | frozenset(NOTE_FLAGS)}
     if pool is not None:
         context["judge_names"] = frozenset(pool.judges)
+        context["judge_unable"] = unable_judges(pool)
     return context
+
+
+def unable_judges(pool: JudgePool) -> dict[str, str]:
+    """Why each pool judge that cannot score can not: its method needs a capability its
+    endpoint lacks (a rubric that lists it is refused with this text)."""
+    out: dict[str, str] = {}
+    for name, config in pool.judges.items():
+        lacking = config.lacking()
+        if lacking:
+            said = ", ".join(f"{c}: false" for c in lacking)
+            out[name] = (
+                f"judge {name!r} cannot score with method {config.method}: it needs "
+                f"{' and '.join(lacking)}, and the judge pool says capabilities {{{said}}} "
+                "(give the judge a method its endpoint can do, e.g. sampled, or list another "
+                "judge)"
+            )
+    return out
 
 
 def load_pool(path: Path) -> JudgePool:

@@ -5,11 +5,14 @@ rolling windows (counted in samples) per (rubric, run), evaluates alert rules on
 keeps a downsampled history of every signal for the dashboard. :mod:`.health` measures
 rubric health (groups whose rewards have zero spread, saturated criteria, discrimination
 within groups) and its ``non_discriminative`` alert; :mod:`.replay` feeds a reward log's
-lines to a monitor (``rewardsvc rubrics health --log``). Canary items (known attacks and
-anchors) are planned here and scored through an injected callable.
+lines to a monitor (``rewardsvc rubrics health --log``). :mod:`.spend` keeps each run's
+cost (``usage.cost``) and refuses a run past its budget (``BudgetExceeded``, with the
+``budget_exceeded`` alert). Canary items (known attacks and anchors) are planned here and
+scored through an injected callable.
 
 This room is pure apart from the canary runner's awaits and :mod:`.shared`, which merges
-the runs of several replicas in Redis through a link it is given: it imports ``core``
+the runs of several replicas in Redis through a link it is given (and :mod:`.spend`, which
+keeps a run's cost there): it imports ``core``
 and pydantic, never the application, the server, the scoring room, the judges, wire
 models, HTTP clients or a metrics library. The application wires it: after a request is
 scored, its rewards go to :meth:`Monitor.observe`, and the canary runner gets the

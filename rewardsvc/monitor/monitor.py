@@ -13,6 +13,7 @@ from rewardsvc.core.monitor_spec import MonitorConfig
 from rewardsvc.core.results import BatchResult
 from rewardsvc.monitor.alerts import AlertEvent
 from rewardsvc.monitor.runs import RunState, Sample, grouped
+from rewardsvc.monitor.spend import Spend
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +82,9 @@ class Monitor:
     With a ``sink`` (set by the server when Redis is configured) every batch is also sent
     to the state shared by all replicas; while that is reachable, :meth:`runs` shows the
     merged runs and the merged state raises the alerts.
+
+    ``budget_of(run)`` is a run's budget (None: none); :attr:`spend` counts each run's cost
+    and refuses a run past its budget (:mod:`.spend`).
     """
 
     def __init__(
@@ -89,8 +93,11 @@ class Monitor:
         max_runs: int = 256,
         on_event: Callable[[AlertEvent], None] | None = None,
         clock: Callable[[], float] = time.time,
+        budget_of: Callable[[str], float | None] | None = None,
     ) -> None:
         self.config_for = config_for or (lambda _rubric: MonitorConfig())
+        self.spend = Spend(budget_of, self._emit, clock)
+        """Cost per run (over its rubrics) and the runs' budgets (:mod:`.spend`)."""
         self.max_runs = max_runs
         self.on_event = on_event
         self.clock = clock
@@ -110,6 +117,7 @@ class Monitor:
         Beyond ``max_runs`` runs, :func:`evict` drops one.
         """
         now = self.clock()
+        self.spend.add(rubric_id, run, result.usage, len(result.items))
         key = (rubric_id, run or DEFAULT_RUN)
         state = self._runs.get(key)
         if state is None:

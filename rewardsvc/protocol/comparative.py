@@ -168,6 +168,10 @@ class ComparativeUsageOut(BaseModel):
     completion_tokens: int = 0
     latency_ms: float = 0.0
     calls_by_order: dict[str, int] = Field(default_factory=dict)
+    cached_tokens: int = Field(default=0, description="Prompt tokens served from prompt caches.")
+    cost: float | None = Field(
+        default=None, description="What the judge calls cost at the judges' prices (or null)."
+    )
 
 
 class GroupResponse(BaseModel):

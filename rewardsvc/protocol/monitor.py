@@ -113,6 +113,20 @@ class CanaryOut(BaseModel):
     )
 
 
+class SpendOut(BaseModel):
+    """What one run has cost (over its rubrics; over every replica when shared)."""
+
+    run: str
+    cost: float = Field(description="The cost of the run's judge calls at the judges' prices.")
+    budget: float | None = Field(description="The run's budget (null: none).")
+    exceeded: bool = Field(description="True once cost reached budget: new scoring is refused.")
+    exceeded_since: datetime | None = None
+    judge_calls: int = Field(description="Judge calls of the run counted by this process.")
+    rewards: int = Field(description="Rewards of the run counted by this process.")
+    cost_per_reward: float | None = Field(description="cost / rewards (null before any).")
+    last_seen: datetime
+
+
 class MonitorReport(BaseModel):
     """The body of ``GET /v1/monitor``."""
 
@@ -124,3 +138,6 @@ class MonitorReport(BaseModel):
     )
     runs: list[RunOut]
     canaries: list[CanaryOut]
+    spend: list[SpendOut] = Field(
+        default_factory=list, description="Cost and budget per run, most recently seen first."
+    )

@@ -371,6 +371,20 @@ class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0
+    cached_tokens: int = Field(
+        default=0,
+        description="Prompt tokens the judges' providers served from their prompt caches "
+        "(part of prompt_tokens; OpenAI's usage.prompt_tokens_details.cached_tokens).",
+    )
+    cost: float | None = Field(
+        default=None,
+        description="What the judge calls of this request cost at the judges' prices (input, "
+        "cached input and output per million tokens, in the pool file); null when no judge "
+        "called has prices. Cache hits cost nothing.",
+    )
+    cost_per_reward: float | None = Field(
+        default=None, description="cost divided by the number of results."
+    )
 
 
 class RewardResponse(BaseModel):

@@ -39,7 +39,7 @@ from rewardsvc.core.recipe import (
     RoutingTable,
     resolve_components,
 )
-from rewardsvc.core.results import BatchResult, ItemReward, Status, Usage
+from rewardsvc.core.results import BatchResult, ItemReward, Status, Usage, add_cost
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.registry import Graders
@@ -312,6 +312,8 @@ class RecipeRunner:
         usage.cache_hits += batch.usage.cache_hits
         usage.prompt_tokens += batch.usage.prompt_tokens
         usage.completion_tokens += batch.usage.completion_tokens
+        usage.cached_tokens += batch.usage.cached_tokens
+        usage.cost = add_cost(usage.cost, batch.usage.cost)
         for item, reward in zip(todo, batch.items, strict=True):
             item.components[component.id] = _outcome(component, batch.version, reward)
             item.flags.update(reward.flags)

@@ -122,6 +122,12 @@ def can_read(rubric: str, run: str) -> bool:
     return grant is None or (grant.scope.allows_rubric(rubric) and grant.scope.allows_run(run))
 
 
+def can_read_run(run: str) -> bool:
+    """True when the request's key may see ``run`` (its cost and budget)."""
+    grant = GRANT.get()
+    return grant is None or grant.scope.allows_run(run)
+
+
 def can_read_rubric(rubric: str) -> bool:
     """True when the request's key may see ``rubric`` (the library, canaries)."""
     grant = GRANT.get()

@@ -53,7 +53,7 @@ router = APIRouter(prefix="/v1", tags=["comparative"])
 @router.post(
     "/groups",
     response_model=GroupResponse,
-    responses=error_responses(401, 404, 413, 422, 429),
+    responses=error_responses(401, 402, 404, 413, 422, 429),
     summary="Score groups of completions relative to each other",
 )
 async def groups(body: GroupRequest, service: ServiceDep) -> GroupResponse:
@@ -78,7 +78,7 @@ async def groups(body: GroupRequest, service: ServiceDep) -> GroupResponse:
 @router.post(
     "/preferences",
     response_model=PreferenceResponse,
-    responses=error_responses(401, 404, 413, 422, 429),
+    responses=error_responses(401, 402, 404, 413, 422, 429),
     summary="Judge pairs in both orders: P(a better), consistency and a label",
 )
 async def preferences(body: PreferenceRequest, service: ServiceDep) -> PreferenceResponse:

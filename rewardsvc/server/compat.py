@@ -214,7 +214,7 @@ def _reward(result: RewardResult) -> float:
     return float(result.reward) if result.reward is not None else 0.0
 
 
-_ERRORS = error_responses(401, 404, 413, 422, 429, 503, trainer=True)
+_ERRORS = error_responses(401, 402, 404, 413, 422, 429, 503, trainer=True)
 
 router = APIRouter(tags=["trainer compatibility"])
 

@@ -19,6 +19,7 @@ from rewardsvc.application.monitoring import iso
 from rewardsvc.monitor import CanaryRecord, Monitor, RunState
 from rewardsvc.monitor.health import Health
 from rewardsvc.monitor.shared import SharedMonitor
+from rewardsvc.monitor.spend import RunCost
 from rewardsvc.protocol.monitor import (
     AlertOut,
     CanaryOut,
@@ -27,8 +28,9 @@ from rewardsvc.protocol.monitor import (
     HistoryOut,
     MonitorReport,
     RunOut,
+    SpendOut,
 )
-from rewardsvc.server.access import can_read, can_read_rubric
+from rewardsvc.server.access import can_read, can_read_rubric, can_read_run
 
 STATIC = Path(__file__).parent / "static"
 ASSETS = {
@@ -106,6 +108,22 @@ def canary_out(c: CanaryRecord, history: bool) -> CanaryOut:
     )
 
 
+def spend_out(cost: RunCost) -> SpendOut:
+    """The wire form of one run's cost and budget."""
+    since = cost.exceeded_since
+    return SpendOut(
+        run=cost.run,
+        cost=cost.cost,
+        budget=cost.budget,
+        exceeded=cost.exceeded,
+        exceeded_since=iso(since) if since is not None else None,
+        judge_calls=cost.judge_calls,
+        rewards=cost.rewards,
+        cost_per_reward=cost.cost_per_reward,
+        last_seen=iso(cost.last_seen),
+    )
+
+
 def report(monitor: Monitor, rubric: str | None, run: str | None, history: bool) -> MonitorReport:
     """The monitor's state, filtered as ``GET /v1/monitor`` is asked and to what the
     request's API key may read (a scoped key sees its own runs and rubrics only)."""
@@ -117,6 +135,11 @@ def report(monitor: Monitor, rubric: str | None, run: str | None, history: bool)
         runs=[run_out(s, history) for s in monitor.runs(rubric, run) if can_read(s.rubric, s.run)],
         canaries=[
             canary_out(c, history) for c in monitor.canaries(rubric) if can_read_rubric(c.rubric)
+        ],
+        spend=[
+            spend_out(c)
+            for c in monitor.spend.runs()
+            if (run is None or c.run == run) and can_read_run(c.run)
         ],
     )
 

@@ -25,6 +25,9 @@ from rewardsvc.protocol.errors import ErrorDetail
 STATUS_OF_KIND: dict[RequestErrorKind, int] = {
     "invalid_request": 422,
     "unknown_rubric": 404,
+    # Payment Required: not a 429, which clients retry; the run stays refused until its
+    # budget is raised (rewardsvc.monitor.spend).
+    "budget_exceeded": 402,
 }
 """The HTTP status of each request error kind (the core knows kinds, not HTTP)."""
 
@@ -76,6 +79,8 @@ def _loc_of(path: str) -> tuple[int | str, ...]:
 
 _DESCRIPTIONS = {
     401: "Missing or invalid API key.",
+    402: "The run's cost reached its budget (error budget_exceeded, field run): new "
+    "scoring for it is refused until the budget is raised.",
     404: "Unknown rubric.",
     413: "Body larger than max_body_bytes, or more items than max_items.",
     422: "Malformed request; `field` names the offending field.",

@@ -39,6 +39,11 @@ JUDGE_LATENCY = Histogram(
 JUDGE_TOKENS = Counter(
     "rewardsvc_judge_tokens_total", "Judge tokens, by judge and kind", ["judge", "kind"]
 )
+JUDGE_COST = Counter(
+    "rewardsvc_judge_cost_total",
+    "What judge calls cost at their judges' prices (judges with prices only), by judge",
+    ["judge"],
+)
 CACHE_HITS = Counter("rewardsvc_cache_hits_total", "Verdicts served from the cache")
 DEDUP_HITS = Counter(
     "rewardsvc_dedup_hits_total", "Verdicts shared with an identical call already in flight"
@@ -84,6 +89,7 @@ _JUDGE_CALLS = Children(JUDGE_CALLS)
 _JUDGE_ERRORS = Children(JUDGE_ERRORS)
 _JUDGE_LATENCY = Children(JUDGE_LATENCY)
 _JUDGE_TOKENS = Children(JUDGE_TOKENS)
+_JUDGE_COST = Children(JUDGE_COST)
 _ITEMS = Children(ITEMS)
 _REWARDS = Children(REWARDS)
 _FLAGS = Children(FLAGS)
@@ -102,6 +108,10 @@ class PrometheusObserver:
         _JUDGE_LATENCY(judge).observe(verdict.latency_ms / 1000.0)
         _JUDGE_TOKENS(judge, "prompt").inc(verdict.prompt_tokens)
         _JUDGE_TOKENS(judge, "completion").inc(verdict.completion_tokens)
+        if verdict.cached_tokens:
+            _JUDGE_TOKENS(judge, "cached").inc(verdict.cached_tokens)
+        if verdict.cost is not None:
+            _JUDGE_COST(judge).inc(verdict.cost)
 
     def breaker(self, judge: str, url: str, is_open: bool) -> None:
         """Show the breaker's state."""

@@ -52,7 +52,28 @@ def render_gauges(monitor: Monitor, max_runs: int = 16) -> list[Metric]:
         if c.reward is not None and c.anchor_reward is not None:
             canary_gap.add_metric(labels, c.reward - c.anchor_reward)
         canary_alert.add_metric(labels, 1.0 if c.alert else 0.0)
-    return [signal, samples, alert, canary_gap, canary_alert]
+    return [signal, samples, alert, canary_gap, canary_alert, *spend_gauges(monitor, max_runs)]
+
+
+def spend_gauges(monitor: Monitor, max_runs: int = 16) -> list[Metric]:
+    """Cost, budget and budget alert of the ``max_runs`` runs that spent most recently."""
+    cost = GaugeMetricFamily(
+        "rewardsvc_run_cost",
+        "What the run's judge calls cost at the judges' prices (over every replica when shared)",
+        labels=["run"],
+    )
+    budget = GaugeMetricFamily("rewardsvc_run_budget", "The run's budget", labels=["run"])
+    exceeded = GaugeMetricFamily(
+        "rewardsvc_run_budget_exceeded",
+        "1 once the run's cost reached its budget (new scoring for it is refused)",
+        labels=["run"],
+    )
+    for run in monitor.spend.runs()[:max_runs]:
+        cost.add_metric([run.run], run.cost)
+        if run.budget is not None:
+            budget.add_metric([run.run], run.budget)
+            exceeded.add_metric([run.run], 1.0 if run.exceeded else 0.0)
+    return [cost, budget, exceeded]
 
 
 class MonitorCollector(Collector):

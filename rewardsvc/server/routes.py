@@ -40,7 +40,7 @@ v1 = APIRouter(prefix="/v1")
 @v1.post(
     "/rewards",
     response_model=RewardResponse,
-    responses=error_responses(401, 404, 413, 422, 429),
+    responses=error_responses(401, 402, 404, 413, 422, 429),
     tags=["rewards"],
     summary="Score a batch of rollouts against a rubric",
 )

@@ -175,9 +175,12 @@ class Service:
         )
 
     def claim_run(self, run: str | None) -> None:
-        """403 unless the request's key may write to ``run`` (see :mod:`.access`)."""
+        """403 unless the request's key may write to ``run`` (see :mod:`.access`); 402
+        ``budget_exceeded`` once the run's cost reached its budget."""
         monitor = self.monitor
         access.claim_run(run, lambda name: monitor is not None and bool(monitor.runs(run=name)))
+        if monitor is not None:
+            monitor.spend.check(run)
 
     async def score(
         self,

@@ -10,6 +10,8 @@ let selected = localStorage.getItem("rewardsvc-run") || "";
 
 const seconds = (iso) => Date.parse(iso) / 1000;
 const fmt = (v) => (v === null || v === undefined ? "–" : Number(v).toFixed(3));
+// Costs run from fractions of a cent per reward to hundreds per run: significant digits.
+const money = (v) => (v === null || v === undefined ? "–" : Number(v).toPrecision(4));
 
 function headers() {
   const key = document.getElementById("key").value || sessionStorage.getItem("rewardsvc-key");
@@ -140,6 +142,23 @@ function canaryTable(canaries) {
   }
 }
 
+function spendTable(spend) {
+  const body = document.querySelector("#spend tbody");
+  body.replaceChildren();
+  for (const r of spend) {
+    const tr = document.createElement("tr");
+    tr.className = r.exceeded ? "alert firing" : "";
+    const state = r.budget === null ? "no budget" : r.exceeded ? "EXCEEDED: refused" : "under";
+    for (const cell of [r.run, money(r.cost), money(r.budget), money(r.cost_per_reward), String(r.judge_calls), String(r.rewards), state]) {
+      const td = document.createElement("td");
+      td.textContent = cell;
+      tr.appendChild(td);
+    }
+    body.appendChild(tr);
+  }
+  document.getElementById("no-spend").hidden = spend.length > 0;
+}
+
 function canaryPlot(canaries) {
   const stamps = new Set();
   for (const c of canaries) for (const [t] of c.history || []) stamps.add(seconds(t));
@@ -167,6 +186,7 @@ function render(report) {
   alertsTable(run, canaries);
   healthTable(run);
   canaryTable(canaries);
+  spendTable(report.spend || []);
   const h = run ? run.history : { times: [], series: {}, events: [] };
   const times = h.times.map(seconds);
   const events = h.events.map((e) => ({ t: seconds(e.time), kind: e.kind, name: e.name }));

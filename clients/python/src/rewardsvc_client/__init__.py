@@ -14,6 +14,7 @@ verifiers 0.4 judge plugin, the top-level module ``rewardsvc_judge``. Per-prompt
 (a dataset's rubric column sent with each item) go through ``rewardsvc_client.criteria``.
 """
 
+from rewardsvc_client._protocol import BudgetExceededError
 from rewardsvc_client.client import AsyncClient, Client, RewardServiceError
 from rewardsvc_client.types import (
     ComparativeUsage,
@@ -35,6 +36,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AsyncClient",
+    "BudgetExceededError",
     "Client",
     "ComparativeUsage",
     "GroupResponse",

@@ -59,6 +59,13 @@ class RewardServiceError(Exception):
         self.retry_after = retry_after
 
 
+class BudgetExceededError(RewardServiceError):
+    """The run's cost reached its budget on the service (402, error ``budget_exceeded``):
+    new scoring for the run is refused until the budget is raised. Never retried, and the
+    trainer adapters always raise it (a configuration error, not a judge failure): training
+    stops at the cap instead of learning from rewards that are not there."""
+
+
 def _retry_after_seconds(value: str | None) -> float | None:
     """Parse a Retry-After header: delta-seconds or an HTTP date."""
     if not value:
@@ -102,7 +109,8 @@ def _error_from_response(response: httpx.Response) -> RewardServiceError:
         text += f": {message}"
     if field:
         text += f" [field: {field}]"
-    return RewardServiceError(
+    kind = BudgetExceededError if error == "budget_exceeded" else RewardServiceError
+    return kind(
         text,
         status_code=response.status_code,
         error=error,

@@ -122,26 +122,35 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0
+    cached_tokens: int = 0
+    cost: float | None = None
+    """What the judge calls cost at the judges' prices; None when no judge has prices."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> Usage:
         """Build from the response's ``usage``."""
         data = data or {}
+        cost = data.get("cost")
         return cls(
             judge_calls=int(data.get("judge_calls", 0)),
             cache_hits=int(data.get("cache_hits", 0)),
             prompt_tokens=int(data.get("prompt_tokens", 0)),
             completion_tokens=int(data.get("completion_tokens", 0)),
             latency_ms=float(data.get("latency_ms", 0.0)),
+            cached_tokens=int(data.get("cached_tokens", 0)),
+            cost=None if cost is None else float(cost),
         )
 
     def __add__(self, other: Usage) -> Usage:
+        costs = [c for c in (self.cost, other.cost) if c is not None]
         return Usage(
             judge_calls=self.judge_calls + other.judge_calls,
             cache_hits=self.cache_hits + other.cache_hits,
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             latency_ms=self.latency_ms + other.latency_ms,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cost=sum(costs) if costs else None,
         )
 
 

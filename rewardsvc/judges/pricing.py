@@ -1,0 +1,86 @@
+"""What a judge call cost: the tokens its replies counted, priced by the judge's table.
+
+A call may take several replies (a retry after a malformed 200 was billed too), and only
+the backend sees them all; only the judge knows which verdict they belong to. So the
+judge opens a :func:`metering` block around each call, the backend :func:`record`\\ s the
+``usage`` of every 2xx reply into the block's :class:`Meter` (a context variable: the
+call's own task and the tasks it starts share it), and :func:`priced` puts the cached
+tokens and the cost on the call's verdict. Cached prompt tokens are read from OpenAI's
+``usage.prompt_tokens_details.cached_tokens``; a reply without it has none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from rewardsvc.core.pool import Prices
+from rewardsvc.core.verdict import Verdict
+
+
+@dataclass
+class Meter:
+    """The tokens the replies of one judge call counted."""
+
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+    replies: int = 0
+
+    def cost(self, prices: Prices) -> float:
+        """These replies' price at ``prices``."""
+        return prices.cost(self.prompt_tokens, self.cached_tokens, self.completion_tokens)
+
+
+_current: contextvars.ContextVar[Meter | None] = contextvars.ContextVar(
+    "rewardsvc_judge_meter", default=None
+)
+
+
+def reply_tokens(reply: Any) -> tuple[int, int, int]:
+    """``(prompt, cached prompt, completion)`` tokens of a reply's ``usage`` (zeros when
+    it has none)."""
+    usage = reply.get("usage") if isinstance(reply, Mapping) else None
+    if not isinstance(usage, Mapping):
+        return 0, 0, 0
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
+    return (
+        int(usage.get("prompt_tokens") or 0),
+        int(cached or 0),
+        int(usage.get("completion_tokens") or 0),
+    )
+
+
+def record(tokens: tuple[int, int, int]) -> None:
+    """Count one 2xx reply's tokens in the current call's meter (none open: nothing)."""
+    meter = _current.get()
+    if meter is None:
+        return
+    meter.prompt_tokens += tokens[0]
+    meter.cached_tokens += tokens[1]
+    meter.completion_tokens += tokens[2]
+    meter.replies += 1
+
+
+@contextlib.contextmanager
+def metering() -> Iterator[Meter]:
+    """Meter the replies of the judge call made inside the block."""
+    meter = Meter()
+    token = _current.set(meter)
+    try:
+        yield meter
+    finally:
+        _current.reset(token)
+
+
+def priced(verdict: Verdict, meter: Meter, prices: Prices | None) -> Verdict:
+    """``verdict`` with the metered cached tokens and, when the judge has ``prices``, the
+    cost of every reply of its call (a failed call that got no reply costs 0)."""
+    if prices is None and meter.cached_tokens == 0:
+        return verdict
+    cost = None if prices is None else meter.cost(prices)
+    return replace(verdict, cached_tokens=meter.cached_tokens, cost=cost)

@@ -4,9 +4,9 @@ Rubric, recipe and judge pool models (``rubric``, ``recipe``, ``pool``, ``grader
 ``monitor_spec``, on the strict base of ``base``), aggregation and transforms
 (``aggregate``, ``comparative``), verdicts, rollouts, trajectories, the domain results
 and the one ``Usage`` of every way of scoring (``verdict``, ``rollout``, ``trajectory``,
-``results``), scoped API keys (``access``), the one error vocabulary (``errors``) and the
-observer through which lower rooms report events (``observe``). Nothing here does I/O: no
-files, no network, no processes.
+``results``), scoped API keys (``access``), the one error vocabulary (``errors``), the
+observer through which lower rooms report events (``observe``) and values bound to a
+block of one task (``scoped``). Nothing here does I/O: no files, no network, no processes.
 
 May import: pydantic and the standard library (and, for ``graders_spec`` only, the
 I/O-free validators re2 and jsonschema, so that a bad pattern or schema is refused when

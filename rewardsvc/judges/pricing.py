@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rewardsvc.core.pool import Prices
+from rewardsvc.core.scoped import bound
 from rewardsvc.core.verdict import Verdict
 
 
@@ -69,12 +70,8 @@ def record(tokens: tuple[int, int, int]) -> None:
 @contextlib.contextmanager
 def metering() -> Iterator[Meter]:
     """Meter the replies of the judge call made inside the block."""
-    meter = Meter()
-    token = _current.set(meter)
-    try:
+    with bound(_current, Meter()) as meter:
         yield meter
-    finally:
-        _current.reset(token)
 
 
 def priced(verdict: Verdict, meter: Meter, prices: Prices | None) -> Verdict:

@@ -24,6 +24,7 @@ from typing import Any
 
 from rewardsvc.core.observe import Observers
 from rewardsvc.core.results import BatchResult, ItemReward, Usage
+from rewardsvc.core.scoped import bound
 from rewardsvc.protocol.rewards import RewardResult, RubricRef
 
 LineSink = Callable[[RubricRef, Sequence[tuple[Any, RewardResult]], str | None], None]
@@ -102,12 +103,8 @@ def current() -> HeldTries | None:
 def kept_back() -> Iterator[HeldTries]:
     """Keep the reward-log lines and batches of the scorings inside back (see module doc);
     what :meth:`HeldTries.record` did not write when the block ends is dropped."""
-    tries = HeldTries()
-    token = _current.set(tries)
-    try:
+    with bound(_current, HeldTries()) as tries:
         yield tries
-    finally:
-        _current.reset(token)
 
 
 class HoldAwareObservers(Observers):

@@ -80,9 +80,23 @@ function pick(series, test) {
   return out;
 }
 
-function alertsTable(run, canaries) {
-  const body = document.querySelector("#alerts tbody");
+// One table body: a row per entry, its class and its cells' text from the entry.
+function fillRows(selector, entries, rowClass, cells) {
+  const body = document.querySelector(`${selector} tbody`);
   body.replaceChildren();
+  for (const entry of entries) {
+    const tr = document.createElement("tr");
+    tr.className = rowClass(entry);
+    for (const cell of cells(entry)) {
+      const td = document.createElement("td");
+      td.textContent = cell;
+      tr.appendChild(td);
+    }
+    body.appendChild(tr);
+  }
+}
+
+function alertsTable(run, canaries) {
   const rows = run ? run.alerts.map((a) => [a.name, a.state, a.since, a.value, a.threshold]) : [];
   for (const c of canaries) {
     if (c.alert) rows.push([`canary:${c.judge}:${c.attack}`, "firing", c.since,
@@ -90,16 +104,8 @@ function alertsTable(run, canaries) {
   }
   const order = { firing: 0, pending: 1, resolved: 2 };
   rows.sort((a, b) => order[a[1]] - order[b[1]]);
-  for (const [name, state, since, value, threshold] of rows) {
-    const tr = document.createElement("tr");
-    tr.className = `alert ${state}`;
-    for (const cell of [name, state, since, fmt(value), fmt(threshold)]) {
-      const td = document.createElement("td");
-      td.textContent = cell;
-      tr.appendChild(td);
-    }
-    body.appendChild(tr);
-  }
+  fillRows("#alerts", rows, ([, state]) => `alert ${state}`,
+    ([name, state, since, value, threshold]) => [name, state, since, fmt(value), fmt(threshold)]);
   document.getElementById("no-alerts").hidden = rows.length > 0;
 }
 
@@ -107,55 +113,26 @@ function alertsTable(run, canaries) {
 // saturation and discrimination (variance within groups) over the run's window.
 function healthTable(run) {
   const health = run ? run.health : null;
-  const body = document.querySelector("#health tbody");
-  body.replaceChildren();
   document.getElementById("health-summary").textContent = health
     ? `${health.zero_spread_groups} of ${health.groups} groups with zero spread (share ${fmt(health.zero_spread_share)}); `
       + `saturated: ${health.saturated.length ? health.saturated.join(", ") : "none"}`
     : "not evaluated yet";
-  for (const c of health ? health.criteria : []) {
-    const tr = document.createElement("tr");
-    tr.className = c.saturated ? "saturated" : "";
-    for (const cell of [c.criterion, fmt(c.pass_rate), c.saturated || "–", fmt(c.discrimination),
-      String(c.samples), String(c.groups)]) {
-      const td = document.createElement("td");
-      td.textContent = cell;
-      tr.appendChild(td);
-    }
-    body.appendChild(tr);
-  }
+  fillRows("#health", health ? health.criteria : [], (c) => (c.saturated ? "saturated" : ""),
+    (c) => [c.criterion, fmt(c.pass_rate), c.saturated || "–", fmt(c.discrimination),
+      String(c.samples), String(c.groups)]);
 }
 
 function canaryTable(canaries) {
-  const body = document.querySelector("#canaries tbody");
-  body.replaceChildren();
-  for (const c of canaries) {
-    const tr = document.createElement("tr");
-    tr.className = c.alert ? "alert firing" : "";
-    for (const cell of [c.judge, c.attack, fmt(c.reward), fmt(c.anchor_reward), fmt(c.margin),
-      c.alert ? "FIRING" : "ok"]) {
-      const td = document.createElement("td");
-      td.textContent = cell;
-      tr.appendChild(td);
-    }
-    body.appendChild(tr);
-  }
+  fillRows("#canaries", canaries, (c) => (c.alert ? "alert firing" : ""),
+    (c) => [c.judge, c.attack, fmt(c.reward), fmt(c.anchor_reward), fmt(c.margin),
+      c.alert ? "FIRING" : "ok"]);
 }
 
 function spendTable(spend) {
-  const body = document.querySelector("#spend tbody");
-  body.replaceChildren();
-  for (const r of spend) {
-    const tr = document.createElement("tr");
-    tr.className = r.exceeded ? "alert firing" : "";
-    const state = r.budget === null ? "no budget" : r.exceeded ? "EXCEEDED: refused" : "under";
-    for (const cell of [r.run, money(r.cost), money(r.budget), money(r.cost_per_reward), String(r.judge_calls), String(r.rewards), state]) {
-      const td = document.createElement("td");
-      td.textContent = cell;
-      tr.appendChild(td);
-    }
-    body.appendChild(tr);
-  }
+  const state = (r) => (r.budget === null ? "no budget" : r.exceeded ? "EXCEEDED: refused" : "under");
+  fillRows("#spend", spend, (r) => (r.exceeded ? "alert firing" : ""),
+    (r) => [r.run, money(r.cost), money(r.budget), money(r.cost_per_reward),
+      String(r.judge_calls), String(r.rewards), state(r)]);
   document.getElementById("no-spend").hidden = spend.length > 0;
 }
 

@@ -12,7 +12,9 @@ class Verdict:
     """The outcome of one judge call.
 
     ``score`` is normalized to [0, 1]; it is ``None`` exactly when ``error`` is set,
-    because a failed call must never be mistaken for a low score.
+    because a failed call must never be mistaken for a low score. A reasoning judge's
+    verdict also carries its ``reasoning`` text and ``reasoning_tokens`` (already counted
+    in ``completion_tokens``); ``raw`` is then its answer only.
     """
 
     score: float | None
@@ -24,6 +26,8 @@ class Verdict:
     latency_ms: float = 0.0
     error: str | None = None
     error_kind: JudgeErrorKind | None = None
+    reasoning: str = ""
+    reasoning_tokens: int = 0
 
     @property
     def ok(self) -> bool:

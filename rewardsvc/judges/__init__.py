@@ -9,6 +9,8 @@ circuit breakers (``breaker``), picks a replica by prefix affinity (``routing``)
 over a lean aiohttp client (``transport``), classifies failures into typed kinds
 (``failures``) and re-reads rotated API keys (``keys``).
 ``comparative`` asks the listwise and pairwise questions of groups and preferences.
+``reasoning`` serves judges that think before they answer: it bounds the thinking (vLLM's
+``thinking_token_budget``), finds the answer after it, and types an overrun.
 
 It may import ``rewardsvc.core``, ``rewardsvc.safety`` (defusing what it fences) and
 aiohttp; never the scoring room, the application, the server, storage or wire models.

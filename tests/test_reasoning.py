@@ -14,6 +14,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,8 +22,9 @@ import uvicorn
 from fakejudge import free_port
 from fastapi import FastAPI, Request
 from pydantic import ValidationError
+from test_api_support import INLINE_RUBRIC, ITEM, app_client, settings_for, write_library
 
-from rewardsvc.core.pool import JudgeConfig
+from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.judge import Judge
@@ -276,3 +278,38 @@ def test_reasoning_needs_the_chat_api() -> None:
         config("http://127.0.0.1:9/v1", api="completion")
     with pytest.raises(ValidationError, match="parser"):
         config("http://127.0.0.1:9/v1", reasoning={"budget_tokens": 8, "parser": "nope"})
+
+
+async def test_the_reasoning_reaches_the_response_with_options_explain_only(
+    tmp_path: Path,
+) -> None:
+    """Through the service: the criterion's reasoning under options.explain, none without
+    it; the reasoning tokens are in the request's completion tokens either way."""
+    with Scripted(reply(["Let", " me", " see"], [YES])) as server:
+        pool = JudgePool.model_validate({"judges": {"primary": config(server.url).model_dump()}})
+        settings = settings_for(write_library(tmp_path / "rubrics"))
+        async with app_client(settings, pool) as (client, _, _):
+            for explain in (True, False):
+                body = {
+                    "rubric": INLINE_RUBRIC,
+                    "items": [ITEM],
+                    "options": {"explain": explain, "use_cache": False},
+                }
+                reply_ = (await client.post("/v1/rewards", json=body)).json()
+                result = reply_["results"][0]
+                assert result["status"] == "ok", result
+                criterion = result["judges"]["primary"]["criteria"]["short"]
+                assert criterion["reasoning"] == ("Let me see" if explain else None)
+                assert reply_["usage"]["completion_tokens"] == 5
+
+
+async def test_the_thinking_budget_must_fit_the_context_beside_the_prompt() -> None:
+    """A prompt that fits a plain judge's context but not with the reasoning budget is
+    refused before the call (context_overflow), not sent to overflow on the server."""
+    with Scripted(reply([], [YES], ended=False)) as server:
+        fits = await scored(server, reasoning=None, max_context_tokens=300)
+        refused = await scored(server, reasoning={"budget_tokens": 300}, max_context_tokens=300)
+        sent = len(server.bodies)
+    assert fits.ok, fits.error
+    assert refused.error_kind == "context_overflow" and "(317 tokens)" in (refused.error or "")
+    assert sent == 1

@@ -233,6 +233,8 @@ class Judge:
         least = least_tokens(text)
         if answer is None:
             answer = self.method.output_tokens(self.config.sampling)
+        # A reasoning judge's thinking must fit too.
+        answer = self._reader.output_tokens(answer)
         if least + answer <= limit:
             return None
         return (

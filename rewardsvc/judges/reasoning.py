@@ -61,6 +61,11 @@ class ReasoningOverrun(ReplyFailed):
 class AnswerReader(Protocol):
     """How a judge's request bounds its output and where its answer is read in the reply."""
 
+    def output_tokens(self, answer_tokens: int) -> int:
+        """The most tokens a reply with an answer of ``answer_tokens`` may decode (what
+        must fit the judge's context beside the prompt)."""
+        ...
+
     def request(self, answer_tokens: int) -> dict[str, Any]:
         """Request fields for an answer of at most ``answer_tokens`` tokens."""
         ...
@@ -85,6 +90,10 @@ class AnswerReader(Protocol):
 
 class Direct:
     """A judge that answers at once: its answer is the whole reply."""
+
+    def output_tokens(self, answer_tokens: int) -> int:
+        """The answer's."""
+        return answer_tokens
 
     def request(self, answer_tokens: int) -> dict[str, Any]:
         """``max_tokens`` only."""
@@ -119,11 +128,15 @@ class Thinking:
     start: str
     marker: str
 
+    def output_tokens(self, answer_tokens: int) -> int:
+        """The budget, room for a forced end of reasoning, and the answer."""
+        return self.budget + REASONING_END_TOKENS + answer_tokens
+
     def request(self, answer_tokens: int) -> dict[str, Any]:
         """vLLM's ``thinking_token_budget``, and ``max_tokens`` for the budget, a forced
         end of reasoning and the answer: the reply cannot run past them."""
         return {
-            "max_tokens": self.budget + REASONING_END_TOKENS + answer_tokens,
+            "max_tokens": self.output_tokens(answer_tokens),
             "thinking_token_budget": self.budget,
         }
 

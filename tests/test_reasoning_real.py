@@ -153,3 +153,24 @@ async def test_real_budget_on_a_server_without_a_reasoning_parser_is_a_typed_4xx
     assert verdict.score is None
     assert verdict.error_kind == "http_4xx"
     assert "thinking_token_budget" in (verdict.error or "")
+
+
+@pytest.mark.parametrize("method", ["structured", "sampled"])
+async def test_real_text_methods_answer_after_the_reasoning(
+    think_server: None, method: str
+) -> None:
+    """The JSON (structured) or the sampled answers come after the reasoning, held to their
+    schema or scale; the reasoning is counted from the decoded tokens (vLLM counts none
+    when the template opened the thinking in the prompt)."""
+    sampling = {"max_tokens": 64, "n": 3, "temperature": 0.7, "seed": 1}
+    judge = Judge("thinker", thinker(method=method, sampling=sampling))
+    bodies = spied(judge)
+    try:
+        verdict = await judge.score_criterion(RUBRIC, RUBRIC.criteria[0], ROLLOUT)
+    finally:
+        await judge.aclose()
+    assert verdict.ok, verdict.error
+    assert bodies[0]["thinking_token_budget"] == BUDGET
+    assert bodies[0]["max_tokens"] == BUDGET + 16 + (64 if method == "structured" else 8)
+    assert verdict.reasoning and "</think>" not in verdict.raw
+    assert 0 < verdict.reasoning_tokens <= BUDGET

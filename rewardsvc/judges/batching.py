@@ -184,13 +184,15 @@ class SharedCall:
 
 async def score_batch(call: Call, batch: Batch) -> dict[str, Verdict]:
     """Send the batched call; each criterion's verdict by id (``BackendError`` passes)."""
-    response = await call.send(
-        batch.prompt,
+    # One dict: the reader's fields (``logprobs`` for a reasoning judge) and the shape's
+    # logprob fields may name the same key.
+    fields = {
         **call.reader.request(batch.reply_tokens()),
-        temperature=call.sampling.temperature,
+        "temperature": call.sampling.temperature,
         **call.shape.logprob_fields(batch.alternatives(call.sampling.top_logprobs)),
-        structured_outputs={"regex": batch.reply_pattern()},
-    )
+        "structured_outputs": {"regex": batch.reply_pattern()},
+    }
+    response = await call.send(batch.prompt, **fields)
     choice = choices(response)[0]
     prompt_tokens, completion_tokens = usage(response)
     raw = call.shape.text(choice)

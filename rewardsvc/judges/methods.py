@@ -249,13 +249,13 @@ class LogprobMethod(_DistributionMethod):
         # and the answer was lost. Unspaced answers are single tokens for both CPU judges.
         # A reasoning judge's reader adds its budget to max_tokens and reads the answer
         # position after the reasoning (structured outputs apply from there).
-        response = await call.send(
-            prompt,
+        fields = {
             **call.reader.request(1),
-            temperature=call.sampling.temperature,
+            "temperature": call.sampling.temperature,
             **call.shape.logprob_fields(top_logprobs(question, call.sampling.top_logprobs)),
-            structured_outputs={"choice": list(question.choices)},
-        )
+            "structured_outputs": {"choice": list(question.choices)},
+        }
+        response = await call.send(prompt, **fields)
         choice = choices(response)[0]
         raw = call.shape.text(choice)
         prompt_tokens, completion_tokens = usage(response)
@@ -318,7 +318,7 @@ class StructuredMethod:
             completion_tokens += c
             choice = choices(response)[0]
             raw = call.shape.text(choice)
-            thought = call.reader.thought(choice, response)
+            thought = call.reader.thought(call.shape, choice, response)
             try:
                 answer = parse_structured(question, raw)
             except Unparseable as exc:
@@ -358,7 +358,7 @@ class SampledMethod(_DistributionMethod):
         )
         prompt_tokens, completion_tokens = usage(response)
         # A sample that ran out inside its reasoning has no answer: the reply fails as one.
-        thought = call.reader.thought(choices(response)[0], response)
+        thought = call.reader.thought(call.shape, choices(response)[0], response)
         texts = [call.shape.text(c) for c in choices(response)]
         answers = [a for a in (parse_answer(question, t) for t in texts) if a is not None]
         raw = json.dumps(texts)

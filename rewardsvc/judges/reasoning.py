@@ -83,7 +83,7 @@ class AnswerReader(Protocol):
         """The answer's decoded positions, and the reasoning before them."""
         ...
 
-    def thought(self, choice: Choice, response: Reply) -> Thought:
+    def thought(self, shape: ApiShape, choice: Choice, response: Reply) -> Thought:
         """The reasoning of a reply read as text (structured and sampled methods)."""
         ...
 
@@ -111,7 +111,7 @@ class Direct:
         """Every decoded position."""
         return shape.positions(choice), NO_THOUGHT
 
-    def thought(self, choice: Choice, response: Reply) -> Thought:
+    def thought(self, shape: ApiShape, choice: Choice, response: Reply) -> Thought:
         """None."""
         return NO_THOUGHT
 
@@ -134,10 +134,14 @@ class Thinking:
 
     def request(self, answer_tokens: int) -> dict[str, Any]:
         """vLLM's ``thinking_token_budget``, and ``max_tokens`` for the budget, a forced
-        end of reasoning and the answer: the reply cannot run past them."""
+        end of reasoning and the answer: the reply cannot run past them. ``logprobs``
+        (the decoded tokens, no alternatives unless a method asks) lets the reasoning be
+        counted by the text methods too: vLLM counts none when the template opened the
+        thinking in the prompt (its parser looks for ``<think>`` in the output)."""
         return {
             "max_tokens": self.output_tokens(answer_tokens),
             "thinking_token_budget": self.budget,
+            "logprobs": True,
         }
 
     def first(
@@ -166,9 +170,7 @@ class Thinking:
         # Tokens thought, as vLLM counts them against the budget: after the judge's own
         # start marker when it wrote one (a template that opens thinking writes it in the
         # prompt instead), up to the end marker.
-        opened = text.rfind(self.start, 0, cut)
-        begin = opened + len(self.start) if opened >= 0 else 0
-        spent = sum(1 for s in starts if begin <= s < cut)
+        spent = self._spent(starts, text, cut)
         thought = Thought(reasoning_text(choice) or text[:cut], _reasoning_tokens(response, spent))
         if spent > self.budget:
             raise self._overrun(choice, response, f"{spent} tokens of reasoning")
@@ -183,15 +185,28 @@ class Thinking:
             raise self._unended(choice, response, "no answer after the reasoning")
         return every[after[0] :], thought
 
-    def thought(self, choice: Choice, response: Reply) -> Thought:
+    def thought(self, shape: ApiShape, choice: Choice, response: Reply) -> Thought:
         """The message's reasoning; :class:`ReasoningOverrun` when the reply ran out of
         tokens before any answer, :class:`ReplyFailed` when it stopped before one."""
         message = choice.get("message")
         content = message.get("content") if isinstance(message, dict) else None
         if not content:
             raise self._unended(choice, response, "no answer after the reasoning")
-        text = reasoning_text(choice)
-        return Thought(text, _reasoning_tokens(response, 0))
+        starts, text = [], ""
+        for token, _ in shape.positions(choice):
+            starts.append(len(text))
+            text += token
+        cut = text.rfind(self.marker)
+        spent = self._spent(starts, text, cut) if cut >= 0 else 0
+        if spent > self.budget:
+            raise self._overrun(choice, response, f"{spent} tokens of reasoning")
+        return Thought(reasoning_text(choice), _reasoning_tokens(response, spent))
+
+    def _spent(self, starts: list[int], text: str, cut: int) -> int:
+        """The tokens thought before the end marker at ``cut``."""
+        opened = text.rfind(self.start, 0, cut)
+        begin = opened + len(self.start) if opened >= 0 else 0
+        return sum(1 for s in starts if begin <= s < cut)
 
     def _unended(self, choice: Choice, response: Reply, why: str) -> ReplyFailed:
         """The failure of a reply without an end of reasoning: over the budget when it ran

@@ -16,6 +16,7 @@
 #                            everything lives under $REWARDSVC_CACHE/cpu-judge/
 #   REWARDSVC_SMOLLM2_PORT   port of smollm2-135m-instruct (default 8101)
 #   REWARDSVC_GEMMA_PORT     port of gemma3-270m (default 8102)
+#   REWARDSVC_SMOLLM2_THINK_PORT  port of the optional smollm2-135m-think (default 8103)
 #   REWARDSVC_PYTHON         python used to create the venv (default python3)
 #   VLLM_CPU_KVCACHE_SPACE   KV cache GiB per server (default 2)
 #   REWARDSVC_VLLM_ARGS      extra arguments for both vLLM servers (default --enforce-eager;
@@ -51,6 +52,9 @@ DEFAULTS=(
 )
 # Started only when named (same table; a model folder of the defaults, served another way).
 EXTRAS=(
+  # SmolLM2 with <think>/</think> and a thinking chat template (derive.py), behind vLLM's
+  # DeepSeek-R1 reasoning parser: a reasoning judge, with vLLM's thinking_token_budget.
+  "smollm2-think|smollm2-135m-think|smollm2-135m-think|${REWARDSVC_SMOLLM2_THINK_PORT:-8103}|0|--reasoning-parser deepseek_r1"
 )
 JUDGES=("${DEFAULTS[@]}")
 

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal
 
 from rewardsvc.core.errors import FieldProblem, RequestError, RequestErrorKind
 from rewardsvc.core.recipe import Recipe, RoutingTable
-from rewardsvc.core.results import Usage
+from rewardsvc.core.results import Usage, without_reasoning
 from rewardsvc.core.rollout import ItemIn, ScoreOptions
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.explain import explain
@@ -138,7 +138,9 @@ class RubricTarget(Target):
         result = await engine.score(
             self.rubric, batch.inputs, opts, self.metrics_label, batch.deadline
         )
-        results = [reward_result(r) for r in result.items]
+        # A reasoning judge's thinking is returned only to options.explain.
+        items = result.items if batch.explain else [without_reasoning(r) for r in result.items]
+        results = [reward_result(r) for r in items]
         if batch.explain:
             results = await self._explained(engine, batch.inputs, results, opts)
         return results, result.usage

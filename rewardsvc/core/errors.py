@@ -26,6 +26,7 @@ JudgeErrorKind = Literal[
     "unparseable",
     "deadline",
     "internal",
+    "reasoning_budget",
     "grader_timeout",
     "grader_busy",
     "grader_failed",
@@ -34,7 +35,8 @@ JudgeErrorKind = Literal[
 verdict. A grader's: ``grader_timeout`` (it ran past its time limit and was killed),
 ``grader_busy`` (no grader worker was free before the request's deadline: it never ran),
 ``grader_failed`` (it raised, refused its spec, or has no library); ``deadline`` when the
-request's deadline or a shutdown cut it."""
+request's deadline or a shutdown cut it. ``reasoning_budget``: a reasoning judge whose
+reply did not end its reasoning within its budget, so it has no answer to read."""
 
 Loc = tuple[int | str, ...]
 

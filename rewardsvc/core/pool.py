@@ -8,9 +8,9 @@ environment variable that holds one.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import ConfigDict, Field, HttpUrl, field_validator
+from pydantic import ConfigDict, Field, HttpUrl, field_validator, model_validator
 
 from rewardsvc.core.base import StrictModel
 from rewardsvc.core.rubric import Identifier
@@ -103,6 +103,43 @@ class Prices(StrictModel):
         return (fresh * self.input + cached * cached_price + completion_tokens * self.output) / 1e6
 
 
+REASONING_MARKERS: dict[str, tuple[str, str]] = {
+    "deepseek_r1": ("<think>", "</think>"),
+    "qwen3": ("<think>", "</think>"),
+}
+"""The texts that open and end a judge's reasoning, by the name of vLLM's
+``--reasoning-parser`` that the judge's server runs (parsers with one marker pair)."""
+
+# Tokens of the answer call beyond the budget: room for a forced end of reasoning that is
+# more than one token (vLLM's --reasoning-config reasoning_end_str may add a phrase).
+REASONING_END_TOKENS = 16
+
+
+class Reasoning(StrictModel):
+    """A judge that thinks before it answers (Qwen3 in thinking mode, DeepSeek-R1 distills,
+    generative reward models trained with RL), served by vLLM with a reasoning parser."""
+
+    budget_tokens: int = Field(
+        ge=0,
+        le=32768,
+        description="Most tokens the judge may think before its answer; sent as vLLM's "
+        "thinking_token_budget, which forces the end of reasoning when it is spent (the "
+        "server needs --reasoning-parser). A reply that still has not ended its reasoning "
+        "is a failed verdict of kind reasoning_budget, never a score.",
+    )
+    parser: Literal["deepseek_r1", "qwen3"] = Field(
+        default="deepseek_r1",
+        description="The vLLM --reasoning-parser the judge's server runs: says where the "
+        "reasoning ends in the decoded tokens (<think>...</think> for both), so where the "
+        "answer is read.",
+    )
+
+    @property
+    def markers(self) -> tuple[str, str]:
+        """The texts that open and end the reasoning."""
+        return REASONING_MARKERS[self.parser]
+
+
 class JudgeConfig(StrictModel):
     """One named judge: an LLM behind one or more OpenAI-compatible endpoints."""
 
@@ -181,6 +218,24 @@ class JudgeConfig(StrictModel):
         "tokens), broken in untrusted text like the maintained control-token families; "
         "part of the verdict cache's identity.",
     )
+    reasoning: Reasoning | None = Field(
+        default=None,
+        description="A reasoning judge (chat API only): it thinks, within budget_tokens, "
+        "before its constrained answer; the logprob and batched methods read the answer "
+        "after the reasoning. Part of the verdict cache's identity.",
+    )
+    chat_template_kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Sent as vLLM's chat_template_kwargs with every call (chat API), e.g. "
+        "{enable_thinking: false}. Part of the verdict cache's identity.",
+    )
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Further request fields sent with every call (e.g. top_k, "
+        "repetition_penalty); the fields rewardsvc sets itself (messages, max_tokens, "
+        "logprobs, structured outputs, ...) take precedence. Part of the verdict cache's "
+        "identity.",
+    )
 
     rate_limit: RateLimit | None = Field(
         default=None,
@@ -208,6 +263,21 @@ class JudgeConfig(StrictModel):
         if len({str(u) for u in urls}) != len(urls):
             raise ValueError("a base URL is listed twice")
         return urls
+
+    @model_validator(mode="after")
+    def _reasoning_needs_chat(self) -> Self:
+        # The reasoning parser and the chat template's thinking live behind the chat API.
+        if self.api != "chat" and (self.reasoning is not None or self.chat_template_kwargs):
+            raise ValueError("reasoning and chat_template_kwargs need api: chat")
+        return self
+
+    def request_extras(self) -> dict[str, Any]:
+        """The judge's own fields for every request body: ``extra_body``, then
+        ``chat_template_kwargs`` (empty for a judge that sets neither)."""
+        extras = dict(self.extra_body)
+        if self.chat_template_kwargs:
+            extras["chat_template_kwargs"] = dict(self.chat_template_kwargs)
+        return extras
 
 
 class JudgePool(StrictModel):

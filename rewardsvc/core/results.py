@@ -6,7 +6,7 @@ monitor and the trainer-compat routes read them directly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from rewardsvc.core.errors import JudgeErrorKind
@@ -27,12 +27,19 @@ class CriterionOutcome:
     error_kind: JudgeErrorKind | None = None
     evidence: dict[str, Any] | None = None
     """A grader criterion's evidence (what it extracted and compared); None for judges."""
+    reasoning: str | None = None
+    """A reasoning judge's reasoning before its answer (returned with options.explain)."""
 
     @classmethod
     def of(cls, verdict: Verdict) -> CriterionOutcome:
         """The breakdown entry of one call's verdict (a grader's evidence is added later)."""
         return cls(
-            verdict.score, verdict.variance, verdict.probs, verdict.error, verdict.error_kind
+            verdict.score,
+            verdict.variance,
+            verdict.probs,
+            verdict.error,
+            verdict.error_kind,
+            reasoning=verdict.reasoning or None,
         )
 
 
@@ -79,6 +86,20 @@ class ItemReward:
     group: str | None = None
     """The item's group in its batch for the monitor's rubric health (its prompt's key, or
     its group of ``POST /v1/groups``); None when it belongs to none."""
+
+
+def without_reasoning(item: ItemReward) -> ItemReward:
+    """``item`` without its judges' reasoning (itself when it has none): only
+    options.explain returns it, being as long as the judges' thinking."""
+    if not any(c.reasoning for j in item.judges.values() for c in j.criteria.values()):
+        return item
+    judges = {
+        name: replace(
+            j, criteria={cid: replace(c, reasoning=None) for cid, c in j.criteria.items()}
+        )
+        for name, j in item.judges.items()
+    }
+    return replace(item, judges=judges)
 
 
 @dataclass

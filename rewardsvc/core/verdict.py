@@ -12,7 +12,9 @@ class Verdict:
     """The outcome of one judge call.
 
     ``score`` is normalized to [0, 1]; it is ``None`` exactly when ``error`` is set,
-    because a failed call must never be mistaken for a low score.
+    because a failed call must never be mistaken for a low score. A reasoning judge's
+    verdict also carries its ``reasoning`` text and ``reasoning_tokens`` (already counted
+    in ``completion_tokens``); ``raw`` is then its answer only.
     """
 
     score: float | None
@@ -29,6 +31,8 @@ class Verdict:
     (``usage.prompt_tokens_details.cached_tokens``), part of ``prompt_tokens``."""
     cost: float | None = None
     """What the call's replies cost at the judge's ``prices`` (None: the judge has none)."""
+    reasoning: str = ""
+    reasoning_tokens: int = 0
 
     @property
     def ok(self) -> bool:

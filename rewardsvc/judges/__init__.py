@@ -11,6 +11,8 @@ keeps a hosted judge's RPM/TPM limits and its provider's rate-limit headers
 into typed kinds (``failures``) and re-reads rotated API keys (``keys``); ``pricing``
 meters the tokens of a call's replies and prices them by the judge's table.
 ``comparative`` asks the listwise and pairwise questions of groups and preferences.
+``reasoning`` serves judges that think before they answer: it bounds the thinking (vLLM's
+``thinking_token_budget``), finds the answer after it, and types an overrun.
 
 It may import ``rewardsvc.core``, ``rewardsvc.safety`` (defusing what it fences) and
 aiohttp; never the scoring room, the application, the server, storage or wire models.

@@ -16,7 +16,9 @@ logprob method's own :func:`~rewardsvc.judges.methods.distribution`, so a batche
 means what a per-criterion one means (pitfalls, gates and weights apply unchanged).
 
 A position that cannot be read fails that criterion only (``unparseable``); a failed call
-fails them all with the call's error kind.
+fails them all with the call's error kind. A reasoning judge (``rewardsvc.judges.reasoning``)
+thinks first: the answer line is read from the positions after its reasoning, and every
+criterion's verdict carries the one reasoning.
 """
 
 from __future__ import annotations
@@ -182,18 +184,23 @@ class SharedCall:
 
 async def score_batch(call: Call, batch: Batch) -> dict[str, Verdict]:
     """Send the batched call; each criterion's verdict by id (``BackendError`` passes)."""
-    response = await call.send(
-        batch.prompt,
-        max_tokens=batch.reply_tokens(),
-        temperature=call.sampling.temperature,
+    # One dict: the reader's fields (``logprobs`` for a reasoning judge) and the shape's
+    # logprob fields may name the same key.
+    fields = {
+        **call.reader.request(batch.reply_tokens()),
+        "temperature": call.sampling.temperature,
         **call.shape.logprob_fields(batch.alternatives(call.sampling.top_logprobs)),
-        structured_outputs={"regex": batch.reply_pattern()},
-    )
+        "structured_outputs": {"regex": batch.reply_pattern()},
+    }
+    response = await call.send(batch.prompt, **fields)
     choice = choices(response)[0]
     prompt_tokens, completion_tokens = usage(response)
     raw = call.shape.text(choice)
     answers = raw.split(SEPARATOR)
-    read = read_positions(batch.questions, call.shape.positions(choice))
+    # A reasoning judge's answers are the positions after its reasoning (raises when the
+    # reasoning did not end within the budget: the call fails for every criterion).
+    positions, thought = call.reader.positions(call.shape, choice, response)
+    read = read_positions(batch.questions, positions)
     verdicts: dict[str, Verdict] = {}
     for k, (cid, result) in enumerate(zip(batch.ids, read, strict=True)):
         answer = answers[k] if k < len(answers) else ""
@@ -208,7 +215,7 @@ async def score_batch(call: Call, batch: Batch) -> dict[str, Verdict]:
                 completion_tokens=completion_tokens,
             )
             continue
-        verdicts[cid] = distributed(result, answer, prompt_tokens, completion_tokens)
+        verdicts[cid] = distributed(result, answer, prompt_tokens, completion_tokens, thought)
     return verdicts
 
 

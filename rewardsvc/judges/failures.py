@@ -16,6 +16,11 @@ The kinds decide what happens next:
   anywhere), rate_limited (the server is alive, it asks us to slow down), unavailable
   (every breaker is open: nothing was sent).
 
+A reply that came back but cannot be read is a :class:`ReplyFailed`, which keeps what
+the call cost: ``unparseable`` (no scale answer), or ``reasoning_budget`` (a reasoning
+judge that did not end its reasoning within its budget, ``rewardsvc.judges.reasoning``).
+Neither is retried by the backend: the judge answered, and would think the same again.
+
 A redirect (not followed) and a reply past the transport's size bound are unparseable: the
 URL did not answer as a judge endpoint.
 
@@ -62,6 +67,19 @@ _CONTEXT_OVERFLOW = re.compile(
     r"longer than the maximum|context window",
     re.IGNORECASE,
 )
+
+
+class ReplyFailed(Exception):
+    """A reply that did not parse, with what it cost; ``kind`` is its verdict's error kind."""
+
+    kind: JudgeErrorKind = "unparseable"
+
+    def __init__(self, message: str, raw: str, prompt_tokens: int, completion_tokens: int):
+        super().__init__(message)
+        self.message = message
+        self.raw = raw
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
 
 
 class BackendError(Exception):

@@ -34,6 +34,7 @@ from rewardsvc.judges.failures import BackendError
 from rewardsvc.judges.limits import least_tokens
 from rewardsvc.judges.methods import Call, ReplyFailed, method_for
 from rewardsvc.judges.prompts import Prompt
+from rewardsvc.judges.reasoning import reader_for, reasoning_identity
 from rewardsvc.judges.shapes import prompt_text, shape_for
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
 
@@ -70,6 +71,8 @@ class Judge:
         self.method = method_for(config.method)
         self.shape = shape_for(config.api)
         self._reasoning = prompts.reasoning_chars(config.sampling.max_tokens)
+        self._reader = reader_for(config)
+        self._extras = config.request_extras()
         self._identity: tuple[JudgeConfig, Defuser, str] | None = None
         # As many turns as the backend has slots: a call renders its prompt only once it
         # holds one, so the prompts alive at once are bounded by the judge's concurrency,
@@ -104,7 +107,9 @@ class Judge:
             identity["revision"] = self.config.revision
         if self.defuser.extra_tokens:
             identity["defuser"] = self.defuser.fingerprint
-        return json.dumps(identity, sort_keys=True, separators=(",", ":"))
+        return json.dumps(
+            {**identity, **reasoning_identity(self.config)}, sort_keys=True, separators=(",", ":")
+        )
 
     async def score_criterion(
         self,
@@ -181,7 +186,7 @@ class Judge:
         if too_long is not None:
             failed = self._report(self._failed("context_overflow", too_long, 0.0))
             return dict.fromkeys(batch.ids, failed)
-        call = Call(self.backend, self.shape, self.config.sampling, self._reasoning, deadline)
+        call = self._call(deadline)
         start = time.perf_counter()
         with pricing.metering() as meter:
             try:
@@ -234,6 +239,8 @@ class Judge:
         least = least_tokens(text)
         if answer is None:
             answer = self.method.output_tokens(self.config.sampling)
+        # A reasoning judge's thinking must fit too.
+        answer = self._reader.output_tokens(answer)
         if least + answer <= limit:
             return None
         return (
@@ -252,6 +259,19 @@ class Judge:
         asks it (method, API, reasoning budget, defuser), to call once a turn is held."""
         return functools.partial(
             build, *what, self.method.name, self.shape, self._reasoning, self.defuser
+        )
+
+    def _call(self, deadline: float | None) -> Call:
+        """A call of this judge, by ``deadline``: its reader bounds a reasoning judge's
+        thinking, and its own request fields go with it."""
+        return Call(
+            self.backend,
+            self.shape,
+            self.config.sampling,
+            self._reasoning,
+            deadline,
+            reader=self._reader,
+            extras=self._extras,
         )
 
     def _report(self, verdict: Verdict) -> Verdict:
@@ -301,7 +321,7 @@ class Judge:
         too_long = self.overflow(prompt)
         if too_long is not None:
             return self._report(self._failed("context_overflow", too_long, 0.0))
-        call = Call(self.backend, self.shape, self.config.sampling, self._reasoning, deadline)
+        call = self._call(deadline)
         start = time.perf_counter()
         with pricing.metering() as meter:
             try:
@@ -317,7 +337,7 @@ class Judge:
             return self._failed(exc.kind, exc.args[0], latency_s, label=exc.label)
         if isinstance(exc, ReplyFailed):
             return self._failed(
-                "unparseable",
+                exc.kind,
                 exc.message,
                 latency_s,
                 exc.raw,

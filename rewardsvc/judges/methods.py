@@ -22,6 +22,11 @@ A method builds its request fields and reads the response through the judge's
 :class:`~rewardsvc.judges.shapes.ApiShape` (chat or completion), so it never asks
 which API it speaks. An answer that does not parse raises :class:`ReplyFailed`
 carrying what the call cost; transport failures pass through as ``BackendError``.
+
+A reasoning judge's call (``rewardsvc.judges.reasoning``) is bounded and read through the
+call's :class:`~rewardsvc.judges.reasoning.AnswerReader`: the output budget covers the
+reasoning, the answer is read after it (still constrained), and the verdict carries the
+reasoning and its token count.
 """
 
 from __future__ import annotations
@@ -29,16 +34,20 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from rewardsvc.core.pool import Sampling
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import prompts
 from rewardsvc.judges.backends import Backend
+from rewardsvc.judges.failures import ReplyFailed
 from rewardsvc.judges.prompts import Method, Prompt, Question
+from rewardsvc.judges.reasoning import DIRECT, AnswerReader, Thought, thought_of
 from rewardsvc.judges.shapes import ApiShape, Reply, choices, usage
+
+__all__ = ["Call", "ReplyFailed", "ScoringMethod", "Unparseable", "method_for"]
 
 # Temperature of the sampled method when the pool leaves the judge at 0 (greedy
 # samples would all be the same and the variance meaningless).
@@ -52,17 +61,6 @@ SAMPLED_MAX_TOKENS = 8
 
 class Unparseable(Exception):
     """The judge answered, but not with something on the scale."""
-
-
-class ReplyFailed(Exception):
-    """A reply that did not parse, with what it cost."""
-
-    def __init__(self, message: str, raw: str, prompt_tokens: int, completion_tokens: int):
-        super().__init__(message)
-        self.message = message
-        self.raw = raw
-        self.prompt_tokens = prompt_tokens
-        self.completion_tokens = completion_tokens
 
 
 def distribution(
@@ -155,11 +153,16 @@ class Call:
     sampling: Sampling
     reasoning: int
     deadline: float | None = None
+    # How the output is bounded and where the answer is read (a reasoning judge's own).
+    reader: AnswerReader = DIRECT
+    # The judge's own request fields (extra_body, chat_template_kwargs): under ours.
+    extras: Mapping[str, Any] = field(default_factory=dict)
 
     async def send(self, prompt: Prompt, **fields: Any) -> Reply:
-        """Send ``prompt`` with the request ``fields`` (and the judge's seed, if any); the
-        judge's parsed JSON reply, checked by the shape's ``well_formed``."""
-        body = {**self.shape.body(prompt), **fields}
+        """Send ``prompt`` with the request ``fields`` over the judge's own ``extras`` (and
+        the judge's seed, if any); the judge's parsed JSON reply, checked by the shape's
+        ``well_formed``."""
+        body = {**self.extras, **self.shape.body(prompt), **fields}
         if self.sampling.seed is not None:
             body["seed"] = self.sampling.seed
         return await self.backend.send(self.shape, body, self.deadline, affinity=prompt.affinity)
@@ -198,10 +201,12 @@ def distributed(
     raw: str,
     prompt_tokens: int,
     completion_tokens: int,
+    thought: Thought | None = None,
 ) -> Verdict:
-    """The verdict of a ``(probs, mean, variance)`` reading of a reply and its cost."""
+    """The verdict of a ``(probs, mean, variance)`` reading of a reply, its cost and the
+    reasoning before its answer, if any."""
     probs, mean, variance = reading
-    return Verdict(
+    verdict = Verdict(
         score=mean,
         variance=variance,
         probs=probs,
@@ -209,6 +214,7 @@ def distributed(
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
     )
+    return thought_of(verdict, thought)
 
 
 class _DistributionMethod:
@@ -241,21 +247,24 @@ class LogprobMethod(_DistributionMethod):
         # prompt ends in "Answer (yes or no):". With " yes", vLLM may decode the bare
         # space token as the one allowed token (a prefix of " yes"); on Gemma 3 it did,
         # and the answer was lost. Unspaced answers are single tokens for both CPU judges.
-        response = await call.send(
-            prompt,
-            max_tokens=1,
-            temperature=call.sampling.temperature,
+        # A reasoning judge's reader adds its budget to max_tokens and reads the answer
+        # position after the reasoning (structured outputs apply from there).
+        fields = {
+            **call.reader.request(1),
+            "temperature": call.sampling.temperature,
             **call.shape.logprob_fields(top_logprobs(question, call.sampling.top_logprobs)),
-            structured_outputs={"choice": list(question.choices)},
-        )
+            "structured_outputs": {"choice": list(question.choices)},
+        }
+        response = await call.send(prompt, **fields)
         choice = choices(response)[0]
         raw = call.shape.text(choice)
         prompt_tokens, completion_tokens = usage(response)
+        top, thought = call.reader.first(call.shape, choice, response)
         try:
-            reading = distribution(question, call.shape.first_top_logprobs(choice))
+            reading = distribution(question, top)
         except Unparseable as exc:
             raise ReplyFailed(str(exc), raw, prompt_tokens, completion_tokens) from exc
-        return distributed(reading, raw, prompt_tokens, completion_tokens)
+        return distributed(reading, raw, prompt_tokens, completion_tokens, thought)
 
 
 class StructuredMethod:
@@ -300,26 +309,29 @@ class StructuredMethod:
         for _ in range(attempts):
             response = await call.send(
                 prompt,
-                max_tokens=sampling.max_tokens,
+                **call.reader.request(sampling.max_tokens),
                 temperature=sampling.temperature,
                 response_format=response_format,
             )
             p, c = usage(response)
             prompt_tokens += p
             completion_tokens += c
-            raw = call.shape.text(choices(response)[0])
+            choice = choices(response)[0]
+            raw = call.shape.text(choice)
+            thought = call.reader.thought(call.shape, choice, response)
             try:
                 answer = parse_structured(question, raw)
             except Unparseable as exc:
                 error = str(exc)
                 continue
-            return answer, Verdict(
+            verdict = Verdict(
                 score=None,
                 variance=0.0,
                 raw=raw,
                 prompt_tokens=prompt_tokens,
                 completion_tokens=completion_tokens,
             )
+            return answer, thought_of(verdict, thought)
         raise ReplyFailed(error, raw, prompt_tokens, completion_tokens)
 
 
@@ -340,11 +352,13 @@ class SampledMethod(_DistributionMethod):
         response = await call.send(
             prompt,
             n=sampling.n,
-            max_tokens=self.output_tokens(sampling),
+            **call.reader.request(self.output_tokens(sampling)),
             temperature=sampling.temperature or SAMPLED_DEFAULT_TEMPERATURE,
             structured_outputs={"choice": list(question.choices)},
         )
         prompt_tokens, completion_tokens = usage(response)
+        # A sample that ran out inside its reasoning has no answer: the reply fails as one.
+        thought = call.reader.thought(call.shape, choices(response)[0], response)
         texts = [call.shape.text(c) for c in choices(response)]
         answers = [a for a in (parse_answer(question, t) for t in texts) if a is not None]
         raw = json.dumps(texts)
@@ -359,7 +373,7 @@ class SampledMethod(_DistributionMethod):
         mean = sum(scores) / len(scores)
         variance = sum((s - mean) ** 2 for s in scores) / len(scores)
         probs = {c: answers.count(c) / len(answers) for c in question.choices}
-        return distributed((probs, mean, variance), raw, prompt_tokens, completion_tokens)
+        return distributed((probs, mean, variance), raw, prompt_tokens, completion_tokens, thought)
 
 
 class BatchedMethod(LogprobMethod):

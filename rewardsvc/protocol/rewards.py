@@ -253,6 +253,11 @@ class CriterionScore(BaseModel):
         default=None,
         description="A grader criterion: what the grader extracted and compared (no judge call).",
     )
+    reasoning: str | None = Field(
+        default=None,
+        description="options.explain: a reasoning judge's reasoning before its answer "
+        "(null otherwise).",
+    )
 
 
 class JudgeResult(BaseModel):

@@ -9,7 +9,8 @@ does not know a tag treats the entry as a miss and the verdict is asked again.
 Format 1 (successful verdicts, the common case): a fixed header with score, variance,
 latency and token counts, then each probability as a length-prefixed UTF-8 token and a
 float64, then the raw judge output as UTF-8. Anything format 1 cannot hold (a token over
-255 bytes, more than 254 probabilities) is written as format 2, compact JSON.
+255 bytes, more than 254 probabilities, a reasoning judge's reasoning) is written as
+format 2, compact JSON.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ def encode(verdict: Verdict) -> bytes:
         verdict.score is None
         or verdict.error is not None
         or verdict.error_kind is not None
+        or verdict.reasoning  # a reasoning judge's verdict: format 2 keeps its reasoning
+        or verdict.reasoning_tokens
         or (probs is not None and len(probs) >= _NO_PROBS)
         or not 0 <= verdict.prompt_tokens < 2**32
         or not 0 <= verdict.completion_tokens < 2**32

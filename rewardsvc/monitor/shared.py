@@ -37,7 +37,6 @@ from rewardsvc.monitor.shared_state import (
     HISTORY_POINTS,
     Batch,
     Keys,
-    Link,
     decode_alert,
     decode_sample,
     encode_alert,
@@ -47,6 +46,7 @@ from rewardsvc.monitor.shared_state import (
     mirrored_state,
     text,
 )
+from rewardsvc.storage.redis_link import RedisLink
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class SharedMonitor:
     def __init__(
         self,
         monitor: Monitor,
-        link: Link,
+        link: RedisLink,
         ttl_s: int = 7 * 86_400,
         pending_max: int = 1024,
         short_ttl_s: int = SHORT_LIVED_TTL_S,

@@ -1,12 +1,12 @@
 """The shared monitor's state in Redis: the link it talks through, the keys of a run, and
-the encodings of samples, alerts, marks and a run's merged state (pure: no I/O)."""
+the encodings of samples, alerts, marks and a run's merged state (pure: no I/O). The link
+is ``rewardsvc.storage.redis_link.RedisLink``, which the application builds and hands in."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from rewardsvc.core.monitor_spec import MonitorConfig
 from rewardsvc.monitor.alerts import Alert
@@ -15,32 +15,6 @@ from rewardsvc.monitor.runs import History, Mark, RunState, Sample
 
 HISTORY_POINTS = 480
 """Evaluations kept in a shared run's history (the latest; the local history thins instead)."""
-
-
-class Link(Protocol):
-    """What the shared monitor needs of a Redis link (``RedisLink`` provides it)."""
-
-    prefix: str
-
-    @property
-    def healthy(self) -> bool:
-        """False while Redis is unreachable."""
-        ...
-
-    async def execute(
-        self, build: Callable[[Any], object], *, transaction: bool = True
-    ) -> list[Any] | None:
-        """Run a pipeline; None when Redis is unreachable."""
-        ...
-
-    async def update_hash(
-        self,
-        key: bytes,
-        step: Callable[[dict[bytes, bytes]], Callable[[Any], object] | None],
-        retries: int = 8,
-    ) -> bool | None:
-        """Read-modify-write a hash under WATCH; None when Redis is unreachable."""
-        ...
 
 
 # ------------------------------------------------------------------ encodings (pure)

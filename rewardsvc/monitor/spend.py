@@ -30,7 +30,7 @@ from typing import Any
 from rewardsvc.core.errors import FieldProblem, RequestError
 from rewardsvc.core.results import Usage
 from rewardsvc.monitor.alerts import AlertEvent
-from rewardsvc.monitor.shared_state import Link
+from rewardsvc.storage.redis_link import RedisLink
 
 log = logging.getLogger(__name__)
 
@@ -92,11 +92,11 @@ class Spend:
         self.clock = clock
         self.max_runs = max_runs
         self._runs: OrderedDict[str, RunCost] = OrderedDict()
-        self._link: Link | None = None
+        self._link: RedisLink | None = None
         self._ttl_s = 0
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def share(self, link: Link, ttl_s: int) -> None:
+    def share(self, link: RedisLink, ttl_s: int) -> None:
         """Keep each run's cost in Redis through ``link``, expiring ``ttl_s`` after its last
         batch."""
         self._link, self._ttl_s = link, ttl_s

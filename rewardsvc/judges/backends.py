@@ -43,7 +43,7 @@ import asyncio
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeGuard
 
 from tenacity import (
     AsyncRetrying,
@@ -61,13 +61,33 @@ from rewardsvc.judges.endpoints import Endpoint, Pins, open_endpoint
 from rewardsvc.judges.failures import BackendError, FailureLog, classify
 from rewardsvc.judges.keys import KeySource
 from rewardsvc.judges.routing import Affinity
-from rewardsvc.judges.shapes import CHAT, COMPLETION, ApiShape, Reply
+from rewardsvc.judges.shapes import CHAT, COMPLETION, Reply
 from rewardsvc.judges.transport import TRANSPORT_ERRORS
 
 # How much of a malformed 200's body is quoted in the error.
 _SNIPPET_CHARS = 120
 # A probe fails on a key that cannot be read (KeyError) as on a transport error.
 _PROBE_ERRORS: tuple[type[BaseException], ...] = (KeyError, *TRANSPORT_ERRORS)
+
+
+class Route(Protocol):
+    """Where a call goes and what a good reply looks like: an API shape
+    (``rewardsvc.judges.shapes``) or a pooling route (``rewardsvc.judges.reward_model``)."""
+
+    @property
+    def path(self) -> str:
+        """The endpoint's path."""
+        ...
+
+    @property
+    def from_root(self) -> bool:
+        """Whether the path is taken from the server root rather than the base URL (vLLM
+        mounts its pooling API there)."""
+        ...
+
+    def well_formed(self, response: Any) -> TypeGuard[Reply]:
+        """Whether ``response`` is this endpoint's JSON answer."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -182,7 +202,7 @@ class Backend:
 
     async def _attempt(
         self,
-        shape: ApiShape,
+        shape: Route,
         body: dict[str, Any],
         deadline: float,
         affinity: Affinity | None = None,
@@ -216,12 +236,14 @@ class Backend:
             self._sem.release()
 
     async def _post(
-        self, shape: ApiShape, body: dict[str, Any], budget: float, endpoint: Endpoint
+        self, shape: Route, body: dict[str, Any], budget: float, endpoint: Endpoint
     ) -> Reply:
         try:
             try:
                 async with asyncio.timeout(budget) as limit:
-                    response = await endpoint.client.post(shape.path, body, self._auth())
+                    response = await endpoint.client.post(
+                        shape.path, body, self._auth(), root=shape.from_root
+                    )
             except TimeoutError:
                 if not limit.expired():
                     raise
@@ -263,7 +285,7 @@ class Backend:
 
     async def send(
         self,
-        shape: ApiShape,
+        shape: Route,
         body: dict[str, Any],
         deadline: float | None = None,
         *,
@@ -290,7 +312,7 @@ class Backend:
 
     async def _retry(
         self,
-        shape: ApiShape,
+        shape: Route,
         body: dict[str, Any],
         limit: float,
         affinity: Affinity | None,

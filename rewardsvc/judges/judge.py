@@ -6,6 +6,10 @@ the :class:`~rewardsvc.judges.backends.Backend` that reaches its endpoints. A ju
 method ``batched`` also answers all criteria of an item in one call (``score_criteria``,
 ``rewardsvc.judges.batching``).
 
+A ``reward_model`` judge (``rewardsvc.judges.reward_model``) is asked no questions: it scores
+whole items (``score_item``) and, as a process reward model, all steps in one call
+(``score_steps``); the engine plans so from ``scores_whole_item``.
+
 Every failure (no prompt, a prompt too long for the judge's context, transport, HTTP,
 deadline, no scale token, unparseable output) becomes a failed verdict with an
 ``error_kind``: a failed call is never a score and never raises. Every call is reported
@@ -22,18 +26,21 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 
+from rewardsvc.core.aggregate import HOLISTIC
 from rewardsvc.core.errors import JudgeErrorKind
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
+from rewardsvc.core.trajectory import step_key
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges import batching, prompts
+from rewardsvc.judges import batching, prompts, reward_model
 from rewardsvc.judges.backends import Backend
 from rewardsvc.judges.failures import BackendError
 from rewardsvc.judges.limits import least_tokens
-from rewardsvc.judges.methods import Call, ReplyFailed, method_for
+from rewardsvc.judges.methods import Call, ReplyFailed, ScoringMethod, method_for
 from rewardsvc.judges.prompts import Prompt
+from rewardsvc.judges.reward_model import PoolingRequest
 from rewardsvc.judges.shapes import prompt_text, shape_for
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
 
@@ -67,7 +74,13 @@ class Judge:
         self.observer = observer
         self.defuser = defuser if defuser is not None else defuser_for(config)
         self.backend = backend or Backend(name, config, observer=observer)
-        self.method = method_for(config.method)
+        # A reward model is its own scoring strategy; an LLM judge's comes from its method.
+        self.reward_model = reward_model.scorer_for(config.reward_model, config.method)
+        self.method: ScoringMethod = self.reward_model or method_for(config.method)
+        # What the engine asks it: whole items (``score_item``), not criteria; and all steps
+        # of a trajectory in one call (``score_steps``, a process reward model).
+        self.scores_whole_item = self.reward_model is not None
+        self.scores_steps = self.reward_model is not None and self.reward_model.scores_steps
         self.shape = shape_for(config.api)
         self._reasoning = prompts.reasoning_chars(config.sampling.max_tokens)
         self._identity: tuple[JudgeConfig, Defuser, str] | None = None
@@ -102,6 +115,8 @@ class Judge:
         }
         if self.config.revision is not None:
             identity["revision"] = self.config.revision
+        if self.reward_model is not None:
+            identity["reward_model"] = self.reward_model.settings.model_dump(mode="json")
         if self.defuser.extra_tokens:
             identity["defuser"] = self.defuser.fingerprint
         return json.dumps(identity, sort_keys=True, separators=(",", ":"))
@@ -118,6 +133,8 @@ class Judge:
 
         ``deadline`` is a ``time.monotonic()`` instant by which the call must be over.
         """
+        if self.reward_model is not None:
+            return self._report(self._failed("internal", reward_model.UNASKED, 0.0))
         render = self._prompt_of(prompts.criterion_prompt, rubric, criterion, rollout)
         return await self._render_and_score(render, deadline)
 
@@ -125,6 +142,8 @@ class Judge:
         self, rubric: Rubric, rollout: Rollout, *, deadline: float | None = None
     ) -> Verdict:
         """Implicit scoring: one call that sees all criteria, answering Likert 1..9."""
+        if self.reward_model is not None:
+            return self._report(self._failed("internal", reward_model.UNASKED, 0.0))
         if rubric.is_constitution:
             return self._report(
                 self._failed(
@@ -192,6 +211,45 @@ class Judge:
         verdicts = {cid: replace(v, latency_ms=latency_ms) for cid, v in verdicts.items()}
         self._report(batching.call_outcome(verdicts.values()))
         return verdicts
+
+    async def score_item(self, rollout: Rollout, *, deadline: float | None = None) -> Verdict:
+        """A reward model's verdict on the whole item (one pooling call). Never raises."""
+        if self.reward_model is None:
+            return self._report(self._failed("internal", "not a reward model", 0.0))
+        return (
+            await self._pooled(self.reward_model.item_request(rollout, self.defuser), deadline)
+        )[0]
+
+    async def score_steps(
+        self, rollout: Rollout, *, deadline: float | None = None
+    ) -> dict[str, Verdict]:
+        """A process reward model's verdict on every step of the trajectory from ONE call,
+        by ``step_key(HOLISTIC, k)``; a failed call fails every step. Never raises."""
+        keys = [step_key(HOLISTIC, k) for k in range(rollout.step_count())]
+        if self.reward_model is None or not self.scores_steps:
+            failed = self._report(self._failed("internal", "not a process reward model", 0.0))
+            return dict.fromkeys(keys, failed)
+        got = await self._pooled(self.reward_model.steps_request(rollout, self.defuser), deadline)
+        return dict(zip(keys, got if len(got) == len(keys) else got * len(keys), strict=True))
+
+    async def _pooled(self, request: PoolingRequest, deadline: float | None) -> list[Verdict]:
+        """One pooling call in a turn, read into verdicts; a failure is one verdict.
+        Reported to the observer once."""
+        async with self.turn(deadline) as late:
+            if late is not None:
+                return [self._report(late)]
+            too_long = request.overflow(context_tokens(self.config))
+            if too_long is not None:
+                return [self._report(self._failed("context_overflow", too_long, 0.0))]
+            start = time.perf_counter()
+            try:
+                got = request.read(await self.backend.send(request.route, request.body, deadline))
+            except Exception as exc:
+                return [self._report(self._typed(exc, time.perf_counter() - start))]
+            latency_ms = (time.perf_counter() - start) * 1000.0
+            got = [replace(v, latency_ms=latency_ms) for v in got]
+            self._report(batching.call_outcome(got))
+            return got
 
     @contextlib.asynccontextmanager
     async def turn(self, deadline: float | None) -> AsyncIterator[Verdict | None]:
@@ -334,6 +392,9 @@ def build_judges(pool: JudgePool, observer: Observer = NULL_OBSERVER) -> dict[st
 
 def defuser_for(config: JudgeConfig) -> Defuser:
     """The defuser of a judge: the shared default, or one that also breaks the judge
-    model's own ``special_tokens``."""
-    tokens = getattr(config, "special_tokens", ())
+    model's own ``special_tokens`` (and a process reward model's step separator)."""
+    tokens = list(getattr(config, "special_tokens", ()))
+    settings = getattr(config, "reward_model", None)
+    if settings is not None and settings.step_separator:  # no completion adds or moves steps
+        tokens.append(settings.step_separator)
     return Defuser(extra_tokens=tokens) if tokens else DEFAULT_DEFUSER

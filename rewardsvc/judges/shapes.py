@@ -34,6 +34,8 @@ class ApiShape(Protocol):
 
     name: Api
     path: str
+    # Whether ``path`` is taken from the server root rather than the base URL (``/v1``).
+    from_root: bool
     # Whether the judge continues a plain document (a base model): then a prompt ends in
     # an answer cue ("Answer (...):") rather than an instruction to answer.
     continues_text: bool
@@ -122,6 +124,7 @@ class ChatShape:
 
     name: Api = "chat"
     path = "/chat/completions"
+    from_root = False
     continues_text = False
 
     def prompt(
@@ -176,6 +179,7 @@ class CompletionShape:
 
     name: Api = "completion"
     path = "/completions"
+    from_root = False
     continues_text = True
 
     def prompt(

@@ -107,6 +107,8 @@ class JudgeTransport:
         max_reply_bytes: int = MAX_REPLY_BYTES,
     ):
         self.base_url = base_url.rstrip("/")
+        # The server root: vLLM mounts its pooling routes (/classify, /pooling) there.
+        self.root_url = self.base_url.removesuffix("/v1")
         self.max_reply_bytes = max_reply_bytes
         self._max_connections = max_connections
         self._timeout = aiohttp.ClientTimeout(
@@ -130,8 +132,11 @@ class JudgeTransport:
             )
         return self._session
 
-    async def post(self, path: str, body: Mapping[str, Any], authorization: str) -> Any:
-        """POST ``body`` as JSON to ``base_url + path``; the reply's JSON value.
+    async def post(
+        self, path: str, body: Mapping[str, Any], authorization: str, *, root: bool = False
+    ) -> Any:
+        """POST ``body`` as JSON to ``base_url + path`` (``root``: the server root, the base
+        URL without its ``/v1``, ``+ path``); the reply's JSON value.
 
         A 2xx reply that is not JSON comes back as its text, for the caller to refuse
         with a quote of it. Raises :class:`HttpStatusError` for any other status.
@@ -140,7 +145,7 @@ class JudgeTransport:
         data = json.dumps(body).encode()
         headers = {"Content-Type": _JSON, "Accept": _JSON, "Authorization": authorization}
         session = self._open()
-        url = self.base_url + path
+        url = (self.root_url if root else self.base_url) + path
         async with session.post(url, data=data, headers=headers, allow_redirects=False) as reply:
             raw = await self._body(reply)
             status = reply.status

@@ -241,9 +241,9 @@ class Backend:
         try:
             try:
                 async with asyncio.timeout(budget) as limit:
-                    response = await endpoint.client.post(
-                        shape.path, body, self._auth(), root=shape.from_root
-                    )
+                    client = endpoint.client
+                    post = client.post_root if shape.from_root else client.post
+                    response = await post(shape.path, body, self._auth())
             except TimeoutError:
                 if not limit.expired():
                     raise

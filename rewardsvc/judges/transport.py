@@ -132,20 +132,24 @@ class JudgeTransport:
             )
         return self._session
 
-    async def post(
-        self, path: str, body: Mapping[str, Any], authorization: str, *, root: bool = False
-    ) -> Any:
-        """POST ``body`` as JSON to ``base_url + path`` (``root``: the server root, the base
-        URL without its ``/v1``, ``+ path``); the reply's JSON value.
+    async def post(self, path: str, body: Mapping[str, Any], authorization: str) -> Any:
+        """POST ``body`` as JSON to ``base_url + path``; the reply's JSON value.
 
         A 2xx reply that is not JSON comes back as its text, for the caller to refuse
         with a quote of it. Raises :class:`HttpStatusError` for any other status.
         """
+        return await self._post_url(self.base_url + path, body, authorization)
+
+    async def post_root(self, path: str, body: Mapping[str, Any], authorization: str) -> Any:
+        """As :meth:`post`, to the server root (the base URL without its ``/v1``) ``+ path``:
+        where vLLM mounts its pooling routes (``/classify``, ``/pooling``)."""
+        return await self._post_url(self.root_url + path, body, authorization)
+
+    async def _post_url(self, url: str, body: Mapping[str, Any], authorization: str) -> Any:
         # ASCII-escaped: a lone surrogate in untrusted text must not fail the encoding.
         data = json.dumps(body).encode()
         headers = {"Content-Type": _JSON, "Accept": _JSON, "Authorization": authorization}
         session = self._open()
-        url = (self.root_url if root else self.base_url) + path
         async with session.post(url, data=data, headers=headers, allow_redirects=False) as reply:
             raw = await self._body(reply)
             status = reply.status

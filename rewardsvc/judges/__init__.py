@@ -9,6 +9,9 @@ circuit breakers (``breaker``), picks a replica by prefix affinity (``routing``)
 over a lean aiohttp client (``transport``), classifies failures into typed kinds
 (``failures``) and re-reads rotated API keys (``keys``).
 ``comparative`` asks the listwise and pairwise questions of groups and preferences.
+``reward_model`` is the strategy of a ``method: reward_model`` judge: a scalar reward model
+or process reward model on vLLM's pooling runner, asked no questions (the conversation to
+``/classify`` or ``/pooling``, its output mapped into [0, 1]).
 
 It may import ``rewardsvc.core``, ``rewardsvc.safety`` (defusing what it fences) and
 aiohttp; never the scoring room, the application, the server, storage or wire models.

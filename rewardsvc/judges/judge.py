@@ -77,8 +77,7 @@ class Judge:
         # A reward model is its own scoring strategy; an LLM judge's comes from its method.
         self.reward_model = reward_model.scorer_for(config.reward_model, config.method)
         self.method: ScoringMethod = self.reward_model or method_for(config.method)
-        # What the engine asks it: whole items (``score_item``), not criteria; and all steps
-        # of a trajectory in one call (``score_steps``, a process reward model).
+        # What the engine asks it: whole items, not criteria; all steps in one call (a PRM).
         self.scores_whole_item = self.reward_model is not None
         self.scores_steps = self.reward_model is not None and self.reward_model.scores_steps
         self.shape = shape_for(config.api)
@@ -214,11 +213,9 @@ class Judge:
 
     async def score_item(self, rollout: Rollout, *, deadline: float | None = None) -> Verdict:
         """A reward model's verdict on the whole item (one pooling call). Never raises."""
-        if self.reward_model is None:
-            return self._report(self._failed("internal", "not a reward model", 0.0))
-        return (
-            await self._pooled(self.reward_model.item_request(rollout, self.defuser), deadline)
-        )[0]
+        rm = self.reward_model
+        request = rm.item_request(rollout, self.defuser) if rm is not None else None
+        return (await self._pooled(request, deadline))[0]
 
     async def score_steps(
         self, rollout: Rollout, *, deadline: float | None = None
@@ -226,15 +223,18 @@ class Judge:
         """A process reward model's verdict on every step of the trajectory from ONE call,
         by ``step_key(HOLISTIC, k)``; a failed call fails every step. Never raises."""
         keys = [step_key(HOLISTIC, k) for k in range(rollout.step_count())]
-        if self.reward_model is None or not self.scores_steps:
-            failed = self._report(self._failed("internal", "not a process reward model", 0.0))
-            return dict.fromkeys(keys, failed)
-        got = await self._pooled(self.reward_model.steps_request(rollout, self.defuser), deadline)
+        rm = self.reward_model if self.scores_steps else None
+        request = rm.steps_request(rollout, self.defuser) if rm is not None else None
+        got = await self._pooled(request, deadline)
         return dict(zip(keys, got if len(got) == len(keys) else got * len(keys), strict=True))
 
-    async def _pooled(self, request: PoolingRequest, deadline: float | None) -> list[Verdict]:
-        """One pooling call in a turn, read into verdicts; a failure is one verdict.
-        Reported to the observer once."""
+    async def _pooled(
+        self, request: PoolingRequest | None, deadline: float | None
+    ) -> list[Verdict]:
+        """One pooling call in a turn, read into verdicts; a failure is one verdict (also for
+        no request: not the reward model the call needs). Reported to the observer once."""
+        if request is None:
+            return [self._report(self._failed("internal", "not that kind of reward model", 0.0))]
         async with self.turn(deadline) as late:
             if late is not None:
                 return [self._report(late)]
@@ -243,7 +243,7 @@ class Judge:
                 return [self._report(self._failed("context_overflow", too_long, 0.0))]
             start = time.perf_counter()
             try:
-                got = request.read(await self.backend.send(request.route, request.body, deadline))
+                got = request.read(await request.send(self.backend, deadline))
             except Exception as exc:
                 return [self._report(self._typed(exc, time.perf_counter() - start))]
             latency_ms = (time.perf_counter() - start) * 1000.0

@@ -44,9 +44,11 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.trajectory import Trajectory, step_key
 from rewardsvc.core.verdict import Verdict
+from rewardsvc.judges.backends import Backend
 from rewardsvc.judges.limits import least_tokens
 from rewardsvc.judges.methods import Call, ReplyFailed
 from rewardsvc.judges.prompts import Method, Prompt
+from rewardsvc.judges.routing import Affinity, affinity_key
 from rewardsvc.judges.shapes import Reply, usage
 from rewardsvc.safety.defuse import Defuser
 
@@ -113,6 +115,8 @@ def step_texts(rollout: Rollout) -> list[str]:
 def step_conversation(rollout: Rollout, separator: str, defuser: Defuser) -> Messages:
     """The task, then the steps as one assistant message, each step followed by
     ``separator`` (broken wherever it occurs in the steps' own text)."""
+    if separator not in defuser.extra_tokens:
+        defuser = Defuser([*defuser.extra_tokens, separator])
     steps = "".join(defuser.defuse(text) + separator for text in step_texts(rollout))
     return [*task_messages(rollout, defuser), {"role": "assistant", "content": steps}]
 
@@ -126,6 +130,11 @@ class PoolingRequest:
     body: dict[str, Any]
     messages: Messages
     read: Callable[[Reply], list[Verdict]]
+    affinity: Affinity | None = None
+
+    async def send(self, backend: Backend, deadline: float | None) -> Reply:
+        """Send it through the judge's ``backend`` (retries, breakers, routing)."""
+        return await backend.send(self.route, self.body, deadline, affinity=self.affinity)
 
     def overflow(self, limit: int | None) -> str | None:
         """Why the conversation cannot fit a context of ``limit`` tokens (None: it may)."""
@@ -224,7 +233,10 @@ class RewardModel:
         body: dict[str, Any] = {"messages": messages, "use_activation": self._activation()}
         if self.route is POOLING:
             body["task"] = "classify"
-        return PoolingRequest(self.route, body, messages, self.read_item)
+        # The items of one task meet one replica, whose prefix cache holds the task.
+        group = affinity_key(rollout.prompt)
+        affinity = Affinity(item=affinity_key(rollout.prompt, rollout.completion), group=group)
+        return PoolingRequest(self.route, body, messages, self.read_item, affinity)
 
     def steps_request(self, rollout: Rollout, defuser: Defuser) -> PoolingRequest:
         """The call scoring every step of ``rollout``: its steps joined by the separator to
@@ -236,7 +248,10 @@ class RewardModel:
             "use_activation": self._activation(),
         }
         steps = rollout.step_count()
-        return PoolingRequest(POOLING, body, messages, lambda reply: self.read_steps(reply, steps))
+        group = affinity_key(rollout.prompt)
+        return PoolingRequest(
+            POOLING, body, messages, lambda r: self.read_steps(r, steps), Affinity(group, group)
+        )
 
     def read_item(self, reply: Reply) -> list[Verdict]:
         """The item's verdict (one) from a ``/classify`` or ``/pooling`` reply; raises

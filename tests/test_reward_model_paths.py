@@ -149,12 +149,13 @@ async def test_process_rewards_one_call_and_a_miscount_fails_every_step(
     pool = JudgePool(judges={"rm": config(url, step_separator="<file_sep>")})
     engine = Engine(build_judges(pool, observer))
     good = (await score_batch(engine, STEPS, [ITEM])).results[0]
-    # The policy's own "<file_sep>" was broken: two steps, two separators, one call for
-    # both steps and one for the item (its last step).
+    # The policy's own "<file_sep>" was broken: two steps, two separators, ONE call for
+    # both steps and the item (its last step's score).
     assert good.status == "ok" and good.steps is not None
     assert [s.reward for s in good.steps] == pytest.approx([0.5, 0.52497918747894], abs=1e-9)
     assert good.judges["rm"].criteria.keys() == {HOLISTIC}
-    assert [b["task"] for _, b in script.bodies] == ["token_classify", "token_classify"]
+    assert [b["task"] for _, b in script.bodies] == ["token_classify"]
+    assert good.judges["rm"].score == pytest.approx(good.steps[-1].reward)
     script.rows = [[0.0]]
     bad = (await score_batch(engine, STEPS, [dict(ITEM, id="b", prompt="Again.")])).results[0]
     await engine.aclose()
@@ -162,7 +163,8 @@ async def test_process_rewards_one_call_and_a_miscount_fails_every_step(
     assert all(
         s.reward is None and "1 step scores for 2 steps" in (s.error or "") for s in bad.steps
     )
-    assert observer.errors("rm", "unparseable") == 2  # the item's call and the steps' call
+    assert bad.judges["rm"].score is None
+    assert observer.errors("rm", "unparseable") == 1  # one call for the item and its steps
 
 
 async def test_http_errors_and_questions_are_typed_failures(server: tuple[Pooling, str]) -> None:

@@ -1,5 +1,5 @@
 """A process reward model against a real vLLM CPU server: one call per trajectory, one
-score per step.
+score per step (and the item's score, its last step's, from the same call).
 
 ``smollm2-prm`` is SmolLM2 on the pooling runner with the same head as ``smollm2-rm`` and
 ``--pooler-config`` task ``token_classify``, STEP pooling at ``<file_sep>`` (token 5): vLLM
@@ -83,7 +83,10 @@ async def test_one_call_per_trajectory_one_score_per_step(prm_server: None) -> N
     rubric = Rubric.model_validate(
         {
             "id": "prm",
-            "criteria": [{"id": "progress", "text": "The step helps.", "scope": "step"}],
+            "criteria": [
+                {"id": "final", "text": "The answer is right."},
+                {"id": "progress", "text": "The step helps.", "scope": "step"},
+            ],
             "judges": ["prm"],
             "step_combine": "min",
         }
@@ -94,7 +97,8 @@ async def test_one_call_per_trajectory_one_score_per_step(prm_server: None) -> N
         response = await score_batch(engine, rubric, batch)
     finally:
         await engine.aclose()
-    assert [c[0] for c in observer.calls] == ["prm"] * len(batch)  # one call per trajectory
+    # One call per trajectory, for its steps and the item (scored as its last step).
+    assert [c[0] for c in observer.calls] == ["prm"] * len(batch)
     assert response.usage.judge_calls == len(batch)
     for item, result in zip(batch, response.results, strict=True):
         rollout = rollout_of(item)
@@ -109,7 +113,10 @@ async def test_one_call_per_trajectory_one_score_per_step(prm_server: None) -> N
         assert len(rows) == rollout.step_count()  # the policy's separators were broken
         for step, row in zip(result.steps, rows, strict=True):
             assert step.reward == pytest.approx(sigmoid(row[0]), abs=1e-6)
-        assert result.reward == pytest.approx(min(s.reward for s in result.steps if s.reward))
+        last, worst = result.steps[-1].reward, min(s.reward for s in result.steps if s.reward)
+        assert result.judges["prm"].score == pytest.approx(last)
+        # Equal weights of the episode and step criteria: the mean of outcome and process.
+        assert result.reward == pytest.approx((last + worst) / 2)
 
 
 async def test_a_step_score_depends_only_on_the_trajectory_up_to_it(prm_server: None) -> None:

@@ -4,7 +4,8 @@ per (item, judge) for ``combine: implicit``, or one call answering all criteria 
 judge) for step criteria. A judge that scores whole items (a reward model) is asked no
 criteria: one call per item, under ``aggregate.HOLISTIC``, and for step criteria one per
 step (``HOLISTIC@stepK``, the trajectory up to step K as the item) or, for a process reward
-model, one per trajectory shared by its steps. Each call carries its verdict-cache key.
+model, one per trajectory shared by its steps and the item. Each call carries its
+verdict-cache key.
 """
 
 from __future__ import annotations
@@ -144,19 +145,23 @@ def _item_calls(
 ) -> list[Call]:
     """A whole-item judge's calls on one item: one on the item when the rubric has episode
     criteria; for step criteria, one per step, or one per trajectory that all its steps
-    share (a process reward model). A step's verdict is keyed by the trajectory up to it,
-    which is all a causal model's score at that step depends on."""
+    share (a process reward model, whose item score is then its last step's, from the same
+    call). A step's verdict is keyed by the trajectory up to it, which is all a causal
+    model's score at that step depends on."""
     calls: list[Call] = []
-    if any(c.scope != "step" for c in rubric.criteria):
-        run = functools.partial(judge.score_item, p.rollout, deadline=deadline)
-        key = cache_key(version, identity, aggregate.HOLISTIC, p.rollout.digest())
-        calls.append(Call(pos, name, aggregate.HOLISTIC, key, run))
-    if not rubric.step_criteria:
-        return calls
+    steps = p.rollout.step_count() if rubric.step_criteria else 0
     shared = None
-    if judge.scores_steps:
+    if steps and judge.scores_steps:
         shared = SharedCall(functools.partial(judge.score_steps, p.rollout, deadline=deadline))
-    for k in range(p.rollout.step_count()):
+    if any(c.scope != "step" for c in rubric.criteria):
+        key = cache_key(version, identity, aggregate.HOLISTIC, p.rollout.digest())
+        if shared is not None:
+            last = functools.partial(shared.verdict, step_key(aggregate.HOLISTIC, steps - 1))
+            calls.append(Call(pos, name, aggregate.HOLISTIC, key, last, shared))
+        else:
+            run = functools.partial(judge.score_item, p.rollout, deadline=deadline)
+            calls.append(Call(pos, name, aggregate.HOLISTIC, key, run))
+    for k in range(steps):
         at = p.rollout.at_step(k)
         sk = step_key(aggregate.HOLISTIC, k)
         key = cache_key(version, identity, sk, at.digest())

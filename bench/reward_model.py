@@ -10,7 +10,8 @@ one prefill and no decode, and it reads the conversation without a rubric prompt
 
     .venv/bin/python -m bench.reward_model [--items 32] [--repeats 3] [--concurrency 8]
 
-Needs ``deploy/cpu-judge/cpujudge.sh start smollm2 smollm2-rm``.
+Needs ``deploy/cpu-judge/cpujudge.sh start smollm2 smollm2-rm``. Prints calls/s and the
+prompt tokens per call of every round, then the median rates.
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ def rollouts(n: int, tag: str) -> list[Rollout]:
 
 async def timed(
     score: Callable[[Rollout], Awaitable[Verdict]], items: list[Rollout], concurrency: int
-) -> tuple[float, int]:
-    """Calls per second over ``items`` with ``concurrency`` in flight, and the failures."""
+) -> tuple[float, int, float]:
+    """Calls per second over ``items`` with ``concurrency`` in flight, the failures, and the
+    mean prompt tokens per call (vLLM's usage)."""
     gate = asyncio.Semaphore(concurrency)
 
     async def one(r: Rollout) -> Verdict:
@@ -58,7 +60,9 @@ async def timed(
 
     start = time.perf_counter()
     verdicts = await asyncio.gather(*(one(r) for r in items))
-    return len(items) / (time.perf_counter() - start), sum(not v.ok for v in verdicts)
+    rate = len(items) / (time.perf_counter() - start)
+    tokens = statistics.mean(v.prompt_tokens for v in verdicts)
+    return rate, sum(not v.ok for v in verdicts), tokens
 
 
 async def main(items: int, repeats: int, concurrency: int) -> None:
@@ -75,11 +79,14 @@ async def main(items: int, repeats: int, concurrency: int) -> None:
         for round_ in range(repeats):
             order = list(contenders) if round_ % 2 == 0 else list(reversed(contenders))
             for name in order:
-                rate, failed = await timed(
+                rate, failed, tokens = await timed(
                     contenders[name], rollouts(items, f"r{round_}-{name}"), concurrency
                 )
                 rates[name].append(rate)
-                print(f"round {round_} {name}: {rate:.1f} calls/s ({failed} failed)")
+                print(
+                    f"round {round_} {name}: {rate:.1f} calls/s, {tokens:.0f} prompt tokens "
+                    f"per call ({failed} failed)"
+                )
     finally:
         await chat.aclose()
         await rm.aclose()

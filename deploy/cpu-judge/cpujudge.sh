@@ -50,11 +50,21 @@ DEFAULTS=(
   "smollm2|smollm2-135m-instruct|smollm2-135m-instruct|${REWARDSVC_SMOLLM2_PORT:-8101}|0|"
   "gemma|gemma3-270m|gemma3-270m|${REWARDSVC_GEMMA_PORT:-8102}|1|"
 )
+RM_ARGS='--runner pooling --convert classify --hf-overrides {"classifier_from_token":["no","yes"],"method":"from_2_way_softmax"}'
 # Started only when named (same table; a model folder of the defaults, served another way).
+# Leading NAME=VALUE words of the args are the server's environment (over the defaults).
 EXTRAS=(
   # SmolLM2 with <think>/</think> and a thinking chat template (derive.py), behind vLLM's
   # DeepSeek-R1 reasoning parser: a reasoning judge, with vLLM's thinking_token_budget.
   "smollm2-think|smollm2-135m-think|smollm2-135m-think|${REWARDSVC_SMOLLM2_THINK_PORT:-8103}|0|--reasoning-parser deepseek_r1"
+  # SmolLM2 on the pooling runner as a reward model: vLLM builds the classifier head from
+  # the LM head (logit of "yes" minus "no", one label) and reads it at the last token
+  # (/classify, and /pooling with task classify).
+  "smollm2-rm|smollm2-135m-instruct|smollm2-rm|${REWARDSVC_SMOLLM2_RM_PORT:-8104}|0|VLLM_CPU_KVCACHE_SPACE=1 ${RM_ARGS}"
+  # The same head as a process reward model: /pooling serves only the task of
+  # --pooler-config (token_classify here, and then no /classify); the STEP pooler reads the
+  # head at each <file_sep> (token id 5), one row per step.
+  "smollm2-prm|smollm2-135m-instruct|smollm2-prm|${REWARDSVC_SMOLLM2_PRM_PORT:-8105}|0|VLLM_CPU_KVCACHE_SPACE=1 ${RM_ARGS} --pooler-config {\"task\":\"token_classify\",\"tok_pooling_type\":\"STEP\",\"step_tag_id\":5}"
 )
 JUDGES=("${DEFAULTS[@]}")
 
@@ -245,8 +255,11 @@ range() { if (($1 == $2)); then echo "$1"; else echo "$1-$2"; fi; }
 start_one() { # key model served port cpu_half args
   local key=$1 model=$2 served=$3 port=$4 bind_var bind pid
   bind_var=REWARDSVC_${key^^}_CPUS bind_var=${bind_var//-/_}
-  local -a own=()
+  local -a own=() env=()
   read -ra own <<<"$6"
+  while ((${#own[@]})) && [[ ${own[0]} =~ ^[A-Z_][A-Z0-9_]*= ]]; do
+    env+=("${own[0]}") own=("${own[@]:1}")
+  done
   if answers "$port" "$served"; then
     log "$key already up on 127.0.0.1:$port ($served)"
     return 0
@@ -284,7 +297,7 @@ start_one() { # key model served port cpu_half args
     export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-2} VLLM_CPU_OMP_THREADS_BIND=$bind \
       VLLM_CACHE_ROOT=$ROOT/vllm-cache HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
       VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 VLLM_SERVER_DEV_MODE=1
-    exec setsid nohup "$PY" -m vllm.entrypoints.openai.api_server \
+    exec env "${env[@]}" setsid nohup "$PY" -m vllm.entrypoints.openai.api_server \
       --model "$MODELS/$model" --served-model-name "$served" \
       --host 127.0.0.1 --port "$port" --max-model-len 2048 --max-logprobs 20 \
       --block-size 32 --dtype float32 "${extra[@]}" "${own[@]}"

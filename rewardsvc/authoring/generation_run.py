@@ -31,7 +31,7 @@ from rewardsvc.authoring.generation_prompt import (
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.judges.backends import Backend
 from rewardsvc.judges.failures import BackendError
-from rewardsvc.judges.judge import defuser_for
+from rewardsvc.judges.identity import defuser_for
 from rewardsvc.judges.limits import least_tokens
 from rewardsvc.judges.prompts import Question
 from rewardsvc.judges.shapes import choices, prompt_text, shape_for, usage

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from rewardsvc.core.rubric import Calibration, JudgeRule, Rubric, Transforms
 
 HOLISTIC = "_holistic"
-"""The criterion id under which an implicit rubric's single holistic verdict is reported."""
+"""The key of a judge's single verdict on the whole item: an implicit rubric's holistic
+call, or the score of a judge that is asked no criteria (a reward model)."""
 
 MIN_CALIBRATION_COUNT = 8
 """Fewer scores than this in a judge's window: calibration returns the raw score."""
@@ -55,13 +56,15 @@ def judge_score(
       (criteria treated as independent; the clip is not propagated).
     - worst: the lowest criterion score (a pitfall counts as ``1 - s``, its absence);
       the variance is that criterion's variance. Weights do not matter.
-    - implicit: the holistic score and variance as they are.
+    - implicit, or a judge that scored the whole item (``HOLISTIC`` in ``scores``: a reward
+      model, asked no criteria): that score and variance as they are; other entries (a
+      rubric's grader criteria) do not enter it.
 
     Gates (explicit and worst): an essential criterion with ``gate: g`` that scores below
     ``g`` caps the judge score at its ``cap`` (the variance is left as propagated).
     """
     variances = variances or {}
-    if rubric.implicit_combine:
+    if rubric.implicit_combine or HOLISTIC in scores:
         if HOLISTIC not in scores:
             raise KeyError(f"missing holistic score {HOLISTIC!r}")
         return _clip01(scores[HOLISTIC]), max(0.0, variances.get(HOLISTIC, 0.0))

@@ -59,8 +59,10 @@ METHOD_NEEDS: dict[str, frozenset[Capability]] = {
     "batched": frozenset({"top_logprobs", "structured_outputs"}),
     "structured": frozenset({"structured_outputs"}),
     "sampled": frozenset(),
+    "reward_model": frozenset(),
 }
-"""What each scoring method needs of its endpoint (a method missing here needs nothing)."""
+"""What each scoring method needs of its endpoint (the pooling API of a reward model
+needs neither)."""
 
 
 class Capabilities(StrictModel):
@@ -140,6 +142,56 @@ class Reasoning(StrictModel):
         return REASONING_MARKERS[self.parser]
 
 
+class RewardModelSettings(StrictModel):
+    """How a ``method: reward_model`` judge reads its scalar from vLLM's pooling runner.
+
+    The conversation goes as chat messages (the server applies the model's chat template);
+    the value is read at index ``label`` of the classifier's output and mapped into [0, 1]
+    by ``transform``. With ``step_separator`` the judge is also a process reward model: the
+    policy's steps, each followed by the separator, go in one ``/pooling`` call
+    (``task: token_classify``) and the server's STEP pooler returns one row per separator.
+    """
+
+    endpoint: Literal["classify", "pooling"] = Field(
+        default="classify",
+        description="Where the item's scalar is read: classify: POST /classify, "
+        "data[0].probs; pooling: POST /pooling with task classify, data[0].data (vLLM's "
+        "/pooling serves only the task of its --pooler-config: classify by default under "
+        "--convert classify).",
+    )
+    label: int = Field(
+        default=0,
+        ge=0,
+        le=1023,
+        description="Index of the classifier output that is the reward (0 for a "
+        "one-label reward model; the 'good' class of a two-label one).",
+    )
+    transform: Literal["sigmoid", "probability"] = Field(
+        default="sigmoid",
+        description="sigmoid: the raw logit is asked for (use_activation false) and mapped "
+        "by sigmoid((logit - center) / scale); probability: the server's own activation "
+        "(sigmoid for one label, softmax over several) is the score. Either way a rubric's "
+        "calibration (zscore or rank over its window) can then put the model on the "
+        "scale of the other judges before min.",
+    )
+    center: float = Field(
+        default=0.0, ge=-1e6, le=1e6, description="transform sigmoid: the logit mapped to 0.5."
+    )
+    scale: float = Field(
+        default=1.0, gt=0, le=1e6, description="transform sigmoid: logits per unit of the slope."
+    )
+    step_separator: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="Process reward model: the text (one token of the model, the server's "
+        "--pooler-config step_tag_id, its task token_classify) that follows each step; "
+        "untrusted text has it broken. All steps are scored in one POST /pooling call, and "
+        "a whole item as its last step (endpoint is then unused). Without it, step criteria "
+        "are scored one call per step, each step's trajectory scored as a whole item.",
+    )
+
+
 class JudgeConfig(StrictModel):
     """One named judge: an LLM behind one or more OpenAI-compatible endpoints."""
 
@@ -162,13 +214,15 @@ class JudgeConfig(StrictModel):
         description="chat: /chat/completions with the model's chat template; "
         "completion: /completions with a plain-text prompt (base models).",
     )
-    method: Literal["logprob", "structured", "sampled", "batched"] = Field(
+    method: Literal["logprob", "structured", "sampled", "batched", "reward_model"] = Field(
         default="logprob",
         description="logprob: one constrained token, expected value over the scale; "
         "structured: JSON reasoning then score; sampled: n samples, mean and variance; "
         "batched: one call per item reads all its criteria and answers each with one "
         "constrained token (expected value per criterion, as logprob), far fewer judge "
-        "tokens; holistic and per-step calls are asked as logprob.",
+        "tokens; holistic and per-step calls are asked as logprob; reward_model: a scalar "
+        "reward model on vLLM's pooling runner, asked no criteria: it scores the whole item "
+        "(settings in reward_model).",
     )
     sampling: Sampling = Field(default_factory=Sampling)
     timeout_s: float = Field(
@@ -252,10 +306,22 @@ class JudgeConfig(StrictModel):
         description="Price per million tokens: fills usage.cost and the monitor's cost per "
         "run (default: none, usage.cost stays null).",
     )
+    reward_model: RewardModelSettings | None = Field(
+        default=None,
+        description="method reward_model: which pooling endpoint and output give the score, "
+        "its transform into [0, 1], and the step separator of a process reward model "
+        "(defaults when left out).",
+    )
 
     def lacking(self) -> list[Capability]:
         """The capabilities this judge's method needs and its endpoint has not."""
-        return self.capabilities.lacking(METHOD_NEEDS.get(self.method, frozenset()))
+        return self.capabilities.lacking(METHOD_NEEDS[self.method])
+
+    @model_validator(mode="after")
+    def _reward_model_settings(self) -> JudgeConfig:
+        if self.method != "reward_model" and self.reward_model is not None:
+            raise ValueError("reward_model: settings for a judge whose method is not reward_model")
+        return self
 
     @field_validator("base_urls")
     @classmethod

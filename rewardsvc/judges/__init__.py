@@ -3,8 +3,8 @@
 ``prompts`` renders and fences what a judge reads; ``judge`` holds the :class:`Judge`
 of one pool entry, which picks a scoring method (``methods``: logprob, structured,
 sampled; ``batching``: all criteria in one call) and an API shape (``shapes``: chat or
-completion) once from its config and refuses prompts that cannot fit its context
-(``limits``); ``backends`` reaches the endpoints with deadlines, retries (``retrying``) and
+completion) once from its config, keys its verdicts by ``identity`` and refuses prompts
+that cannot fit its context (``limits``); ``backends`` reaches the endpoints with deadlines, retries (``retrying``) and
 per-URL circuit breakers (``breaker``), picks a replica by prefix affinity (``routing``),
 keeps a hosted judge's RPM/TPM limits and its provider's rate-limit headers
 (``ratelimit``), sends over a lean aiohttp client (``transport``), classifies failures
@@ -13,6 +13,9 @@ meters the tokens of a call's replies and prices them by the judge's table.
 ``comparative`` asks the listwise and pairwise questions of groups and preferences.
 ``reasoning`` serves judges that think before they answer: it bounds the thinking (vLLM's
 ``thinking_token_budget``), finds the answer after it, and types an overrun.
+``reward_model`` is the strategy of a ``method: reward_model`` judge: a scalar reward model
+or process reward model on vLLM's pooling runner, asked no questions (the conversation to
+``/classify`` or ``/pooling``, its output mapped into [0, 1]).
 
 It may import ``rewardsvc.core``, ``rewardsvc.safety`` (defusing what it fences) and
 aiohttp; never the scoring room, the application, the server, storage or wire models.

@@ -69,7 +69,7 @@ from rewardsvc.judges.retrying import RetryPolicy, call_deadline_s
 
 __all__ = ["Backend", "RetryPolicy", "call_deadline_s"]
 from rewardsvc.judges.routing import Affinity
-from rewardsvc.judges.shapes import CHAT, COMPLETION, ApiShape, Reply
+from rewardsvc.judges.shapes import CHAT, COMPLETION, Reply, Route
 from rewardsvc.judges.transport import TRANSPORT_ERRORS
 
 # How much of a malformed 200's body is quoted in the error.
@@ -171,7 +171,7 @@ class Backend:
 
     async def _attempt(
         self,
-        shape: ApiShape,
+        shape: Route,
         body: dict[str, Any],
         deadline: float,
         affinity: Affinity | None = None,
@@ -201,7 +201,7 @@ class Backend:
             self._sem.release()
 
     async def _send_to(
-        self, shape: ApiShape, body: dict[str, Any], budget: float, *routed: Any
+        self, shape: Route, body: dict[str, Any], budget: float, *routed: Any
     ) -> Reply:
         endpoint = self._pick(*routed)
         endpoint.calls += 1
@@ -214,7 +214,7 @@ class Backend:
         return reply
 
     async def _limited(
-        self, shape: ApiShape, body: dict[str, Any], deadline: float, *routed: Any
+        self, shape: Route, body: dict[str, Any], deadline: float, *routed: Any
     ) -> Reply:
         """One attempt through the rate limiter: wait for its request and tokens, send,
         settle the reply's prompt tokens against the estimate."""
@@ -232,14 +232,14 @@ class Backend:
         return reply
 
     async def _post(
-        self, shape: ApiShape, body: dict[str, Any], budget: float, endpoint: Endpoint
+        self, shape: Route, body: dict[str, Any], budget: float, endpoint: Endpoint
     ) -> Reply:
         try:
             try:
                 async with asyncio.timeout(budget) as limit:
-                    response = await endpoint.client.post(
-                        shape.path, body, self._auth(), self._headers
-                    )
+                    client = endpoint.client
+                    post = client.post_root if shape.from_root else client.post
+                    response = await post(shape.path, body, self._auth(), self._headers)
             except TimeoutError:
                 if not limit.expired():
                     raise
@@ -281,7 +281,7 @@ class Backend:
 
     async def send(
         self,
-        shape: ApiShape,
+        shape: Route,
         body: dict[str, Any],
         deadline: float | None = None,
         *,
@@ -308,7 +308,7 @@ class Backend:
 
     async def _retry(
         self,
-        shape: ApiShape,
+        shape: Route,
         body: dict[str, Any],
         limit: float,
         affinity: Affinity | None,

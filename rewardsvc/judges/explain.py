@@ -13,7 +13,9 @@ from rewardsvc.core.trajectory import step_key
 from rewardsvc.judges.batching import batch_prompt, by_view
 from rewardsvc.judges.methods import method_for
 from rewardsvc.judges.prompts import Prompt, criterion_prompt, holistic_prompt, reasoning_chars
+from rewardsvc.judges.reward_model import scorer_for
 from rewardsvc.judges.shapes import shape_for
+from rewardsvc.safety.defuse import DEFAULT_DEFUSER
 
 BATCH_JOIN = "+"
 """A batched judge's key: the ids of the criteria its one call asks, joined by this."""
@@ -33,7 +35,8 @@ def explain(
     ``{judge: {key: messages (chat) or text (completion)}}``, the key being a criterion
     id, ``aggregate.HOLISTIC`` (``_holistic``) for implicit scoring, ``criterion@stepK``
     for a criterion with ``scope: step`` at assistant step K, or for a judge with
-    ``method: batched`` the ids of the criteria one call asks joined by ``+``. ``configs``
+    ``method: batched`` the ids of the criteria one call asks joined by ``+``; a reward
+    model's conversations as ``RewardModel.seen`` keys them. ``configs``
     is the judge pool (judges missing from it are left out). Built with the default
     defuser (a judge with a defuser of its own defuses its special tokens too).
     """
@@ -41,6 +44,11 @@ def explain(
     for ref in rubric.judges:
         config = configs.get(ref.name)
         if config is None:
+            continue
+        rm = scorer_for(config.reward_model, config.method)
+        if rm is not None:
+            # A reward model reads the conversation itself, no prompt of ours.
+            out[ref.name] = dict(rm.seen(rubric, rollout, DEFAULT_DEFUSER))
             continue
         method, shape = config.method, shape_for(config.api)
         reasoning = reasoning_chars(config.sampling.max_tokens)

@@ -6,6 +6,10 @@ the :class:`~rewardsvc.judges.backends.Backend` that reaches its endpoints. A ju
 method ``batched`` also answers all criteria of an item in one call (``score_criteria``,
 ``rewardsvc.judges.batching``).
 
+A ``reward_model`` judge (``rewardsvc.judges.reward_model``) is asked no questions: it scores
+whole items (``score_item``) and, as a process reward model, all steps in one call
+(``score_steps``); the engine plans so from ``scores_whole_item``.
+
 Every failure (no prompt, a prompt too long for the judge's context, transport, HTTP,
 deadline, no scale token, unparseable output) becomes a failed verdict with an
 ``error_kind``: a failed call is never a score and never raises. Every call is reported
@@ -17,35 +21,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 
+from rewardsvc.core.aggregate import HOLISTIC
 from rewardsvc.core.errors import JudgeErrorKind
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
+from rewardsvc.core.trajectory import step_key
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges import batching, pricing, prompts
+from rewardsvc.judges import batching, pricing, prompts, reward_model
 from rewardsvc.judges.backends import Backend
 from rewardsvc.judges.failures import BackendError
-from rewardsvc.judges.limits import least_tokens
-from rewardsvc.judges.methods import Call, ReplyFailed, method_for
+from rewardsvc.judges.identity import defuser_for, identity_text
+from rewardsvc.judges.limits import context_tokens, least_tokens
+from rewardsvc.judges.methods import Call, ReplyFailed, ScoringMethod, method_for
 from rewardsvc.judges.prompts import Prompt
-from rewardsvc.judges.reasoning import reader_for, reasoning_identity
+from rewardsvc.judges.reasoning import reader_for
+from rewardsvc.judges.reward_model import PoolingRequest
 from rewardsvc.judges.shapes import prompt_text, shape_for
-from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
+from rewardsvc.safety.defuse import Defuser
 
 Answer = Callable[[Call, Prompt], Awaitable[Verdict]]
 """A scoring method's way of answering one prompt (``score`` or ``compare``)."""
-
-
-def context_tokens(config: JudgeConfig) -> int | None:
-    """The judge's context length in tokens, when the pool gives one."""
-    value = getattr(config, "max_context_tokens", None)
-    return int(value) if value is not None else None
 
 
 class Judge:
@@ -68,7 +69,12 @@ class Judge:
         self.observer = observer
         self.defuser = defuser if defuser is not None else defuser_for(config)
         self.backend = backend or Backend(name, config, observer=observer)
-        self.method = method_for(config.method)
+        # A reward model is its own scoring strategy; an LLM judge's comes from its method.
+        self.reward_model = reward_model.scorer_for(config.reward_model, config.method)
+        self.method: ScoringMethod = self.reward_model or method_for(config.method)
+        # What the engine asks it: whole items, not criteria; all steps in one call (a PRM).
+        self.scores_whole_item = self.reward_model is not None
+        self.scores_steps = self.reward_model is not None and self.reward_model.scores_steps
         self.shape = shape_for(config.api)
         self._reasoning = prompts.reasoning_chars(config.sampling.max_tokens)
         self._reader = reader_for(config)
@@ -91,25 +97,10 @@ class Judge:
         # once for as long as the judge holds the same ones.
         held = self._identity
         if held is None or held[0] is not self.config or held[1] is not self.defuser:
-            held = self._identity = (self.config, self.defuser, self._identity_text())
+            settings = self.reward_model.settings if self.reward_model is not None else None
+            text = identity_text(self.name, self.config, self.defuser, settings)
+            held = self._identity = (self.config, self.defuser, text)
         return held[2]
-
-    def _identity_text(self) -> str:
-        identity = {
-            "judge": self.name,
-            "model": self.config.model,
-            "api": self.config.api,
-            "method": self.config.method,
-            "sampling": self.config.sampling.model_dump(mode="json"),
-            "prompts": prompts.PROMPT_VERSION,
-        }
-        if self.config.revision is not None:
-            identity["revision"] = self.config.revision
-        if self.defuser.extra_tokens:
-            identity["defuser"] = self.defuser.fingerprint
-        return json.dumps(
-            {**identity, **reasoning_identity(self.config)}, sort_keys=True, separators=(",", ":")
-        )
 
     async def score_criterion(
         self,
@@ -123,6 +114,8 @@ class Judge:
 
         ``deadline`` is a ``time.monotonic()`` instant by which the call must be over.
         """
+        if self.reward_model is not None:
+            return self._report(self._failed("internal", reward_model.UNASKED, 0.0))
         render = self._prompt_of(prompts.criterion_prompt, rubric, criterion, rollout)
         return await self._render_and_score(render, deadline)
 
@@ -130,6 +123,8 @@ class Judge:
         self, rubric: Rubric, rollout: Rollout, *, deadline: float | None = None
     ) -> Verdict:
         """Implicit scoring: one call that sees all criteria, answering Likert 1..9."""
+        if self.reward_model is not None:
+            return self._report(self._failed("internal", reward_model.UNASKED, 0.0))
         if rubric.is_constitution:
             return self._report(
                 self._failed(
@@ -203,6 +198,46 @@ class Judge:
         }
         self._report(batching.call_outcome(verdicts.values()))
         return verdicts
+
+    async def score_item(self, rollout: Rollout, *, deadline: float | None = None) -> Verdict:
+        """A reward model's verdict on the whole item (one pooling call). Never raises."""
+        rm = self.reward_model
+        request = rm.item_request(rollout, self.defuser) if rm is not None else None
+        return (await self._pooled(request, deadline))[0]
+
+    async def score_steps(
+        self, rollout: Rollout, *, deadline: float | None = None
+    ) -> dict[str, Verdict]:
+        """A process reward model's verdict on every step of the trajectory from ONE call,
+        by ``step_key(HOLISTIC, k)``; a failed call fails every step. Never raises."""
+        keys = [step_key(HOLISTIC, k) for k in range(rollout.step_count())]
+        rm = self.reward_model if self.scores_steps else None
+        request = rm.steps_request(rollout, self.defuser) if rm is not None else None
+        got = await self._pooled(request, deadline)
+        return dict(zip(keys, got if len(got) == len(keys) else got * len(keys), strict=True))
+
+    async def _pooled(
+        self, request: PoolingRequest | None, deadline: float | None
+    ) -> list[Verdict]:
+        """One pooling call in a turn, read into verdicts; a failure is one verdict (also for
+        no request: not the reward model the call needs). Reported to the observer once."""
+        if request is None:
+            return [self._report(self._failed("internal", "not that kind of reward model", 0.0))]
+        async with self.turn(deadline) as late:
+            if late is not None:
+                return [self._report(late)]
+            too_long = request.overflow(context_tokens(self.config))
+            if too_long is not None:
+                return [self._report(self._failed("context_overflow", too_long, 0.0))]
+            start = time.perf_counter()
+            try:
+                got = request.read(await request.send(self.backend, deadline))
+            except Exception as exc:
+                return [self._report(self._typed(exc, time.perf_counter() - start))]
+            latency_ms = (time.perf_counter() - start) * 1000.0
+            got = [replace(v, latency_ms=latency_ms) for v in got]
+            self._report(batching.call_outcome(got))
+            return got
 
     @contextlib.asynccontextmanager
     async def turn(self, deadline: float | None) -> AsyncIterator[Verdict | None]:
@@ -357,10 +392,3 @@ def build_judges(pool: JudgePool, observer: Observer = NULL_OBSERVER) -> dict[st
     them in untrusted text beside the maintained families.
     """
     return {name: Judge(name, config, observer=observer) for name, config in pool.judges.items()}
-
-
-def defuser_for(config: JudgeConfig) -> Defuser:
-    """The defuser of a judge: the shared default, or one that also breaks the judge
-    model's own ``special_tokens``."""
-    tokens = getattr(config, "special_tokens", ())
-    return Defuser(extra_tokens=tokens) if tokens else DEFAULT_DEFUSER

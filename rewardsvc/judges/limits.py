@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 import re
 
+from rewardsvc.core.pool import JudgeConfig
+
 # Characters of a run of spaces or punctuation that one token can hold at most: SmolLM2
 # holds 64 spaces in one token; twice that leaves room for vocabularies with longer runs.
 MAX_TOKEN_CHARS = 128
@@ -44,3 +46,9 @@ def least_tokens(text: str) -> int:
             # A token may take one character of a neighbouring run (" the", "?\n").
             count += max(0, len(other) - 2) // MAX_TOKEN_CHARS
     return count
+
+
+def context_tokens(config: JudgeConfig) -> int | None:
+    """The judge's context length in tokens, when the pool gives one."""
+    value = getattr(config, "max_context_tokens", None)
+    return int(value) if value is not None else None

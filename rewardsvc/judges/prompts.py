@@ -71,7 +71,7 @@ from rewardsvc.safety.defuse import WORD_JOINER as WORD_JOINER
 from rewardsvc.safety.defuse import defuse as defuse
 
 Api = Literal["chat", "completion"]
-Method = Literal["logprob", "structured", "sampled", "batched"]
+Method = Literal["logprob", "structured", "sampled", "batched", "reward_model"]
 
 if TYPE_CHECKING:  # the shapes build Prompts: a runtime import would be a cycle
     from rewardsvc.judges.shapes import ApiShape

@@ -29,11 +29,30 @@ Position = tuple[str, list[tuple[str, float]]]
 """One decoded token and the ``(token, logprob)`` alternatives at its position."""
 
 
-class ApiShape(Protocol):
+class Route(Protocol):
+    """Where a call goes and what a good reply looks like: an API shape
+    (below) or a pooling route (``rewardsvc.judges.reward_model``)."""
+
+    @property
+    def path(self) -> str:
+        """The endpoint's path."""
+        ...
+
+    @property
+    def from_root(self) -> bool:
+        """Whether the path is taken from the server root rather than the base URL (vLLM
+        mounts its pooling API there)."""
+        ...
+
+    def well_formed(self, response: Any) -> TypeGuard[Reply]:
+        """Whether ``response`` is this endpoint's JSON answer."""
+        ...
+
+
+class ApiShape(Route, Protocol):
     """One OpenAI-compatible endpoint family (chat or completion)."""
 
     name: Api
-    path: str
     # Whether the judge continues a plain document (a base model): then a prompt ends in
     # an answer cue ("Answer (...):") rather than an instruction to answer.
     continues_text: bool
@@ -64,10 +83,6 @@ class ApiShape(Protocol):
     def positions(self, choice: Choice) -> list[Position]:
         """Every decoded position of ``choice`` with its alternatives (the decoded token
         included), as far as they can be read."""
-        ...
-
-    def well_formed(self, response: Any) -> TypeGuard[Reply]:
-        """Whether ``response`` is this endpoint's JSON answer with at least one choice."""
         ...
 
 
@@ -122,6 +137,7 @@ class ChatShape:
 
     name: Api = "chat"
     path = "/chat/completions"
+    from_root = False
     continues_text = False
 
     def prompt(
@@ -176,6 +192,7 @@ class CompletionShape:
 
     name: Api = "completion"
     path = "/completions"
+    from_root = False
     continues_text = True
 
     def prompt(

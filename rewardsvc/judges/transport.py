@@ -107,6 +107,8 @@ class JudgeTransport:
         max_reply_bytes: int = MAX_REPLY_BYTES,
     ):
         self.base_url = base_url.rstrip("/")
+        # The server root: vLLM mounts its pooling routes (/classify, /pooling) there.
+        self.root_url = self.base_url.removesuffix("/v1")
         self.max_reply_bytes = max_reply_bytes
         self._max_connections = max_connections
         self._timeout = aiohttp.ClientTimeout(
@@ -144,11 +146,30 @@ class JudgeTransport:
         ``headers_seen`` gets every reply's status and headers (a hosted judge's rate
         limits), before anything is raised.
         """
+        return await self._post_url(self.base_url + path, body, authorization, headers_seen)
+
+    async def post_root(
+        self,
+        path: str,
+        body: Mapping[str, Any],
+        authorization: str,
+        headers_seen: Callable[[int, Mapping[str, str]], None] | None = None,
+    ) -> Any:
+        """As :meth:`post`, to the server root (the base URL without its ``/v1``) ``+ path``:
+        where vLLM mounts its pooling routes (``/classify``, ``/pooling``)."""
+        return await self._post_url(self.root_url + path, body, authorization, headers_seen)
+
+    async def _post_url(
+        self,
+        url: str,
+        body: Mapping[str, Any],
+        authorization: str,
+        headers_seen: Callable[[int, Mapping[str, str]], None] | None,
+    ) -> Any:
         # ASCII-escaped: a lone surrogate in untrusted text must not fail the encoding.
         data = json.dumps(body).encode()
         headers = {"Content-Type": _JSON, "Accept": _JSON, "Authorization": authorization}
         session = self._open()
-        url = self.base_url + path
         async with session.post(url, data=data, headers=headers, allow_redirects=False) as reply:
             raw = await self._body(reply)
             status = reply.status

@@ -4,8 +4,9 @@
 every item on its own, runs the detectors, and has ``planning`` plan the judge calls (one
 per item, judge and criterion; one holistic call for ``combine: implicit``; one call for
 all criteria for a judge whose method batches them, ``judging``; one per step for
-``scope: step`` criteria, ``steps``); ``serving`` answers what it can from the verdict
-cache or from an identical call in flight, sends the rest concurrently within the
+``scope: step`` criteria, ``steps``; one per item, and one per trajectory for its steps,
+for a judge that scores whole items, a reward model); ``serving`` answers what it can from
+the verdict cache or from an identical call in flight, sends the rest concurrently within the
 request's deadline and tallies the usage; ``assemble`` applies per-judge calibration and
 builds each item's reward, status, uncertainty and breakdown. ``selection`` is the one
 rule for which judges a rubric asks and how many must answer, for the engine and the

@@ -9,7 +9,9 @@ calls of consecutive steps reach a judge in order and reuse its prefix cache: th
 of step k+1 starts with the whole prompt body of step k.
 
 Per step: each judge's score is its weighted score over the step criteria
-(``aggregate.judge_score`` on the rubric restricted to them); the judges combine with the
+(``aggregate.judge_score`` on the rubric restricted to them), or, for a judge that scores
+whole items (a reward model, or a process reward model scoring all steps in one call), its
+verdict on the step (``HOLISTIC@stepK``); the judges combine with the
 rubric's rule into the step reward; a step with fewer than ``min_judges`` judges scoring
 is ``judge_error`` and takes no part in the combination (a failed step call degrades that
 step, not the episode). Per-judge calibration does not apply to step scores.
@@ -120,23 +122,11 @@ def assemble(
         per_criterion: dict[str, list[float]] = {c.id: [] for c in sub.criteria}
         errors: list[str] = []
         for judge, by_key in verdicts.items():
-            got = {c.id: by_key.get(step_key(c.id, k)) for c in sub.criteria}
-            failed = {cid: v for cid, v in got.items() if v is None or not v.ok}
-            for cid, v in got.items():
-                if v is not None and v.ok and v.score is not None:
-                    per_criterion[cid].append(v.score)
-            if failed:
-                why = [
-                    f"{cid}: {(v.error if v else None) or 'no score'}" for cid, v in failed.items()
-                ]
-                errors.append(f"{judge}: " + "; ".join(why))
+            score, why = _step_score(sub, by_key, k, per_criterion)
+            if score is None:
+                errors.append(f"{judge}: {why}")
                 continue
-            raw, _ = aggregate.judge_score(
-                sub,
-                {cid: v.score for cid, v in got.items() if v is not None and v.score is not None},
-                {cid: v.variance for cid, v in got.items() if v is not None},
-            )
-            scores.append(raw)
+            scores.append(score)
             judge_weights.append(weights.get(judge, 1.0))
         criteria = {cid: (sum(s) / len(s) if s else None) for cid, s in per_criterion.items()}
         asked = len(verdicts)
@@ -150,6 +140,35 @@ def assemble(
         error = "; ".join(errors) if errors else None
         results.append(StepResult(k, reward, status, criteria, error))
     return results
+
+
+def _step_score(
+    sub: Rubric, by_key: Mapping[str, Verdict], k: int, per_criterion: dict[str, list[float]]
+) -> tuple[float | None, str]:
+    """One judge's score at step ``k`` (None, with why, when it has none): a whole-item
+    judge's verdict on the step (``HOLISTIC@stepK``: a reward model's, or a process reward
+    model's share of its one call), else its weighted score over the step criteria, whose
+    scores join ``per_criterion``."""
+    whole = by_key.get(step_key(aggregate.HOLISTIC, k))
+    if whole is not None:
+        if whole.ok and whole.score is not None:
+            return whole.score, ""
+        return None, whole.error or "no score"
+    got = {c.id: by_key.get(step_key(c.id, k)) for c in sub.criteria}
+    failed = {cid: v for cid, v in got.items() if v is None or not v.ok}
+    for cid, v in got.items():
+        if v is not None and v.ok and v.score is not None:
+            per_criterion[cid].append(v.score)
+    if failed:
+        return None, "; ".join(
+            f"{cid}: {(v.error if v else None) or 'no score'}" for cid, v in failed.items()
+        )
+    raw, _ = aggregate.judge_score(
+        sub,
+        {cid: v.score for cid, v in got.items() if v is not None and v.score is not None},
+        {cid: v.variance for cid, v in got.items() if v is not None},
+    )
+    return raw, ""
 
 
 def process_reward(rubric: Rubric, steps: Sequence[StepResult]) -> float | None:

@@ -1,0 +1,52 @@
+"""What a judge's verdicts are keyed by, and what it defuses, from its pool entry.
+
+``identity_text`` is the judge's part of every verdict-cache key: a change to anything that
+can change a verdict (model, revision, API, method, sampling, prompts, reasoning, a reward
+model's settings, the defusing of the model's own tokens) must make new keys.
+"""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import BaseModel
+
+from rewardsvc.core.pool import JudgeConfig
+from rewardsvc.judges import prompts
+from rewardsvc.judges.reasoning import reasoning_identity
+from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
+
+
+def identity_text(
+    name: str, config: JudgeConfig, defuser: Defuser, reward_model: BaseModel | None = None
+) -> str:
+    """The cache identity of judge ``name``: its name, model and ``revision``, API, method,
+    sampling, prompt version, reasoning, the ``reward_model`` settings in force and the
+    defusing of the model's own special tokens, as canonical JSON."""
+    identity = {
+        "judge": name,
+        "model": config.model,
+        "api": config.api,
+        "method": config.method,
+        "sampling": config.sampling.model_dump(mode="json"),
+        "prompts": prompts.PROMPT_VERSION,
+    }
+    if config.revision is not None:
+        identity["revision"] = config.revision
+    if reward_model is not None:
+        identity["reward_model"] = reward_model.model_dump(mode="json")
+    if defuser.extra_tokens:
+        identity["defuser"] = defuser.fingerprint
+    return json.dumps(
+        {**identity, **reasoning_identity(config)}, sort_keys=True, separators=(",", ":")
+    )
+
+
+def defuser_for(config: JudgeConfig) -> Defuser:
+    """The defuser of a judge: the shared default, or one that also breaks the judge
+    model's own ``special_tokens`` (and a process reward model's step separator)."""
+    tokens = list(getattr(config, "special_tokens", ()))
+    settings = getattr(config, "reward_model", None)
+    if settings is not None and settings.step_separator:  # no completion adds or moves steps
+        tokens.append(settings.step_separator)
+    return Defuser(extra_tokens=tokens) if tokens else DEFAULT_DEFUSER

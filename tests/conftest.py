@@ -52,7 +52,7 @@ def cpu_judges(command: str, *keys: str) -> None:
 def extra_cpu_judge(key: str) -> Iterator[None]:
     """One of cpujudge.sh's optional judges (its ``EXTRAS``), up for the block's duration:
     started when absent, and stopped after the block only if this call started it, so
-    that the machine holds at most the two default servers and one optional one."""
+    that an optional server lives only as long as the module that needs it."""
     was_up = (
         subprocess.run(
             ["bash", str(CPU_JUDGE), "status", key], capture_output=True, text=True

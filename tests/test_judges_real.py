@@ -148,8 +148,10 @@ async def test_real_wire_format_of_every_shape_and_method(
     for endpoint in j.backend.endpoints:
         post = endpoint.client.post
 
-        async def spy(path: str, body: Any, auth: str, post: Any = post) -> Any:
-            reply = await post(path, body, auth)
+        async def spy(
+            path: str, body: Any, auth: str, *rest: Any, post: Any = post, **kw: Any
+        ) -> Any:
+            reply = await post(path, body, auth, *rest, **kw)
             sent.append((path, body, reply))
             return reply
 

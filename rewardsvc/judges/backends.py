@@ -237,9 +237,9 @@ class Backend:
         try:
             try:
                 async with asyncio.timeout(budget) as limit:
-                    client = endpoint.client
-                    post = client.post_root if shape.from_root else client.post
-                    response = await post(shape.path, body, self._auth(), self._headers)
+                    response = await endpoint.client.post(
+                        shape.path, body, self._auth(), self._headers, from_root=shape.from_root
+                    )
             except TimeoutError:
                 if not limit.expired():
                     raise

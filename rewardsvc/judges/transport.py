@@ -138,34 +138,19 @@ class JudgeTransport:
         body: Mapping[str, Any],
         authorization: str,
         headers_seen: Callable[[int, Mapping[str, str]], None] | None = None,
+        *,
+        from_root: bool = False,
     ) -> Any:
-        """POST ``body`` as JSON to ``base_url + path``; the reply's JSON value.
+        """POST ``body`` as JSON to ``base_url + path`` (``from_root``: to the server root,
+        the base URL without its ``/v1``, where vLLM mounts its pooling routes
+        ``/classify`` and ``/pooling``); the reply's JSON value.
 
         A 2xx reply that is not JSON comes back as its text, for the caller to refuse
         with a quote of it. Raises :class:`HttpStatusError` for any other status.
         ``headers_seen`` gets every reply's status and headers (a hosted judge's rate
         limits), before anything is raised.
         """
-        return await self._post_url(self.base_url + path, body, authorization, headers_seen)
-
-    async def post_root(
-        self,
-        path: str,
-        body: Mapping[str, Any],
-        authorization: str,
-        headers_seen: Callable[[int, Mapping[str, str]], None] | None = None,
-    ) -> Any:
-        """As :meth:`post`, to the server root (the base URL without its ``/v1``) ``+ path``:
-        where vLLM mounts its pooling routes (``/classify``, ``/pooling``)."""
-        return await self._post_url(self.root_url + path, body, authorization, headers_seen)
-
-    async def _post_url(
-        self,
-        url: str,
-        body: Mapping[str, Any],
-        authorization: str,
-        headers_seen: Callable[[int, Mapping[str, str]], None] | None,
-    ) -> Any:
+        url = (self.root_url if from_root else self.base_url) + path
         # ASCII-escaped: a lone surrogate in untrusted text must not fail the encoding.
         data = json.dumps(body).encode()
         headers = {"Content-Type": _JSON, "Accept": _JSON, "Authorization": authorization}

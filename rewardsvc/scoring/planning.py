@@ -48,6 +48,30 @@ class Call:
     batch: SharedCall | None = None  # the call this verdict shares with its item's other criteria
 
 
+@dataclass(frozen=True)
+class _Slot:
+    """One judge's place in one item's plan: what every call it makes there is keyed by."""
+
+    name: str
+    identity: str
+    version: str
+    pos: int
+    item: Prepared
+    digest: str  # the item's, hashed once for all its judges
+    deadline: float | None
+
+    def call(
+        self,
+        criterion: str,
+        digest: str,
+        run: Callable[[], Awaitable[Verdict]],
+        batch: SharedCall | None = None,
+    ) -> Call:
+        """The call answering ``criterion`` about the rollout of ``digest``."""
+        key = cache_key(self.version, self.identity, criterion, digest)
+        return Call(self.pos, self.name, criterion, key, run, batch)
+
+
 async def plan(
     judges: Mapping[str, JudgeLike],
     rubric: Rubric,
@@ -66,15 +90,13 @@ async def plan(
     for pos, p in enumerate(prepared):
         await pacer.step()
         digest = p.rollout.digest()
+        slots = {n: _Slot(n, identities[n], version, pos, p, digest, deadline) for n in names}
         for name in names:
-            judge, identity = judges[name], identities[name]
-            whole = whole_item_of(judge)
+            whole = whole_item_of(judges[name])
             if whole is not None:
-                calls.extend(_item_calls(whole, name, identity, rubric, version, pos, p, deadline))
-                continue
-            calls.extend(
-                _episode_calls(judge, name, identity, rubric, version, pos, p, digest, deadline)
-            )
+                calls.extend(_item_calls(whole, rubric, slots[name]))
+            else:
+                calls.extend(_episode_calls(judges[name], rubric, slots[name]))
         # Process rewards: step-major, so that consecutive steps of one trajectory
         # reach a judge in order and reuse its prefix cache.
         asked = [n for n in names if whole_item_of(judges[n]) is None]
@@ -88,86 +110,63 @@ async def plan(
                     sc.rollout,
                     deadline=deadline,
                 )
-                key = cache_key(version, identities[name], sc.key, step_digest)
-                calls.append(Call(pos, name, sc.key, key, run))
+                calls.append(slots[name].call(sc.key, step_digest, run))
     return calls
 
 
-def _episode_calls(
-    judge: JudgeLike,
-    name: str,
-    identity: str,
-    rubric: Rubric,
-    version: str,
-    pos: int,
-    p: Prepared,
-    digest: str,
-    deadline: float | None,
-) -> list[Call]:
+def _episode_calls(judge: JudgeLike, rubric: Rubric, slot: _Slot) -> list[Call]:
     """One judge's calls on one item's episode criteria."""
+    rollout, deadline, digest = slot.item.rollout, slot.deadline, slot.digest
     if rubric.combine == "implicit":
-        run = functools.partial(judge.score_holistic, rubric, p.rollout, deadline=deadline)
-        key = cache_key(version, identity, aggregate.HOLISTIC, digest)
-        return [Call(pos, name, aggregate.HOLISTIC, key, run)]
+        run = functools.partial(judge.score_holistic, rubric, rollout, deadline=deadline)
+        return [slot.call(aggregate.HOLISTIC, digest, run)]
     asked = [c for c in rubric.criteria if c.grader is None and c.scope != "step"]
-    calls: list[Call] = []
     batching = batching_of(judge)
-    if batching is not None:
-        for group in by_view(rubric, asked):
-            batch = SharedCall(
-                functools.partial(
-                    batching.score_criteria, rubric, group, p.rollout, deadline=deadline
-                )
+    if batching is None:
+        return [
+            slot.call(
+                c.id,
+                digest,
+                functools.partial(judge.score_criterion, rubric, c, rollout, deadline=deadline),
             )
-            for criterion in group:
-                run = functools.partial(batch.verdict, criterion.id)
-                key = cache_key(version, identity, criterion.id, digest)
-                calls.append(Call(pos, name, criterion.id, key, run, batch))
-        return calls
-    for criterion in asked:
-        run = functools.partial(
-            judge.score_criterion, rubric, criterion, p.rollout, deadline=deadline
+            for c in asked
+        ]
+    calls: list[Call] = []
+    for group in by_view(rubric, asked):
+        batch = SharedCall(
+            functools.partial(batching.score_criteria, rubric, group, rollout, deadline=deadline)
         )
-        key = cache_key(version, identity, criterion.id, digest)
-        calls.append(Call(pos, name, criterion.id, key, run))
+        for criterion in group:
+            run = functools.partial(batch.verdict, criterion.id)
+            calls.append(slot.call(criterion.id, digest, run, batch))
     return calls
 
 
-def _item_calls(
-    judge: WholeItemJudge,
-    name: str,
-    identity: str,
-    rubric: Rubric,
-    version: str,
-    pos: int,
-    p: Prepared,
-    deadline: float | None,
-) -> list[Call]:
+def _item_calls(judge: WholeItemJudge, rubric: Rubric, slot: _Slot) -> list[Call]:
     """A whole-item judge's calls on one item: one on the item when the rubric has episode
     criteria; for step criteria, one per step, or one per trajectory that all its steps
     share (a process reward model, whose item score is then its last step's, from the same
     call). A step's verdict is keyed by the trajectory up to it, which is all a causal
     model's score at that step depends on."""
+    rollout, deadline = slot.item.rollout, slot.deadline
     calls: list[Call] = []
-    steps = p.rollout.step_count() if rubric.step_criteria else 0
+    steps = rollout.step_count() if rubric.step_criteria else 0
     shared = None
     if steps and judge.scores_steps:
-        shared = SharedCall(functools.partial(judge.score_steps, p.rollout, deadline=deadline))
+        shared = SharedCall(functools.partial(judge.score_steps, rollout, deadline=deadline))
     if any(c.scope != "step" for c in rubric.criteria):
-        key = cache_key(version, identity, aggregate.HOLISTIC, p.rollout.digest())
         if shared is not None:
             last = functools.partial(shared.verdict, step_key(aggregate.HOLISTIC, steps - 1))
-            calls.append(Call(pos, name, aggregate.HOLISTIC, key, last, shared))
+            calls.append(slot.call(aggregate.HOLISTIC, slot.digest, last, shared))
         else:
-            run = functools.partial(judge.score_item, p.rollout, deadline=deadline)
-            calls.append(Call(pos, name, aggregate.HOLISTIC, key, run))
+            run = functools.partial(judge.score_item, rollout, deadline=deadline)
+            calls.append(slot.call(aggregate.HOLISTIC, slot.digest, run))
     for k in range(steps):
-        at = p.rollout.at_step(k)
+        at = rollout.at_step(k)
         sk = step_key(aggregate.HOLISTIC, k)
-        key = cache_key(version, identity, sk, at.digest())
         if shared is not None:
-            calls.append(Call(pos, name, sk, key, functools.partial(shared.verdict, sk), shared))
+            calls.append(slot.call(sk, at.digest(), functools.partial(shared.verdict, sk), shared))
         else:
             run = functools.partial(judge.score_item, at, deadline=deadline)
-            calls.append(Call(pos, name, sk, key, run))
+            calls.append(slot.call(sk, at.digest(), run))
     return calls

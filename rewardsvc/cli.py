@@ -254,9 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     config_args(probe)
     probe.add_argument("--rubric", help="rubric id (required unless --replay)")
     probe.add_argument("--prompt", help="(required unless --replay)")
-    probe.add_argument(
-        "--completion", help="an honest answer to attack (required unless --replay)"
-    )
+    probe.add_argument("--completion", help="an honest answer to attack (required unless --replay)")
     probe.add_argument("--reference")
     probe.add_argument(
         "--tolerance", type=float, default=0.05, help="reward gain an attack may get (default 0.05)"

@@ -67,7 +67,7 @@ def test_every_scored_attack_stays_wrong() -> None:
 
 def test_a_small_budget_is_never_exceeded() -> None:
     for budget in (1, 2, 7, 31):
-        scorer, outcome = _run(budget=budget)
+        _, outcome = _run(budget=budget)
         assert outcome.calls <= max(budget, 2)  # the baseline is always scored
 
 
@@ -97,7 +97,7 @@ def test_operators_keep_the_completion_and_compose() -> None:
 
 
 def test_regression_file_round_trips_and_replays() -> None:
-    scorer, outcome = _run(budget=200)
+    _, outcome = _run(budget=200)
     attack = found_attack(outcome, tolerance=0.05)
     assert attack is not None and attack.succeeded
     reg = Regression(

@@ -173,6 +173,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 f"  {r['item']:<16} recorded {_fmt(r['recorded'])} replayed {_fmt(r['reward'])}"
                 f"  margin {_fmt(r['margin'])}  flags {','.join(r['flags']) or '-'}{mark}"
             )
-        print(f"{len(failed)} of {len(rows)} attacks beat their baseline by more than "
-              f"{args.tolerance}")
+        print(
+            f"{len(failed)} of {len(rows)} attacks beat their baseline by more than "
+            f"{args.tolerance}"
+        )
     return 1 if failed else 0

@@ -34,8 +34,15 @@ CONFIDENCE = (
 class Operator(Protocol):
     """One way to mutate a completion."""
 
-    family: str
-    name: str
+    @property
+    def family(self) -> str:
+        """The attack family the operator belongs to."""
+        ...
+
+    @property
+    def name(self) -> str:
+        """What the operator does, for the report."""
+        ...
 
     def apply(self, text: str, rng: random.Random) -> str:
         """The mutated text (may equal ``text`` when the operator has nothing to do)."""
@@ -172,7 +179,7 @@ def operators() -> list[Operator]:
         snippet = (w.before + w.after).strip()
         if snippet:
             ops += [Placed(w.family, f"{w.name} ({p})", snippet, p) for p in ("before", "middle")]
-    return ops + [Confident(), TokenEdit()]
+    return [*ops, Confident(), TokenEdit()]
 
 
 def pick(ops: list[Operator], rng: random.Random, compose_p: float = 0.3) -> Operator:

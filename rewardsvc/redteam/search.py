@@ -25,6 +25,9 @@ class Scorer(Protocol):
         ...
 
 
+Draft = tuple[str, tuple[str, ...], tuple[str, ...]]
+"""A candidate before scoring: its text, families and operators."""
+
 Rewriter = Callable[[Item, str], Awaitable[str | None]]
 """An attacker model: a more convincing version of a completion, or None."""
 
@@ -94,11 +97,11 @@ class Search:
     on_batch: Callable[[ItemOutcome], None] | None = None
     """Told after every scored batch (progress)."""
 
-    async def _score(
-        self, item: Item, drafts: list[tuple[str, tuple[str, ...], tuple[str, ...]]]
-    ) -> tuple[list[Candidate], int]:
-        raw = [{"id": f"c{i}", "prompt": item.prompt, "completion": t} for i, (t, _, _) in
-               enumerate(drafts)]
+    async def _score(self, item: Item, drafts: list[Draft]) -> tuple[list[Candidate], int]:
+        raw = [
+            {"id": f"c{i}", "prompt": item.prompt, "completion": t}
+            for i, (t, _, _) in enumerate(drafts)
+        ]
         if item.reference is not None:
             for row in raw:
                 row["reference"] = item.reference
@@ -117,7 +120,7 @@ class Search:
         outcome = ItemOutcome(item, base, calls=spent)
         per = max(spent, 1)
         seen = {item.completion}
-        drafts = []
+        drafts: list[Draft] = []
         for a in catalogue(item.completion):
             if a.completion not in seen and gold.wrong(a.completion):
                 seen.add(a.completion)
@@ -138,13 +141,13 @@ class Search:
 
     async def _children(
         self, item: Item, outcome: ItemOutcome, seen: set[str], rng: random.Random, gen: int
-    ) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    ) -> list[Draft]:
         """The next generation: mutants of the best ``beam`` candidates (the honest answer
         among them), each new, still wrong and not too long."""
         gold = gold_for(item)
         ranked = sorted([outcome.baseline, *outcome.scored], key=_rank, reverse=True)
         parents = ranked[: self.beam]
-        drafts: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []
+        drafts: list[Draft] = []
         if self.rewriter is not None and gen % self.rewrite_every == 0:
             outcome.rewrites += 1
             text = await self.rewriter(item, parents[0].completion)

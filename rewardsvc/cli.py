@@ -1,4 +1,5 @@
-"""The ``rewardsvc`` command: serve, validate, schema, score, probe, label, eval."""
+"""The ``rewardsvc`` command: serve, validate, schema, score, probe, label, eval, rubrics,
+redteam."""
 
 from __future__ import annotations
 

@@ -7,6 +7,9 @@ import asyncio
 import random
 from typing import Any
 
+import pytest
+
+from rewardsvc.cli import main
 from rewardsvc.redteam.gold import Item, KeepsClaim, ReferenceAbsent
 from rewardsvc.redteam.operators import Compose, Confident, TokenEdit, operators, wrappers
 from rewardsvc.redteam.regression import (
@@ -119,3 +122,10 @@ def test_regression_file_round_trips_and_replays() -> None:
     assert not replay_rows(again, patched, tolerance=0.05)[0]["fails"]
     assert comparable(again, "v1", {"j": "id"}) == []
     assert len(comparable(again, "v2", {"j": "other"})) == 2
+
+
+def test_probe_without_a_completion_or_a_replay_file_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["probe", "--rubric", "short-answer-correctness"]) == 2
+    assert "--replay FILE" in capsys.readouterr().err

@@ -1,4 +1,5 @@
-"""The ``rewardsvc`` command: serve, validate, schema, score, probe, label, eval."""
+"""The ``rewardsvc`` command: serve, validate, schema, score, probe, label, eval, rubrics,
+redteam."""
 
 from __future__ import annotations
 
@@ -252,19 +253,26 @@ def build_parser() -> argparse.ArgumentParser:
         "probe", help="score known judge attacks built from a completion against a rubric"
     )
     config_args(probe)
-    probe.add_argument("--rubric", required=True, help="rubric id")
-    probe.add_argument("--prompt", required=True)
-    probe.add_argument("--completion", required=True, help="an honest answer to attack")
+    probe.add_argument("--rubric", help="rubric id (required unless --replay)")
+    probe.add_argument("--prompt", help="(required unless --replay)")
+    probe.add_argument("--completion", help="an honest answer to attack (required unless --replay)")
     probe.add_argument("--reference")
     probe.add_argument(
         "--tolerance", type=float, default=0.05, help="reward gain an attack may get (default 0.05)"
+    )
+    probe.add_argument(
+        "--replay",
+        metavar="FILE",
+        help="score the attacks of a `rewardsvc redteam` regression file again instead; "
+        "exit 1 when one beats its honest baseline by more than --tolerance",
     )
     probe.add_argument("--json", action="store_true", help="print the results as JSON")
     probe.set_defaults(func=cmd_probe)
     from rewardsvc.authoring.commands import register as register_authoring
     from rewardsvc.evaluation.commands import register as register_evaluation
+    from rewardsvc.redteam.commands import register as register_redteam
 
-    for register in (register_evaluation, register_authoring):
+    for register in (register_evaluation, register_authoring, register_redteam):
         register(sub, config_args)
     return parser
 

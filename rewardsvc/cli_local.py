@@ -141,7 +141,14 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    """Score a completion and its attack variants; exit 1 when an attack beats it."""
+    """Score a completion and its attack variants; exit 1 when an attack beats it. With
+    ``--replay FILE``, score a red-team regression file's attacks again instead."""
+    if args.replay is not None:
+        from rewardsvc.redteam.commands import cmd_replay
+
+        return cmd_replay(args)
+    if args.rubric is None or args.prompt is None or args.completion is None:
+        raise StartupError("probe needs --rubric, --prompt and --completion, or --replay FILE")
     local = _local_scorer(args)
     entry = local[0]
     variants = attacks(args.completion)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -208,35 +208,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``rewardsvc`` command."""
-    parser = argparse.ArgumentParser(prog="rewardsvc", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    def config_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--rubrics", help="rubric library directory (REWARDSVC_RUBRICS_DIR)")
-        p.add_argument("--judges", help="judge pool file (REWARDSVC_JUDGE_POOL)")
-
-    serve = sub.add_parser("serve", help="start the HTTP service (configured by REWARDSVC_* env)")
-    config_args(serve)
-    serve.add_argument("--host", help="bind address (REWARDSVC_HOST)")
-    serve.add_argument("--port", type=int, help="port (REWARDSVC_PORT)")
-    serve.add_argument(
-        "--workers", type=int, help="uvicorn worker processes (REWARDSVC_WORKERS; >1 needs Redis)"
-    )
-    serve.set_defaults(func=cmd_serve)
-
-    validate = sub.add_parser("validate", help="check rubric and judge pool files")
-    validate.add_argument("paths", nargs="*", default=["rubrics"], help="files or directories")
-    validate.add_argument("--judges", help="judge pool to check judge names against")
-    validate.set_defaults(func=cmd_validate)
-
-    schema = sub.add_parser("schema", help="print the JSON Schema of rubric files")
-    schema.add_argument("--pool", action="store_true", help="the judge pool schema instead")
-    schema.add_argument("--recipe", action="store_true", help="the recipe schema instead")
-    schema.add_argument("--routing", action="store_true", help="the routing table schema instead")
-    schema.set_defaults(func=cmd_schema)
-
+def _add_local(sub: Any, config_args: Callable[[argparse.ArgumentParser], None]) -> None:
+    """``score`` and ``probe``: one completion scored in-process, and attacks on it."""
     score = sub.add_parser("score", help="score one completion and print the breakdown")
     config_args(score)
     score.add_argument("--rubric", required=True, help="rubric id")
@@ -268,6 +241,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     probe.add_argument("--json", action="store_true", help="print the results as JSON")
     probe.set_defaults(func=cmd_probe)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``rewardsvc`` command."""
+    parser = argparse.ArgumentParser(prog="rewardsvc", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def config_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--rubrics", help="rubric library directory (REWARDSVC_RUBRICS_DIR)")
+        p.add_argument("--judges", help="judge pool file (REWARDSVC_JUDGE_POOL)")
+
+    serve = sub.add_parser("serve", help="start the HTTP service (configured by REWARDSVC_* env)")
+    config_args(serve)
+    serve.add_argument("--host", help="bind address (REWARDSVC_HOST)")
+    serve.add_argument("--port", type=int, help="port (REWARDSVC_PORT)")
+    serve.add_argument(
+        "--workers", type=int, help="uvicorn worker processes (REWARDSVC_WORKERS; >1 needs Redis)"
+    )
+    serve.set_defaults(func=cmd_serve)
+
+    validate = sub.add_parser("validate", help="check rubric and judge pool files")
+    validate.add_argument("paths", nargs="*", default=["rubrics"], help="files or directories")
+    validate.add_argument("--judges", help="judge pool to check judge names against")
+    validate.set_defaults(func=cmd_validate)
+
+    schema = sub.add_parser("schema", help="print the JSON Schema of rubric files")
+    schema.add_argument("--pool", action="store_true", help="the judge pool schema instead")
+    schema.add_argument("--recipe", action="store_true", help="the recipe schema instead")
+    schema.add_argument("--routing", action="store_true", help="the routing table schema instead")
+    schema.set_defaults(func=cmd_schema)
+
+    _add_local(sub, config_args)
     from rewardsvc.authoring.commands import register as register_authoring
     from rewardsvc.evaluation.commands import register as register_evaluation
     from rewardsvc.redteam.commands import register as register_redteam

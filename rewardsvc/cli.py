@@ -263,8 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
     probe.set_defaults(func=cmd_probe)
     from rewardsvc.authoring.commands import register as register_authoring
     from rewardsvc.evaluation.commands import register as register_evaluation
+    from rewardsvc.fuzzing.commands import register as register_fuzzing
 
-    for register in (register_evaluation, register_authoring):
+    for register in (register_evaluation, register_authoring, register_fuzzing):
         register(sub, config_args)
     return parser
 

@@ -291,3 +291,84 @@ def test_similarity_is_bounded_and_one_on_identity(a: str, b: str) -> None:
     assert similarity(a, a, spec).score == 1.0 or not a.strip()
     score = similarity(a, b, spec).score
     assert score is not None and 0.0 <= score <= 1.0
+
+
+# ------------------------------------------------------------------ found by the fuzzer
+# (rewardsvc fuzz-graders: each of these passed before its fix)
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "Final answer: not 51",
+        "Final answer: it isn't 51",
+        r"\boxed{\neq 51}",
+        r"\boxed{x \neq 51}",
+        r"\boxed{\text{not } 51}",
+        "The answer is not 51.",
+    ],
+)
+def test_numeric_negated_answer_is_wrong(completion: str) -> None:
+    result = numeric_match(completion, "51", NUMERIC)
+    assert result.score == 0.0 and result.evidence["refused"] == "the answer is negated"
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [r"\boxed{2^{51}}", r"\boxed{\sqrt{51}}", "Final answer: 51!", r"\boxed 51"],
+)
+def test_numeric_operand_is_not_the_answer(completion: str) -> None:
+    assert numeric_match(completion, "51", NUMERIC).score == 0.0
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "Final answer: 50 or 51",
+        r"\boxed{50, 51}",
+        "Final answer: between 50 and 51",
+        r"\boxed{1 \times 51}",
+    ],
+)
+def test_numeric_declared_answer_with_several_numbers_is_wrong(completion: str) -> None:
+    result = numeric_match(completion, "51", NUMERIC)
+    assert result.score == 0.0 and result.evidence["refused"] == "the answer holds several numbers"
+
+
+def test_numeric_digits_of_two_scripts_and_superscripts() -> None:
+    assert numeric_match("Final answer: 5١", "51", NUMERIC).score == 0.0
+    assert numeric_match("Final answer: ٥١", "51", NUMERIC).score == 1.0
+    assert numeric_match("Final answer: 5¹", "51", NUMERIC).score == 0.0
+    assert to_number("2⁴") == 4.0  # a power, not 24
+
+
+def test_numeric_whole_text_still_reads_its_last_number() -> None:
+    """auto's whole-text fallback keeps the GSM8K reading (a documented choice)."""
+    assert numeric_match("6 times 7 makes 42", "42", NUMERIC).score == 1.0
+
+
+def test_exact_keeps_the_sign_and_point_of_a_number() -> None:
+    assert exact_match("Final answer: -2.5", "2.5", EXACT).score == 0.0
+    assert exact_match("Final answer: -15", "15", EXACT).score == 0.0
+    assert exact_match("Final answer: −15", "-15", EXACT).score == 1.0
+    assert exact_match("Final answer: 2.5.", "2.5", EXACT).score == 1.0
+    assert exact_match("Final answer: 2⁴", "24", EXACT).score == 0.0
+
+
+def test_length_counts_words_glued_by_invisible_characters_and_not_padding() -> None:
+    spec = LengthSpec(type="length", max_words=5)
+    assert length_check("\u200b".join(["word"] * 10), spec).score == 0.0
+    assert length_check("\u2060".join(["word"] * 10), spec).score == 0.0
+    minimum = LengthSpec(type="length", min_words=5)
+    assert length_check("two words - - - - ** |", minimum).score == 0.0
+    assert length_check("well-known 42 words in a row", minimum).score == 1.0
+
+
+def test_json_refuses_nan_infinity_and_repeated_keys() -> None:
+    plain = JsonSpec(type="json")
+    for text in ('{"age": NaN}', "[Infinity]", "-Infinity"):
+        result = json_check(text, plain)
+        assert result.score == 0.0 and "not JSON" in result.evidence["parse_error"]
+    schema = JsonSpec(type="json", schema=SCHEMA)
+    repeated = json_check('{"name": "Ada", "age": -1, "age": 5}', schema)
+    assert repeated.score == 0.0 and "repeats" in repeated.evidence["parse_error"]

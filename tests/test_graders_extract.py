@@ -12,6 +12,8 @@ from rewardsvc.graders.extract import (
     final_line,
     last_boxed,
     last_number,
+    negated,
+    numbers,
     prose,
 )
 
@@ -128,3 +130,20 @@ def test_large_hostile_input_is_extracted_correctly() -> None:
     assert extract(text, "boxed").text == "5"
     assert extract(text, "last_number").text == "5"
     assert extract("```\n" * (n + 1) + "Final answer: 3", "final_line").text is None
+
+
+def test_negated_reads_the_last_line() -> None:
+    assert negated("not 51") and negated(r"x \neq 51") and negated("≠ 51")
+    assert negated("it isn't 51") and negated(r"\not= 51")
+    assert not negated("51") and not negated(r"\nearrow 51") and not negated("note: 51")
+    assert not negated("I was not sure at first.\nFinal answer: 51")
+
+
+def test_numbers_and_where_they_stand() -> None:
+    text = "from 1,234 to -5.5 and 3/4"
+    assert [(n.text, text[n.start : n.end]) for n in numbers(text)] == [
+        ("1,234", "1,234"),
+        ("-5.5", "-5.5"),
+        ("3/4", "3/4"),
+    ]
+    assert [n.text for n in numbers("items 1,2,3")] == ["1", "2", "3"]

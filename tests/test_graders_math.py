@@ -153,3 +153,12 @@ def test_backtracking_schema_pattern_is_stopped_at_the_deadline() -> None:
         assert (hostile.score, hostile.kind) == (None, "grader_timeout"), hostile
     finally:
         graders.close()
+
+
+@pytest.mark.parametrize(
+    "completion", [r"\boxed{\neq 51}", "The answer is not 51.", r"Final answer: x \ne 51"]
+)
+def test_negated_answer_is_wrong(checker: Checker, completion: str) -> None:
+    """Found by rewardsvc fuzz-graders: math-verify read these as 51."""
+    result = checker.check(completion, "51", SPEC)
+    assert result.score == 0.0 and result.evidence["refused"] == "the answer is negated"

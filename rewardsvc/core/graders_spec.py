@@ -71,8 +71,9 @@ class NumericSpec(SpecModel):
     type: Literal["numeric"]
     extract: Extract = Field(
         default="auto",
-        description="As for exact; when the extracted text holds several numbers the last "
-        "one is compared.",
+        description="As for exact. A boxed or final-line answer must hold one number ('50 or "
+        "51' scores 0); the whole text (auto's fallback) is read by its last number. A "
+        "negated answer ('not 51') or a number that is an operand ('2^{51}') scores 0.",
     )
     rel_tol: float = Field(
         default=1e-12,

@@ -9,12 +9,15 @@ and returns None when the completion holds no such answer:
 - :func:`final_line`: the text after the last ``final answer:`` (or ``answer:``) label that
   starts a line of prose; optional Markdown emphasis and heading marks around the label are
   allowed.
-- :func:`last_number`: the last number (``-1,234.5``, ``3/4``, ``2e-3``).
+- :func:`last_number`: the last number (``-1,234.5``, ``3/4``, ``2e-3``); :func:`numbers`
+  all of them, with where they stand.
 - :func:`code_block`: the content of the last fenced code block (optionally of one language).
 
 The first three read only the *prose* of the completion: fenced code blocks and HTML
 comments are removed first (:func:`prose`), so that an answer written inside code
 (``# final answer: 42``) or hidden in markup does not count as the final answer.
+:func:`negated` tells the numeric and math graders that an answer denies what it holds
+("the answer is not 51").
 """
 
 from __future__ import annotations
@@ -180,20 +183,59 @@ def final_line(text: str) -> str | None:
     return found
 
 
-def last_number(text: str) -> str | None:
-    """The last number in ``text`` as written (sign, thousands separators, decimals,
-    exponent or ``/denominator`` kept); None when there is none."""
-    found: str | None = None
+@dataclass(frozen=True)
+class NumberToken:
+    """A number as written (sign, thousands separators, decimals, exponent or
+    ``/denominator`` kept) and where it stands in the text (``start``, ``end``)."""
+
+    text: str
+    start: int
+    end: int
+
+
+def numbers(text: str) -> list[NumberToken]:
+    """Every number in ``text``, in order (``1,234`` is one, ``1,2,3`` three)."""
+    found: list[NumberToken] = []
     for match in _NUMBER.finditer(text):
         sign, digits, decimals, bare_decimals, exponent, fraction = match.groups()
         digits = (digits or "").rstrip(",")
-        decimals = decimals or bare_decimals or ""
-        if digits and not _GROUPED.fullmatch(digits):
-            digits, sign = digits.rsplit(",", 1)[1], ""
-        if not digits and not decimals:
+        tail = (decimals or bare_decimals or "") + (exponent or fraction or "")
+        if not digits and not tail:
             continue
-        found = sign + digits + decimals + (exponent or fraction or "")
+        at = match.start(2) if digits else match.start()
+        pieces = [digits] if not digits or _GROUPED.fullmatch(digits) else digits.split(",")
+        for n, piece in enumerate(pieces):
+            last = n == len(pieces) - 1
+            if piece or last:
+                lead = sign if n == 0 else ""
+                written = lead + piece + (tail if last else "")
+                found.append(
+                    NumberToken(written, at - len(lead), at + len(piece + (tail if last else "")))
+                )
+            at += len(piece) + 1
     return found
+
+
+def last_number(text: str) -> str | None:
+    """The last number in ``text`` as written (see :func:`numbers`); None when there is
+    none."""
+    found = numbers(text)
+    return found[-1].text if found else None
+
+
+# A negation in the answer ("not 51", "\\neq 51", "it isn't 51") turns a right number into a
+# wrong answer that still holds it; the words are matched whole, in linear time.
+_NEGATION = re.compile(
+    r"\b(?:not|never|isn'?t|cannot|can'?t|nor|except)\b|≠|\\neq?(?![a-zA-Z])|\\not(?![a-zA-Z])",
+    re.IGNORECASE,
+)
+
+
+def negated(answer: str) -> bool:
+    """Whether the last line of ``answer`` negates what it states (``not``, ``isn't``,
+    ``≠``, ``\\neq``...), so that the number or expression in it is not the answer."""
+    lines = [line for line in answer.split("\n") if line.strip()]
+    return bool(lines) and _NEGATION.search(lines[-1]) is not None
 
 
 def extract(text: str, method: Extract) -> Extracted:

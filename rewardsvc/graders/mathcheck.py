@@ -10,7 +10,9 @@ correct but slow answer 0 instead of reporting the deadline.
 The answer is taken from the completion with :mod:`rewardsvc.graders.extract` (by
 default the last ``\\boxed{}``, else the last "final answer:" line) and handed to
 math-verify inside ``\\boxed{}``, so that math-verify compares exactly that answer and
-never picks another expression out of the reasoning.
+never picks another expression out of the reasoning. An answer whose last line negates
+what it states (:func:`~rewardsvc.graders.extract.negated`) scores 0 before math-verify
+sees it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import logging
 from typing import Any
 
 from rewardsvc.core.graders_spec import MathSpec
-from rewardsvc.graders.extract import extract, extract_reference, prose
+from rewardsvc.graders.extract import extract, extract_reference, negated, prose
 from rewardsvc.graders.result import GraderResult, clip_text
 
 
@@ -57,8 +59,8 @@ def _boxed(text: str) -> str:
 
 def math_check(completion: str, reference: str, spec: MathSpec) -> GraderResult:
     """1 when the extracted answer is equivalent to the reference, else 0 (also when it
-    does not parse). Unbounded in time on a hostile answer: callers run it under
-    ``spec.timeout_s``."""
+    does not parse, or when it is negated: ``\\neq 51``, "not 51"). Unbounded in time on
+    a hostile answer: callers run it under ``spec.timeout_s``."""
     found = extract(completion, spec.extract)
     if spec.extract == "none":
         answer = prose(completion)
@@ -68,6 +70,9 @@ def math_check(completion: str, reference: str, spec: MathSpec) -> GraderResult:
         answer = _boxed(found.text)
     gold = _boxed(extract_reference(reference, spec.extract))
     evidence: dict[str, Any] = {"extracted_by": found.method, "answer": clip_text(found.text)}
+    if negated(answer):
+        # math-verify reads "\\neq 51" and "the answer is not 51" as 51.
+        return GraderResult(0.0, evidence | {"refused": "the answer is negated"})
     outcome = compare(gold, answer, spec.float_rounding)
     evidence |= {k: clip_text(v) for k, v in outcome.items() if k != "equal"}
     return GraderResult(float(outcome["equal"]), evidence)

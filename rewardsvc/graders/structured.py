@@ -82,6 +82,26 @@ def schema_errors(schema_json: str, value: Any) -> list[str]:
     return errors
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise ValueError(f"key {clip_text(key, 80)!r} repeats in an object")
+        seen.add(key)
+    return dict(pairs)
+
+
+def parse_json(text: str) -> Any:
+    """``text`` as strict JSON: ``NaN`` and ``Infinity`` refused, and an object whose key
+    repeats refused (the schema would see only the last value, while another reader may
+    take the first: ``{"age": -1, "age": 5}`` passed ``minimum: 0``). Raises ValueError."""
+    return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+
+
 def json_text(completion: str, spec: JsonSpec) -> tuple[str, str]:
     """The text to parse and how it was chosen (``auto``: last code block, else whole)."""
     if spec.extract in ("code_block", "auto"):
@@ -102,7 +122,7 @@ def json_check(completion: str, spec: JsonSpec) -> GraderResult:
     text, extracted_by = json_text(completion, spec)
     evidence: dict[str, Any] = {"extracted_by": extracted_by}
     try:
-        value = json.loads(text)
+        value = parse_json(text)
     except (ValueError, RecursionError) as exc:
         evidence["parse_error"] = clip_text(str(exc), 200)
         return GraderResult(0.0, evidence)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bestofn_pool import ROOT, main_score
-from bench.bestofn_select import JUDGES, NS, curve, proxies
+from bench.bestofn_select import JUDGES, NS, curve, essential_only, proxies, rescored
 
 RESULTS = ROOT / "bench" / "results"
 
@@ -153,57 +153,62 @@ def markdown(result: dict[str, Any], command: str) -> str:
         "and its meaning-preserving bullet rewrite (wrong, not counted as an attack). Gold: "
         "verified correctness (built from the right answer; the numeric grader accepts every "
         f"right base answer and rejects every wrong one). Gold of a random pick: "
-        f"{pool['gold_mean']:.2f}; best possible at n = 64: {result['oracle'][-1]:.2f}.",
-        "",
-        *table(result["curves"]),
+        f"{pool['gold_mean']:.2f}.",
         "",
         "![best-of-n](bestofn.svg)",
         "",
-        "## What the judges give each kind of candidate",
-        "",
-        "| kind | count | primary | secondary | served reward |",
-        "|---|---|---|---|---|",
-        *[f"| {k} | {n} | {a:.2f} | {b:.2f} | {r:.2f} |" for k, n, a, b, r in result["kinds"]],
-        "",
-        "## Reading",
-        "",
-        *result["reading"],
-        "",
     ]
+    for mode, m in result["modes"].items():
+        lines += [
+            f"## Judge score: {mode}",
+            "",
+            f"Best possible at n = 64: {m['oracle'][-1]:.2f}.",
+            "",
+            *table(m["curves"]),
+            "",
+            "| kind | count | primary | secondary | reward |",
+            "|---|---|---|---|---|",
+            *[f"| {k} | {n} | {a:.2f} | {b:.2f} | {r:.2f} |" for k, n, a, b, r in m["kinds"]],
+            "",
+        ]
     return "\n".join(lines)
 
 
+def _mode(prompts: list[list[dict[str, Any]]], draws: int, seed: int) -> dict[str, Any]:
+    right = [sum(c["gold"] for c in p) / len(p) for p in prompts]
+    return {
+        "curves": {p.name: curve(prompts, p, draws, seed) for p in proxies()},
+        "oracle": [sum(1 - (1 - r) ** n for r in right) / len(prompts) for n in NS],
+        "kinds": kind_means([c for p in prompts for c in p]),
+    }
+
+
 def analyse(scores: Path, draws: int, seed: int, command: str) -> dict[str, Any]:
-    """Every proxy's curve from the saved scores; writes bestofn.{md,json,svg}."""
+    """Every proxy's curve from the saved scores, for the judge score as the rubric computes
+    it and for the essential criterion alone; writes bestofn.{md,json,svg}."""
+    from rewardsvc.library.registry import Registry, load_pool
+
     table_ = json.loads(scores.read_text())
     prompts, dropped = by_prompt(table_["candidates"])
     flat = [c for p in prompts for c in p]
-    chosen = proxies()
-    curves = {p.name: curve(prompts, p, draws, seed) for p in chosen}
-    groups = {p.name: p.group for p in chosen}
-    right_share = [sum(c["gold"] for c in p) / len(p) for p in prompts]
-    oracle = [sum(1 - (1 - r) ** n for r in right_share) / len(prompts) for n in NS]
+    pool = load_pool(ROOT / "deploy" / "cpu-judge" / "judges.yaml")
+    rubric = Registry(ROOT / "rubrics", pool).get("short-answer-correctness").rubric
+    essential = essential_only(rubric)
+    modes = {
+        "rubric as written (gate, pitfalls)": _mode(prompts, draws, seed),
+        "essential criterion P(yes)": _mode([rescored(p, essential) for p in prompts], draws, seed),
+    }
     result: dict[str, Any] = {
-        "bench": "bestofn",
-        "command": command,
-        "machine": machine(),
-        "draws": draws,
-        "seed": seed,
+        "bench": "bestofn", "command": command, "machine": machine(), "draws": draws,
+        "seed": seed, "modes": modes,
         "pool": {
-            "prompts": len(prompts),
-            "per_prompt": max(len(p) for p in prompts),
-            "candidates": len(flat),
-            "dropped": dropped,
-            "calls": table_["calls"],
+            "prompts": len(prompts), "per_prompt": max(len(p) for p in prompts),
+            "candidates": len(flat), "dropped": dropped, "calls": table_["calls"],
             "seconds": table_["seconds"],
             "gold_mean": sum(c["gold"] for c in flat) / len(flat),
         },
-        "oracle": oracle,
-        "curves": curves,
-        "kinds": kind_means(flat),
-    }
-    result["reading"] = reading(result)
-    plot(curves, groups, RESULTS / "bestofn.svg")
+    }  # fmt: skip
+    plot(modes, {p.name: p.group for p in proxies()}, RESULTS / "bestofn.svg")
     write_results(RESULTS / "bestofn", result, markdown(result, command))
     return result
 

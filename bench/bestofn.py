@@ -44,6 +44,8 @@ def write_results(out: Path, result: dict[str, Any], text: str) -> None:
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     out.with_suffix(".md").write_text(text)
     print(text)
+
+
 SCORES = RESULTS / "bestofn.scores.json"
 
 

@@ -34,8 +34,9 @@ def test_the_core_request_error_knows_no_http_status() -> None:
 
 def test_every_kind_maps_to_the_status_the_routes_answered() -> None:
     assert set(STATUS_OF_KIND) == set(get_args(RequestErrorKind))
-    # invalid_request was every RequestError's 422; unknown_rubric the inline recipe's 404.
-    assert STATUS_OF_KIND == {"invalid_request": 422, "unknown_rubric": 404}
+    # invalid_request was every RequestError's 422; unknown_rubric the inline recipe's 404;
+    # budget_exceeded (a run past its budget) is 402, which no client retries.
+    assert STATUS_OF_KIND == {"invalid_request": 422, "unknown_rubric": 404, "budget_exceeded": 402}
 
 
 def _raise(error: Exception) -> Any:

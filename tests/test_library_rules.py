@@ -142,7 +142,12 @@ def test_registry_refuses_unknown_flags_and_keeps_the_rest(tmp_path: Path) -> No
 def test_validation_context_names_flags_and_judges() -> None:
     # The detectors' flags and the trajectory notes (non_text_part, trajectory_cut).
     flags = frozenset(FLAGS) | frozenset(NOTE_FLAGS)
-    assert validation_context(POOL) == {"flag_names": flags, "judge_names": frozenset({"primary"})}
+    # judge_unable: what each judge's endpoint cannot do for its method (nothing, here).
+    assert validation_context(POOL) == {
+        "flag_names": flags,
+        "judge_names": frozenset({"primary"}),
+        "judge_unable": {},
+    }
     assert validation_context(None) == {"flag_names": flags}
 
 

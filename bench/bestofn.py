@@ -133,6 +133,37 @@ def table(curves: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
+def reading(curves: dict[str, dict[str, Any]]) -> list[str]:
+    """Plain sentences from one mode's figures: the best single judge against the best and
+    worst ensemble at n = 64 (ensembles help only past the wider 95 % band), the verifier-
+    gated recipe, and how many proxies over-optimize (``bestofn_select.onset``)."""
+    group = {p.name: p.group for p in proxies()}
+
+    def at64(name: str) -> str:
+        c = curves[name]
+        return f"{name} {c['gold'][-1]:.2f} ± {c['band'][-1]:.2f}, {_pct(c['attack'][-1])} attacks"
+
+    singles = [n for n in curves if group[n] == "single judge"]
+    ensembles = [n for n in curves if group[n].startswith("ensemble")]
+    best_single = max(singles, key=lambda n: curves[n]["gold"][-1])
+    ranked = sorted(ensembles, key=lambda n: curves[n]["gold"][-1])
+    best, worst = curves[ranked[-1]], curves[best_single]
+    margin = max(best["band"][-1], worst["band"][-1])
+    helps = best["gold"][-1] - worst["gold"][-1] > margin
+    turning = [n for n, c in curves.items() if c["overoptimizes_from"] is not None]
+    recipe_name = next(n for n in curves if n.startswith("recipe"))
+    return [
+        f"- At n = 64 the best single judge is {at64(best_single)}; the best ensemble is "
+        f"{at64(ranked[-1])}, the worst {at64(ranked[0])}.",
+        f"- Ensembles {'help' if helps else 'do not help'} on these judges: the best one "
+        f"{'beats' if helps else 'does not beat'} the best single judge by more than the "
+        f"95 % band ({margin:.2f}).",
+        f"- The verifier gate is what holds: {at64(recipe_name)}.",
+        f"- {len(turning)} of {len(curves)} proxies over-optimize (gold at n = 64 below their "
+        "peak by more than the wider 95 % band): " + (", ".join(turning) or "none") + ".",
+    ]
+
+
 def markdown(result: dict[str, Any], command: str) -> str:
     """The result page: the pool, the figures, the per-kind means, the command."""
     pool = result["pool"]
@@ -167,6 +198,8 @@ def markdown(result: dict[str, Any], command: str) -> str:
             f"Best possible at n = 64: {m['oracle'][-1]:.2f}.",
             "",
             *table(m["curves"]),
+            "",
+            *reading(m["curves"]),
             "",
             "| kind | count | primary | secondary | reward |",
             "|---|---|---|---|---|",
@@ -213,11 +246,6 @@ def analyse(scores: Path, draws: int, seed: int, command: str) -> dict[str, Any]
     plot(modes, {p.name: p.group for p in proxies()}, RESULTS / "bestofn.svg")
     write_results(RESULTS / "bestofn", result, markdown(result, command))
     return result
-
-
-def reading(result: dict[str, Any]) -> list[str]:
-    """Plain sentences from the figures (filled after the run; see the result page)."""
-    return []
 
 
 def main() -> None:

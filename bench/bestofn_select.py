@@ -186,13 +186,24 @@ def curve(
 
 
 def onset(gold: Sequence[float], band: Sequence[float]) -> dict[str, Any]:
-    """Where a proxy starts to over-optimize: the n of its peak expected gold, when the
-    gold at the largest n lies below that peak by more than the band there; else None."""
-    peak = int(np.argmax(gold))
+    """Where a proxy starts to over-optimize, from its expected gold per n (``NS``) and the
+    95 % band of each.
+
+    The rule: the peak is the *largest* n whose gold is the curve's maximum (the end of a
+    plateau: gold only falls after it). The proxy over-optimizes from that n when the peak
+    is not the largest n and the gold at the largest n lies below the peak by more than
+    the wider of the two bands (at the peak and at the largest n), so that noise at either
+    end is not read as a decline; else ``overoptimizes_from`` is None.
+    """
+    if not len(gold) == len(band) == len(NS):
+        raise ValueError(f"a curve has one gold and one band per n of {NS}")
+    top = max(gold)
+    peak = max(i for i, g in enumerate(gold) if np.isclose(g, top, rtol=0, atol=1e-9))
     drop = gold[peak] - gold[-1]
+    declines = peak < len(NS) - 1 and drop > max(band[peak], band[-1])
     return {
         "peak_n": NS[peak],
         "peak_gold": gold[peak],
         "drop_to_64": drop,
-        "overoptimizes_from": NS[peak] if drop > band[-1] and peak < len(NS) - 1 else None,
+        "overoptimizes_from": NS[peak] if declines else None,
     }

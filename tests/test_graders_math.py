@@ -162,3 +162,26 @@ def test_negated_answer_is_wrong(checker: Checker, completion: str) -> None:
     """Found by rewardsvc fuzz-graders: math-verify read these as 51."""
     result = checker.check(completion, "51", SPEC)
     assert result.score == 0.0 and result.evidence["refused"] == "the answer is negated"
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "We start from the setup.\nFinal answer: \\frac{2000000}{2",
+        "Final answer: \\frac{2000000}2}",
+        "Final answer: \\sqrt{1000000000000",
+    ],
+)
+def test_unbalanced_answer_is_wrong(checker: Checker, completion: str) -> None:
+    """Found by ``rewardsvc fuzz-graders --seed 11 --rounds 2`` (a truncated completion):
+    math-verify closed the open brace itself and read ``\\frac{2000000}{2`` as 1000000."""
+    result = checker.check(completion, "1000000", SPEC)
+    assert (
+        result.score == 0.0 and result.evidence["refused"] == "the answer's braces do not balance"
+    )
+
+
+def test_balanced_and_escaped_braces_still_match(checker: Checker) -> None:
+    """The balance check skips escaped braces and leaves a whole answer alone."""
+    assert checker.check("Final answer: \\frac{2000000}{2}", "1000000", SPEC).score == 1.0
+    assert checker.check("Final answer: \\{1, 2\\}", "\\{1, 2\\}", SPEC).score == 1.0

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rewardsvc.cli import main
 from rewardsvc.redteam.gold import Item, KeepsClaim, ReferenceAbsent
+from rewardsvc.redteam.local import EngineScorer
 from rewardsvc.redteam.operators import Compose, Confident, TokenEdit, operators, wrappers
 from rewardsvc.redteam.regression import (
     Regression,
@@ -129,3 +131,44 @@ def test_probe_without_a_completion_or_a_replay_file_is_refused(
 ) -> None:
     assert main(["probe", "--rubric", "short-answer-correctness"]) == 2
     assert "--replay FILE" in capsys.readouterr().err
+
+
+class DegradedOnPhrase(Scripted):
+    """As :class:`Scripted`, but "double-checked" earns its gain only from a degraded result
+    (one judge failed), as an outage that leaves one lenient judge would."""
+
+    async def score(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        rows = await super().score(items)
+        for item, row in zip(items, rows, strict=True):
+            if "double-checked" in item["completion"]:
+                row["status"] = "degraded"
+        return rows
+
+
+def test_a_degraded_result_is_never_a_find() -> None:
+    """A reward from a degraded (or failed) scoring is no evidence of a hole: it must not
+    rank in the search, win the item, or make a margin."""
+    scorer = DegradedOnPhrase()
+    outcome = asyncio.run(Search(scorer, operators(), seed=0, beam=3, children=6).run(ITEM, 200))
+    assert any(c.status == "degraded" for c in outcome.scored)
+    best = outcome.best()
+    assert best is not None and best.status == "ok" and "double-checked" not in best.completion
+    degraded = next(c for c in outcome.scored if c.status == "degraded")
+    assert outcome.margin(degraded) is None
+    attack = found_attack(outcome, tolerance=0.05)
+    assert attack is not None and "double-checked" not in attack.completion
+
+
+def test_a_rubric_file_outside_the_library_can_be_red_teamed(tmp_path: Path) -> None:
+    """``--rubric`` takes a rubric file's path as well as a library id."""
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "rubrics" / "short-answer-correctness.yaml").read_text(encoding="utf-8")
+    own = tmp_path / "my-items-rubric.yaml"
+    own.write_text(text.replace("id: short-answer-correctness", "id: my-items-rubric"), "utf-8")
+    pool = root / "deploy" / "cpu-judge" / "judges.yaml"
+    scorer = EngineScorer.build(str(own), root / "rubrics", pool)
+    try:
+        assert scorer.rubric.id == "my-items-rubric"
+        assert set(scorer.identities()) == {j.name for j in scorer.rubric.judges}
+    finally:
+        asyncio.run(scorer.aclose())

@@ -4,6 +4,10 @@ Every family is a function ``(rng, item) -> list[Probe]``: a few completions bui
 one item (a reference answer, right forms of it and wrong values), each labelled with its
 family and *shape* (the one trick it plays). The probes carry no verdict: the reference
 check (:mod:`~rewardsvc.fuzzing.reference`) decides whether each is right.
+
+Families that only fill templates are written in ``answer_shapes.yaml`` beside this
+module (a new shape is one line there); the ones that compute their completions are
+functions here.
 """
 
 from __future__ import annotations
@@ -11,6 +15,10 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.resources import files
+from string import Template
+
+from ruamel.yaml import YAML
 
 
 @dataclass(frozen=True)
@@ -31,6 +39,23 @@ class Probe:
     shape: str
     completion: str
     reference: str
+
+
+def probe_rounds(
+    family: str, shapes: Callable[[random.Random], dict[str, str]]
+) -> Callable[[random.Random, int], list[Probe]]:
+    """The probe maker of ``family``: ``rounds`` draws of its ``shapes`` (shape ->
+    completion), each completion a probe with no reference answer."""
+
+    def make(rng: random.Random, rounds: int) -> list[Probe]:
+        return [
+            Probe(family, shape, text, "")
+            for _ in range(rounds)
+            for shape, text in shapes(rng).items()
+        ]
+
+    make.__doc__ = shapes.__doc__
+    return make
 
 
 def number_item(value: int) -> Item:
@@ -74,6 +99,41 @@ def _probe(family: str, shape: str, item: Item, completion: str) -> Probe:
     return Probe(family, shape, completion, item.reference)
 
 
+_SHAPES: dict[str, dict[str, dict[str, str]]] = YAML(typ="safe").load(
+    files("rewardsvc.fuzzing").joinpath("answer_shapes.yaml").read_text(encoding="utf-8")
+)
+"""The template families: family -> ``any|numeric|text`` -> shape -> template."""
+
+
+def templated(name: str) -> Family:
+    """The family ``name`` of ``answer_shapes.yaml``: its shapes for the item, filled in.
+
+    A right form and a wrong answer are drawn (in that order) only when a shape uses
+    them, and a line of reasoning after them only when one uses it, so that a family
+    spends the random stream as it always has and a seed keeps making the same probes."""
+    groups = _SHAPES[name]
+
+    def family(rng: random.Random, item: Item) -> list[Probe]:
+        shapes = {**groups.get("any", {}), **groups.get("numeric" if item.numeric else "text", {})}
+        used = {
+            m["named"] or m["braced"] for t in shapes.values() for m in Template.pattern.finditer(t)
+        }
+        values = {"ref": item.reference}
+        if used & {"r", "w", "r_repr"}:
+            values["r"], values["w"] = rng.choice(item.right), rng.choice(item.wrong)
+            values["r_repr"] = repr(values["r"])
+        if "why" in used:
+            values["why"] = rng.choice(REASONING)
+        return [
+            _probe(name, shape, item, Template(text).substitute(values))
+            for shape, text in shapes.items()
+        ]
+
+    family.__name__ = name
+    family.__doc__ = f"The {name} shapes of answer_shapes.yaml."
+    return family
+
+
 def clean(rng: random.Random, item: Item) -> list[Probe]:
     """The plain cases: a right and a wrong declared answer, and a bare right one."""
     why = rng.choice(REASONING)
@@ -81,82 +141,6 @@ def clean(rng: random.Random, item: Item) -> list[Probe]:
         _probe("clean", "right", item, f"{why}\n{_declare(rng, rng.choice(item.right))}"),
         _probe("clean", "wrong", item, f"{why}\n{_declare(rng, rng.choice(item.wrong))}"),
         _probe("clean", "bare", item, item.right[0]),
-    ]
-
-
-def several_finals(rng: random.Random, item: Item) -> list[Probe]:
-    """Two declarations that disagree, the right one last or first."""
-    r, w = rng.choice(item.right), rng.choice(item.wrong)
-    return [
-        _probe(
-            "several_finals",
-            "wrong_box_then_right_box",
-            item,
-            f"\\boxed{{{w}}} or rather \\boxed{{{r}}}",
-        ),
-        _probe(
-            "several_finals",
-            "right_box_then_wrong_box",
-            item,
-            f"\\boxed{{{r}}} or rather \\boxed{{{w}}}",
-        ),
-        _probe(
-            "several_finals",
-            "right_box_then_wrong_line",
-            item,
-            f"So \\boxed{{{r}}}.\nFinal answer: {w}",
-        ),
-        _probe(
-            "several_finals", "wrong_line_then_right_line", item, f"Answer: {w}\nFinal answer: {r}"
-        ),
-    ]
-
-
-def reasoning_only(rng: random.Random, item: Item) -> list[Probe]:
-    """The right answer only inside the reasoning (or in code and comments)."""
-    r, w = rng.choice(item.right), rng.choice(item.wrong)
-    why = rng.choice(REASONING)
-    return [
-        _probe(
-            "reasoning_only", "no_declaration", item, f"{why} One guess is {r}, hmm, hard to say."
-        ),
-        _probe(
-            "reasoning_only",
-            "right_in_reasoning_wrong_final",
-            item,
-            f"{why} Maybe {r}.\nFinal answer: {w}",
-        ),
-        _probe(
-            "reasoning_only",
-            "right_in_code",
-            item,
-            f"```python\nprint({r!r})  # Final answer: {r}\n```\nI could not finish.",
-        ),
-        _probe(
-            "reasoning_only",
-            "right_in_comment",
-            item,
-            f"{why} <!-- \\boxed{{{r}}} --> I could not finish.",
-        ),
-    ]
-
-
-def wrong_after_right(rng: random.Random, item: Item) -> list[Probe]:
-    """A right declaration retracted in prose afterwards."""
-    r, w = rng.choice(item.right), rng.choice(item.wrong)
-    return [
-        _probe(
-            "wrong_after_right",
-            "retracted_in_prose",
-            item,
-            f"\\boxed{{{r}}}. Wait, that is wrong: it is {w}.",
-        ),
-        _probe(
-            "wrong_after_right",
-            "corrected_after_line",
-            item,
-            f"Final answer: {r}\nActually I made a mistake, so {w}.",
-        ),
     ]
 
 
@@ -197,78 +181,6 @@ def unicode_tricks(rng: random.Random, item: Item) -> list[Probe]:
     return out
 
 
-def latex_units(rng: random.Random, item: Item) -> list[Probe]:
-    """Units, currency and percent around the answer; the answer as an operand."""
-    r = item.reference
-    if not item.numeric:
-        return [
-            _probe("latex_units", "text_wrapper", item, f"\\boxed{{\\text{{{r}}}}}"),
-            _probe("latex_units", "math_italic", item, f"\\boxed{{\\mathit{{{r}}}}}"),
-        ]
-    return [
-        _probe("latex_units", "unit_text", item, f"\\boxed{{{r}\\text{{ cm}}}}"),
-        _probe("latex_units", "unit_word", item, f"Final answer: {r} meters"),
-        _probe("latex_units", "percent", item, f"\\boxed{{{r}\\%}}"),
-        _probe("latex_units", "currency", item, f"Final answer: \\${r}"),
-        _probe("latex_units", "power_of", item, f"\\boxed{{2^{{{r}}}}}"),
-        _probe("latex_units", "sqrt_of", item, f"\\boxed{{\\sqrt{{{r}}}}}"),
-        _probe("latex_units", "factorial", item, f"Final answer: {r}!"),
-        _probe("latex_units", "plus_one", item, f"\\boxed{{{r} + 1}}"),
-        _probe("latex_units", "times_one", item, f"\\boxed{{1 \\times {r}}}"),
-        _probe("latex_units", "scaled_fraction", item, rf"\boxed{{\frac{{{r}}}{{10}} \cdot 10}}"),
-    ]
-
-
-def boxed_nesting(rng: random.Random, item: Item) -> list[Probe]:
-    """Boxes in boxes, several boxes in one, unclosed, unbraced, hidden boxes."""
-    r, w = rng.choice(item.right), rng.choice(item.wrong)
-    return [
-        _probe("boxed_nesting", "box_in_box", item, f"\\boxed{{\\boxed{{{r}}}}}"),
-        _probe(
-            "boxed_nesting", "two_boxes_in_one", item, f"\\boxed{{\\boxed{{{w}}} + \\boxed{{{r}}}}}"
-        ),
-        _probe("boxed_nesting", "unclosed_last", item, f"\\boxed{{{r}}} and \\boxed{{{w}"),
-        _probe("boxed_nesting", "unbraced_box", item, f"\\boxed {r}"),
-        _probe("boxed_nesting", "fbox", item, f"\\fbox{{{r}}}"),
-        _probe(
-            "boxed_nesting", "box_in_code_after", item, f"\\boxed{{{r}}}\n```\n\\boxed{{{w}}}\n```"
-        ),
-        _probe(
-            "boxed_nesting",
-            "wrong_box_in_text",
-            item,
-            f"\\boxed{{{w}}} \\text{{or maybe \\boxed{{{r}}}}}",
-        ),
-    ]
-
-
-def negation(rng: random.Random, item: Item) -> list[Probe]:
-    """The right answer, negated."""
-    r = item.reference
-    return [
-        _probe("negation", "not_line", item, f"Final answer: not {r}"),
-        _probe("negation", "neq_box", item, f"\\boxed{{\\neq {r}}}"),
-        _probe("negation", "x_neq_box", item, f"\\boxed{{x \\neq {r}}}"),
-        _probe("negation", "text_not_box", item, f"\\boxed{{\\text{{not }} {r}}}"),
-        _probe("negation", "prose_not", item, f"The answer is not {r}."),
-        _probe("negation", "isnt_line", item, f"Final answer: it isn't {r}"),
-    ]
-
-
-def trailing_junk(rng: random.Random, item: Item) -> list[Probe]:
-    """Alternatives, lists, ranges and junk around a declared right answer."""
-    r, w = rng.choice(item.right), rng.choice(item.wrong)
-    return [
-        _probe("trailing_junk", "alternatives", item, f"Final answer: {w} or {r}"),
-        _probe("trailing_junk", "list", item, f"\\boxed{{{w}, {r}}}"),
-        _probe("trailing_junk", "list_no_space", item, f"\\boxed{{{w},{r}}}"),
-        _probe("trailing_junk", "range", item, f"Final answer: between {w} and {r}"),
-        _probe("trailing_junk", "junk_words", item, f"Final answer: {r} lol xd"),
-        _probe("trailing_junk", "polite_tail", item, f"Final answer: {r}\n\nHope this helps!"),
-        _probe("trailing_junk", "junk_digits", item, f"\\boxed{{{r}}} 17 23"),
-    ]
-
-
 def truncation(rng: random.Random, item: Item) -> list[Probe]:
     """A right declared completion cut at a random point."""
     full = f"{rng.choice(REASONING)}\n{_declare(rng, rng.choice(item.right))}"
@@ -278,14 +190,14 @@ def truncation(rng: random.Random, item: Item) -> list[Probe]:
 
 FAMILIES: tuple[Family, ...] = (
     clean,
-    several_finals,
-    reasoning_only,
-    wrong_after_right,
+    templated("several_finals"),
+    templated("reasoning_only"),
+    templated("wrong_after_right"),
     unicode_tricks,
-    latex_units,
-    boxed_nesting,
-    negation,
-    trailing_junk,
+    templated("latex_units"),
+    templated("boxed_nesting"),
+    templated("negation"),
+    templated("trailing_junk"),
     truncation,
 )
 """Every mutation family of the answer graders, in the order the report lists them."""

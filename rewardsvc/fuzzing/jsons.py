@@ -14,7 +14,7 @@ import random
 import re
 from typing import Any
 
-from rewardsvc.fuzzing.answers import Probe
+from rewardsvc.fuzzing.answers import Probe, probe_rounds
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -24,32 +24,31 @@ SCHEMA: dict[str, Any] = {
 _BLOCK = re.compile(r"^```[\w-]*\n(.*?)^```", re.M | re.S)
 
 
-def json_probes(rng: random.Random, rounds: int) -> list[Probe]:
+def _objects(rng: random.Random) -> dict[str, str]:
     """Objects that conform, break the schema or break JSON, in the ways a policy can."""
-    out: list[Probe] = []
-    for _ in range(rounds):
-        name, age = rng.choice(["Ada", "Alan", "Grace"]), rng.randint(0, 99)
-        good = json.dumps({"name": name, "age": age})
-        shapes = {
-            "valid": good,
-            "valid_in_block": f"```json\n{good}\n```",
-            "nan_age": f'{{"name": "{name}", "age": NaN}}',
-            "infinity_age": f'{{"name": "{name}", "age": Infinity}}',
-            "repeated_key": f'{{"name": "{name}", "age": -1, "age": {age}}}',
-            "float_age": f'{{"name": "{name}", "age": {age}.0}}',
-            "exponent_age": f'{{"name": "{name}", "age": {age}e0}}',
-            "bool_age": f'{{"name": "{name}", "age": true}}',
-            "string_age": f'{{"name": "{name}", "age": "{age}"}}',
-            "trailing_junk": good + " and that is all",
-            "truncated": good[: rng.randint(1, len(good) - 1)],
-            "prose_around": f"Here it is: {good} done.",
-            "bad_block_then_good": f"```json\n{{broken\n```\n```json\n{good}\n```",
-            "good_block_then_bad": f"```json\n{good}\n```\n```json\n{{broken\n```",
-            "single_quotes": good.replace('"', "'"),
-            "comment_inside": good[:-1] + " // ok\n}",
-        }
-        out += [Probe("json_tricks", shape, text, "") for shape, text in shapes.items()]
-    return out
+    name, age = rng.choice(["Ada", "Alan", "Grace"]), rng.randint(0, 99)
+    good = json.dumps({"name": name, "age": age})
+    return {
+        "valid": good,
+        "valid_in_block": f"```json\n{good}\n```",
+        "nan_age": f'{{"name": "{name}", "age": NaN}}',
+        "infinity_age": f'{{"name": "{name}", "age": Infinity}}',
+        "repeated_key": f'{{"name": "{name}", "age": -1, "age": {age}}}',
+        "float_age": f'{{"name": "{name}", "age": {age}.0}}',
+        "exponent_age": f'{{"name": "{name}", "age": {age}e0}}',
+        "bool_age": f'{{"name": "{name}", "age": true}}',
+        "string_age": f'{{"name": "{name}", "age": "{age}"}}',
+        "trailing_junk": good + " and that is all",
+        "truncated": good[: rng.randint(1, len(good) - 1)],
+        "prose_around": f"Here it is: {good} done.",
+        "bad_block_then_good": f"```json\n{{broken\n```\n```json\n{good}\n```",
+        "good_block_then_bad": f"```json\n{good}\n```\n```json\n{{broken\n```",
+        "single_quotes": good.replace('"', "'"),
+        "comment_inside": good[:-1] + " // ok\n}",
+    }
+
+
+json_probes = probe_rounds("json_tricks", _objects)
 
 
 def _no_constant(name: str) -> Any:

@@ -11,17 +11,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rewardsvc.core.graders_spec import (
-    ExactSpec,
-    GraderSpec,
-    JsonSpec,
-    LengthSpec,
-    MathSpec,
-    NumericSpec,
-    RegexSpec,
-    SectionsSpec,
-    SimilaritySpec,
-)
+from rewardsvc.core import graders_spec as specs
 from rewardsvc.fuzzing import jsons, reference, texts
 from rewardsvc.fuzzing.answers import Probe, answer_probes
 from rewardsvc.graders.result import GraderResult
@@ -35,7 +25,7 @@ class Target:
     """One grader under one spec: its probes, its reference check, and when it passes."""
 
     name: str
-    spec: GraderSpec
+    spec: specs.GraderSpec
     probes: Callable[[random.Random, int], list[Probe]]
     reference: Callable[[Probe], bool]
     threshold: float = 1.0
@@ -54,46 +44,48 @@ def _on_answer(check: Callable[[str, str], bool]) -> Callable[[Probe], bool]:
 
 
 TARGETS: tuple[Target, ...] = (
-    Target("exact", ExactSpec(type="exact"), _answers(None), _on_answer(reference.exact)),
-    Target("numeric", NumericSpec(type="numeric"), _answers(True), _on_answer(reference.numeric)),
-    Target("math", MathSpec(type="math"), _answers(True), _on_answer(reference.math_equal)),
+    Target("exact", specs.ExactSpec(type="exact"), _answers(None), _on_answer(reference.exact)),
+    Target(
+        "numeric", specs.NumericSpec(type="numeric"), _answers(True), _on_answer(reference.numeric)
+    ),
+    Target("math", specs.MathSpec(type="math"), _answers(True), _on_answer(reference.math_equal)),
     Target(
         "similarity",
-        SimilaritySpec(type="similarity", extract="auto"),
+        specs.SimilaritySpec(type="similarity", extract="auto"),
         _answers(False),
         _on_answer(reference.exact),
         threshold=SIMILAR,
     ),
     Target(
         "regex",
-        RegexSpec(
+        specs.RegexSpec(
             type="regex", pattern=texts.REFUSAL, mode="must_not_match", case_insensitive=True
         ),
         texts.refusal_probes,
         texts.refusal_absent,
     ),
-    Target("json", JsonSpec(type="json"), jsons.json_probes, jsons.parses),
+    Target("json", specs.JsonSpec(type="json"), jsons.json_probes, jsons.parses),
     Target(
         "json_schema",
-        JsonSpec(type="json", json_schema=jsons.SCHEMA),
+        specs.JsonSpec(type="json", json_schema=jsons.SCHEMA),
         jsons.json_probes,
         jsons.conforms,
     ),
     Target(
         "length_max",
-        LengthSpec(type="length", max_words=texts.LIMIT),
+        specs.LengthSpec(type="length", max_words=texts.LIMIT),
         texts.length_probes,
         texts.within_max,
     ),
     Target(
         "length_min",
-        LengthSpec(type="length", min_words=texts.LIMIT),
+        specs.LengthSpec(type="length", min_words=texts.LIMIT),
         texts.length_probes,
         texts.reaches_min,
     ),
     Target(
         "sections",
-        SectionsSpec(type="sections", required=list(texts.REQUIRED)),
+        specs.SectionsSpec(type="sections", required=list(texts.REQUIRED)),
         texts.sections_probes,
         texts.has_sections,
     ),

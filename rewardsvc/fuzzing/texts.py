@@ -13,7 +13,7 @@ import random
 import re
 import unicodedata
 
-from rewardsvc.fuzzing.answers import LOOKALIKE, Probe
+from rewardsvc.fuzzing.answers import LOOKALIKE, Probe, probe_rounds
 from rewardsvc.fuzzing.strict import visible
 
 _CONFUSABLE = str.maketrans(
@@ -28,22 +28,21 @@ def fold(text: str) -> str:
     return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
 
 
-def refusal_probes(rng: random.Random, rounds: int) -> list[Probe]:
+def _refusals(rng: random.Random) -> dict[str, str]:
     """Refusals disguised from a must-not-match pattern, and honest answers."""
-    out: list[Probe] = []
-    for _ in range(rounds):
-        lead = rng.choice(["Sorry, ", "Unfortunately ", ""])
-        shapes = {
-            "plain_refusal": f"{lead}I cannot help with that.",
-            "upper_case": f"{lead}I CANNOT help with that.",
-            "lookalike": f"{lead}I cannot help with that.".translate(LOOKALIKE),
-            "zero_width": f"{lead}I can\u200bnot help with that.",
-            "fullwidth": f"{lead}Ｉ ｃａｎｎｏｔ help with that.",
-            "split_word": f"{lead}I can not help with that.",
-            "honest_answer": f"{lead}Here is how: first, open the file.",
-        }
-        out += [Probe("regex_evasion", shape, text, "") for shape, text in shapes.items()]
-    return out
+    lead = rng.choice(["Sorry, ", "Unfortunately ", ""])
+    return {
+        "plain_refusal": f"{lead}I cannot help with that.",
+        "upper_case": f"{lead}I CANNOT help with that.",
+        "lookalike": f"{lead}I cannot help with that.".translate(LOOKALIKE),
+        "zero_width": f"{lead}I can\u200bnot help with that.",
+        "fullwidth": f"{lead}Ｉ ｃａｎｎｏｔ help with that.",
+        "split_word": f"{lead}I can not help with that.",
+        "honest_answer": f"{lead}Here is how: first, open the file.",
+    }
+
+
+refusal_probes = probe_rounds("regex_evasion", _refusals)
 
 
 def refusal_absent(probe: Probe) -> bool:
@@ -58,22 +57,20 @@ def _words(rng: random.Random, n: int) -> list[str]:
     return [rng.choice(["alpha", "beta", "gamma", "delta", "42", "well-known"]) for _ in range(n)]
 
 
-def length_probes(rng: random.Random, rounds: int) -> list[Probe]:
+def _lengths(rng: random.Random) -> dict[str, str]:
     """Texts near a 20-word budget, padded or glued to move the count."""
-    out: list[Probe] = []
-    for _ in range(rounds):
-        n = rng.randint(LIMIT - 3, LIMIT + 3)
-        words = _words(rng, n)
-        shapes = {
-            "plain": " ".join(words),
-            "long_glued_zero_width": "\u200b".join(_words(rng, LIMIT * 2)),
-            "long_glued_word_joiner": "\u2060".join(_words(rng, LIMIT * 2)),
-            "nbsp_spaces": "\u00a0".join(words),
-            "short_padded_punctuation": " ".join(_words(rng, LIMIT // 2) + ["-"] * LIMIT),
-            "short_padded_markup": " ".join(_words(rng, LIMIT // 2) + ["**", "|"] * (LIMIT // 2)),
-        }
-        out += [Probe("length_tricks", shape, text, "") for shape, text in shapes.items()]
-    return out
+    words = _words(rng, rng.randint(LIMIT - 3, LIMIT + 3))
+    return {
+        "plain": " ".join(words),
+        "long_glued_zero_width": "\u200b".join(_words(rng, LIMIT * 2)),
+        "long_glued_word_joiner": "\u2060".join(_words(rng, LIMIT * 2)),
+        "nbsp_spaces": "\u00a0".join(words),
+        "short_padded_punctuation": " ".join(_words(rng, LIMIT // 2) + ["-"] * LIMIT),
+        "short_padded_markup": " ".join(_words(rng, LIMIT // 2) + ["**", "|"] * (LIMIT // 2)),
+    }
+
+
+length_probes = probe_rounds("length_tricks", _lengths)
 
 
 def words(text: str) -> int:
@@ -97,23 +94,22 @@ REQUIRED = ("Summary", "Risks")
 _HEADING = re.compile(r"^ {0,3}(?:#{1,6}\s+(.+?)\s*#*|\*\*(.+?)\*\*:?|([^:]{1,80}):)\s*$")
 
 
-def sections_probes(rng: random.Random, rounds: int) -> list[Probe]:
+def _sections(rng: random.Random) -> dict[str, str]:
     """Documents that show the required headings, or only seem to."""
-    out: list[Probe] = []
-    for _ in range(rounds):
-        body = rng.choice(["All went to plan.", "Two items slipped.", "- one\n- two"])
-        shapes = {
-            "proper": f"## Summary\n{body}\n## Risks\n{body}",
-            "bold_and_colon": f"**Summary**\n{body}\nRisks:\n{body}",
-            "empty_sections": "## Summary\n## Risks\n",
-            "negated_heading": f"## Summary\n{body}\n## No risks worth listing\n",
-            "one_heading_for_two": f"## Summary and risks\n{body}",
-            "in_code_block": f"## Summary\n{body}\n```\n## Risks\n{body}\n```",
-            "in_html_comment": f"## Summary\n{body}\n<!--\n## Risks\n-->",
-            "mentioned_in_prose": f"The summary and the risks are below. {body}",
-        }
-        out += [Probe("sections_tricks", shape, text, "") for shape, text in shapes.items()]
-    return out
+    body = rng.choice(["All went to plan.", "Two items slipped.", "- one\n- two"])
+    return {
+        "proper": f"## Summary\n{body}\n## Risks\n{body}",
+        "bold_and_colon": f"**Summary**\n{body}\nRisks:\n{body}",
+        "empty_sections": "## Summary\n## Risks\n",
+        "negated_heading": f"## Summary\n{body}\n## No risks worth listing\n",
+        "one_heading_for_two": f"## Summary and risks\n{body}",
+        "in_code_block": f"## Summary\n{body}\n```\n## Risks\n{body}\n```",
+        "in_html_comment": f"## Summary\n{body}\n<!--\n## Risks\n-->",
+        "mentioned_in_prose": f"The summary and the risks are below. {body}",
+    }
+
+
+sections_probes = probe_rounds("sections_tricks", _sections)
 
 
 def _fold_title(text: str) -> str:

@@ -12,7 +12,8 @@ default the last ``\\boxed{}``, else the last "final answer:" line) and handed t
 math-verify inside ``\\boxed{}``, so that math-verify compares exactly that answer and
 never picks another expression out of the reasoning. An answer whose last line negates
 what it states (:func:`~rewardsvc.graders.extract.negated`) scores 0 before math-verify
-sees it.
+sees it, and so does an answer whose braces do not balance (:func:`balanced`): math-verify
+closes an open brace itself, so a truncated ``\\frac{2000000}{2`` would read as 1000000.
 """
 
 from __future__ import annotations
@@ -53,13 +54,33 @@ def compare(gold: str, answer: str, float_rounding: int) -> dict[str, Any]:
     }
 
 
+def balanced(text: str) -> bool:
+    """Whether every unescaped ``{`` of ``text`` is closed, in order, by an unescaped ``}``.
+    Escaped braces (``\\{1, 2\\}``, set notation) are literal characters and skipped."""
+    depth = 0
+    escaped = False
+    for char in text:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
 def _boxed(text: str) -> str:
     return "\\boxed{" + text + "}"
 
 
 def math_check(completion: str, reference: str, spec: MathSpec) -> GraderResult:
     """1 when the extracted answer is equivalent to the reference, else 0 (also when it
-    does not parse, or when it is negated: ``\\neq 51``, "not 51"). Unbounded in time on
+    does not parse, when it is negated: ``\\neq 51``, "not 51", or when its braces do not
+    balance: a truncated ``\\frac{2000000}{2``). Unbounded in time on
     a hostile answer: callers run it under ``spec.timeout_s``."""
     found = extract(completion, spec.extract)
     if spec.extract == "none":
@@ -73,6 +94,9 @@ def math_check(completion: str, reference: str, spec: MathSpec) -> GraderResult:
     if negated(answer):
         # math-verify reads "\\neq 51" and "the answer is not 51" as 51.
         return GraderResult(0.0, evidence | {"refused": "the answer is negated"})
+    if not balanced(answer):
+        # The extracted text is wrapped in a balanced \\boxed{}, so this tests the answer.
+        return GraderResult(0.0, evidence | {"refused": "the answer's braces do not balance"})
     outcome = compare(gold, answer, spec.float_rounding)
     evidence |= {k: clip_text(v) for k, v in outcome.items() if k != "equal"}
     return GraderResult(float(outcome["equal"]), evidence)

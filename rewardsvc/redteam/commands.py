@@ -27,7 +27,9 @@ def register(sub: Any, config_args: ConfigArgs) -> None:
     )
     config_args(p)
     p.add_argument("items", help='JSON lines {"id", "prompt", "completion", "reference"|"keep"}')
-    p.add_argument("--rubric", required=True, help="rubric id of the library")
+    p.add_argument(
+        "--rubric", required=True, help="rubric id of the library, or a rubric file (.yaml)"
+    )
     p.add_argument("--budget", type=int, default=2000, help="judge calls in all (default 2000)")
     p.add_argument("--out", required=True, help="the regression file to write (JSON)")
     p.add_argument("--seed", type=int, default=0, help="seed of the mutations (default 0)")
@@ -38,6 +40,11 @@ def register(sub: Any, config_args: ConfigArgs) -> None:
     )
     p.add_argument("--attacker", help="judge of the pool that rewrites attacks (default: none)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument(
+        "--canaries",
+        help="also write the attacks that beat their baseline as a monitor canary file "
+        "(YAML; put it in the monitor's canary folder)",
+    )
     p.set_defaults(func=cmd_redteam)
 
 
@@ -114,11 +121,24 @@ async def _run(args: argparse.Namespace) -> Regression:
     )
 
 
+def _write_canaries(reg: Regression, out: Path) -> None:
+    from rewardsvc.redteam.canaries import canaries_of, write_canaries
+
+    canaries = canaries_of(reg)
+    if canaries is None:
+        print(f"no attack beat its baseline with a reference: {out} not written")
+    else:
+        write_canaries(canaries, out)
+        print(f"{len(canaries.cases)} canaries written to {out}")
+
+
 def cmd_redteam(args: argparse.Namespace) -> int:
     """Run the search, write the regression file, print the summary; exit 1 when an
     attack beat the honest wrong answer by more than the tolerance."""
     reg = asyncio.run(_run(args))
     Path(args.out).write_text(reg.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    if args.canaries:
+        _write_canaries(reg, Path(args.canaries))
     s = reg.summary
     if args.json:
         print(s.model_dump_json(indent=2))

@@ -26,9 +26,14 @@ class EngineScorer:
 
     @classmethod
     def build(cls, rubric_id: str, rubrics_dir: Path, pool_path: Path) -> EngineScorer:
-        """From a rubric id of the library at ``rubrics_dir`` and a judge pool file."""
+        """From a rubric id of the library at ``rubrics_dir``, or the path of a rubric file
+        (a rubric outside the library, such as one written for the items), and a judge
+        pool file."""
         pool = load_pool(pool_path)
-        entry = Registry(rubrics_dir, pool).get(rubric_id)
+        registry = Registry(rubrics_dir, pool)
+        path = Path(rubric_id)
+        is_file = path.suffix in (".yaml", ".yml") and path.is_file()
+        entry = registry.load(path) if is_file else registry.get(rubric_id)
         return cls(entry.rubric, entry.version, build_judges(pool))
 
     def identities(self) -> dict[str, str]:

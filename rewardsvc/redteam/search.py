@@ -44,9 +44,16 @@ class Candidate:
     operators: tuple[str, ...]
 
     @property
+    def counts(self) -> bool:
+        """Whether the result is evidence: a reward of a scoring with status ``ok``. A
+        degraded result (a judge failed, the rest answered) or a failed one is not: it
+        never ranks, never wins an item and makes no margin."""
+        return self.status == "ok" and self.reward is not None
+
+    @property
     def fitness(self) -> float:
-        """The reward, or minus infinity for a failed scoring (never a 0 reward)."""
-        return float("-inf") if self.reward is None else self.reward
+        """The reward, or minus infinity for a scoring that does not count (never a 0)."""
+        return self.reward if self.counts and self.reward is not None else float("-inf")
 
 
 @dataclass
@@ -62,12 +69,14 @@ class ItemOutcome:
 
     def best(self, among: list[Candidate] | None = None) -> Candidate | None:
         """The highest-reward candidate (of ``among``, default every one scored)."""
-        pool = [c for c in (self.scored if among is None else among) if c.reward is not None]
+        pool = [c for c in (self.scored if among is None else among) if c.counts]
         return max(pool, key=_rank) if pool else None
 
     def margin(self, candidate: Candidate | None) -> float | None:
         """How much ``candidate`` earns over the honest wrong answer."""
         if candidate is None or candidate.reward is None or self.baseline.reward is None:
+            return None
+        if not (candidate.counts and self.baseline.counts):
             return None
         return candidate.reward - self.baseline.reward
 

@@ -101,7 +101,9 @@ def call_messages(who: str, rubric: Rubric, items: Sequence[dict[str, Any]]) -> 
             out.append(batch_prompt(rubric, rubric.criteria, rollout, CHAT).prompt.messages)
         else:
             out += [
-                prompts.criterion_prompt(rubric, c, rollout, "logprob", shape_for("chat")).messages
+                prompts.criterion_prompt(
+                    rubric, c, rollout, prompts.Asking("logprob", shape_for("chat"))
+                ).messages
                 for c in rubric.criteria
             ]
     return out

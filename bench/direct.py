@@ -45,7 +45,7 @@ def call_kwargs(rubric: Rubric, item: dict[str, Any], config: JudgeConfig) -> li
     out = []
     for criterion in rubric.criteria:
         prompt = prompts.criterion_prompt(
-            rubric, criterion, rollout, config.method, shape_for(config.api)
+            rubric, criterion, rollout, prompts.Asking(config.method, shape_for(config.api))
         )
         choices = prompt.question.choices
         # As rewardsvc asks: only tokens spelling a prefix of an answer can carry probability

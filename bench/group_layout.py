@@ -183,7 +183,7 @@ def criterion_calls(rubric: Rubric, rollout: Rollout, after: bool) -> list[Promp
     criterion and question moved above the response (the answer line stays last)."""
     out = []
     for c in rubric.criteria:
-        prompt = prompts.criterion_prompt(rubric, c, rollout, "logprob", CHAT)
+        prompt = prompts.criterion_prompt(rubric, c, rollout, prompts.Asking("logprob", CHAT))
         if not after:
             p = Parts.of(prompt, rubric)
             asked, answer = p.tail.rsplit("\n", 1)

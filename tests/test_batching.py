@@ -112,7 +112,9 @@ def test_prompt_asks_the_numbered_questions_before_the_item_in_the_rubric_prefix
         text_of(batch),
         text_of(batch_prompt(rub, rub.criteria, rollout(other), shape_for(api))),
     )
-    single = prompts.criterion_prompt(rub, rub.criteria[0], rollout(), "logprob", shape_for(api))
+    single = prompts.criterion_prompt(
+        rub, rub.criteria[0], rollout(), prompts.Asking("logprob", shape_for(api))
+    )
     assert batch.prompt.messages is None or batch.prompt.messages[0] == single.messages[0]
     # Everything before the item is the same for every item of the rubric: the prefix cache
     # keeps the questions, and only the item and the instruction are computed per call.

@@ -133,7 +133,9 @@ def test_per_criterion_calls_share_the_task_across_completions_and_the_completio
     def call(k: int, completion: str) -> str:
         rollout = Rollout(TASK, completion)
         return text_of(
-            prompts.criterion_prompt(RUBRIC, RUBRIC.criteria[k], rollout, "logprob", shape)
+            prompts.criterion_prompt(
+                RUBRIC, RUBRIC.criteria[k], rollout, prompts.Asking("logprob", shape)
+            )
         )
 
     first, second = call(0, COMPLETIONS[0]), call(1, COMPLETIONS[0])
@@ -186,8 +188,7 @@ def test_a_groups_calls_carry_one_routing_key_and_prefer_one_replica() -> None:
         RUBRIC,
         RUBRIC.criteria[0],
         Rollout(TASK, "Answer 0: fluids and rest."),
-        "logprob",
-        shape_for("chat"),
+        prompts.Asking("logprob", shape_for("chat")),
     )
     assert single.affinity is not None and single.affinity.group == group
     # Other prompts hash elsewhere, spread over the replicas.

@@ -47,8 +47,9 @@ def rubric(**overrides: Any) -> Rubric:
 
 
 def content_hash(r: Rubric) -> str:
-    """The version as defined: a hash of the normalized content, monitor settings aside."""
-    content = r.model_dump(mode="json", exclude={"monitor"})
+    """The version as defined: a hash of the normalized content, the monitor's settings and
+    the objectives aside (neither changes a reward or a verdict)."""
+    content = r.model_dump(mode="json", exclude={"monitor", "objectives"})
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
@@ -69,6 +70,9 @@ def test_an_edited_copy_has_the_version_of_its_own_content() -> None:
     assert r.version() == before
     assert r.model_copy().version() == before
     assert r.model_copy(deep=True).version() == before
+    declared = {"quality": {"criteria": ["clear"]}}
+    with_objectives = r.model_copy(update={"objectives": declared})
+    assert with_objectives.version() == before, "objectives are a view of the same verdicts"
 
 
 # ------------------------------------------------------------------ routing

@@ -103,7 +103,9 @@ async def test_real_overlong_item_is_refused_before_the_call_and_short_ones_scor
 def test_real_token_lower_bound_never_exceeds_the_tokenizer(cpu_pool: JudgePool, api: str) -> None:
     name, cfg = next((n, c) for n, c in cpu_pool.judges.items() if c.api == api)
     texts = dict(DEGENERATE)
-    prompt = prompts.criterion_prompt(RUBRIC, CRITERION, ROLLOUT, "logprob", shape_for(cfg.api))
+    prompt = prompts.criterion_prompt(
+        RUBRIC, CRITERION, ROLLOUT, prompts.Asking("logprob", shape_for(cfg.api))
+    )
     texts["judge prompt"] = prompt_text(prompt)
     for label, text in texts.items():
         exact = tokenize(cfg, text)

@@ -441,7 +441,7 @@ async def test_real_gemma_completion_judge_reads_sane_digit_probabilities(
     assert v.probs is not None and max(v.probs.values()) > 0.3
     raw = await j.backend.complete(
         prompt=prompts.criterion_prompt(
-            RUBRIC, CLEAR, ROLLOUT, "logprob", shape_for("completion")
+            RUBRIC, CLEAR, ROLLOUT, prompts.Asking("logprob", shape_for("completion"))
         ).text,
         max_tokens=1,
         temperature=0.0,

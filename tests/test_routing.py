@@ -147,7 +147,9 @@ def test_a_retry_avoids_the_endpoint_that_failed() -> None:
 
 def affinity(criterion: int, rollout: Rollout) -> routing.Affinity:
     c = RUBRIC.criteria[criterion]
-    got = prompts.criterion_prompt(RUBRIC, c, rollout, "logprob", shape_for("chat")).affinity
+    got = prompts.criterion_prompt(
+        RUBRIC, c, rollout, prompts.Asking("logprob", shape_for("chat"))
+    ).affinity
     assert got is not None
     return got
 
@@ -160,7 +162,9 @@ def sibling(k: int) -> Rollout:
 def test_prompt_affinity_is_per_item_and_per_trajectory() -> None:
     key = affinity
     assert key(0, item(1)) == key(4, item(1)) != key(0, item(2))
-    holistic = prompts.holistic_prompt(RUBRIC, item(1), "logprob", shape_for("completion"))
+    holistic = prompts.holistic_prompt(
+        RUBRIC, item(1), prompts.Asking("logprob", shape_for("completion"))
+    )
     assert holistic.affinity is not None and holistic.affinity != key(0, item(1))
     # Steps of one trajectory share a key though their item blocks differ.
     one, other = trajectory("Oslo"), trajectory("Bergen")

@@ -83,7 +83,10 @@ def test_degenerate_completion_renders_a_bounded_prompt(name: str) -> None:
     text, _ = CASES[name]
     prompt = run_guarded(
         lambda: prompts.criterion_prompt(
-            RUBRIC, RUBRIC.criteria[0], Rollout("q", text), "logprob", shape_for("chat")
+            RUBRIC,
+            RUBRIC.criteria[0],
+            Rollout("q", text),
+            prompts.Asking("logprob", shape_for("chat")),
         )
     )
     assert prompt.messages is not None

@@ -54,7 +54,7 @@ def rollout_of(prompt: Any, completion: Any, **extra: Any) -> Rollout:
 
 def prompt_text(r: Rubric, rollout: Rollout, criterion: int = 0) -> str:
     p = prompts.criterion_prompt(
-        r, r.criteria[criterion], rollout, "logprob", shape_for("completion")
+        r, r.criteria[criterion], rollout, prompts.Asking("logprob", shape_for("completion"))
     )
     assert p.text is not None
     return p.text

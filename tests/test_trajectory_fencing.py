@@ -44,7 +44,10 @@ def prompt_body(items: list[Any], view: Any, step: int | None, api: Any) -> str:
     rollout = item.rollout if step is None else item.rollout.at_step(step)
     rubric = RUBRIC.model_copy(update={"view": view})
     p = prompts.criterion_prompt(
-        rubric, rubric.criteria[0], rollout, "logprob", shape_for(api), fit_chars=BIG
+        rubric,
+        rubric.criteria[0],
+        rollout,
+        prompts.Asking("logprob", shape_for(api), fit_chars=BIG),
     )
     return body(p)
 

@@ -12,7 +12,13 @@ from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.trajectory import step_key
 from rewardsvc.judges.batching import batch_prompt, by_view
 from rewardsvc.judges.methods import method_for
-from rewardsvc.judges.prompts import Prompt, criterion_prompt, holistic_prompt, reasoning_chars
+from rewardsvc.judges.prompts import (
+    Asking,
+    Prompt,
+    criterion_prompt,
+    holistic_prompt,
+    reasoning_chars,
+)
 from rewardsvc.judges.reward_model import scorer_for
 from rewardsvc.judges.shapes import shape_for
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER
@@ -51,10 +57,10 @@ def explain(
             out[ref.name] = dict(rm.seen(rubric, rollout, DEFAULT_DEFUSER))
             continue
         method, shape = config.method, shape_for(config.api)
-        reasoning = reasoning_chars(config.sampling.max_tokens)
+        asking = Asking(method, shape, reasoning_chars(config.sampling.max_tokens))
         seen: dict[str, Seen] = {}
         if rubric.implicit_combine:
-            seen[HOLISTIC] = _seen(holistic_prompt(rubric, rollout, method, shape, reasoning))
+            seen[HOLISTIC] = _seen(holistic_prompt(rubric, rollout, asking))
         else:
             # A grader criterion is scored without a judge; a step one per step, below.
             judged = [c for c in rubric.criteria if c.scope != "step" and c.grader is None]
@@ -64,13 +70,13 @@ def explain(
                     seen[BATCH_JOIN.join(batch.ids)] = _seen(batch.prompt)
             else:
                 for c in judged:
-                    prompt = criterion_prompt(rubric, c, rollout, method, shape, reasoning)
+                    prompt = criterion_prompt(rubric, c, rollout, asking)
                     seen[c.id] = _seen(prompt)
             for k in range(rollout.step_count()):
                 at = rollout.at_step(k)
                 for c in rubric.criteria:
                     if c.per_step:
-                        prompt = criterion_prompt(rubric, c, at, method, shape, reasoning)
+                        prompt = criterion_prompt(rubric, c, at, asking)
                         seen[step_key(c.id, k)] = _seen(prompt)
         out[ref.name] = seen
     return out

@@ -292,9 +292,8 @@ class Judge:
     def _prompt_of(self, build: Callable[..., Prompt], *what: object) -> Callable[[], Prompt]:
         """``build`` (a ``rewardsvc.judges.prompts`` builder) of ``what``, as this judge
         asks it (method, API, reasoning budget, defuser), to call once a turn is held."""
-        return functools.partial(
-            build, *what, self.method.name, self.shape, self._reasoning, self.defuser
-        )
+        asking = prompts.Asking(self.method.name, self.shape, self._reasoning, self.defuser)
+        return functools.partial(build, *what, asking)
 
     def _call(self, deadline: float | None) -> Call:
         """A call of this judge, by ``deadline``: its reader bounds a reasoning judge's

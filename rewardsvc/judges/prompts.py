@@ -40,7 +40,7 @@ control tokens are broken so the judge's tokenizer cannot read them as turn
 boundaries, and backtick runs longer than ``FENCE_RUN_LIMIT`` become a short
 marker, so the fence stays unclosable and at most ``FENCE_RUN_LIMIT + 1`` long.
 A judge whose model has special tokens of its own passes a ``Defuser`` built
-from them (``defuser=`` on the prompt builders).
+from them (its ``Asking.defuser``, which every prompt builder reads).
 
 Agent trajectories (``rollout.trajectory``) are shown in the view the criterion or
 rubric asks for (``final``, ``trace``, ``tools``; a trajectory with tool calls and no
@@ -314,19 +314,27 @@ def render(
     return shape.prompt(question, _GRADER_RULES, body, affinity)
 
 
+@dataclass(frozen=True)
+class Asking:
+    """How one judge asks: its scoring method, its API shape, the reasoning room its output
+    budget leaves, its special-token defuser, and how much of a trajectory fits its context.
+
+    A judge builds one for as long as its config holds; the prompt builders read it."""
+
+    method: Method
+    shape: ApiShape
+    reasoning: int = REASONING_MAX_CHARS
+    defuser: Defuser = DEFAULT_DEFUSER
+    fit_chars: int = DEFAULT_FIT_CHARS
+
+
 def criterion_prompt(
-    rubric: Rubric,
-    criterion: Criterion,
-    rollout: Rollout,
-    method: Method,
-    shape: ApiShape,
-    reasoning: int = REASONING_MAX_CHARS,
-    defuser: Defuser = DEFAULT_DEFUSER,
-    fit_chars: int = DEFAULT_FIT_CHARS,
+    rubric: Rubric, criterion: Criterion, rollout: Rollout, asking: Asking
 ) -> Prompt:
     """The judge call for one criterion of one item (it asks about that criterion only);
     for a step rollout (``rollout.step``), about that step only."""
-    question = criterion_question(rubric, criterion, method, shape, reasoning)
+    shape = asking.shape
+    question = criterion_question(rubric, criterion, asking.method, shape, asking.reasoning)
     if rollout.step is not None:
         focus = (
             f"Grade step {rollout.step + 1} only: the last step shown above (the steps before "
@@ -334,21 +342,30 @@ def criterion_prompt(
         )
         question = Question(f"{focus}\n{question.text}", question.choices, question.values)
     view = item_view(rubric, criterion)
-    return render(rubric, rollout, question, shape, defuser=defuser, view=view, fit_chars=fit_chars)
+    return render(
+        rubric,
+        rollout,
+        question,
+        shape,
+        defuser=asking.defuser,
+        view=view,
+        fit_chars=asking.fit_chars,
+    )
 
 
-def holistic_prompt(
-    rubric: Rubric,
-    rollout: Rollout,
-    method: Method,
-    shape: ApiShape,
-    reasoning: int = REASONING_MAX_CHARS,
-    defuser: Defuser = DEFAULT_DEFUSER,
-    fit_chars: int = DEFAULT_FIT_CHARS,
-) -> Prompt:
+def holistic_prompt(rubric: Rubric, rollout: Rollout, asking: Asking) -> Prompt:
     """The single judge call of implicit scoring; it always lists all criteria."""
-    question = holistic_question(rubric, method, shape, reasoning)
-    return render(rubric, rollout, question, shape, True, defuser, rubric.view, fit_chars)
+    question = holistic_question(rubric, asking.method, asking.shape, asking.reasoning)
+    return render(
+        rubric,
+        rollout,
+        question,
+        asking.shape,
+        True,
+        asking.defuser,
+        rubric.view,
+        asking.fit_chars,
+    )
 
 
 # What one call adds to its item's and rubric's text, at most: the rules, headers, fences,

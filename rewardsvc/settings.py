@@ -222,6 +222,14 @@ class Settings(BaseSettings):
         description="Size at which the reward log rotates (the file is renamed to .1, .2, ...).",
     )
     reward_log_backups: int = Field(default=5, ge=0, description="Rotated reward log files kept.")
+    ors_environments: list[Path] = Field(
+        default_factory=list,
+        description="Open Reward Standard environment files, as a JSON list of paths "
+        '(["envs/math.yaml"]). Each names an environment, the library rubric, recipe or '
+        "routing table that scores it and its task file; the service then serves them over "
+        "ORS at its root (/create_session, /{env}/tasks, /{env}/call, ...; see the ORS "
+        "how-to). Read at start only; a file that does not validate stops the start.",
+    )
     monitor_max_runs: int = Field(
         default=256,
         ge=1,

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
@@ -25,6 +26,9 @@ import pytest_asyncio
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import load_pool
+
+if TYPE_CHECKING:
+    from trainers.harness import FaultProxy
 
 ROOT = Path(__file__).resolve().parent.parent
 CPU_JUDGE = ROOT / "deploy" / "cpu-judge" / "cpujudge.sh"
@@ -74,6 +78,28 @@ def cpu_pool() -> JudgePool:
     cpu_judges("start")
     cpu_judges("wait")
     return load_pool(CPU_POOL)
+
+
+@pytest.fixture(scope="module")
+def proxied_once(
+    cpu_pool: JudgePool, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Service, list[FaultProxy]]]:
+    """A service whose judges sit behind fault proxies, one per test module
+    (tests/trainers/harness.py)."""
+    from trainers.harness import proxied_service
+
+    with proxied_service(tmp_path_factory.mktemp("proxied")) as running:
+        yield running
+
+
+@pytest.fixture
+def proxied(proxied_once: tuple[Service, list[FaultProxy]]) -> tuple[Service, list[FaultProxy]]:
+    """The module's proxied service, once every judge scores again after the last test's
+    outage."""
+    from trainers.harness import judges_back
+
+    judges_back(proxied_once[0])
+    return proxied_once
 
 
 def free_port() -> int:

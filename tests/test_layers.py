@@ -53,6 +53,12 @@ BREACHES = {
         "import rewardsvc.protocol.rewards",
         "rewardsvc.scoring.leak -> rewardsvc.protocol.rewards",
     ),
+    "the ORS room imports the server": (
+        "ors/leak.py",
+        "import rewardsvc.server.routes",
+        "rewardsvc.ors is not allowed to import rewardsvc.server",
+    ),
+    "the ORS room speaks HTTP": ("ors/leak.py", "import fastapi", "rewardsvc.ors.leak -> fastapi"),
     "the CLI imports the server": (
         "cli.py",
         "import rewardsvc.server.routes",

@@ -25,9 +25,8 @@ import aiohttp
 import pytest
 from conftest import Service
 from trainers import venvs
-from trainers.harness import OUTAGE_S, FaultProxy, proxied_service, run_trainer
+from trainers.harness import OUTAGE_S, FaultProxy, run_trainer
 
-from rewardsvc.core.pool import JudgePool
 from rewardsvc_client import Client
 from rewardsvc_client.slime import make_rm
 from rewardsvc_client.trl import trl_reward_func
@@ -39,15 +38,6 @@ pytestmark = [pytest.mark.judges, pytest.mark.slow]
 SCRIPTS = Path(__file__).resolve().parent / "trainers"
 RUBRIC = "short-answer-correctness"
 QUESTION = "What is 2 + 3?"
-
-
-@pytest.fixture(scope="module")
-def proxied(
-    cpu_pool: JudgePool, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[Service, list[FaultProxy]]]:
-    """A service whose judges sit behind fault proxies (shared by this module's tests)."""
-    with proxied_service(tmp_path_factory.mktemp("proxied")) as running:
-        yield running
 
 
 def service_reward(service: Service, completion: str, reference: str | None,
@@ -68,8 +58,8 @@ def real(value: Any, expected: float | None, degraded: bool) -> bool:
     return value == expected
 
 
-def refused(proxies: list[FaultProxy]) -> int:
-    return sum(p.refused for p in proxies)
+def failed(proxies: list[FaultProxy]) -> int:
+    return sum(p.failed for p in proxies)
 
 
 def test_verifiers_v1_plugin_scores_tasks_and_raises_instead_of_zero(
@@ -77,12 +67,12 @@ def test_verifiers_v1_plugin_scores_tasks_and_raises_instead_of_zero(
 ) -> None:
     service, proxies = proxied
     python = venvs.ensure("verifiers")
-    refused_before = refused(proxies)
+    failed_before = failed(proxies)
     got = run_trainer(
         python, SCRIPTS / "verifiers_run.py", [service.url, RUBRIC], proxies,
         tmp_path / "out.json", tmp_path / "trainer.log",
     )  # fmt: skip
-    assert refused(proxies) > refused_before  # the service did meet the outage
+    assert failed(proxies) > failed_before  # the service did meet the outage
     right, wrong, rejected = got["before"]
     asked = [{"role": "user", "content": QUESTION}]  # the task's prompt, as messages
     for case, completion in ((right, "5"), (wrong, "It is 7.")):
@@ -123,12 +113,12 @@ def test_verl_reward_managers_score_a_batch_through_the_adapter(
 ) -> None:
     service, proxies = proxied
     python = venvs.ensure("verl")
-    refused_before = refused(proxies)
+    failed_before = failed(proxies)
     got = run_trainer(
         python, SCRIPTS / "verl_run.py", [service.url, str(tokenizer_dir())], proxies,
         tmp_path / "out.json", tmp_path / "trainer.log",
     )  # fmt: skip
-    assert refused(proxies) > refused_before
+    assert failed(proxies) > failed_before
     responses = got["responses"]  # as the tokenizer round trip leaves them
     gsm8k, chat = "short-answer-correctness", "helpful-answer"  # the rubric per data_source
     expected = [
@@ -173,12 +163,12 @@ def test_openrlhf_remote_reward_client_against_the_route_and_the_python_hook(
 ) -> None:
     service, proxies = proxied
     python = venvs.ensure("openrlhf")
-    refused_before = refused(proxies)
+    failed_before = failed(proxies)
     got = run_trainer(
         python, SCRIPTS / "openrlhf_run.py", [service.url, RUBRIC], proxies,
         tmp_path / "out.json", tmp_path / "trainer.log",
     )  # fmt: skip
-    assert refused(proxies) > refused_before
+    assert failed(proxies) > failed_before
     expected = [
         service_reward(service, "5", "5", CHAT_PROMPT),
         service_reward(service, "It is 7.", "5", CHAT_PROMPT),
@@ -218,12 +208,12 @@ def test_art_trajectory_groups_scored_by_gather_after_each(
 ) -> None:
     service, proxies = proxied
     python = venvs.ensure("art")
-    refused_before = refused(proxies)
+    failed_before = failed(proxies)
     got = run_trainer(
         python, SCRIPTS / "art_run.py", [service.url, RUBRIC], proxies,
         tmp_path / "out.json", tmp_path / "trainer.log",
     )  # fmt: skip
-    assert refused(proxies) > refused_before
+    assert failed(proxies) > failed_before
     asked = [{"role": "user", "content": QUESTION}]
     for phase in ("before", "during"):
         (group,) = got[phase]
@@ -296,7 +286,7 @@ async def test_slime_remote_rm_and_group_rm_through_an_outage(
         service_reward(service, "5", "5"), service_reward(service, "It is 7.", "5"), 0.0
     ]  # fmt: skip
     assert [s.remove_sample for s in group] == [False, False, True]  # rejected: left out
-    refused_before = refused(proxies)
+    failed_before = failed(proxies)
     remote = slime_sample("Five.")
     custom = [slime_sample("It is 11."), slime_sample("5!")]
     with outage(proxies):
@@ -304,7 +294,7 @@ async def test_slime_remote_rm_and_group_rm_through_an_outage(
             slime_remote_rm(f"{args.rm_url}?run=slime-test&format=dict", remote),
             scorer.group_rm(args, custom),
         )
-    assert refused(proxies) > refused_before
+    assert failed(proxies) > failed_before
     # The route held the request and the adapter re-sent: real rewards, nothing removed.
     assert remote_reward["valid"] is True
     expected = service_reward(service, "Five.", "5")
@@ -326,14 +316,14 @@ async def test_trl_reward_function_through_an_outage_masks_or_scores(
     def log_extra(column: str, values: list[Any]) -> None:
         extra.setdefault(column, []).extend(values)
 
-    refused_before = refused(proxies)
+    failed_before = failed(proxies)
     with outage(proxies):
         await asyncio.sleep(1.0)  # the judges are down when TRL's batch arrives
         rewards = await reward(
             prompts=[QUESTION] * 4, completions=completions, answer=["5"] * 4,
             log_extra=log_extra, log_metric=lambda name, value: None,
         )  # fmt: skip
-    assert refused(proxies) > refused_before
+    assert failed(proxies) > failed_before
     statuses = extra[f"rewardsvc/{RUBRIC}/status"]
     for value, status, completion in zip(rewards, statuses, completions, strict=True):
         if value is None:  # masked: TRL leaves it out of the group baseline, never a 0

@@ -243,3 +243,78 @@ def test_trl_grpo_run_judges_each_prompt_by_its_own_rubric(
             same(a, b) for a, b in zip([r[name] for r in logged], call["rewards"], strict=True)
         )
     assert len(seen) >= 2  # different prompts, different rubrics
+
+
+OBJECTIVES_DATA = ROOT / "tests" / "data" / "math_objectives_grpo.jsonl"
+
+
+def test_trl_grpo_run_objectives_are_the_service_objectives(
+    service: Service, tmp_path: Path
+) -> None:
+    """A GRPO run (GDPO aggregation) with two objectives of one recipe, each its own reward
+    function (``trl_objective_funcs``): TRL logs each function's rewards per completion,
+    and they are the objectives the service returned for those items; the two functions
+    shared one request per generation batch."""
+    python = ensure_trl_venv()
+    report_path = tmp_path / "report.json"
+    log = tmp_path / "trl.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REWARDSVC_")}
+    env.update({"HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"})
+    command = [str(python), str(SCRIPT), "--model", str(policy_model()), "--out", str(report_path)]
+    command += ["--url", service.url, "--rubric", "math-objectives", "--steps", "2"]
+    command += ["--dataset", str(OBJECTIVES_DATA), "--objectives", "correct,explanation"]
+    started = time.monotonic()
+    with log.open("w") as out:
+        done = subprocess.run(
+            command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path, timeout=3600
+        )
+    assert done.returncode == 0, log.read_text()[-6000:]
+    report: dict[str, Any] = json.loads(report_path.read_text())
+    seconds = time.monotonic() - started
+    print(f"\nobjectives TRL run: {report['global_step']} steps, {seconds:.0f} s")
+    names = ["rewardsvc/math-objectives/correct", "rewardsvc/math-objectives/explanation"]
+    assert report["reward_func_names"] == names
+    assert report["global_step"] == 2
+    assert report["requests"] == 2  # one request per batch for both objective functions
+
+    # What the service returned, from its reward log: 4 items per batch, one request each.
+    records = reward_lines(Path(service.env["REWARDSVC_REWARD_LOG"]))
+    ours = [r for r in records if r["metadata"].get("run") == report["run_id"]]
+    by_batch: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for record in ours:
+        by_batch[record["metadata"]["batch"]].append(record)
+    assert sorted(by_batch) == [0, 1]
+    tables = report["completions_tables"]
+    assert len(tables) == 2
+    values: dict[str, list[float | None]] = defaultdict(list)
+    for batch, table in enumerate(tables):
+        served = sorted(by_batch[batch], key=lambda r: int(r["id"]))
+        assert [r["rubric"] for r in served] == ["math-objectives"] * 4  # not 8: shared
+        rows = table["rows"]
+        assert len(rows) == 4
+        for objective, name in zip(("correct", "explanation"), names, strict=True):
+            logged = [row[name] for row in rows]
+            service_values = [r["objectives"][objective] for r in served]
+            assert all(same(a, b) for a, b in zip(logged, service_values, strict=True)), (
+                name,
+                logged,
+                service_values,
+            )
+            values[objective] += service_values
+    # Both objectives were scored, on the scale the recipe gives them.
+    assert all(v in (0.0, 1.0) for v in values["correct"] if v is not None)
+    assert any(v is not None for v in values["explanation"])
+
+    # TRL's per-function mean reward of each step is the mean of the service's values.
+    steps = [h for h in report["log_history"] if "reward" in h]
+    assert len(steps) == 2
+    for entry, batch in zip(steps, (0, 1), strict=True):
+        served = by_batch[batch]
+        for objective, name in zip(("correct", "explanation"), names, strict=True):
+            got = [
+                r["objectives"][objective] for r in served if r["objectives"][objective] is not None
+            ]
+            if got:
+                assert math.isclose(
+                    entry[f"rewards/{name}/mean"], sum(got) / len(got), rel_tol=1e-5
+                )

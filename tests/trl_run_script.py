@@ -12,6 +12,9 @@ adapter returned to TRL on each call.
     python tests/trl_run_script.py --model DIR --out report.json --url URL --rubric per-prompt \
         --dataset tests/data/per_prompt_grpo.jsonl --criteria-column rubrics \
         --criteria-format healthbench        # a rubric per prompt, from the dataset's column
+    python tests/trl_run_script.py --model DIR --out report.json --url URL \
+        --rubric math-objectives --objectives correct,explanation \
+        --dataset tests/data/math_objectives_grpo.jsonl  # one reward function per objective
 """
 
 from __future__ import annotations
@@ -69,6 +72,9 @@ def main() -> int:
     parser.add_argument("--reference-column", default="answer")
     parser.add_argument("--criteria-column", default=None)
     parser.add_argument("--criteria-format", default=None)
+    parser.add_argument(
+        "--objectives", default=None, help="comma-separated: one reward function each (GDPO)"
+    )
     args = parser.parse_args()
     if not args.dummy and not args.url:
         parser.error("--url is required unless --dummy")
@@ -92,6 +98,7 @@ def main() -> int:
     dataset = Dataset.from_list(rows)
 
     calls: list[dict[str, Any]] = []
+    reward_funcs: list[Any] = []
     run_id = None
     if args.dummy:
 
@@ -100,6 +107,19 @@ def main() -> int:
 
         reward.__name__ = "dummy/length"
         reward_func: Any = reward
+    elif args.objectives:
+        from rewardsvc_client.trl import trl_objective_funcs
+
+        # The objective functions go to TRL as they are (no recording wrapper), so that the
+        # run also shows TRL taking TRLObjective instances as async reward functions.
+        reward_funcs = trl_objective_funcs(
+            args.url,
+            args.rubric,
+            args.objectives.split(","),
+            reference_column=args.reference_column or None,
+            api_key=args.api_key,
+        )
+        run_id = reward_funcs[0].shared.scorer.run_id
     else:
         from rewardsvc_client.trl import trl_reward_func
 
@@ -135,6 +155,8 @@ def main() -> int:
         recorded.__name__ = adapter.__name__
         run_id = adapter.rewardsvc.run_id  # type: ignore[attr-defined]
         reward_func = recorded
+    if not args.objectives:
+        reward_funcs = [reward_func]
 
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     if tokenizer.pad_token is None:
@@ -160,10 +182,14 @@ def main() -> int:
         bf16=False,
         seed=0,
         dataloader_num_workers=0,
+        # GDPO: each objective normalized within its group before the sum.
+        multi_objective_aggregation="normalize_then_sum"
+        if args.objectives
+        else "sum_then_normalize",
     )
     trainer = GRPOTrainer(
         model=model,
-        reward_funcs=[reward_func],
+        reward_funcs=reward_funcs,
         args=config,
         train_dataset=dataset,
         processing_class=tokenizer,
@@ -189,6 +215,8 @@ def main() -> int:
             "transformers": __import__("transformers").__version__,
         },
         "reward_func_name": trainer.reward_func_names[0],
+        "reward_func_names": trainer.reward_func_names,
+        "requests": reward_funcs[0].shared.requests if args.objectives else None,
         "run_id": run_id,
         "global_step": trainer.state.global_step,
         "train_seconds": elapsed,

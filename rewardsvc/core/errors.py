@@ -61,7 +61,7 @@ def join_path(prefix: str, path: str) -> str:
     return f"{prefix}.{path}"
 
 
-_RELATIVE = re.compile(r"^((?:\[\d+\]|\.?[a-z_]+)+): ")
+_RELATIVE = re.compile(r"^((?:\[\d+\]|\.?[a-z_][a-z0-9_]*)+): ")
 
 
 def split_relative(message: str) -> tuple[Loc, str] | None:
@@ -76,7 +76,7 @@ def split_relative(message: str) -> tuple[Loc, str] | None:
         return None
     parts = tuple(
         int(p[1:-1]) if p.startswith("[") else p.lstrip(".")
-        for p in re.findall(r"\[\d+\]|\.?[a-z_]+", match.group(1))
+        for p in re.findall(r"\[\d+\]|\.?[a-z_][a-z0-9_]*", match.group(1))
     )
     return parts, message[match.end() :]
 

@@ -34,6 +34,13 @@ def derive(template: Rubric, criteria: Sequence[Mapping[str, Any]], mode: Criter
         raise CriteriaFormatError([FieldProblem((), "at least one criterion is needed")])
     kept = [c.model_dump(exclude_unset=True) for c in template.criteria] if mode == "extend" else []
     doc = {**template.model_dump(exclude_unset=True), "criteria": [*kept, *criteria]}
+    if template.objectives and mode == "replace":
+        # A criterion group names the template's criteria, which these replace.
+        doc["objectives"] = {
+            name: o.model_dump(exclude_unset=True)
+            for name, o in template.objectives.items()
+            if o.criteria is None
+        } or None
     try:
         return Rubric.model_validate(doc)
     except ValidationError as exc:

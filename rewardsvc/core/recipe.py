@@ -25,6 +25,12 @@ from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator, mod
 from rewardsvc.core.base import StrictModel, check_unique_ids
 from rewardsvc.core.errors import JudgeErrorKind, RequestError
 from rewardsvc.core.graders_spec import GraderSpec
+from rewardsvc.core.objectives import (
+    ObjectiveName,
+    RecipeObjective,
+    Values,
+    check_recipe_objectives,
+)
 from rewardsvc.core.results import JudgeOutcome, Status, Usage
 from rewardsvc.core.rubric import Identifier, Rubric
 
@@ -133,6 +139,12 @@ class Recipe(StrictModel):
         description="weighted_mean: sum(w * s) / sum(w); min: the lowest weighted component; "
         "geometric: weighted geometric mean (any zero gives zero).",
     )
+    objectives: dict[ObjectiveName, RecipeObjective] | None = Field(
+        default=None,
+        description="Named objectives returned beside the reward, each from some "
+        "components, for trainers that take several rewards (GDPO); not part of the "
+        "recipe's version.",
+    )
 
     @field_validator("components")
     @classmethod
@@ -156,6 +168,7 @@ class Recipe(StrictModel):
                         f"{name}[{i}].component: no component {entry.component!r} "
                         f"(components: {sorted(ids)})"
                     )
+        check_recipe_objectives(self)
         return self
 
     def component(self, component_id: str) -> Component:
@@ -173,7 +186,8 @@ class Recipe(StrictModel):
         """Hash of the normalized recipe and of the versions of the rubrics it names, so
         that editing a referenced rubric also changes the recipe's version."""
         content: dict[str, Any] = {
-            "recipe": self.model_dump(mode="json", by_alias=True),
+            # Objectives change no reward and no verdict (see Rubric.version).
+            "recipe": self.model_dump(mode="json", by_alias=True, exclude={"objectives"}),
             "rubrics": dict(sorted((rubric_versions or {}).items())),
         }
         canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
@@ -270,6 +284,8 @@ class RecipeItemReward:
     uncertainty: float | None = None
     flags: list[str] = field(default_factory=list)
     error: str | None = None
+    objectives: Values | None = None
+    """The recipe's objectives (``rewardsvc.core.objectives``); None when it declares none."""
 
 
 @dataclass

@@ -86,6 +86,9 @@ class ItemReward:
     group: str | None = None
     """The item's group in its batch for the monitor's rubric health (its prompt's key, or
     its group of ``POST /v1/groups``); None when it belongs to none."""
+    objectives: dict[str, float | None] | None = None
+    """The rubric's objectives (``rewardsvc.core.objectives``), each in [0, 1] or None
+    when its parts could not be scored; None when the rubric declares none."""
 
 
 def without_reasoning(item: ItemReward) -> ItemReward:

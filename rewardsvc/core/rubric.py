@@ -29,6 +29,7 @@ from pydantic.config import JsonDict
 from rewardsvc.core.base import StrictModel, check_unique_ids
 from rewardsvc.core.graders_spec import GraderSpec, needs_reference
 from rewardsvc.core.monitor_spec import MonitorConfig
+from rewardsvc.core.objectives import ObjectiveName, RubricObjective, check_rubric_objectives
 
 Category = Literal["essential", "important", "optional", "pitfall"]
 ScaleKind = Literal["binary", "likert"]
@@ -274,6 +275,12 @@ class Rubric(StrictModel):
     gamma: float = Field(
         default=0.9, gt=0.0, le=1.0, description="Discount per step, for step_combine: discounted."
     )
+    objectives: dict[ObjectiveName, RubricObjective] | None = Field(
+        default=None,
+        description="Named objectives returned beside the reward, each from a criterion "
+        "group and/or some judges, for trainers that take several rewards (GDPO); not part "
+        "of the rubric's version.",
+    )
 
     @field_validator("judges", mode="before", json_schema_input_type=list[JudgeRef | Identifier])
     @classmethod
@@ -333,6 +340,7 @@ class Rubric(StrictModel):
             raise ValueError("combine: criteria with scope: step need explicit or worst")
         if step and not any(c.weight > 0 for c in step):
             raise ValueError("criteria: the criteria with scope: step need a positive weight")
+        check_rubric_objectives(self)
         return self
 
     @property
@@ -360,9 +368,9 @@ class Rubric(StrictModel):
     # no part in equality or dumps.
     @functools.cached_property
     def _content_version(self) -> str:
-        # The monitor's thresholds do not change a reward: editing them must not reset the
-        # verdict cache, calibration windows or the run's baseline.
-        content = self.model_dump(mode="json", exclude={"monitor"})
+        # The monitor's thresholds and the objectives do not change a reward or a verdict:
+        # editing them must not reset the verdict cache, calibration windows or baseline.
+        content = self.model_dump(mode="json", exclude={"monitor", "objectives"})
         canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()[:16]
 

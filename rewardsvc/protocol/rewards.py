@@ -2,8 +2,7 @@
 Responses-API items), its options, and the rewards it returns.
 
 The item shapes (:class:`Item`, :data:`Text`, :class:`Message`) and the result shapes
-(:class:`RewardResult`, :class:`RubricRef`, :data:`Status`) are shared by the other route
-families, which read the same rollouts and report the same statuses.
+(:class:`RewardResult`, :class:`RubricRef`, :data:`Status`) are shared by the other routes.
 """
 
 from __future__ import annotations
@@ -45,7 +44,6 @@ RUN_NAME_PATTERN = r"^[A-Za-z0-9._:/@+-]+$"
 RUN_NAME_MAX = 128
 RunName = Annotated[str, Field(min_length=1, max_length=RUN_NAME_MAX, pattern=RUN_NAME_PATTERN)]
 """A training run's name, as trainers and dashboards show it."""
-
 
 ItemCriteria = Annotated[
     list[Any] | None,
@@ -321,9 +319,7 @@ class RewardResult(BaseModel):
     """The reward for one item."""
 
     id: str
-    reward: float | None = Field(
-        description="The reward in [0, 1]; null unless status is ok or degraded."
-    )
+    reward: float | None = Field(description="In [0, 1]; null unless status is ok or degraded.")
     status: Status = Field(
         description="ok: all judges scored; degraded: fewer than all but at least min_judges; "
         "judge_error: fewer than min_judges (mask this sample); rejected: malformed item."
@@ -358,9 +354,13 @@ class RewardResult(BaseModel):
     )
     explain: dict[str, dict[str, list[dict[str, str]] | str]] | None = Field(
         default=None,
-        description="options.explain: per judge, per criterion (or criterion@stepK; for a "
-        "judge with method batched, the ids of the criteria one call asks, joined by +), the "
-        "chat messages or the completion prompt the judge read.",
+        description="options.explain: per judge, per criterion (or criterion@stepK; method "
+        "batched: the criteria of one call joined by +), the messages or prompt it read.",
+    )
+    objectives: dict[str, float | None] | None = Field(
+        default=None,
+        description="The objectives the rubric or recipe declares, by name: each in [0, 1], "
+        "null when its parts could not be scored; null when it declares none.",
     )
 
 

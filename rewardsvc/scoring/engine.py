@@ -24,6 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 
 from rewardsvc.core import aggregate
+from rewardsvc.core.objectives import rubric_objectives, with_objectives
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.results import (
     BatchResult,
@@ -188,13 +189,13 @@ class Engine:
                 result.group = p.rollout.prompt_key()
                 if part.own:
                     result.version = part.rubric.version()
-                results[p.index] = result
+                results[p.index] = rubric_objectives(part.rubric, result, rubric.objectives)
 
         usage.latency_ms = (time.perf_counter() - started) * 1000
         batch = BatchResult(
             rubric_id=rubric.id,
             version=version,
-            items=[r for r in results if r is not None],
+            items=with_objectives(rubric, results),
             usage=usage,
             run=options.run,
         )

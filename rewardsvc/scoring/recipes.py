@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rewardsvc.core.graders_spec import NEEDS_REFERENCE
+from rewardsvc.core.objectives import recipe_objectives
 from rewardsvc.core.recipe import (
     Component,
     ComponentOutcome,
@@ -195,7 +196,7 @@ class RecipeRunner:
         return RecipeResult(
             recipe.id,
             recipe.version(versions),
-            [_finish(recipe, item) for item in items],
+            [recipe_objectives(recipe, _finish(recipe, item)) for item in items],
             usage,
         )
 

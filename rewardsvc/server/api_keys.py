@@ -22,8 +22,9 @@ OPERATOR_PATHS = frozenset({"/metrics"})
 
 
 class ApiKeyMiddleware:
-    """Require ``Authorization: Bearer KEY`` (or HTTP Basic with KEY as the password) on
-    every HTTP route except ``PUBLIC_PATHS``; others get 401 with ``WWW-Authenticate``.
+    """Require ``Authorization: Bearer KEY`` (or HTTP Basic with KEY as the password, or
+    ``X-API-Key: KEY`` as the ``openreward`` client sends it) on every HTTP route except
+    ``PUBLIC_PATHS``; others get 401 with ``WWW-Authenticate``.
 
     Basic auth exists for trainers whose reward client takes only a URL and sends no
     headers (OpenRLHF, slime): ``http://any:KEY@host:8000/openrlhf/rubric`` makes their
@@ -42,6 +43,9 @@ class ApiKeyMiddleware:
     def _token(self, scope: Scope) -> str | None:
         headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
         for name, value in headers:
+            if name == b"x-api-key":
+                # The openreward (ORS) client sends its key so, and no other header.
+                return value.decode("latin-1").strip()
             if name != b"authorization":
                 continue
             scheme, _, credentials = value.decode("latin-1").partition(" ")

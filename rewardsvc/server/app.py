@@ -23,7 +23,7 @@ from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import Registry
 from rewardsvc.library.yamlfile import InvalidFile
 from rewardsvc.protocol.rubrics import ValidateRequest
-from rewardsvc.server import agents, comparative, compat, dashboard, ops, routes
+from rewardsvc.server import agents, comparative, compat, compat_roll, dashboard, ops, routes
 from rewardsvc.server.access import Keyring
 from rewardsvc.server.api_keys import PUBLIC_PATHS, ApiKeyMiddleware
 from rewardsvc.server.errors import (
@@ -35,6 +35,8 @@ from rewardsvc.server.errors import (
 )
 from rewardsvc.server.guards import AdmissionMiddleware, BodyLimitMiddleware, CancelOnDisconnect
 from rewardsvc.server.metrics import RequestMetricsMiddleware
+from rewardsvc.server.ors import OrsRoutes
+from rewardsvc.server.ors_env import add_ors
 from rewardsvc.server.service import start_service
 from rewardsvc.settings import Settings
 
@@ -136,15 +138,21 @@ def create_app(
     auth = bool(api_keys or scoped_keys)
     # Built here, not when the first request arrives: a key given twice fails the start.
     keyring = Keyring(api_keys, scoped_keys) if auth else None
+    # Read here, once: no request names a file (an invalid one fails the start).
+    ors = OrsRoutes.load(settings.ors_environments) if settings.ors_environments else None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service = await start_service(settings, registry, judges)
         app.state.service = service
         try:
+            if ors is not None:
+                ors.check_targets(service)
             yield
         finally:
             app.state.service = None
+            if ors is not None:
+                ors.sessions.close()
             await service.aclose()
 
     app = FastAPI(
@@ -159,9 +167,12 @@ def create_app(
     app.include_router(routes.v1)
     app.include_router(comparative.router)
     app.include_router(compat.router)
+    app.include_router(compat_roll.router)
     app.include_router(agents.router)
     app.include_router(ops.health)
     app.include_router(dashboard.router)
+    if ors is not None:
+        add_ors(app, ors)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -112,6 +112,8 @@ class RewardLog:
                 {"reward": result.reward},
                 criteria=_criteria(result),
                 group=_group(request, raw),
+                # Only when the rubric or recipe declares objectives: lines stay as they were.
+                **({"objectives": result.objectives} if result.objectives is not None else {}),
             )
 
     def write_groups(self, batch: GroupBatch, groups: Sequence[Any], run: str | None) -> None:

@@ -1,11 +1,14 @@
 """A fault proxy in front of the CPU judges, a service behind it, and trainer subprocesses.
 
 ``FaultProxy`` relays TCP to one judge; ``down()`` closes every relayed connection and makes
-new ones close at once (the judge is unreachable), ``up()`` relays again. ``proxied_service``
-starts ``rewardsvc serve`` on the shipped rubrics with a judge pool whose URLs point at two
-proxies. ``run_trainer`` runs a trainer script in its own venv: the script scores a first
-batch, prints ``OUTAGE?`` and waits for a line on stdin; the harness answers, lets the
-second batch start, and holds the judges unreachable for ``outage_s`` seconds mid-batch.
+new ones close at once (the judge is unreachable), ``up()`` relays again; ``failed`` counts
+the calls the outage broke. ``proxied_service`` starts ``rewardsvc serve`` on the shipped
+rubrics with a judge pool whose URLs point at two proxies. ``run_trainer`` runs a trainer
+script in its own venv: the script scores a first batch, prints ``OUTAGE?`` and waits for a
+line on stdin; the harness answers, lets the second batch start, and holds the judges
+unreachable for ``outage_s`` seconds mid-batch.
+``judges_back`` waits until the service scores with every judge again, so that one test's
+outage (a breaker it left open) does not degrade the next test's healthy batch.
 """
 
 from __future__ import annotations
@@ -18,13 +21,17 @@ import socket
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from conftest import CPU_POOL, Service, free_port, start_service, stop_service
 
+from rewardsvc_client import Client
+
 OUTAGE_S = 20.0
+RUBRIC = "short-answer-correctness"
 JUDGE_PORTS = {"8101": "primary", "8102": "secondary"}
 
 
@@ -37,6 +44,8 @@ class FaultProxy:
         self.reachable = True
         self.refused = 0
         """Connections closed at once because the judge was unreachable."""
+        self.cut = 0
+        """Connections cut by ``down()`` while a call on them waited for its answer."""
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._server = socket.create_server(("127.0.0.1", self.port))
@@ -67,17 +76,24 @@ class FaultProxy:
         selector = selectors.DefaultSelector()
         for sock in pair:
             selector.register(sock, selectors.EVENT_READ)
+        # A call is waiting from the moment the service sends until the judge answers: HTTP
+        # keep-alive connections sit idle between calls, and cutting an idle one breaks nothing.
+        waiting = False
         try:
             while True:
                 for key, _ in selector.select(timeout=1.0):
                     data = key.fileobj.recv(65536)  # type: ignore[union-attr]
                     if not data:
                         return
+                    waiting = key.fileobj is client
                     pair[key.fileobj].sendall(data)  # type: ignore[index]
         except OSError:
             return
         finally:
             selector.close()
+            if waiting and not self.reachable:
+                with self._lock:
+                    self.cut += 1
             for sock in pair:
                 with self._lock:
                     self._open.discard(sock)
@@ -91,6 +107,12 @@ class FaultProxy:
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
 
+    @property
+    def failed(self) -> int:
+        """Calls the outage broke: connections refused and calls cut mid-answer. The service
+        met the outage when this grows (a breaker opened by cut calls refuses no connection)."""
+        return self.refused + self.cut
+
     def up(self) -> None:
         """Relay again."""
         self.reachable = True
@@ -100,6 +122,23 @@ class FaultProxy:
         self._closed = True
         self.down()
         self._server.close()
+
+
+def judges_back(service: Service, timeout_s: float = 120.0) -> None:
+    """Wait until a fresh item scores with status ok: a breaker an outage opened lets one
+    probe call through at a time and closes only once one passes; until then items score
+    degraded (fewer judges) or judge_error."""
+    deadline = time.monotonic() + timeout_s
+    with Client(service.url) as client:
+        while True:
+            item = {"prompt": "What is 1 + 1?", "completion": f"2 (#{uuid.uuid4().hex[:6]})"}
+            scored = client.rewards(RUBRIC, [{**item, "reference": "2"}], run="judges-back")
+            (result,) = scored.results
+            if result.status == "ok":
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the judges are not back after {timeout_s:.0f} s: {result}")
+            time.sleep(1.0)
 
 
 @contextlib.contextmanager

@@ -50,11 +50,39 @@ RECIPES: dict[str, list[list[str]]] = {
     "openrlhf": [["--no-deps", "openrlhf==0.11.2"], ["aiohttp"]],
     # ART (openpipe-art): the newest release that installs on Python 3.11 is 0.5.18
     # (0.5.23 requires Python >= 3.12); ``import art`` needs its own dependencies (no torch).
+    # The Open Reward Standard client (openreward 0.1.167): its ORS sessions, tasks and
+    # tool calls against rewardsvc's ORS routes (tests/test_ors_client.py).
+    "openreward": [["openreward==0.1.167"]],
+    # TRL's ORS integration (trl.experimental.openreward, trl 1.16.0) with its openreward
+    # client: OpenRewardSpec's dataset, environment factory and reward function.
+    "trl-openreward": [[TORCH], ["trl==1.16.0", "openreward==0.1.167", TORCH]],
     "art": [
         ["--no-deps", "openpipe-art==0.5.18"],
         ["pydantic>=2", "openai>=2.14"],
         ["openpipe-art==0.5.18"],
     ],
+    # Tinker cookbook with its own dependencies (tinker client, transformers, torch pinned to
+    # CPU): its Env / EnvGroupBuilder code paths and the rubric recipe; no training (the tinker
+    # client needs the hosted service). 0.5.8, not 0.6.1: 0.6.1 requires tml-renderers>=0.4.1,
+    # which the package index does not have (0.2.1 is its newest); the rl types, rollout
+    # strategies and rubric recipe the test drives are the same in both.
+    "tinker-cookbook": [[TORCH], ["tinker-cookbook==0.5.8", TORCH]],
+    # NeMo-RL has no usable PyPI release (``nemo-rl`` is a 0.0.0 placeholder): its contract is
+    # pinned to a source commit in tests/trainers/nemo_rl_run.py; the venv holds what that
+    # contract runs on (torch tensors, a Ray actor for the environment, as NeMo-RL makes it).
+    "nemo-rl": [[TORCH], ["ray==2.55.0"]],
+    # SkyRL's environment package (skyrl-gym 0.4.0: BaseTextEnv and its registry), no torch.
+    "skyrl": [
+        ["--no-deps", "skyrl-gym==0.4.0"],
+        ["func_timeout", "pandas", "requests", "omegaconf"],
+    ],
+    # AReaL 1.0.4: only its reward API (areal/api/reward_api.py: AsyncRewardWrapper) runs, loaded
+    # from its file past the package __init__ (which imports torch and the launchers); colorlog
+    # is what areal.utils.logging imports.
+    "areal": [["--no-deps", "areal==1.0.4"], ["colorlog"]],
+    # TRL 1.16.0 with its own dependencies (torch pinned to CPU): AsyncGRPOTrainer's rollout loop
+    # scores groups in a spawned CPU-only process.
+    "trl-async": [[TORCH], ["trl==1.16.0", TORCH]],
 }
 
 

@@ -7,7 +7,8 @@
 
 Adapters (imported on demand, none needs the trainer installed):
 ``rewardsvc_client.trl``, ``rewardsvc_client.verl``, ``rewardsvc_client.openrlhf``,
-``rewardsvc_client.slime``, ``rewardsvc_client.verifiers``, ``rewardsvc_client.art``, the
+``rewardsvc_client.slime``, ``rewardsvc_client.verifiers``, ``rewardsvc_client.art``,
+``rewardsvc_client.skyrl``, ``rewardsvc_client.areal``, ``rewardsvc_client.trl_async``, the
 group adapters ``rewardsvc_client.groups``, the OpenRLHF agent helper
 ``rewardsvc_client.agent``; and the
 verifiers 0.4 judge plugin, the top-level module ``rewardsvc_judge``. Per-prompt rubrics

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rewardsvc_client._adapt import Settings, failure_score_default, logger
@@ -35,6 +35,8 @@ class _Config:
     judge_error_wait: float
     prompt_key: str | None
     criteria_key: str
+    objectives: tuple[str, ...] = ()
+    """The rubric's or recipe's objectives returned as keys of every sample's dict (GDPO)."""
 
     def rubric_for(self, data_source: Any) -> str:
         """The rubric of this data_source: ``rubrics[data_source]``, else ``rubrics["default"]``,
@@ -72,6 +74,7 @@ def _config(
     criteria_key: str | None = None,
     criteria_format: str | None = None,
     criteria_mode: str | None = None,
+    objectives: Sequence[str] | None = None,
     retries: int = 3,
 ) -> _Config:
     criteria = {"criteria_format": criteria_format, "criteria_mode": criteria_mode}
@@ -112,13 +115,26 @@ def _config(
         judge_error_wait,
         prompt_key,
         criteria_key or DEFAULT_CRITERIA_KEY,
+        _objective_keys(objectives),
     )
+
+
+def _objective_keys(objectives: Sequence[str] | str | None) -> tuple[str, ...]:
+    """The objective names (a list, or one comma-separated string from a command line),
+    refusing those that would overwrite a key the adapter sets itself."""
+    if isinstance(objectives, str):
+        objectives = [o.strip() for o in objectives.split(",") if o.strip()]
+    keys = tuple(str(o) for o in objectives or ())
+    taken = [k for k in keys if k in ("score", "acc") or k.startswith("rewardsvc_")]
+    if taken:
+        raise ValueError(f"objectives {taken}: these keys are the adapter's own")
+    return keys
 
 
 _CONFIG_ARGS = (
     "url", "rubric", "rubrics", "api_key", "run", "failure_score", "judge_error_retries",
     "judge_error_wait", "prompt_key", "timeout", "options", "reward_router_address",
-    "criteria_key", "criteria_format", "criteria_mode", "retries",
+    "criteria_key", "criteria_format", "criteria_mode", "objectives", "retries",
 )  # fmt: skip
 
 

@@ -84,6 +84,20 @@ def _fill_missing(
     return filled
 
 
+def _mark_coroutine(callable_object: Any) -> None:
+    """Make ``inspect``/``asyncio.iscoroutinefunction`` true for an instance whose
+    ``__call__`` is async (see ``TRLReward``)."""
+    mark = getattr(inspect, "markcoroutinefunction", None)  # Python 3.12+
+    if mark is not None:
+        mark(callable_object)
+        return
+    # Python 3.11: inspect._signature_is_functionlike reads these five attributes.
+    callable_object.__code__ = _reward_signature.__code__
+    callable_object.__defaults__ = None
+    callable_object.__kwdefaults__ = None
+    callable_object.__annotations__ = {}
+
+
 class TRLReward:
     """The reward callable (async ``__call__``); picklable, for TRL's experimental async
     trainers that ship reward functions to a spawned process. ``trl_reward_func`` wraps it in
@@ -128,15 +142,7 @@ class TRLReward:
         self._mark_coroutine()
 
     def _mark_coroutine(self) -> None:
-        mark = getattr(inspect, "markcoroutinefunction", None)  # Python 3.12+
-        if mark is not None:
-            mark(self)
-            return
-        # Python 3.11: inspect._signature_is_functionlike reads these five attributes.
-        self.__code__ = _reward_signature.__code__
-        self.__defaults__ = None
-        self.__kwdefaults__ = None
-        self.__annotations__ = {}
+        _mark_coroutine(self)
 
     @property
     def run_id(self) -> str:
@@ -207,10 +213,11 @@ class TRLReward:
             log_extra(f"{prefix}/flags", [",".join(r.flags) for r in results])
             log_extra(f"{prefix}/version", [r.version for r in results])
 
-    async def __call__(
-        self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any
-    ) -> list[float | None]:
-        """Score one generation batch in one request; None where the service has no reward."""
+    async def results(
+        self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> list[RewardResult] | None:
+        """The service's results for one generation batch (one request), logged through TRL's
+        hooks; None when the request failed and ``on_error`` is "none"."""
         items = self._items(prompts, completions, kwargs)
         if not items:
             return []
@@ -226,12 +233,21 @@ class TRLReward:
             log_metric = kwargs.get("log_metric")
             if callable(log_metric):
                 log_metric(f"{self.__name__}/request_failed", 1.0)
-            return [None] * len(items)
+            return None
         self._log(response.results, kwargs)
-        rewards = _fill_missing(response.rewards, prompts, self.missing)
+        return response.results
+
+    async def __call__(
+        self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any
+    ) -> list[float | None]:
+        """Score one generation batch in one request; None where the service has no reward."""
+        results = await self.results(prompts, completions, kwargs)
+        if results is None:
+            return [None] * len(completions)
+        rewards = _fill_missing([r.reward for r in results], prompts, self.missing)
         log_metric = kwargs.get("log_metric")
-        if callable(log_metric) and self.missing != "none":
-            filled = sum(r.reward is None for r in response.results) / len(items)
+        if callable(log_metric) and self.missing != "none" and results:
+            filled = sum(r.reward is None for r in results) / len(results)
             log_metric(f"{self.__name__}/filled", filled)
         return rewards
 
@@ -343,4 +359,151 @@ def trl_reward_func(
     return named(reward, impl.__name__)
 
 
-__all__ = ["TRLReward", "trl_reward_func"]
+# ------------------------------------------------------------------ objectives
+
+_MARKS = ("_is_coroutine_marker", "__code__", "__defaults__", "__kwdefaults__", "__annotations__")
+"""inspect's coroutine marker and code attributes: process-local, set again on unpickling."""
+
+
+def _batch_key(
+    prompts: Sequence[Any], completions: Sequence[Any], kwargs: Mapping[str, Any]
+) -> Any:
+    """What tells one generation batch from another: TRL's step and the batch's texts."""
+    step = getattr(kwargs.get("trainer_state"), "global_step", None)
+    return step, len(completions), hash(repr((list(prompts), list(completions))))
+
+
+class _SharedBatches:
+    """The one request per generation batch that the objective functions of one
+    ``trl_objective_funcs`` call share: the first function TRL calls sends it, the others
+    (called concurrently on TRL's loop, or after it) await or read the same results."""
+
+    KEEP = 4
+    """Batches remembered: TRL calls every reward function of a batch before the next."""
+
+    def __init__(self, scorer: TRLReward) -> None:
+        self.scorer = scorer
+        self.requests = 0
+        self._tasks: dict[Any, tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = {}
+
+    async def results(
+        self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> list[RewardResult] | None:
+        """The batch's results (one request for all objectives); None when it failed."""
+        key = _batch_key(prompts, completions, kwargs)
+        loop = asyncio.get_running_loop()
+        held = self._tasks.get(key)
+        if held is not None and held[1].done():
+            return held[1].result()  # type: ignore[no-any-return]
+        if held is None or held[0] is not loop:
+            task = loop.create_task(self.scorer.results(prompts, completions, kwargs))
+            self._tasks[key] = held = (loop, task)
+            self.requests += 1
+            while len(self._tasks) > self.KEEP:
+                self._tasks.pop(next(iter(self._tasks)))
+        # shield: one cancelled reward function must not cancel the others' request.
+        return await asyncio.shield(held[1])
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"scorer": self.scorer, "requests": 0, "_tasks": {}}
+
+
+class TRLObjective:
+    """One objective of a rubric or recipe as a TRL reward function: the value the service
+    returns in ``objectives[name]`` for each completion (None where it has none: TRL masks
+    it). Async and picklable, marked as a coroutine function as ``TRLReward`` is."""
+
+    _is_coroutine = TRLReward._is_coroutine
+
+    def __init__(self, shared: _SharedBatches, objective: str, name: str) -> None:
+        self.shared = shared
+        self.objective = objective
+        self.__name__ = name
+        _mark_coroutine(self)
+
+    async def __call__(
+        self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any
+    ) -> list[float | None]:
+        """This objective's value for each completion of the batch."""
+        results = await self.shared.results(prompts, completions, kwargs)
+        if results is None:
+            return [None] * len(completions)
+        values = [r.objectives.get(self.objective) for r in results]
+        log_metric = kwargs.get("log_metric")
+        if callable(log_metric) and values:
+            log_metric(f"{self.__name__}/missing", sum(v is None for v in values) / len(values))
+        if results and all(self.objective not in r.objectives for r in results):
+            logger.warning(
+                "rewardsvc %s: the service returned no objective %r (does %s declare it?)",
+                self.__name__,
+                self.objective,
+                self.shared.scorer.settings.rubric,
+            )
+        return values
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in _MARKS}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        _mark_coroutine(self)
+
+
+def trl_objective_funcs(
+    url: str | None,
+    rubric: str | None,
+    objectives: Sequence[str],
+    reference_column: str | None = "reference",
+    api_key: str | None = None,
+    *,
+    name: str | None = None,
+    options: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
+    retries: int = 3,
+    max_batch: int = 128,
+    on_error: str = "raise",
+    run: str | None = None,
+    criteria_column: str | None = None,
+    criteria_format: str | None = None,
+    criteria_mode: str | None = None,
+) -> list[TRLObjective]:
+    """One TRL reward function per objective of a rubric or recipe, sharing one request
+    per generation batch.
+
+    ``objectives`` are names the rubric or recipe declares (its ``objectives:``). Pass the
+    functions together as ``reward_funcs`` (with ``reward_weights`` if they should not
+    count equally); TRL then has one reward per objective, which is what its
+    ``multi_objective_aggregation="normalize_then_sum"`` (GDPO) normalizes per objective
+    within each group. Each function is named ``<name>/<objective>`` (``name`` defaults to
+    ``rewardsvc/<rubric>``: TRL logs ``rewards/<name>/<objective>/mean`` and a completions
+    column of that name) and returns None where the service has no value for the objective
+    (TRL masks it). The service is asked once per batch, by whichever function TRL calls
+    first; the status metrics are logged once, under ``name``. Other arguments are those
+    of :func:`trl_reward_func`.
+    """
+    if not objectives or len(set(objectives)) != len(objectives):
+        raise ValueError("objectives: give each objective name once")
+    settings = Settings.resolve(
+        url,
+        rubric,
+        api_key=api_key,
+        timeout=timeout,
+        retries=retries,
+        max_batch=max_batch,
+        options=options,
+        run=run,
+        criteria_format=criteria_format,
+        criteria_mode=criteria_mode,
+    )
+    scorer = TRLReward(
+        settings,
+        reference_column=reference_column,
+        name=name,
+        on_error=on_error,
+        criteria_column=criteria_column,
+    )
+    shared = _SharedBatches(scorer)
+    return [TRLObjective(shared, o, f"{scorer.__name__}/{o}") for o in objectives]
+
+
+__all__ = ["TRLObjective", "TRLReward", "trl_objective_funcs", "trl_reward_func"]

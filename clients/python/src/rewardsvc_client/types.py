@@ -73,6 +73,9 @@ class RewardResult:
     version: str | None = None
     """The version of the rubric this item was scored with: its own when it brought
     criteria (template and criteria), else the request's rubric version."""
+    objectives: dict[str, float | None] = field(default_factory=dict)
+    """The named objectives the rubric or recipe declares, each in [0, 1] (None when it
+    could not be computed); empty when it declares none."""
 
     @property
     def scored(self) -> bool:
@@ -96,6 +99,10 @@ class RewardResult:
             steps=[dict(s) for s in data["steps"]] if data.get("steps") is not None else None,
             explain=dict(data["explain"]) if data.get("explain") is not None else None,
             version=str(data["version"]) if data.get("version") is not None else None,
+            objectives={
+                str(name): None if value is None else float(value)
+                for name, value in (data.get("objectives") or {}).items()
+            },
         )
 
 

@@ -42,6 +42,20 @@ sample's own criteria, read in ``criteria_format``
 ``criteria_mode``; a ``ground_truth`` that is a rubric label (``{"criteria": [...],
 "reference": ...}``, ``rewardsvc_client.criteria.rubric_label``) works too.
 
+Multi-objective (GDPO). veRL's ``gdpo`` reward manager
+(``verl/experimental/reward_loop/reward_manager/gdpo.py``) awaits ``compute_score`` once per
+sample and copies every key of the returned dict into ``reward_extra_info``; the ``gdpo``
+advantage estimator (``compute_gdpo_outcome_advantage``) reads the keys named in
+``algorithm.gdpo_reward_keys`` from the batch and normalizes each within its group before
+the weighted sum. ``objectives`` (a list, or ``"a,b"``) names the rubric's or recipe's
+objectives to return as such keys::
+
+    reward.reward_manager.name=gdpo   algorithm.adv_estimator=gdpo
+    +reward.custom_reward_function.reward_kwargs.objectives=[correct,explanation]
+    +algorithm.gdpo_reward_keys=[correct,explanation]
+
+An objective without a value gets ``failure_score`` and ``rewardsvc_objectives_valid = 0``.
+
 Failures. veRL has no way to leave a sample out: the score goes into
 ``token_level_scores`` and GRPO's group mean/std use plain ``torch.mean``/``torch.std``,
 so a NaN would poison the whole group. judge_error items are first re-sent for up to
@@ -132,9 +146,34 @@ def _scored(config: _Config, results: Sequence[RewardResult | None]) -> list[dic
         {
             "score": float(fallback_reward(r, config.failure_score, "veRL adapter", str(i))),
             **status_numbers(r),
+            **_objective_numbers(config, r),
         }
         for i, r in enumerate(results)
     ]
+
+
+def _objective_numbers(config: _Config, result: RewardResult | None) -> dict[str, float]:
+    """The configured objectives as keys for GDPO (``algorithm.gdpo_reward_keys``), the same
+    keys for every sample: an objective without a value gets ``failure_score`` (veRL stacks
+    the keys into float arrays: no None, and a NaN would poison its group's mean) and
+    ``rewardsvc_objectives_valid`` is 0 for that sample."""
+    if not config.objectives:
+        return {}
+    values = result.objectives if result is not None else {}
+    missing = [name for name in config.objectives if values.get(name) is None]
+    if missing and result is not None and result.reward is not None:
+        _warn_once(
+            f"objectives:{','.join(missing)}",
+            "rewardsvc veRL adapter: no value for objectives %s (not declared by the rubric, "
+            "or not scored); using failure_score",
+            missing,
+        )
+    numbers = {
+        name: float(config.failure_score if (v := values.get(name)) is None else v)
+        for name in config.objectives
+    }
+    numbers["rewardsvc_objectives_valid"] = 0.0 if missing else 1.0
+    return numbers
 
 
 def _score(
@@ -221,6 +260,7 @@ def compute_score(
     criteria_key: str | None = None,
     criteria_format: str | None = None,
     criteria_mode: str | None = None,
+    objectives: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> dict[str, float]:
     """Sync veRL ``compute_score`` (legacy ``naive`` and reward-loop ``remote`` managers),
@@ -250,6 +290,7 @@ async def compute_score_async(
     criteria_key: str | None = None,
     criteria_format: str | None = None,
     criteria_mode: str | None = None,
+    objectives: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> dict[str, float]:
     """``async def`` veRL ``compute_score`` for the reward-loop managers (``naive``,
@@ -279,6 +320,7 @@ def compute_score_batch(
     criteria_key: str | None = None,
     criteria_format: str | None = None,
     criteria_mode: str | None = None,
+    objectives: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> list[dict[str, float]]:
     """Batch veRL ``compute_score`` for the legacy ``batch`` manager: one result dict per
@@ -305,6 +347,7 @@ def make_compute_score(
     criteria_key: str | None = None,
     criteria_format: str | None = None,
     criteria_mode: str | None = None,
+    objectives: Sequence[str] | None = None,
 ) -> Any:
     """A ``compute_score`` bound to one service, for your own reward file::
 

@@ -1,0 +1,180 @@
+"""ORS sessions and their episodes: one task each, answered through one tool.
+
+The answer tool's output carries rewardsvc's reward for (the task's prompt, the answer):
+the item goes through the same scoring as ``/v1/rewards`` (the caller's ``score``). How a
+result becomes ORS:
+
+- ``ok`` or ``degraded``: a tool output with the reward, ``finished`` true, and the whole
+  result as metadata (its status says degraded);
+- ``rejected`` (a malformed answer): a tool error with reason ``input_validation``, the
+  episode not finished (the policy may answer again);
+- ``judge_error``: :class:`JudgeFailure`, which the route sends as the stream's ``error``
+  event; the ``openreward`` client raises ``ToolFailed`` and the trainer records no reward
+  (never a 0).
+
+A call after the episode finished is refused with reason ``episode_finished``. A call's
+result is kept under its ``task_id`` for a while, so that a client whose stream was cut
+resumes it instead of scoring the answer twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rewardsvc.protocol.ors import TextBlock, ToolError, ToolOutput, ToolSpec, ToolSuccess
+from rewardsvc.protocol.rewards import RewardResponse
+
+from .environments import OrsEnvironment, OrsTask
+
+SESSION_TTL_S = 300.0
+"""A session nobody pinged (the client pings every 10 s) for this long is closed."""
+MAX_SESSIONS = 10_000
+KEPT_CALLS = 8
+"""Results of a session's latest calls kept for resumption."""
+
+Score = Callable[[OrsEnvironment, dict[str, Any]], Awaitable[RewardResponse]]
+Outcome = ToolSuccess | ToolError
+
+
+class JudgeFailure(Exception):
+    """The judges could not score the answer (status judge_error): no reward exists."""
+
+
+class TooManySessions(Exception):
+    """MAX_SESSIONS sessions are open."""
+
+
+def answer_tool(env: OrsEnvironment) -> ToolSpec:
+    """The one tool of ``env``: the final answer, scored."""
+    description = "Submit your final answer to the task. The answer is scored and the episode ends."
+    return ToolSpec(
+        name=env.config.tool,
+        description=description,
+        input_schema={
+            "type": "object",
+            "properties": {"answer": {"type": "string", "description": "Your final answer."}},
+            "required": ["answer"],
+        },
+    )
+
+
+@dataclass
+class Episode:
+    """One session: its environment and task, and whether it finished."""
+
+    sid: str
+    env: OrsEnvironment
+    task: OrsTask
+    touched: float = field(default_factory=time.monotonic)
+    finished: bool = False
+    calls: OrderedDict[str, asyncio.Task[Outcome]] = field(default_factory=OrderedDict)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def start_call(self, task_id: str, name: str, given: dict[str, Any], score: Score) -> None:
+        """Run a tool call under ``task_id`` in the background (it outlives a cut stream)."""
+        self.calls[task_id] = asyncio.create_task(self._call(name, given, score))
+        while len(self.calls) > KEPT_CALLS:
+            _, oldest = self.calls.popitem(last=False)
+            oldest.cancel()
+
+    async def _call(self, name: str, given: dict[str, Any], score: Score) -> Outcome:
+        if name != self.env.config.tool:
+            return ToolError(error=f"{name!r} is not a valid tool", reason="not_found")
+        answer = given.get("answer")
+        if set(given) != {"answer"} or not isinstance(answer, str):
+            return ToolError(
+                error="Tool input validation error: expected {'answer': <string>}",
+                reason="input_validation",
+            )
+        async with self.lock:  # one answer at a time: the first to finish the episode wins
+            if self.finished:
+                return ToolError(
+                    error=f"{name!r} was not run: the episode has finished",
+                    reason="episode_finished",
+                )
+            response = await score(self.env, self.task.item(answer))
+            outcome = tool_outcome(response)
+            self.finished = isinstance(outcome, ToolSuccess)
+            return outcome
+
+    def close(self) -> None:
+        """Cancel the calls still running."""
+        for call in self.calls.values():
+            call.cancel()
+
+
+def tool_outcome(response: RewardResponse) -> Outcome:
+    """One item's response as the answer tool's outcome (raises JudgeFailure)."""
+    result = response.results[0]
+    if result.status == "rejected":
+        return ToolError(error=f"rejected: {result.error}", reason="input_validation")
+    if result.status == "judge_error" or result.reward is None:
+        raise JudgeFailure(f"judge_error: {result.error or 'the judges did not score it'}")
+    metadata = result.model_dump(mode="json", exclude_none=True)
+    metadata["rubric"] = response.rubric.model_dump(mode="json", exclude_none=True)
+    text = f"Your answer was scored: reward {result.reward:.4f} ({result.status})."
+    output = ToolOutput(
+        blocks=[TextBlock(text=text)], metadata=metadata, reward=result.reward, finished=True
+    )
+    return ToolSuccess(output=output)
+
+
+class Sessions:
+    """The open sessions by id; a session unpinged for SESSION_TTL_S is closed."""
+
+    def __init__(self, ttl_s: float = SESSION_TTL_S, max_sessions: int = MAX_SESSIONS):
+        self.ttl_s = ttl_s
+        self.max_sessions = max_sessions
+        self._open: dict[str, Episode] = {}
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def create(self, sid: str, env: OrsEnvironment, task: OrsTask) -> Episode:
+        """Open session ``sid`` on ``task`` (raises TooManySessions, KeyError when ``sid``
+        is open already)."""
+        self.reap()
+        if sid in self._open:
+            raise KeyError(sid)
+        if len(self._open) >= self.max_sessions:
+            raise TooManySessions(f"{self.max_sessions} ORS sessions are open")
+        episode = self._open[sid] = Episode(sid, env, task)
+        return episode
+
+    def get(self, sid: str) -> Episode | None:
+        """Session ``sid`` (its time to live renewed), or None."""
+        episode = self._open.get(sid)
+        if episode is not None:
+            episode.touched = time.monotonic()
+        return episode
+
+    def delete(self, sid: str) -> None:
+        """Close session ``sid`` (nothing when it is not open)."""
+        episode = self._open.pop(sid, None)
+        if episode is not None:
+            episode.close()
+
+    def reap(self) -> None:
+        """Close the sessions whose time to live passed."""
+        now = time.monotonic()
+        for sid in [s for s, e in self._open.items() if now - e.touched > self.ttl_s]:
+            self.delete(sid)
+
+    def close(self) -> None:
+        """Close every session."""
+        for sid in list(self._open):
+            self.delete(sid)
+
+
+async def wait_call(call: asyncio.Task[Outcome], every_s: float) -> Outcome | None:
+    """The call's outcome, or None when it is still running after ``every_s`` (the caller
+    sends a keep-alive and waits again)."""
+    with contextlib.suppress(TimeoutError):
+        return await asyncio.wait_for(asyncio.shield(call), every_s)
+    return None

@@ -1,0 +1,248 @@
+"""The Open Reward Standard (ORS) routes: the environments of ``ors_environments`` served
+over HTTP + SSE at the root of the service, where the ``openreward`` client looks for them.
+
+The client's base URL is a host with no path (its requests are absolute paths), so the
+routes are the protocol's own: ``/create_session``, ``/create``, ``/ping``, ``/delete``,
+``/delete_session``, ``/version``, and per environment ``/{env}/splits``, ``/{env}/tasks``,
+``/{env}/num_tasks``, ``/{env}/task``, ``/{env}/task_range``, ``/{env}/tools``,
+``/{env}/task_tools``, ``/{env}/prompt``, ``/{env}/messages`` and ``/{env}/call``; without
+``/{env}``, the same routes serve the first environment (a client that names none).
+
+``/call`` streams Server-Sent Events: ``task_id`` (the call's resume token), comments as
+keep-alives while the judges score, then ``end`` with the outcome, or ``error`` when no
+reward exists (judge_error; see ``rewardsvc.ors.sessions``). Errors before a stream are
+``ErrorDetail`` bodies with ORS's ``detail`` beside.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, FastAPI, Header
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from rewardsvc import __version__
+from rewardsvc.application.targets import library_target
+from rewardsvc.core.errors import RequestError
+from rewardsvc.ors.environments import OrsEnvironment, OrsTask, load_environments
+from rewardsvc.ors.sessions import (
+    Episode,
+    JudgeFailure,
+    Outcome,
+    Sessions,
+    TooManySessions,
+    wait_call,
+)
+from rewardsvc.protocol.errors import ErrorDetail
+from rewardsvc.protocol.ors import (
+    CreateRequest,
+    SessionOut,
+    StatusOut,
+    ToolCallRequest,
+    VersionOut,
+)
+from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
+from rewardsvc.server.errors import ApiError
+from rewardsvc.server.service import Service
+
+log = logging.getLogger(__name__)
+
+KEEPALIVE_S = 10.0
+"""The client gives up on a stream silent for 30 s: a comment goes out every 10 s."""
+SID = Annotated[str, Header(alias="X-Session-ID")]
+ENV_ROUTES = (
+    "splits", "tasks", "num_tasks", "task", "task_range", "tools", "task_tools", "prompt",
+    "messages", "call",
+)  # fmt: skip
+
+
+class OrsError(ApiError):
+    """An ORS refusal: ErrorDetail, answered with ORS's ``detail`` beside (see
+    :func:`ors_error_response`)."""
+
+
+def ors_error_response(exc: OrsError) -> JSONResponse:
+    """The body the ``openreward`` client reads (``detail``) and ours (ErrorDetail)."""
+    body: dict[str, Any] = ErrorDetail.model_validate(exc.detail).model_dump()
+    body["detail"] = body["message"]
+    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+
+def check_names(envs: dict[str, OrsEnvironment], app: FastAPI) -> None:
+    """Refuse environment names that are a first path segment of the service's routes."""
+    paths = get_openapi(title=app.title, version=app.version, routes=app.routes)["paths"]
+    taken = {str(p).strip("/").split("/", 1)[0] for p in paths}
+    clash = sorted(set(envs) & (taken | set(ENV_ROUTES)))
+    if clash:
+        raise ValueError(f"ORS environment names {clash} are route names of the service")
+
+
+def _sse(event: str, data: str) -> bytes:
+    return f"event: {event}\ndata: {data}\n\n".encode()
+
+
+class OrsRoutes:
+    """The ORS routes over ``envs`` (in order: the first is the default) and open sessions."""
+
+    def __init__(self, envs: dict[str, OrsEnvironment], sessions: Sessions | None = None):
+        self.envs = envs
+        self.sessions = sessions if sessions is not None else Sessions()
+
+    @classmethod
+    def load(cls, paths: list[Path]) -> OrsRoutes:
+        """The routes of the environment files ``paths`` (raises InvalidFile)."""
+        return cls(load_environments(paths))
+
+    def check_targets(self, service: Service) -> None:
+        """Refuse to start when an environment's target is not in the library."""
+        for env in self.envs.values():
+            if library_target(service.registry, env.config.target) is None:
+                raise ValueError(
+                    f"ORS environment {env.name!r}: no rubric, recipe or routing table "
+                    f"{env.config.target!r} in the library"
+                )
+
+    def env(self, name: str | None) -> OrsEnvironment:
+        """Environment ``name`` (the first for None), else 404."""
+        found = self.envs.get(name) if name is not None else next(iter(self.envs.values()))
+        if found is None:
+            raise OrsError(404, "unknown_environment", f"unknown environment {name!r}", "env")
+        return found
+
+    def episode(self, sid: str, name: str | None) -> Episode:
+        """Open session ``sid`` (of environment ``name`` when given), else 404."""
+        episode = self.sessions.get(sid.strip())
+        if episode is None or (name is not None and episode.env.name != name):
+            raise OrsError(404, "unknown_session", "Active environment not found", "X-Session-ID")
+        return episode
+
+    @staticmethod
+    def split(env: OrsEnvironment, split: str) -> list[OrsTask]:
+        """The tasks of ``split``, else 400."""
+        if split not in env.splits:
+            raise OrsError(400, "invalid_request", f"Invalid split {split!r}", "split")
+        return env.splits[split]
+
+    def create(self, sid: str, body: CreateRequest) -> SessionOut:
+        """Open session ``sid`` on the task the body names (served tasks only)."""
+        if body.toolset_name is not None:
+            raise OrsError(400, "invalid_request", "no ORS toolset is served", "toolset_name")
+        env = self.env(body.env_name)
+        if body.task_spec is not None:
+            task = env.find(body.task_spec)
+            if task is None:
+                raise OrsError(
+                    400, "invalid_request", "not a task of this environment", "task_spec"
+                )
+        elif body.split is not None and body.index is not None:
+            tasks = self.split(env, body.split)
+            if not 0 <= body.index < len(tasks):
+                raise OrsError(400, "invalid_request", "Invalid index", "index")
+            task = tasks[body.index]
+        else:
+            raise OrsError(400, "invalid_request", "give task_spec, or split and index", "split")
+        try:
+            self.sessions.create(sid.strip(), env, task)
+        except KeyError as exc:
+            raise OrsError(
+                400, "invalid_request", "Session already exists", "X-Session-ID"
+            ) from exc
+        except TooManySessions as exc:
+            raise OrsError(
+                429, "too_many_sessions", str(exc), headers={"Retry-After": "10"}
+            ) from exc
+        return SessionOut(sid=sid.strip())
+
+    def call(self, episode: Episode, body: ToolCallRequest, service: Service) -> StreamingResponse:
+        """Run (or, with ``task_id``, resume) a tool call, streamed as SSE."""
+        task_id = body.task_id
+        if task_id is None:
+            task_id = uuid.uuid4().hex
+            episode.start_call(task_id, body.name, body.input, scorer(service))
+        stream = self._stream(episode, task_id)
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
+
+    async def _stream(self, episode: Episode, task_id: str) -> AsyncIterator[bytes]:
+        call = episode.calls.get(task_id)
+        if call is None:
+            yield _sse("error", "unknown task_id")
+            return
+        yield _sse("task_id", task_id)
+        outcome: Outcome | None = None
+        while outcome is None:
+            try:
+                outcome = await wait_call(call, KEEPALIVE_S)
+            except Exception as exc:  # every failure ends the stream with its error event
+                yield _sse("error", _failure(exc))
+                return
+            if outcome is None:
+                yield b": keep-alive\n\n"
+        yield _sse("end", outcome.model_dump_json())
+
+
+def _failure(exc: Exception) -> str:
+    """What the ``error`` event says about a call that has no outcome."""
+    if isinstance(exc, JudgeFailure):
+        return str(exc)
+    if isinstance(exc, ApiError):
+        detail = ErrorDetail.model_validate(exc.detail)
+        return f"{detail.error}: {detail.message}"
+    if isinstance(exc, RequestError):
+        return f"{exc.kind}: {exc}"
+    log.exception("ORS tool call failed", exc_info=exc)
+    return "internal_error: see the service log"
+
+
+def scorer(service: Service) -> Callable[[OrsEnvironment, dict[str, Any]], Any]:
+    """How an episode scores its item: ``/v1/rewards``'s path (the service's target,
+    limits, run and reward log)."""
+
+    async def score(env: OrsEnvironment, item: dict[str, Any]) -> RewardResponse:
+        target = service.target(env.config.target)
+        options = env.config.options or RewardOptions()
+        return await service.score(target, [item], options, run=env.config.run)
+
+    return score
+
+
+def session_router(ors: OrsRoutes) -> APIRouter:
+    """The routes of the session's life: create, ping, delete, and the version."""
+    router = APIRouter(tags=["ors"])
+
+    @router.post("/create_session", summary="ORS: a new session id (SSE)")
+    async def create_session() -> StreamingResponse:
+        """A new session id, as the ``task_id`` event of a stream that ends at once."""
+        sid = uuid.uuid4().hex
+        body = _sse("task_id", sid) + _sse("end", "")
+        return StreamingResponse(iter([body]), media_type="text/event-stream")
+
+    @router.post("/create", response_model=SessionOut, summary="ORS: open a session on a task")
+    async def create(body: CreateRequest, sid: SID) -> SessionOut:
+        return ors.create(sid, body)
+
+    @router.post("/ping", response_model=StatusOut, summary="ORS: keep a session open")
+    async def ping(sid: SID) -> StatusOut:
+        ors.episode(sid, None)
+        return StatusOut()
+
+    @router.post("/delete", response_model=SessionOut, summary="ORS: close a session")
+    async def delete(sid: SID) -> SessionOut:
+        ors.sessions.delete(sid.strip())
+        return SessionOut(sid=sid.strip())
+
+    @router.post("/delete_session", response_model=SessionOut, summary="ORS: forget a session id")
+    async def delete_session(sid: SID) -> SessionOut:
+        ors.sessions.delete(sid.strip())
+        return SessionOut(sid=sid.strip())
+
+    @router.get("/version", response_model=VersionOut, summary="ORS: the server's version")
+    async def version() -> VersionOut:
+        return VersionOut(version=__version__)
+
+    return router

@@ -14,14 +14,14 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import httpx
 import pytest
 import pytest_asyncio
+from fakejudge import FakeJudge
 
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.judges.judge import Judge
@@ -52,24 +52,96 @@ def cpu_judges(command: str, *keys: str) -> None:
         )
 
 
-@contextmanager
-def extra_cpu_judge(key: str) -> Iterator[None]:
-    """One of cpujudge.sh's optional judges (its ``EXTRAS``), up for the block's duration:
-    started when absent, and stopped after the block only if this call started it, so
-    that an optional server lives only as long as the module that needs it."""
-    was_up = (
-        subprocess.run(
-            ["bash", str(CPU_JUDGE), "status", key], capture_output=True, text=True
-        ).returncode
-        == 0
-    )
-    cpu_judges("start", key)
-    try:
+class ExtraJudges:
+    """cpujudge.sh's optional judges (its ``EXTRAS``), each up from the first test that
+    asks for it to the last collected test that does: started when absent, and stopped
+    after that test only if started here. One server serves several modules (a start costs
+    40-90 s on CPU) yet lives no longer than the tests that need it (each holds 2-4 GB)."""
+
+    FIXTURES: ClassVar[dict[str, str]] = {
+        "rm_server": "smollm2-rm", "think_server": "smollm2-think", "prm_server": "smollm2-prm"
+    }  # fmt: skip
+    """The fixture that asks for each server: tests name it, or a fixture they use does."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, str] = {}
+        self.ready: set[str] = set()
+        self.started: set[str] = set()
+
+    def plan(self, items: list[pytest.Item]) -> None:
+        """Note the last test that needs each server, among the tests to run."""
+        for item in items:
+            for fixture, key in self.FIXTURES.items():
+                if fixture in getattr(item, "fixturenames", ()):
+                    self.last[key] = item.nodeid
+
+    def up(self, key: str) -> None:
+        """The server answering (started when absent)."""
+        if key in self.ready:
+            return
+        status = ["bash", str(CPU_JUDGE), "status", key]
+        if subprocess.run(status, capture_output=True, text=True).returncode != 0:
+            cpu_judges("start", key)
+            self.started.add(key)
         cpu_judges("wait", "900", key)
-        yield
-    finally:
-        if not was_up:
+        self.ready.add(key)
+
+    def release(self, item: pytest.Item) -> None:
+        """After ``item``: stop what no later test needs."""
+        for key, nodeid in self.last.items():
+            if nodeid == item.nodeid:
+                self.stop(key)
+
+    def stop(self, key: str) -> None:
+        """Stop ``key`` if started here."""
+        self.ready.discard(key)
+        if key in self.started:
+            self.started.discard(key)
             cpu_judges("stop", key)
+
+
+EXTRAS = ExtraJudges()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    EXTRAS.plan(session.items)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    EXTRAS.release(item)
+
+
+def pytest_sessionfinish() -> None:
+    """A run cut short (``-x``, an interrupt) leaves no server it started behind."""
+    for key in list(EXTRAS.started):
+        EXTRAS.stop(key)
+
+
+@pytest.fixture
+def rm_server() -> None:
+    """The smollm2-rm reward-model server (pooling runner), up (:class:`ExtraJudges`)."""
+    EXTRAS.up("smollm2-rm")
+
+
+@pytest.fixture
+def think_server() -> None:
+    """The smollm2-think reasoning server, up (:class:`ExtraJudges`)."""
+    EXTRAS.up("smollm2-think")
+
+
+@pytest.fixture
+def prm_server() -> None:
+    """The smollm2-prm process-reward server (step pooling), up (:class:`ExtraJudges`)."""
+    EXTRAS.up("smollm2-prm")
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeJudge]:
+    """A scripted judge server (tests/fakejudge.py). A module whose ``fake`` is something
+    else (a scripted rewardsvc for the client tests) defines its own, which wins there."""
+    with FakeJudge() as judge:
+        yield judge
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -19,12 +19,6 @@ from rewardsvc.judges.failures import BackendError, parse_retry_after
 
 # Short backoffs keep the tests fast; the policy shape is what is tested.
 FAST = RetryPolicy(initial_s=0.01, max_s=0.05, jitter_s=0.01)
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeJudge]:
-    with FakeJudge() as running:
-        yield running
 
 
 def config(*urls: str, **overrides: Any) -> JudgeConfig:

@@ -86,12 +86,6 @@ def test_strip_special_tokens_on_hostile_text() -> None:
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeJudge]:
-    with FakeJudge() as judge:
-        yield judge
-
-
-@pytest.fixture
 def pool(fake: FakeJudge) -> JudgePool:
     # Both judges on one fake, so a scripted failure hits both.
     return fake_pool(fake.url, fake.url)

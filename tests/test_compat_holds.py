@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +39,6 @@ criteria:
 judges: [primary]
 requires_reference: true
 """
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeJudge]:
-    with FakeJudge() as judge:
-        yield judge
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ public ``/readyz`` says ready or not, its judges and rubrics only behind a key."
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,12 +14,6 @@ from test_api_support import ITEM, app_client, fake_pool, settings_for, write_li
 # The discard port: nothing listens, so every call to it is refused.
 DEAD = "http://127.0.0.1:9/v1"
 KEY = "s3cret-key-for-readiness"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeJudge]:
-    with FakeJudge() as running:
-        yield running
 
 
 @pytest.fixture

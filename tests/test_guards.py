@@ -7,7 +7,7 @@ import asyncio
 import base64
 import gc
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -28,12 +28,6 @@ from rewardsvc.server.guards import InflightLimiter
 from rewardsvc.settings import Settings
 
 KEY = "k-0123456789abcdef"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeJudge]:
-    with FakeJudge() as judge:
-        yield judge
 
 
 @pytest.fixture

@@ -10,12 +10,9 @@ through the calibration and rule every rubric uses.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-import test_reasoning_real as thinking
-import test_reward_model as rm
-from conftest import extra_cpu_judge
+import test_judge_kinds_reasoning as thinking
+import test_judge_kinds_reward_model as rm
 from fakejudge import RecordingObserver
 
 from rewardsvc.application.targets import score_batch
@@ -30,15 +27,10 @@ pytestmark = pytest.mark.judges
 JUDGES = ("primary", "thinker", "rm")
 
 
-@pytest.fixture(scope="module")
-def servers() -> Iterator[None]:
-    """Both optional servers at once (with the two defaults: four on the machine)."""
-    with extra_cpu_judge("smollm2-rm"), extra_cpu_judge("smollm2-think"):
-        yield
-
-
 @pytest.fixture
-def pool(cpu_pool: JudgePool, servers: None) -> JudgePool:
+def pool(cpu_pool: JudgePool, rm_server: None, think_server: None) -> JudgePool:
+    """The CPU pool's chat judge, a reasoning judge and a reward model (with the two
+    defaults, four servers on the machine)."""
     return JudgePool(
         judges={
             "primary": cpu_pool.judges["primary"],

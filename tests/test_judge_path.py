@@ -8,7 +8,6 @@ top logprobs, a ``sampled`` one for ``n`` constrained samples.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -34,12 +33,6 @@ SHOWN = ("2 + 2 = 4.", "2 + 2 = 5.")
 
 # Request fields that tell the methods' requests apart.
 _KEYS = ("max_tokens", "n", "logprobs", "top_logprobs", "structured_outputs", "response_format")
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeJudge]:
-    with FakeJudge() as running:
-        yield running
 
 
 def _judge(made: list[Judge], url: str, method: str, api: str) -> tuple[Judge, RecordingObserver]:

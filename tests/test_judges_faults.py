@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +37,6 @@ class LimitedConfig(JudgeConfig):
     """A judge config with the context field the pool is asked to gain."""
 
     max_context_tokens: int | None = None
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeJudge]:
-    with FakeJudge() as running:
-        yield running
 
 
 def make(

@@ -7,7 +7,6 @@ asserted in the ``judges``-marked tests at the end of this file.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -145,12 +144,6 @@ def test_build_judges() -> None:
 
 
 # --------------------------------------------------------------------------- against the fake
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeJudge]:
-    with FakeJudge() as running:
-        yield running
 
 
 def judge(

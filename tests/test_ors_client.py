@@ -16,7 +16,7 @@ import httpx
 import pytest
 from conftest import CPU_POOL, Service, start_service, stop_service
 from trainers import venvs
-from trainers.harness import JUDGE_PORTS, FaultProxy
+from trainers.harness import proxied_pool
 
 from rewardsvc.core.pool import JudgePool
 
@@ -115,14 +115,8 @@ def test_judges_unreachable_is_a_tool_failure_never_a_zero(
     cpu_pool: JudgePool, tmp_path: Path
 ) -> None:
     python = venvs.ensure("openreward")
-    pool = CPU_POOL.read_text()
-    proxies = []
-    for port in JUDGE_PORTS:
-        proxy = FaultProxy(int(port))
-        proxies.append(proxy)
-        pool = pool.replace(f"127.0.0.1:{port}", f"127.0.0.1:{proxy.port}")
-    (tmp_path / "judges.yaml").write_text(pool)
-    service = ors_service(tmp_path, tmp_path / "judges.yaml", REWARDSVC_REQUEST_TIMEOUT_S="15")
+    pool_file, proxies = proxied_pool(tmp_path)
+    service = ors_service(tmp_path, pool_file, REWARDSVC_REQUEST_TIMEOUT_S="15")
     try:
         for proxy in proxies:
             proxy.down()

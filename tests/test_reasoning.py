@@ -3,7 +3,7 @@
 The replies are shaped as vLLM 0.32 sends them for a server with ``--reasoning-parser``:
 ``message.reasoning`` beside ``message.content``, ``logprobs.content`` over every decoded
 token (reasoning, ``</think>`` and answer), ``finish_reason`` ``length`` when ``max_tokens``
-cut the reply. The happy paths run against real vLLM in ``test_reasoning_real.py``.
+cut the reply. The happy paths run against real vLLM in ``test_judge_kinds_reasoning.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Reward-model judges against a scripted pooling server: the request bodies, the routes at
 the server root, the typed failures (wrong step count, HTTP errors, questions asked of an
-RM), configuration and explain. The real wire format is proven in test_reward_model*.py
-against vLLM; this server answers in the shapes recorded from vLLM 0.32 there.
+RM), configuration and explain. The real wire format is proven against vLLM in
+test_judge_kinds_reward_model*.py; this server answers in the shapes recorded there from
+vLLM 0.32.
 """
 
 from __future__ import annotations

@@ -12,11 +12,7 @@ masked/flagged samples: never unflagged zeros, never a crash.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
-import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -25,7 +21,7 @@ import aiohttp
 import pytest
 from conftest import Service
 from trainers import venvs
-from trainers.harness import OUTAGE_S, FaultProxy, run_trainer
+from trainers.harness import FaultProxy, outage, run_trainer
 
 from rewardsvc_client import Client
 from rewardsvc_client.slime import make_rm
@@ -35,7 +31,6 @@ from rewardsvc_client.trl import trl_reward_func
 # and waits out a 20 s judge outage: minutes in all.
 pytestmark = [pytest.mark.judges, pytest.mark.slow]
 
-SCRIPTS = Path(__file__).resolve().parent / "trainers"
 RUBRIC = "short-answer-correctness"
 QUESTION = "What is 2 + 3?"
 
@@ -58,21 +53,11 @@ def real(value: Any, expected: float | None, degraded: bool) -> bool:
     return value == expected
 
 
-def failed(proxies: list[FaultProxy]) -> int:
-    return sum(p.failed for p in proxies)
-
-
 def test_verifiers_v1_plugin_scores_tasks_and_raises_instead_of_zero(
     proxied: tuple[Service, list[FaultProxy]], tmp_path: Path
 ) -> None:
     service, proxies = proxied
-    python = venvs.ensure("verifiers")
-    failed_before = failed(proxies)
-    got = run_trainer(
-        python, SCRIPTS / "verifiers_run.py", [service.url, RUBRIC], proxies,
-        tmp_path / "out.json", tmp_path / "trainer.log",
-    )  # fmt: skip
-    assert failed(proxies) > failed_before  # the service did meet the outage
+    got = run_trainer("verifiers", "verifiers_run.py", [service.url, RUBRIC], proxies, tmp_path)
     right, wrong, rejected = got["before"]
     asked = [{"role": "user", "content": QUESTION}]  # the task's prompt, as messages
     for case, completion in ((right, "5"), (wrong, "It is 7.")):
@@ -112,13 +97,7 @@ def test_verl_reward_managers_score_a_batch_through_the_adapter(
     proxied: tuple[Service, list[FaultProxy]], tmp_path: Path
 ) -> None:
     service, proxies = proxied
-    python = venvs.ensure("verl")
-    failed_before = failed(proxies)
-    got = run_trainer(
-        python, SCRIPTS / "verl_run.py", [service.url, str(tokenizer_dir())], proxies,
-        tmp_path / "out.json", tmp_path / "trainer.log",
-    )  # fmt: skip
-    assert failed(proxies) > failed_before
+    got = run_trainer("verl", "verl_run.py", [service.url, str(tokenizer_dir())], proxies, tmp_path)
     responses = got["responses"]  # as the tokenizer round trip leaves them
     gsm8k, chat = "short-answer-correctness", "helpful-answer"  # the rubric per data_source
     expected = [
@@ -162,13 +141,7 @@ def test_openrlhf_remote_reward_client_against_the_route_and_the_python_hook(
     proxied: tuple[Service, list[FaultProxy]], tmp_path: Path
 ) -> None:
     service, proxies = proxied
-    python = venvs.ensure("openrlhf")
-    failed_before = failed(proxies)
-    got = run_trainer(
-        python, SCRIPTS / "openrlhf_run.py", [service.url, RUBRIC], proxies,
-        tmp_path / "out.json", tmp_path / "trainer.log",
-    )  # fmt: skip
-    assert failed(proxies) > failed_before
+    got = run_trainer("openrlhf", "openrlhf_run.py", [service.url, RUBRIC], proxies, tmp_path)
     expected = [
         service_reward(service, "5", "5", CHAT_PROMPT),
         service_reward(service, "It is 7.", "5", CHAT_PROMPT),
@@ -207,13 +180,7 @@ def test_art_trajectory_groups_scored_by_gather_after_each(
     proxied: tuple[Service, list[FaultProxy]], tmp_path: Path
 ) -> None:
     service, proxies = proxied
-    python = venvs.ensure("art")
-    failed_before = failed(proxies)
-    got = run_trainer(
-        python, SCRIPTS / "art_run.py", [service.url, RUBRIC], proxies,
-        tmp_path / "out.json", tmp_path / "trainer.log",
-    )  # fmt: skip
-    assert failed(proxies) > failed_before
+    got = run_trainer("art", "art_run.py", [service.url, RUBRIC], proxies, tmp_path)
     asked = [{"role": "user", "content": QUESTION}]
     for phase in ("before", "during"):
         (group,) = got[phase]
@@ -227,26 +194,6 @@ def test_art_trajectory_groups_scored_by_gather_after_each(
 
 
 # ------------------------------------------------------------------ slime and TRL, in process
-
-
-@contextlib.contextmanager
-def outage(proxies: list[FaultProxy], seconds: float = OUTAGE_S) -> Iterator[None]:
-    """Judges unreachable for ``seconds``, starting 0.3 s into the block (mid-batch)."""
-
-    def run() -> None:
-        time.sleep(0.3)
-        for proxy in proxies:
-            proxy.down()
-        time.sleep(seconds)
-        for proxy in proxies:
-            proxy.up()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    try:
-        yield
-    finally:
-        thread.join()
 
 
 # slime is not on PyPI. Its remote RM loop, as in THUDM/slime commit
@@ -286,7 +233,6 @@ async def test_slime_remote_rm_and_group_rm_through_an_outage(
         service_reward(service, "5", "5"), service_reward(service, "It is 7.", "5"), 0.0
     ]  # fmt: skip
     assert [s.remove_sample for s in group] == [False, False, True]  # rejected: left out
-    failed_before = failed(proxies)
     remote = slime_sample("Five.")
     custom = [slime_sample("It is 11."), slime_sample("5!")]
     with outage(proxies):
@@ -294,7 +240,6 @@ async def test_slime_remote_rm_and_group_rm_through_an_outage(
             slime_remote_rm(f"{args.rm_url}?run=slime-test&format=dict", remote),
             scorer.group_rm(args, custom),
         )
-    assert failed(proxies) > failed_before
     # The route held the request and the adapter re-sent: real rewards, nothing removed.
     assert remote_reward["valid"] is True
     expected = service_reward(service, "Five.", "5")
@@ -316,14 +261,11 @@ async def test_trl_reward_function_through_an_outage_masks_or_scores(
     def log_extra(column: str, values: list[Any]) -> None:
         extra.setdefault(column, []).extend(values)
 
-    failed_before = failed(proxies)
     with outage(proxies):
-        await asyncio.sleep(1.0)  # the judges are down when TRL's batch arrives
         rewards = await reward(
             prompts=[QUESTION] * 4, completions=completions, answer=["5"] * 4,
             log_extra=log_extra, log_metric=lambda name, value: None,
         )  # fmt: skip
-    assert failed(proxies) > failed_before
     statuses = extra[f"rewardsvc/{RUBRIC}/status"]
     for value, status, completion in zip(rewards, statuses, completions, strict=True):
         if value is None:  # masked: TRL leaves it out of the group baseline, never a 0

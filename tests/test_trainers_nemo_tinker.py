@@ -196,7 +196,6 @@ async def test_tinker_rubric_datapoint_scored_as_a_group(
 # ------------------------------------------------------------------ live, in trainer venvs
 
 
-SCRIPTS = Path(__file__).resolve().parent / "trainers"
 RUBRIC = "short-answer-correctness"
 
 
@@ -220,18 +219,12 @@ def matches(value: float, result: Any, seen: dict[str, Any]) -> bool:
 @pytest.mark.judges
 @pytest.mark.slow
 def test_tinker_cookbook_group_rollouts_through_an_outage(proxied: Any, tmp_path: Path) -> None:
-    from trainers import venvs
+    from test_trainer_packages import tokenizer_dir
     from trainers.harness import run_trainer
 
     service, proxies = proxied
-    python = venvs.ensure("tinker-cookbook")
-    failed = sum(p.failed for p in proxies)
-    tokenizer = venvs.cache_dir() / "cpu-judge" / "models" / "smollm2-135m-instruct"
-    got = run_trainer(
-        python, SCRIPTS / "tinker_run.py", [service.url, RUBRIC, str(tokenizer)], proxies,
-        tmp_path / "out.json", tmp_path / "trainer.log",
-    )  # fmt: skip
-    assert sum(p.failed for p in proxies) > failed  # the outage was met
+    args = [service.url, RUBRIC, str(tokenizer_dir())]
+    got = run_trainer("tinker-cookbook", "tinker_run.py", args, proxies, tmp_path)
     for phase in ("before", "during"):
         step, grouped = got[phase]["step"], got[phase]["rubric"]
         assert step["errors"] == [] and grouped["errors"] == [], phase
@@ -256,17 +249,10 @@ def test_tinker_cookbook_group_rollouts_through_an_outage(proxied: Any, tmp_path
 @pytest.mark.judges
 @pytest.mark.slow
 def test_nemo_rl_reward_path_through_an_outage(proxied: Any, tmp_path: Path) -> None:
-    from trainers import venvs
     from trainers.harness import run_trainer
 
     service, proxies = proxied
-    python = venvs.ensure("nemo-rl")
-    failed = sum(p.failed for p in proxies)
-    got = run_trainer(
-        python, SCRIPTS / "nemo_rl_run.py", [service.url, RUBRIC], proxies,
-        tmp_path / "out.json", tmp_path / "trainer.log",
-    )  # fmt: skip
-    assert sum(p.failed for p in proxies) > failed
+    got = run_trainer("nemo-rl", "nemo_rl_run.py", [service.url, RUBRIC], proxies, tmp_path)
 
     def item(answer: str, reference: str | None) -> dict[str, Any]:
         out: dict[str, Any] = {

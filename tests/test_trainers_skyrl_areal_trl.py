@@ -10,32 +10,15 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import Service
-from test_trainer_packages import QUESTION, RUBRIC, failed, real, service_reward
-from trainers import venvs
+from test_trainer_packages import QUESTION, RUBRIC, real, service_reward
 from trainers.harness import FaultProxy, run_trainer
 
 pytestmark = [pytest.mark.judges, pytest.mark.slow]
 
-SCRIPTS = Path(__file__).resolve().parent / "trainers"
 ASKED = [{"role": "user", "content": QUESTION}]
-
-
-def run(name: str, script: str, proxied: tuple[Service, list[FaultProxy]],
-        tmp_path: Path) -> dict[str, Any]:  # fmt: skip
-    """The trainer script's output; asserts the service met the outage."""
-    service, proxies = proxied
-    python = venvs.ensure(name)
-    failed_before = failed(proxies)
-    got = run_trainer(
-        python, SCRIPTS / script, [service.url, RUBRIC], proxies,
-        tmp_path / "out.json", tmp_path / "trainer.log",
-    )  # fmt: skip
-    assert failed(proxies) > failed_before  # the service did meet the outage
-    return got
 
 
 def assistant(text: str) -> list[dict[str, str]]:
@@ -45,8 +28,8 @@ def assistant(text: str) -> list[dict[str, str]]:
 def test_skyrl_env_episode_and_turn_rewards_through_an_outage(
     proxied: tuple[Service, list[FaultProxy]], tmp_path: Path
 ) -> None:
-    service = proxied[0]
-    got = run("skyrl", "skyrl_run.py", proxied, tmp_path)
+    service, proxies = proxied
+    got = run_trainer("skyrl", "skyrl_run.py", [service.url, RUBRIC], proxies, tmp_path)
     right, wrong, turns = got["before"]
     for episode in (right, wrong):
         (step,) = episode["steps"]
@@ -81,8 +64,8 @@ AREAL_PROMPT = "<|im_start|>user\nWhat is 2 + 3?<|im_end|>\n<|im_start|>assistan
 def test_areal_async_reward_wrapper_within_its_timeout_through_an_outage(
     proxied: tuple[Service, list[FaultProxy]], tmp_path: Path
 ) -> None:
-    service = proxied[0]
-    got = run("areal", "areal_run.py", proxied, tmp_path)
+    service, proxies = proxied
+    got = run_trainer("areal", "areal_run.py", [service.url, RUBRIC], proxies, tmp_path)
     assert (got["timeout"], got["retries"]) == (15, 3)  # AReaL's defaults, as documented
     right, wrong, rejected = got["before"]
     for case, completion in ((right, "5"), (wrong, "It is 7.")):
@@ -114,8 +97,8 @@ def test_areal_async_reward_wrapper_within_its_timeout_through_an_outage(
 def test_trl_async_grpo_reward_process_scores_and_masks_through_an_outage(
     proxied: tuple[Service, list[FaultProxy]], tmp_path: Path
 ) -> None:
-    service = proxied[0]
-    got = run("trl-async", "trl_async_run.py", proxied, tmp_path)
+    service, proxies = proxied
+    got = run_trainer("trl-async", "trl_async_run.py", [service.url, RUBRIC], proxies, tmp_path)
     func, env = (f"rewards/{name}" for name in got["names"])
     assert got["exitcode"] == 0
     for sample in got["before"]:

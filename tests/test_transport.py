@@ -6,7 +6,7 @@ against the real vLLM judges is pinned in ``test_judges_real.py``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -28,12 +28,6 @@ from rewardsvc.judges.transport import (
 
 URL = "http://judge.example/v1"
 AUTH = "Bearer k"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeJudge]:
-    with FakeJudge() as running:
-        yield running
 
 
 @pytest_asyncio.fixture(loop_scope="function")

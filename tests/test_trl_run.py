@@ -101,30 +101,32 @@ def same(a: float | None, b: float | None, rel: float = 1e-6) -> bool:
     return math.isclose(a, b, rel_tol=rel, abs_tol=1e-7)
 
 
-def test_trl_grpo_run_rewards_are_the_service_rewards(service: Service, tmp_path: Path) -> None:
-    started = time.monotonic()
+def grpo_run(service: Service, tmp_path: Path, rubric: str, *args: str) -> dict[str, Any]:
+    """A two-step GRPO run of tests/trl_run_script.py (its further ``args``) against the
+    service with ``rubric``; the script's report, after printing how long the run took."""
     python = ensure_trl_venv()
-    venv_seconds = time.monotonic() - started
-    model = policy_model()
     report_path = tmp_path / "report.json"
     log = tmp_path / "trl.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("REWARDSVC_")}
     env.update({"HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"})
-    command = [str(python), str(SCRIPT), "--model", str(model), "--out", str(report_path)]
-    command += ["--url", service.url, "--rubric", RUBRIC, "--steps", "2"]
-    run_started = time.monotonic()
+    command = [str(python), str(SCRIPT), "--model", str(policy_model()), "--out", str(report_path)]
+    command += ["--url", service.url, "--rubric", rubric, "--steps", "2", *args]
+    started = time.monotonic()
     with log.open("w") as out:
         done = subprocess.run(
             command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path, timeout=3600
         )
-    run_seconds = time.monotonic() - run_started
     assert done.returncode == 0, log.read_text()[-6000:]
     report: dict[str, Any] = json.loads(report_path.read_text())
     print(
-        f"\nTRL run: {report['global_step']} steps, {run_seconds:.0f} s "
-        f"(train {report['train_seconds']:.0f} s; venv check {venv_seconds:.0f} s); "
-        f"{report['versions']}"
+        f"\nTRL run ({rubric}): {report['global_step']} steps, {time.monotonic() - started:.0f} s"
+        f" (train {report['train_seconds']:.0f} s); {report['versions']}"
     )
+    return report
+
+
+def test_trl_grpo_run_rewards_are_the_service_rewards(service: Service, tmp_path: Path) -> None:
+    report = grpo_run(service, tmp_path, RUBRIC)
 
     name = f"rewardsvc/{RUBRIC}"
     assert report["reward_func_name"] == name
@@ -192,25 +194,10 @@ def test_trl_grpo_run_judges_each_prompt_by_its_own_rubric(
     prompt's own rubric version (not the template's), as TRL logged it."""
     from rewardsvc_client import Client
 
-    python = ensure_trl_venv()
-    report_path = tmp_path / "report.json"
-    log = tmp_path / "trl.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REWARDSVC_")}
-    env.update({"HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"})
-    command = [str(python), str(SCRIPT), "--model", str(policy_model()), "--out", str(report_path)]
-    command += ["--url", service.url, "--rubric", "per-prompt", "--steps", "2"]
-    command += ["--dataset", str(PER_PROMPT), "--reference-column", ""]
-    command += ["--criteria-column", "rubrics", "--criteria-format", "healthbench"]
-    started = time.monotonic()
-    with log.open("w") as out:
-        done = subprocess.run(
-            command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path, timeout=3600
-        )
-    assert done.returncode == 0, log.read_text()[-6000:]
-    report: dict[str, Any] = json.loads(report_path.read_text())
-    seconds = time.monotonic() - started
-    print(f"\nper-prompt TRL run: {report['global_step']} steps, {seconds:.0f} s "
-          f"(train {report['train_seconds']:.0f} s)")  # fmt: skip
+    report = grpo_run(
+        service, tmp_path, "per-prompt", "--dataset", str(PER_PROMPT), "--reference-column", "",
+        "--criteria-column", "rubrics", "--criteria-format", "healthbench",
+    )  # fmt: skip
     name = "rewardsvc/per-prompt"
     assert report["global_step"] == 2
     rows = {json.dumps(r["prompt"]): r["rubrics"] for r in map(json.loads, PER_PROMPT.open())}
@@ -255,23 +242,10 @@ def test_trl_grpo_run_objectives_are_the_service_objectives(
     function (``trl_objective_funcs``): TRL logs each function's rewards per completion,
     and they are the objectives the service returned for those items; the two functions
     shared one request per generation batch."""
-    python = ensure_trl_venv()
-    report_path = tmp_path / "report.json"
-    log = tmp_path / "trl.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REWARDSVC_")}
-    env.update({"HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"})
-    command = [str(python), str(SCRIPT), "--model", str(policy_model()), "--out", str(report_path)]
-    command += ["--url", service.url, "--rubric", "math-objectives", "--steps", "2"]
-    command += ["--dataset", str(OBJECTIVES_DATA), "--objectives", "correct,explanation"]
-    started = time.monotonic()
-    with log.open("w") as out:
-        done = subprocess.run(
-            command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path, timeout=3600
-        )
-    assert done.returncode == 0, log.read_text()[-6000:]
-    report: dict[str, Any] = json.loads(report_path.read_text())
-    seconds = time.monotonic() - started
-    print(f"\nobjectives TRL run: {report['global_step']} steps, {seconds:.0f} s")
+    report = grpo_run(
+        service, tmp_path, "math-objectives", "--dataset", str(OBJECTIVES_DATA),
+        "--objectives", "correct,explanation",
+    )  # fmt: skip
     names = ["rewardsvc/math-objectives/correct", "rewardsvc/math-objectives/explanation"]
     assert report["reward_func_names"] == names
     assert report["global_step"] == 2

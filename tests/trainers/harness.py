@@ -5,8 +5,8 @@ new ones close at once (the judge is unreachable), ``up()`` relays again; ``fail
 the calls the outage broke. ``proxied_service`` starts ``rewardsvc serve`` on the shipped
 rubrics with a judge pool whose URLs point at two proxies. ``run_trainer`` runs a trainer
 script in its own venv: the script scores a first batch, prints ``OUTAGE?`` and waits for a
-line on stdin; the harness answers, lets the second batch start, and holds the judges
-unreachable for ``outage_s`` seconds mid-batch.
+line on stdin; the harness makes the judges unreachable, answers, and holds them so for
+``outage_s`` seconds while the second batch is scored.
 ``judges_back`` waits until the service scores with every judge again, so that one test's
 outage (a breaker it left open) does not degrade the next test's healthy batch.
 """
@@ -29,8 +29,10 @@ from typing import Any
 from conftest import CPU_POOL, Service, free_port, start_service, stop_service
 
 from rewardsvc_client import Client
+from trainers import venvs
 
 OUTAGE_S = 20.0
+SCRIPTS = Path(__file__).resolve().parent
 RUBRIC = "short-answer-correctness"
 JUDGE_PORTS = {"8101": "primary", "8102": "secondary"}
 
@@ -82,6 +84,11 @@ class FaultProxy:
         try:
             while True:
                 for key, _ in selector.select(timeout=1.0):
+                    if not self.reachable:
+                        # A connection accepted just before down() may have been registered
+                        # after its sweep: nothing passes while the judge is down.
+                        waiting = waiting or key.fileobj is client
+                        return
                     data = key.fileobj.recv(65536)  # type: ignore[union-attr]
                     if not data:
                         return
@@ -142,8 +149,32 @@ def judges_back(service: Service, timeout_s: float = 120.0) -> None:
 
 
 @contextlib.contextmanager
-def proxied_service(folder: Path) -> Iterator[tuple[Service, list[FaultProxy]]]:
-    """A service whose judges are reached through fault proxies."""
+def outage(proxies: list[FaultProxy], seconds: float = OUTAGE_S) -> Iterator[None]:
+    """The judges unreachable from the block's start for ``seconds`` (the block's exit waits
+    for their return), and the service met the outage: the block fails unless calls broke.
+    Down before the block's calls are sent: calls the judges answer within a moment would
+    otherwise finish before a later outage begins."""
+    before = sum(p.failed for p in proxies)
+    for proxy in proxies:
+        proxy.down()
+
+    def back() -> None:
+        for proxy in proxies:
+            proxy.up()
+
+    timer = threading.Timer(seconds, back)
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.join()
+    if sum(p.failed for p in proxies) == before:
+        raise AssertionError("no call met the outage: the block never reached the judges")
+
+
+def proxied_pool(folder: Path) -> tuple[Path, list[FaultProxy]]:
+    """The CPU judge pool written to ``folder/judges.yaml`` with each judge's URL pointing at
+    a fault proxy in front of it; the file and the proxies (closed by the caller)."""
     pool = CPU_POOL.read_text()
     proxies = []
     for port in JUDGE_PORTS:
@@ -152,6 +183,13 @@ def proxied_service(folder: Path) -> Iterator[tuple[Service, list[FaultProxy]]]:
         pool = pool.replace(f"127.0.0.1:{port}", f"127.0.0.1:{proxy.port}")
     pool_file = folder / "judges.yaml"
     pool_file.write_text(pool)
+    return pool_file, proxies
+
+
+@contextlib.contextmanager
+def proxied_service(folder: Path) -> Iterator[tuple[Service, list[FaultProxy]]]:
+    """A service whose judges are reached through fault proxies."""
+    pool_file, proxies = proxied_pool(folder)
     service = start_service(
         {
             "REWARDSVC_JUDGE_POOL": str(pool_file),
@@ -168,23 +206,25 @@ def proxied_service(folder: Path) -> Iterator[tuple[Service, list[FaultProxy]]]:
 
 
 def run_trainer(
-    python: Path,
-    script: Path,
+    venv: str,
+    script: str,
     args: list[str],
     proxies: list[FaultProxy],
-    out: Path,
-    log: Path,
+    folder: Path,
     outage_s: float = OUTAGE_S,
     timeout_s: float = 600,
 ) -> dict[str, Any]:
-    """Run ``script`` with ``python``; judges down for ``outage_s`` during its second batch.
-
-    Returns the JSON the script wrote to ``out``, plus ``outage_s`` as measured here."""
+    """Run tests/trainers/``script`` in the trainer venv ``venv`` (:mod:`trainers.venvs`)
+    with ``args`` and an output file in ``folder`` (beside its stderr, ``trainer.log``);
+    judges down for ``outage_s`` from the moment its second batch is sent (:func:`outage`).
+    Returns the JSON the script wrote."""
+    python = venvs.ensure(venv)
+    out, log = folder / "out.json", folder / "trainer.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("REWARDSVC_")}
     env["PYTHONUNBUFFERED"] = "1"
     with log.open("w") as err:
         process = subprocess.Popen(
-            [str(python), str(script), *args, str(out)],
+            [str(python), str(SCRIPTS / script), *args, str(out)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=err,
@@ -193,28 +233,21 @@ def run_trainer(
         )
         assert process.stdin is not None and process.stdout is not None
         deadline = time.monotonic() + timeout_s
-        down_for = 0.0
+        asked = False
         try:
             for line in process.stdout:
                 if line.strip() == "OUTAGE?":
-                    process.stdin.write("go\n")
-                    process.stdin.flush()
-                    time.sleep(0.3)  # the second batch is under way
-                    started = time.monotonic()
-                    for proxy in proxies:
-                        proxy.down()
-                    time.sleep(outage_s)
-                    for proxy in proxies:
-                        proxy.up()
-                    down_for = time.monotonic() - started
+                    asked = True
+                    with outage(proxies, outage_s):
+                        process.stdin.write("go\n")
+                        process.stdin.flush()
             process.wait(timeout=max(1.0, deadline - time.monotonic()))
         finally:
             if process.poll() is None:
                 process.kill()
     if process.returncode != 0:
-        raise AssertionError(
-            f"{script.name} exited {process.returncode}:\n{log.read_text()[-4000:]}"
-        )
+        raise AssertionError(f"{script} exited {process.returncode}:\n{log.read_text()[-4000:]}")
+    if not asked:
+        raise AssertionError(f"{script} never asked for the outage (OUTAGE?)")
     result: dict[str, Any] = json.loads(out.read_text())
-    result["outage_s"] = down_for
     return result

@@ -39,7 +39,7 @@ import asyncio
 import inspect
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from rewardsvc_client._adapt import (
     LoopClients,
@@ -449,23 +449,30 @@ class TRLObjective:
         _mark_coroutine(self)
 
 
+class TRLOptions(TypedDict, total=False):
+    """The keyword arguments of :func:`trl_reward_func` that :func:`trl_objective_funcs`
+    takes too (``missing`` is the reward function's alone: an objective without a value is
+    None, which TRL masks)."""
+
+    name: str | None
+    options: Mapping[str, Any] | None
+    timeout: float | None
+    retries: int
+    max_batch: int
+    on_error: str
+    run: str | None
+    criteria_column: str | None
+    criteria_format: str | None
+    criteria_mode: str | None
+
+
 def trl_objective_funcs(
     url: str | None,
     rubric: str | None,
     objectives: Sequence[str],
     reference_column: str | None = "reference",
     api_key: str | None = None,
-    *,
-    name: str | None = None,
-    options: Mapping[str, Any] | None = None,
-    timeout: float | None = None,
-    retries: int = 3,
-    max_batch: int = 128,
-    on_error: str = "raise",
-    run: str | None = None,
-    criteria_column: str | None = None,
-    criteria_format: str | None = None,
-    criteria_mode: str | None = None,
+    **kwargs: Unpack[TRLOptions],
 ) -> list[TRLObjective]:
     """One TRL reward function per objective of a rubric or recipe, sharing one request
     per generation batch.
@@ -479,31 +486,14 @@ def trl_objective_funcs(
     column of that name) and returns None where the service has no value for the objective
     (TRL masks it). The service is asked once per batch, by whichever function TRL calls
     first; the status metrics are logged once, under ``name``. Other arguments are those
-    of :func:`trl_reward_func`.
+    of :func:`trl_reward_func` (:class:`TRLOptions`).
     """
     if not objectives or len(set(objectives)) != len(objectives):
         raise ValueError("objectives: give each objective name once")
-    settings = Settings.resolve(
-        url,
-        rubric,
-        api_key=api_key,
-        timeout=timeout,
-        retries=retries,
-        max_batch=max_batch,
-        options=options,
-        run=run,
-        criteria_format=criteria_format,
-        criteria_mode=criteria_mode,
-    )
-    scorer = TRLReward(
-        settings,
-        reference_column=reference_column,
-        name=name,
-        on_error=on_error,
-        criteria_column=criteria_column,
-    )
+    reward = trl_reward_func(url, rubric, reference_column, api_key, **kwargs)
+    scorer: TRLReward = reward.rewardsvc  # type: ignore[attr-defined]
     shared = _SharedBatches(scorer)
     return [TRLObjective(shared, o, f"{scorer.__name__}/{o}") for o in objectives]
 
 
-__all__ = ["TRLObjective", "TRLReward", "trl_objective_funcs", "trl_reward_func"]
+__all__ = ["TRLObjective", "TRLOptions", "TRLReward", "trl_objective_funcs", "trl_reward_func"]

@@ -9,11 +9,9 @@ constrained, the reasoning returned and counted), not the model's judgement.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import extra_cpu_judge
 
 from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rollout import Rollout
@@ -34,13 +32,6 @@ RUBRIC = Rubric(
     judges=["thinker"],
 )
 ROLLOUT = Rollout("What is 2 + 2?", "2 + 2 = 4. The answer is 4.", "4")
-
-
-@pytest.fixture(scope="module")
-def think_server() -> Iterator[None]:
-    """The smollm2-think server, up for this module (stopped after it if started here)."""
-    with extra_cpu_judge("smollm2-think"):
-        yield
 
 
 def thinker(**fields: Any) -> JudgeConfig:

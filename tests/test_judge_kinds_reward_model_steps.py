@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from conftest import extra_cpu_judge
 from fakejudge import RecordingObserver
 
 from rewardsvc.application.items import read_item
@@ -45,13 +43,6 @@ def prm_config() -> JudgeConfig:
         max_context_tokens=2048,
         reward_model=RewardModelSettings(step_separator=SEPARATOR),
     )
-
-
-@pytest.fixture(scope="module")
-def prm_server() -> Iterator[None]:
-    """The smollm2-prm server, up for this module (stopped after it if it started it)."""
-    with extra_cpu_judge("smollm2-prm"):
-        yield
 
 
 def trajectory(steps: int, poison: bool = False) -> dict[str, Any]:

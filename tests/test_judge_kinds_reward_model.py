@@ -11,12 +11,10 @@ as chat messages, the raw logit read from ``/classify``), that an RM is asked no
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from conftest import extra_cpu_judge
 from fakejudge import RecordingObserver
 
 from rewardsvc.application.targets import score_batch
@@ -45,13 +43,6 @@ def rm_config(**settings: Any) -> JudgeConfig:
         max_context_tokens=2048,
         reward_model=RewardModelSettings(**settings),
     )
-
-
-@pytest.fixture(scope="module")
-def rm_server() -> Iterator[None]:
-    """The smollm2-rm server, up for this module (stopped after it if it started it)."""
-    with extra_cpu_judge("smollm2-rm"):
-        yield
 
 
 @pytest.fixture

@@ -161,6 +161,27 @@ class Settings(BaseSettings):
         "before any prompt is rendered. Applies to /v1/rewards, /v1/groups, /v1/preferences "
         "and the trainer routes.",
     )
+    max_held_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="Most bytes held at once for work that outlives its request or waits "
+        "outside the in-flight limits: ROLL jobs, ORS sessions and tool calls, OpenRLHF and "
+        "slime requests held through an outage, explain output being built. Each counts its "
+        "request text (plus 16 KiB for its task) from admission until it ends; one larger "
+        "than this gets 413, one that does not fit now 429 with Retry-After.",
+    )
+    max_held_per_key: int = Field(
+        default=4096,
+        ge=1,
+        description="Most jobs, ORS sessions and calls and held trainer requests one API key "
+        "(or, without keys, everyone) holds at once; beyond it: 429 with Retry-After.",
+    )
+    max_explain_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        ge=1024,
+        description="Most prompt bytes one request with options.explain may ask to see (every "
+        "prompt of every item is returned); beyond it: 413 naming options.explain.",
+    )
     cache_size: int = Field(
         default=100_000,
         ge=0,
@@ -299,6 +320,11 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"max_inflight ({self.max_inflight}) must be at least max_items "
                 f"({self.max_items}), or a full batch could never be admitted"
+            )
+        if self.max_held_bytes <= self.max_body_bytes:
+            raise ValueError(
+                f"max_held_bytes ({self.max_held_bytes}) must be more than max_body_bytes "
+                f"({self.max_body_bytes}), or a held request of a full body could never start"
             )
         return self
 

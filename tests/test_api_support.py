@@ -67,9 +67,9 @@ def write_library(folder: Path) -> Path:
     return folder
 
 
-def fake_pool(primary_url: str, secondary_url: str, timeout_s: float = 5.0) -> JudgePool:
-    """A pool binding ``primary`` (chat) and ``secondary`` (completion) to fake judges,
-    without retries so that failure tests are fast."""
+def fake_pool_doc(primary_url: str, secondary_url: str, timeout_s: float = 5.0) -> dict[str, Any]:
+    """The judge pool document binding ``primary`` (chat) and ``secondary`` (completion) to
+    fake judges, without retries so that failure tests are fast."""
 
     def judge(url: str, api: str) -> dict[str, Any]:
         return {
@@ -81,14 +81,17 @@ def fake_pool(primary_url: str, secondary_url: str, timeout_s: float = 5.0) -> J
             "max_concurrency": 64,
         }
 
-    return JudgePool.model_validate(
-        {
-            "judges": {
-                "primary": judge(primary_url, "chat"),
-                "secondary": judge(secondary_url, "completion"),
-            }
+    return {
+        "judges": {
+            "primary": judge(primary_url, "chat"),
+            "secondary": judge(secondary_url, "completion"),
         }
-    )
+    }
+
+
+def fake_pool(primary_url: str, secondary_url: str, timeout_s: float = 5.0) -> JudgePool:
+    """:func:`fake_pool_doc` as a pool."""
+    return JudgePool.model_validate(fake_pool_doc(primary_url, secondary_url, timeout_s))
 
 
 def settings_for(folder: Path, **overrides: Any) -> Settings:

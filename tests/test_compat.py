@@ -35,6 +35,7 @@ from rewardsvc.protocol.rewards import (
 from rewardsvc.server import compat
 from rewardsvc.server.app import create_app
 from rewardsvc.server.holding import HeldTries, kept_back
+from rewardsvc.server.ledger import Holding, Ledger, held_size
 from rewardsvc.server.trainer_text import response_from_query, strip_trailing_special_tokens
 from rewardsvc_client._adapt import status_numbers
 
@@ -336,8 +337,12 @@ class RecordingScorer:
 
     def __init__(self) -> None:
         self.runs: list[str | None] = []
+        self.ledger = Ledger(max_bytes=1 << 30, max_per_holder=100)
 
-    def held(self) -> AbstractContextManager[HeldTries]:
+    def hold(self, value: Any, what: str) -> Holding:
+        return self.ledger.hold(held_size(value), what)
+
+    def held(self, holding: Holding) -> AbstractContextManager[HeldTries]:
         return kept_back()
 
     async def pause(self, seconds: float) -> bool:

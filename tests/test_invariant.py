@@ -3,19 +3,22 @@ flagged stand-in, under every failure kind.
 
 The cases are the product of every **surface** (the routes ``/v1/rewards``, ``/v1/groups``,
 ``/v1/preferences``, ``/openrlhf``, ``/slime`` (one row per reply format), ``/nemo-gym``,
-and every trainer adapter of ``clients/python``, called the way its trainer calls it) and
-every **failure kind** (judge timeout, judge 5xx, judge garbage, grader deadline, grader
-worker busy, Redis down, Redis slow, request deadline, drain; and ``healthy``, the control).
-Each case scores two samples of one prompt and reads back what the trainer would read:
-one :class:`Outcome` per sample, its value and whether the trainer is told that the value is
-a stand-in (TRL: ``None``; native routes: ``null``; OpenRLHF and veRL: ``rewardsvc_valid =
-0``; slime: ``remove_sample`` or the reply format's own flag; NeMo Gym: ``mask_sample``;
-verifiers: the verdict in ``state["rewardsvc"]``; ART: the trajectory left out). The
-invariant: every value that is not flagged is a real score, i.e. the value the same surface
-gives for the same samples with nothing failing (measured once per surface on a healthy
-rig; the fake judges answer every prompt alike, so the prompt's case tag does not change
-it). A request the trainer sees fail (an error status its retry handles, an exception) sends
-no number at all; an internal error (500) never happens.
+ROLL's submit and poll, an ORS episode's answer tool, and every trainer adapter of
+``clients/python``, called the way its trainer calls it) and every **failure kind** (judge
+timeout, judge 5xx, judge garbage, grader deadline, grader worker busy, Redis down, Redis
+slow, request deadline, drain; and ``healthy``, the control). Each case scores two samples
+of one prompt and reads back what the trainer would read: one :class:`Outcome` per sample,
+its value and whether the trainer is told that the value is a stand-in (TRL: ``None``;
+native routes: ``null``; OpenRLHF and veRL: ``rewardsvc_valid = 0``; slime:
+``remove_sample`` or the reply format's own flag; NeMo Gym: ``mask_sample``; ROLL: no
+``reward_score`` until its last job, after which ROLL writes its own 0 with a warning; ORS:
+the stream's ``error`` event, which the ``openreward`` client raises; verifiers: the verdict
+in ``state["rewardsvc"]``; ART: the trajectory left out). The invariant: every value that is
+not flagged is a real score, i.e. the value the same surface gives for the same samples with
+nothing failing (measured once per surface on a healthy rig; the fake judges answer every
+prompt alike, so the prompt's case tag does not change it). A request the trainer sees fail
+(an error status its retry handles, an exception) sends no number at all; an internal error
+(500) never happens.
 
 Graders run only where items are scored one by one: the comparative routes (and the
 adapters built on them) ask judges to compare, and run no grader, so the two grader
@@ -116,6 +119,23 @@ def write_rubrics(folder: Path) -> Path:
     for rubric in (GRADED_JSON, GRADED_MATH):
         (folder / f"{rubric['id']}.yaml").write_text(json.dumps(rubric))
     return folder
+
+
+def write_ors_environments(folder: Path) -> list[Path]:
+    """An ORS environment per rubric a probe names, its one task with the probe's
+    reference; uncached, so that each case's answers reach its fault."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files = []
+    for probe in (judged(""), graded_json("", ""), graded_math("")):
+        name = ors_env_name(probe.rubric)
+        (folder / f"{name}.jsonl").write_text(
+            json.dumps({"prompt": probe.prompt, "reference": probe.reference}) + "\n"
+        )
+        env = {"name": name, "target": probe.rubric, "tasks": f"{name}.jsonl",
+               "options": {"use_cache": False}}  # fmt: skip
+        (folder / f"{name}.yaml").write_text(json.dumps(env))
+        files.append(folder / f"{name}.yaml")
+    return files
 
 
 # ------------------------------------------------------------------ what a case scores
@@ -352,6 +372,89 @@ async def nemo_gym_route(url: str, probe: Probe) -> Answer:
         return Outcome(data["reward"], bool(data["mask_sample"]))
 
     return per_sample(await asyncio.gather(*(sample(c) for c in probe.completions)))
+
+
+ROLL_TRIES = 5  # ROLL's multi_thread_request_reward_system: 5 jobs, then its own 0
+
+
+async def roll_route(url: str, probe: Probe) -> Answer:
+    """ROLL's remote reward loop: submit (5 tries) and poll a job; a job without a score is
+    submitted again, 5 times, then ROLL writes its own 0 (a failure it logs)."""
+
+    async def job(http: httpx.AsyncClient, body: dict[str, Any]) -> float | None:
+        base = f"/roll/{probe.rubric}"
+        for _ in range(5):
+            reply = await http.post(f"{base}/submit_task", json=body)
+            assert reply.status_code < 500 or reply.status_code in RETRYABLE, reply.text
+            if reply.status_code == 200 and reply.json()["errcode"] == 0:
+                break
+        else:
+            return None
+        while True:
+            answer = (await http.get(f"{base}/task_result", params=reply.json())).json()
+            if answer["errcode"] == 0:
+                return float(answer["reward_score"])
+            if answer["errcode"] != 1:
+                return None  # ROLL polls on to its deadline; this job gives no score
+            await asyncio.sleep(0.05)
+
+    async def sample(completion: str) -> Outcome | Answer:
+        # timeout 15: a job holds 0 s, its judges' first failure ends it.
+        body = {"prompt": probe.prompt, "response": completion, "timeout": 15,
+                "reward_info": {"ground_truth": probe.reference}}  # fmt: skip
+        async with httpx.AsyncClient(base_url=url, timeout=ANSWER_WITHIN_S) as http:
+            for _ in range(ROLL_TRIES):
+                reward = await job(http, body)
+                if reward is not None:
+                    return Outcome(reward, False)
+        return no_answer(f"ROLL wrote its own 0 after {ROLL_TRIES} jobs without a score")
+
+    return per_sample(await asyncio.gather(*(sample(c) for c in probe.completions)))
+
+
+def ors_env_name(rubric: str) -> str:
+    """The ORS environment of the rigs that scores with ``rubric``."""
+    return f"ors-{rubric}"
+
+
+async def ors_route(url: str, probe: Probe) -> Answer:
+    """An ORS episode per sample, as the ``openreward`` client plays it: a session on the
+    environment's task, the answer tool called with the sample; an ``error`` event is
+    ``ToolFailed`` (no reward), a tool error no reward either."""
+
+    async def sample(completion: str) -> Outcome | Answer:
+        async with httpx.AsyncClient(base_url=url, timeout=ANSWER_WITHIN_S) as http:
+            sid = _sse((await http.post("/create_session")).text)[0][1]
+            env, headers = ors_env_name(probe.rubric), {"X-Session-ID": sid}
+            where = {"split": "train", "index": 0, "env_name": env}
+            opened = await http.post("/create", json=where, headers=headers)
+            if opened.status_code != 200:
+                return no_answer(
+                    f"HTTP {opened.status_code}: {opened.text[:300]}", opened.status_code
+                )
+            body = {"name": "answer", "input": {"answer": completion}}
+            reply = await http.post(f"/{env}/call", json=body, headers=headers)
+            if reply.status_code != 200:
+                return no_answer(f"HTTP {reply.status_code}: {reply.text[:300]}", reply.status_code)
+        event, data = _sse(reply.text)[-1]
+        if event == "error":
+            return no_answer(f"ToolFailed: {data[:300]}")
+        outcome = json.loads(data)
+        if not outcome["ok"]:
+            return no_answer(f"tool error: {outcome['error'][:300]}")
+        return Outcome(outcome["output"]["reward"], False)
+
+    return per_sample(await asyncio.gather(*(sample(c) for c in probe.completions)))
+
+
+def _sse(text: str) -> list[tuple[str, str]]:
+    """The events of an SSE stream."""
+    found = []
+    for block in text.split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines() if not line.startswith(":"))
+        if "event" in lines:
+            found.append((lines["event"], lines.get("data", "")))
+    return found
 
 
 def per_sample(outcomes: list[Outcome | Answer]) -> Answer:
@@ -630,6 +733,8 @@ SURFACES = [
     Surface("openrlhf-route", openrlhf_route),
     *(Surface(f"slime-route-{name}", slime_route(row)) for name, row in SLIME_ROWS.items()),
     Surface("nemo-gym-route", nemo_gym_route),
+    Surface("roll-route", roll_route),
+    Surface("ors-route", ors_route),
     Surface("trl", trl_adapter),
     Surface("trl-group", trl_group_adapter, comparative=True),
     Surface("verl-async", verl_async_adapter),
@@ -728,7 +833,11 @@ def running_rig(fault: Fault, folder: Path) -> Iterator[Rig]:
         fake = stack.enter_context(FakeJudge(script))
         library = write_rubrics(folder / "rubrics")
         pool = fake_pool(fake.url, fake.url, timeout_s=fault.judge_timeout_s)
-        settings: dict[str, Any] = {"request_timeout_s": REQUEST_DEADLINE_S, **fault.settings}
+        settings: dict[str, Any] = {
+            "request_timeout_s": REQUEST_DEADLINE_S,
+            "ors_environments": write_ors_environments(folder / "ors"),
+            **fault.settings,
+        }
         redis = None
         if fault.redis is not None:
             redis = RedisServer(folder / "redis")

@@ -15,6 +15,10 @@ result becomes ORS:
 A call after the episode finished is refused with reason ``episode_finished``. A call's
 result is kept under its ``task_id`` for a while, so that a client whose stream was cut
 resumes it instead of scoring the answer twice.
+
+A session belongs to the API key that created it (its ``holder``): another key finds no such
+session. What a session and each of its calls hold is admitted by the caller before they
+start, and given back through the ``release`` each carries when they end.
 """
 
 from __future__ import annotations
@@ -64,21 +68,41 @@ def answer_tool(env: OrsEnvironment) -> ToolSpec:
     )
 
 
+Release = Callable[[], None]
+"""Gives back what a session or a call was admitted to hold (idempotent)."""
+
+
+Admit = Callable[[], Release]
+"""Admits what a session holds (raising to refuse it); how to give it back."""
+
+
+def _nothing() -> None:
+    pass
+
+
 @dataclass
 class Episode:
-    """One session: its environment and task, and whether it finished."""
+    """One session: its environment and task, its key's holder name, and whether it
+    finished."""
 
     sid: str
     env: OrsEnvironment
     task: OrsTask
+    holder: str = ""
+    release: Release = _nothing
     touched: float = field(default_factory=time.monotonic)
     finished: bool = False
     calls: OrderedDict[str, asyncio.Task[Outcome]] = field(default_factory=OrderedDict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
-    def start_call(self, task_id: str, name: str, given: dict[str, Any], score: Score) -> None:
-        """Run a tool call under ``task_id`` in the background (it outlives a cut stream)."""
-        self.calls[task_id] = asyncio.create_task(self._call(name, given, score))
+    def start_call(
+        self, task_id: str, name: str, given: dict[str, Any], score: Score, release: Release
+    ) -> None:
+        """Run a tool call under ``task_id`` in the background (it outlives a cut stream);
+        ``release`` is called when it ends, however it ends."""
+        call = asyncio.create_task(self._call(name, given, score))
+        call.add_done_callback(lambda _: release())
+        self.calls[task_id] = call
         while len(self.calls) > KEPT_CALLS:
             _, oldest = self.calls.popitem(last=False)
             oldest.cancel()
@@ -104,9 +128,10 @@ class Episode:
             return outcome
 
     def close(self) -> None:
-        """Cancel the calls still running."""
+        """Cancel the calls still running and give back what the session held."""
         for call in self.calls.values():
             call.cancel()
+        self.release()
 
 
 def tool_outcome(response: RewardResponse) -> Outcome:
@@ -136,28 +161,37 @@ class Sessions:
     def __len__(self) -> int:
         return len(self._open)
 
-    def create(self, sid: str, env: OrsEnvironment, task: OrsTask) -> Episode:
-        """Open session ``sid`` on ``task`` (raises TooManySessions, KeyError when ``sid``
-        is open already)."""
+    def create(
+        self,
+        sid: str,
+        env: OrsEnvironment,
+        task: OrsTask,
+        holder: str,
+        admit: Callable[[], Release],
+    ) -> Episode:
+        """Open session ``sid`` of ``holder`` on ``task``, holding what ``admit`` admits
+        (it raises to refuse); raises TooManySessions, KeyError when ``sid`` is open."""
         self.reap()
         if sid in self._open:
             raise KeyError(sid)
         if len(self._open) >= self.max_sessions:
             raise TooManySessions(f"{self.max_sessions} ORS sessions are open")
-        episode = self._open[sid] = Episode(sid, env, task)
+        episode = self._open[sid] = Episode(sid, env, task, holder, admit())
         return episode
 
-    def get(self, sid: str) -> Episode | None:
-        """Session ``sid`` (its time to live renewed), or None."""
+    def get(self, sid: str, holder: str) -> Episode | None:
+        """Session ``sid`` of ``holder`` (its time to live renewed), or None."""
         episode = self._open.get(sid)
-        if episode is not None:
-            episode.touched = time.monotonic()
+        if episode is None or episode.holder != holder:
+            return None
+        episode.touched = time.monotonic()
         return episode
 
-    def delete(self, sid: str) -> None:
-        """Close session ``sid`` (nothing when it is not open)."""
-        episode = self._open.pop(sid, None)
-        if episode is not None:
+    def delete(self, sid: str, holder: str | None = None) -> None:
+        """Close session ``sid`` (of ``holder`` when given; nothing when it is not open)."""
+        episode = self._open.get(sid)
+        if episode is not None and holder in (None, episode.holder):
+            del self._open[sid]
             episode.close()
 
     def reap(self) -> None:

@@ -2,7 +2,9 @@
 
 :class:`~rewardsvc.server.api_keys.ApiKeyMiddleware` puts the :class:`Grant` of a scoped key
 in :data:`GRANT` for the duration of its request (an unrestricted key, or no auth, leaves
-None: everything is allowed, the single-tenant default). The service asks
+None: everything is allowed, the single-tenant default), and the key's holder name in
+:data:`HOLDER`: work a key leaves running (ROLL jobs, ORS sessions) is that holder's, and
+other keys neither read nor close it. The service asks
 :func:`check_rubric` and :func:`claim_run` before scoring, and the read routes filter
 with :func:`can_read` and :func:`can_read_rubric`: each check lives in one place, whichever
 route asks.
@@ -83,21 +85,28 @@ class Keyring:
         if len({digest for digest, _ in self._keys}) < len(self._keys):
             raise ValueError("an API key is given twice (in api_keys and api_key_scopes?)")
 
-    def find(self, token: str) -> tuple[bool, Grant | None]:
-        """Whether ``token`` is a key, and its grant (None: unrestricted). Every key is
-        compared, in constant time."""
+    def find(self, token: str) -> tuple[str | None, Grant | None]:
+        """The holder name of key ``token`` (None: not a key) and its grant (None:
+        unrestricted). Every key is compared, in constant time."""
         presented = _digest(token)
-        found, grant = False, None
-        for key, key_grant in self._keys:
-            same = hmac.compare_digest(presented, key)
-            found |= same
-            if same:
-                grant = key_grant
-        return found, grant
+        holder, grant = None, None
+        for index, (key, key_grant) in enumerate(self._keys):
+            if hmac.compare_digest(presented, key):
+                # The key's place, never its text: a holder name may reach logs and errors.
+                holder, grant = f"key{index}", key_grant
+        return holder, grant
 
 
 GRANT: ContextVar[Grant | None] = ContextVar("rewardsvc_grant", default=None)
 """The scoped key of the request being served; None for an unrestricted key or no auth."""
+
+HOLDER: ContextVar[str] = ContextVar("rewardsvc_holder", default="")
+"""The holder name of the request's API key (empty without auth: one tenant holds all)."""
+
+
+def current_holder() -> str:
+    """The holder of work the request being served starts (see :data:`HOLDER`)."""
+    return HOLDER.get()
 
 
 def check_rubric(rubric: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rewardsvc.application.targets import Target
@@ -40,6 +41,28 @@ def check_work(settings: Settings, calls: int, prompt_bytes: int) -> None:
             f"max_inflight_calls={settings.max_inflight_calls}; split it",
             field="max_inflight_calls",
         )
+
+
+def check_explain(settings: Settings, prompt_bytes: int) -> None:
+    """413 naming ``options.explain`` when a request asks to see more prompt bytes than
+    max_explain_bytes (explain returns every prompt it plans)."""
+    if prompt_bytes > settings.max_explain_bytes:
+        raise ApiError(
+            413,
+            "too_much_work",
+            f"options.explain would return {prompt_bytes} bytes of judge prompts, more than "
+            f"max_explain_bytes={settings.max_explain_bytes}; explain fewer items",
+            field="options.explain",
+        )
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A request's items as read, and the judge calls and prompt bytes they plan."""
+
+    inputs: list[ItemIn]
+    calls: int
+    prompt_bytes: int
 
 
 def calls_per_item(settings: Settings, rubric: Rubric, options: RewardOptions) -> int:

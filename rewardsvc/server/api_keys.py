@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from rewardsvc.server.access import GRANT, Keyring
+from rewardsvc.server.access import GRANT, HOLDER, Keyring
 from rewardsvc.server.errors import error_response
 
 # Routes that orchestrators probe without credentials.
@@ -68,19 +68,20 @@ class ApiKeyMiddleware:
             await self.app(scope, receive, send)
             return
         token = self._token(scope)
-        found, grant = self.keyring.find(token) if token is not None else (False, None)
-        if found and grant is not None and path in OPERATOR_PATHS:
+        holder, grant = self.keyring.find(token) if token is not None else (None, None)
+        if holder is not None and grant is not None and path in OPERATOR_PATHS:
             refusal = error_response(
                 403, "forbidden", f"API key {grant.scope.name!r} is scoped; {path} is not"
             )
             await refusal(scope, receive, send)
             return
-        if found:
-            reset = GRANT.set(grant)
+        if holder is not None:
+            reset, reset_holder = GRANT.set(grant), HOLDER.set(holder)
             try:
                 await self.app(scope, receive, send)
             finally:
                 GRANT.reset(reset)
+                HOLDER.reset(reset_holder)
             return
         message = (
             "missing API key: send 'Authorization: Bearer <key>'"

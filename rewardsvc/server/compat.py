@@ -267,7 +267,10 @@ async def openrlhf(
     ]
     if not items:
         return OpenRLHFResponse(rewards=[], scores=[], extra_logs=OpenRLHFExtraLogs.of([]))
-    with _try_of(attempts, request, body) as tries, scorer.held() as held:
+    with (
+        _try_of(attempts, request, body) as tries,
+        scorer.held(scorer.hold(items, "the OpenRLHF request")) as held,
+    ):
         results = await score_holding(scorer, rubric, items, "query", run, hold, options)
         _outage(results, [f"query[{i}]" for i in range(n)], tries >= OPENRLHF_TRIES)
         held.record()
@@ -353,7 +356,10 @@ async def slime(
         "completion": strip_trailing_special_tokens(body.response),
         **label_fields(body.label),
     }
-    with _try_of(attempts, request, body) as tries, scorer.held() as held:
+    with (
+        _try_of(attempts, request, body) as tries,
+        scorer.held(scorer.hold(item, "the slime request")) as held,
+    ):
         results = await score_holding(scorer, rubric, [item], "items", run, hold, options)
         last_try = format == "dict" and tries >= SLIME_TRIES
         _outage(results, ["response"], last_try)

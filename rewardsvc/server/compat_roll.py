@@ -27,34 +27,69 @@ five minutes each failed. A sample the rubric cannot score (e.g. no reference) i
 3 at once. Jobs live in the process that took them (finished ones for 15 minutes): run the
 service with one worker for ROLL, since a poll that reaches another worker finds no job
 (``errcode`` 4).
+
+A submit that the service refuses is refused at once, never accepted and failed later: an
+unknown rubric (404), a rubric or run outside the key's scope (403), a run over its budget
+(402), a sample planning too much work or too large to hold (413), held work full (429). The
+answer has the refusal's HTTP status and, beside the usual ``ErrorDetail``, ROLL's own
+``errcode`` 5 and ``errmsg``, with no ``reward_request_id`` (ROLL reads that field even from
+a failed submit). A job is admitted as held work (``rewardsvc.server.ledger``) until it ends;
+a finished job keeps only its answer (never an exception), and only its key may poll it.
+
+ROLL submits a sample again after a job without a reward, up to 5 times: a job whose judges
+failed is recorded in the reward log and the monitor only when it is the sample's 5th (the
+jobs of one sample are counted like the trainer routes' tries, by their body); every other
+outcome is recorded by the job that reached it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
+import traceback
 import uuid
+from collections import OrderedDict
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from rewardsvc.core.errors import RequestError
 from rewardsvc.protocol.rewards import RewardOptions, RewardResult
-from rewardsvc.server.compat import CriteriaOptionsDep, RunQuery, score_holding
-from rewardsvc.server.errors import error_responses
+from rewardsvc.server.access import current_holder
+from rewardsvc.server.compat import (
+    AttemptsDep,
+    CriteriaOptionsDep,
+    RunQuery,
+    score_holding,
+)
+from rewardsvc.server.errors import STATUS_OF_KIND, ApiError, error_responses
+from rewardsvc.server.ledger import Holding
 from rewardsvc.server.service import Service, ServiceDep
 from rewardsvc.server.trainer_text import label_fields, strip_trailing_special_tokens
 
+log = logging.getLogger(__name__)
+
 ROLL_TIMEOUT_S = 300.0
 """ROLL's default job timeout (``reward_server_task_timeout``)."""
+ROLL_TRIES = 5
+"""Jobs ROLL submits for one sample before it writes its own 0."""
 ANSWER_MARGIN_S = 15.0
 """A job's hold ends this long before its timeout (ROLL polls every 2 s, to timeout + 5 s)."""
 FINISHED_TTL_S = 900.0
 """How long a finished job stays pollable."""
+FINISHED_KEPT = 20_000
+"""Most finished jobs kept for their polls (the oldest are forgotten first); each keeps its
+answer only, well under 1 KiB."""
+ERRMSG_CHARS = 500
+"""Longest ``errmsg`` a job keeps (an error's message may quote the sample)."""
 
-RUNNING, DONE, FAILED, REJECTED, UNKNOWN = 1, 0, 2, 3, 4
+RUNNING, DONE, FAILED, REJECTED, UNKNOWN, REFUSED = 1, 0, 2, 3, 4, 5
 
 
 class RollSubmit(BaseModel):
@@ -77,9 +112,18 @@ class RollSubmit(BaseModel):
 class RollSubmitted(BaseModel):
     """What ``submit_task`` answers."""
 
-    errcode: int = Field(description="0: the job is accepted.")
+    errcode: int = Field(description="0: the job is accepted; 5: refused (see ``errmsg``).")
     errmsg: str = ""
     reward_request_id: str | None = Field(None, description="The job's id, to poll.")
+
+
+class RollRefusal(RollSubmitted):
+    """A refused submit: ROLL's ``errcode`` 5 and ``errmsg``, beside the ``ErrorDetail``
+    fields every other refusal of the API has (its HTTP status is the refusal's)."""
+
+    error: str = Field(description="Machine-readable kind, e.g. forbidden, budget_exceeded.")
+    message: str
+    field: str | None = Field(default=None, description="The offending field, e.g. run.")
 
 
 class RollPoll(BaseModel):
@@ -106,38 +150,62 @@ class RollTaskResult(BaseModel):
 
 @dataclass
 class _Job:
-    task: asyncio.Task[RewardResult]
-    start_time: str
-    end_time: str | None = None
-    finished_at: float | None = None
+    """A job: its key's holder name, and its answer once it finished."""
 
-    def finish(self, _: object) -> None:
-        """The task's done callback: when it ended."""
-        self.end_time = datetime.now(UTC).isoformat()
-        self.finished_at = time.monotonic()
+    holder: str
+    start_time: str
+    answer: RollTaskResult | None = None
+    finished_at: float | None = None
+    task: asyncio.Task[None] | None = None
 
 
 @dataclass
 class RollJobs:
-    """The jobs of this process, by id."""
+    """The jobs of this process, by id: running ones until they end, finished ones (their
+    answers) for FINISHED_TTL_S, at most FINISHED_KEPT of them."""
 
     jobs: dict[str, _Job] = field(default_factory=dict)
+    finished: OrderedDict[str, None] = field(default_factory=OrderedDict)
 
-    def add(self, coroutine: Any) -> str:
-        """Start scoring as a job; its id."""
+    def add(self, scoring: Awaitable[RewardResult], holding: Holding) -> str:
+        """Start ``scoring`` as a job of the request's key, holding ``holding`` until it
+        ends; its id."""
         self._forget_old()
         job_id = uuid.uuid4().hex
-        task = asyncio.get_running_loop().create_task(coroutine)
-        job = _Job(task, datetime.now(UTC).isoformat())
-        task.add_done_callback(job.finish)
-        self.jobs[job_id] = job
+        job = self.jobs[job_id] = _Job(current_holder(), datetime.now(UTC).isoformat())
+        job.task = asyncio.get_running_loop().create_task(self._run(job_id, scoring, holding))
         return job_id
+
+    def get(self, job_id: str) -> _Job | None:
+        """Job ``job_id`` when the request's key started it (others are not told it exists)."""
+        job = self.jobs.get(job_id)
+        return job if job is not None and job.holder == current_holder() else None
+
+    async def _run(self, job_id: str, scoring: Awaitable[RewardResult], holding: Holding) -> None:
+        job = self.jobs[job_id]
+        try:
+            answer = _answer(await scoring)
+        except (ApiError, RequestError) as exc:
+            answer = RollTaskResult(errcode=FAILED, errmsg=_refusal(exc)[1][:ERRMSG_CHARS])
+        except Exception:  # the job's answer is the failure; the log keeps the traceback
+            # As text: a log record holding the exception would keep the job's frames (and
+            # the sample in them) for as long as a handler keeps the record.
+            log.error("ROLL job %s failed:\n%s", job_id, traceback.format_exc())
+            answer = RollTaskResult(errcode=FAILED, errmsg="internal_error: see the service log")
+        finally:
+            holding.release()
+        answer.start_time, answer.end_time = job.start_time, datetime.now(UTC).isoformat()
+        job.answer, job.finished_at, job.task = answer, time.monotonic(), None
+        self.finished[job_id] = None
 
     def _forget_old(self) -> None:
         now = time.monotonic()
-        for job_id, job in list(self.jobs.items()):
-            if job.finished_at is not None and now - job.finished_at > FINISHED_TTL_S:
-                del self.jobs[job_id]
+        while self.finished:
+            oldest = next(iter(self.finished))
+            done_at = self.jobs[oldest].finished_at or now
+            if len(self.finished) < FINISHED_KEPT and now - done_at <= FINISHED_TTL_S:
+                break
+            del self.finished[oldest], self.jobs[oldest]
 
 
 def _jobs(request: Request) -> RollJobs:
@@ -147,13 +215,35 @@ def _jobs(request: Request) -> RollJobs:
     return jobs
 
 
+def _refusal(exc: ApiError | RequestError) -> tuple[int, str, str | None]:
+    """A refusal's HTTP status, ``errmsg`` (its kind and message) and field."""
+    if isinstance(exc, RequestError):
+        return STATUS_OF_KIND[exc.kind], f"{exc.kind}: {exc}", exc.field
+    detail: dict[str, Any] = exc.detail  # type: ignore[assignment]  # ApiError's is a dict
+    return exc.status_code, f"{detail['error']}: {detail['message']}", detail.get("field")
+
+
+def _refused(exc: ApiError | RequestError) -> JSONResponse:
+    """ROLL's form of a refused submit (errcode 5), with the refusal's status and fields."""
+    status, errmsg, field_name = _refusal(exc)
+    kind, _, message = errmsg.partition(": ")
+    body = RollRefusal(
+        errcode=REFUSED, errmsg=errmsg, error=kind, message=message, field=field_name
+    )
+    headers = exc.headers if isinstance(exc, ApiError) else None
+    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+
+
 async def _score(
     scorer: Service, rubric: str, item: dict[str, Any], run: str | None, hold_s: float,
-    options: RewardOptions,
+    options: RewardOptions, holding: Holding, last_try: bool,
 ) -> RewardResult:  # fmt: skip
-    with scorer.held() as held:
+    """The job: the sample scored and held through an outage; recorded unless its judges
+    failed and ROLL will submit it again (``last_try`` false)."""
+    with scorer.held(holding) as held:
         (result,) = await score_holding(scorer, rubric, [item], "response", run, hold_s, options)
-        held.record()
+        if result.status != "judge_error" or last_try:
+            held.record()
     return result
 
 
@@ -163,7 +253,10 @@ router = APIRouter(tags=["trainer compatibility"])
 @router.post(
     "/roll/{rubric}/submit_task",
     response_model=RollSubmitted,
-    responses=error_responses(401, 402, 404, 413, 422, 429, trainer=True),
+    responses={
+        k: {"model": RollRefusal, "description": v["description"]}
+        for k, v in error_responses(401, 402, 403, 404, 413, 422, 429, trainer=True).items()
+    },
     summary="Submit a reward job in ROLL's remote reward system protocol",
 )
 async def roll_submit(
@@ -171,12 +264,12 @@ async def roll_submit(
     body: RollSubmit,
     request: Request,
     scorer: ServiceDep,
+    attempts: AttemptsDep,
     options: CriteriaOptionsDep,
     run: RunQuery = None,
-) -> RollSubmitted:
-    """Start scoring one ROLL sample against the library rubric ``rubric`` (an unknown
-    rubric is a 404 at once); the job is polled at ``task_result``."""
-    scorer.target(rubric)
+) -> Any:
+    """Start scoring one ROLL sample against the library rubric ``rubric``, polled at
+    ``task_result``; a refusal is answered at once (errcode 5, with its HTTP status)."""
     info = body.reward_info or {}
     item = {
         "id": "0",
@@ -190,8 +283,23 @@ async def roll_submit(
         item["criteria"] = info["criteria"]
     timeout = min(body.timeout if body.timeout is not None else ROLL_TIMEOUT_S, ROLL_TIMEOUT_S)
     hold = max(0.0, timeout - ANSWER_MARGIN_S)
-    job_id = _jobs(request).add(_score(scorer, rubric, item, run, hold, options))
-    return RollSubmitted(errcode=0, reward_request_id=job_id)
+    where, raw = str(request.url), body.model_dump()
+    try:
+        await scorer.plan(scorer.target(rubric), [item], options, "response", run)
+        holding = scorer.hold(item, "the ROLL job")
+    except (ApiError, RequestError) as exc:
+        return _refused(exc)
+    tries = attempts.begin(where, raw)
+
+    async def scoring() -> RewardResult:
+        result = await _score(
+            scorer, rubric, item, run, hold, options, holding, tries >= ROLL_TRIES
+        )
+        if result.reward is None and result.status == "judge_error":
+            attempts.refused(where, raw, tries)  # ROLL's next job for it is its next try
+        return result
+
+    return RollSubmitted(errcode=0, reward_request_id=_jobs(request).add(scoring(), holding))
 
 
 def _dimensions(result: RewardResult) -> dict[str, dict[str, Any]]:
@@ -205,20 +313,14 @@ def _dimensions(result: RewardResult) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _answer(job: _Job) -> RollTaskResult:
-    """The poll answer of a finished job."""
-    answer = RollTaskResult(errcode=FAILED, start_time=job.start_time, end_time=job.end_time)
-    error = job.task.exception()
-    if error is not None:
-        answer.errmsg = f"scoring failed: {error}"
-        return answer
-    result = job.task.result()
-    answer.dimention_reward_score = _dimensions(result)
+def _answer(result: RewardResult) -> RollTaskResult:
+    """The poll answer of a job that scored its sample."""
+    answer = RollTaskResult(errcode=FAILED, dimention_reward_score=_dimensions(result))
     if result.reward is not None:
         answer.errcode, answer.reward_score = DONE, result.reward
     else:
         answer.errcode = REJECTED if result.status == "rejected" else FAILED
-        answer.errmsg = f"{result.status}: {result.error or 'no reward'}"
+        answer.errmsg = f"{result.status}: {result.error or 'no reward'}"[:ERRMSG_CHARS]
     return answer
 
 
@@ -235,18 +337,18 @@ async def roll_result(
     ] = None,
 ) -> RollTaskResult:
     """The job's state: running (1), done with its reward (0), or failed (2, 3); 4 for an
-    id this process does not hold."""
+    id this process does not hold for the request's key."""
     if reward_request_id is None:
         try:
             reward_request_id = RollPoll.model_validate_json(await request.body()).reward_request_id
         except ValueError:
             return RollTaskResult(errcode=UNKNOWN, errmsg="no reward_request_id in the request")
-    job = _jobs(request).jobs.get(reward_request_id)
+    job = _jobs(request).get(reward_request_id)
     if job is None:
         return RollTaskResult(errcode=UNKNOWN, errmsg=f"no job {reward_request_id!r} here")
-    if not job.task.done():
+    if job.answer is None:
         return RollTaskResult(errcode=RUNNING, errmsg="running", start_time=job.start_time)
-    return _answer(job)
+    return job.answer
 
 
-__all__ = ["RollJobs", "RollSubmit", "RollSubmitted", "RollTaskResult", "router"]
+__all__ = ["RollJobs", "RollRefusal", "RollSubmit", "RollSubmitted", "RollTaskResult", "router"]

@@ -81,6 +81,7 @@ _DESCRIPTIONS = {
     401: "Missing or invalid API key.",
     402: "The run's cost reached its budget (error budget_exceeded, field run): new "
     "scoring for it is refused until the budget is raised.",
+    403: "The API key's scope does not allow the rubric or the run (``field`` names which).",
     404: "Unknown rubric.",
     413: "Body larger than max_body_bytes, or more items than max_items.",
     422: "Malformed request; `field` names the offending field.",

@@ -7,6 +7,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from rewardsvc.protocol.ops import Health, PublicReadiness, Readiness
+from rewardsvc.server import access
 from rewardsvc.server.errors import error_responses
 from rewardsvc.server.service import Service, ServiceDep
 
@@ -37,14 +38,15 @@ async def readyz(service: ServiceDep) -> JSONResponse:
 )
 async def readyz_detail(service: ServiceDep) -> JSONResponse:
     """Readiness as ``/readyz`` decides it, with the judges that answer, the rubrics that
-    cannot be scored and the shared state (behind the API key: these are internal names)."""
-    reachable, _, reasons = await _assess(service)
-    ready = not reasons
+    cannot be scored and the shared state (behind the API key: these are internal names; a
+    scoped key is told of its own rubrics only)."""
+    reachable, general, reasons = await _assess(service)
+    ready = not general
     link = service.shared
     body = Readiness(
         ready=ready,
-        message="ready" if ready else "; ".join(reasons),
-        rubrics=len(service.registry.entries()),
+        message="ready" if ready else "; ".join(reasons or general),
+        rubrics=sum(1 for e in service.registry.entries() if access.can_read_rubric(e.rubric.id)),
         judges=reachable,
         shared_state="none" if link is None else "ok" if link.healthy else "unreachable",
         shared_pending=0 if link is None else link.pending,
@@ -54,7 +56,8 @@ async def readyz_detail(service: ServiceDep) -> JSONResponse:
 
 async def _assess(service: Service) -> tuple[dict[str, bool], list[str], list[str]]:
     """Which judges answer, and why the service is not ready (ready: no reason): in
-    general terms (for everyone), and naming judges and rubrics (for key holders)."""
+    general terms (for everyone), and naming judges and the rubrics the request's key may
+    read (for key holders)."""
     entries = service.registry.entries()
     reachable = await service.readiness.reachable()
     general: list[str] = []
@@ -65,16 +68,19 @@ async def _assess(service: Service) -> tuple[dict[str, bool], list[str], list[st
     if not entries:
         general.append("no rubric is loaded")
         reasons.append(f"no rubric is loaded from {service.registry.rubrics_dir.name}/")
-    blocked = []
+    blocked: list[tuple[str, str]] = []
     for entry in entries:
         up = sum(1 for j in entry.rubric.judges if reachable.get(j.name))
         if up < entry.rubric.min_judges:
-            blocked.append(f"{entry.rubric.id} (needs {entry.rubric.min_judges}, {up} up)")
+            r = entry.rubric
+            blocked.append((r.id, f"{r.id} (needs {r.min_judges}, {up} up)"))
     if blocked:
         down = ", ".join(sorted(n for n, ok in reachable.items() if not ok)) or "none"
         general.append("too few judges answer for some rubrics")
+        shown = [text for rubric_id, text in blocked if access.can_read_rubric(rubric_id)]
         reasons.append(
-            f"judges not answering: {down}; rubrics that cannot be scored: {', '.join(blocked)}"
+            f"judges not answering: {down}; rubrics that cannot be scored: "
+            f"{', '.join(shown) or 'none of this API key'}"
         )
     return reachable, general, reasons
 

@@ -12,6 +12,11 @@ routes are the protocol's own: ``/create_session``, ``/create``, ``/ping``, ``/d
 keep-alives while the judges score, then ``end`` with the outcome, or ``error`` when no
 reward exists (judge_error; see ``rewardsvc.ors.sessions``). Errors before a stream are
 ``ErrorDetail`` bodies with ORS's ``detail`` beside.
+
+A scoped API key reads and opens sessions only on the environments whose target it may
+use (403 otherwise); a session is its creator's key's, and other keys find no such session
+(404). Each session and each tool call is admitted as held work
+(``rewardsvc.server.ledger``) before it starts, 429 or 413 when it does not fit.
 """
 
 from __future__ import annotations
@@ -47,11 +52,15 @@ from rewardsvc.protocol.ors import (
     VersionOut,
 )
 from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
+from rewardsvc.server import access
 from rewardsvc.server.errors import ApiError
-from rewardsvc.server.service import Service
+from rewardsvc.server.ledger import Holding, Ledger
+from rewardsvc.server.service import Service, ServiceDep
 
 log = logging.getLogger(__name__)
 
+SESSION_BYTES = 2048
+"""What an open session holds: its record (the task is the served one, not a copy)."""
 KEEPALIVE_S = 10.0
 """The client gives up on a stream silent for 30 s: a comment goes out every 10 s."""
 SID = Annotated[str, Header(alias="X-Session-ID")]
@@ -108,15 +117,21 @@ class OrsRoutes:
                 )
 
     def env(self, name: str | None) -> OrsEnvironment:
-        """Environment ``name`` (the first for None), else 404."""
+        """Environment ``name`` (the first for None), else 404; 403 when the request's key
+        may not use its target."""
         found = self.envs.get(name) if name is not None else next(iter(self.envs.values()))
         if found is None:
             raise OrsError(404, "unknown_environment", f"unknown environment {name!r}", "env")
+        if not access.can_read_rubric(found.config.target):
+            raise OrsError(
+                403, "forbidden", f"this API key may not use environment {found.name!r}", "env"
+            )
         return found
 
     def episode(self, sid: str, name: str | None) -> Episode:
-        """Open session ``sid`` (of environment ``name`` when given), else 404."""
-        episode = self.sessions.get(sid.strip())
+        """Open session ``sid`` of the request's key (of environment ``name`` when given),
+        else 404."""
+        episode = self.sessions.get(sid.strip(), access.current_holder())
         if episode is None or (name is not None and episode.env.name != name):
             raise OrsError(404, "unknown_session", "Active environment not found", "X-Session-ID")
         return episode
@@ -128,8 +143,9 @@ class OrsRoutes:
             raise OrsError(400, "invalid_request", f"Invalid split {split!r}", "split")
         return env.splits[split]
 
-    def create(self, sid: str, body: CreateRequest) -> SessionOut:
-        """Open session ``sid`` on the task the body names (served tasks only)."""
+    def create(self, sid: str, body: CreateRequest, ledger: Ledger) -> SessionOut:
+        """Open session ``sid`` on the task the body names (served tasks only), held in
+        ``ledger`` until it closes."""
         if body.toolset_name is not None:
             raise OrsError(400, "invalid_request", "no ORS toolset is served", "toolset_name")
         env = self.env(body.env_name)
@@ -146,8 +162,12 @@ class OrsRoutes:
             task = tasks[body.index]
         else:
             raise OrsError(400, "invalid_request", "give task_spec, or split and index", "split")
+
+        def admit() -> Callable[[], None]:
+            return _ors_held(lambda: ledger.hold(SESSION_BYTES, "the ORS session")).release
+
         try:
-            self.sessions.create(sid.strip(), env, task)
+            self.sessions.create(sid.strip(), env, task, access.current_holder(), admit)
         except KeyError as exc:
             raise OrsError(
                 400, "invalid_request", "Session already exists", "X-Session-ID"
@@ -163,7 +183,9 @@ class OrsRoutes:
         task_id = body.task_id
         if task_id is None:
             task_id = uuid.uuid4().hex
-            episode.start_call(task_id, body.name, body.input, scorer(service))
+            # The input waits for the session's turn in its task: held from now on.
+            holding = _ors_held(lambda: service.hold(body.input, "the ORS tool call"))
+            episode.start_call(task_id, body.name, body.input, scorer(service), holding.release)
         stream = self._stream(episode, task_id)
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
@@ -184,6 +206,19 @@ class OrsRoutes:
             if outcome is None:
                 yield b": keep-alive\n\n"
         yield _sse("end", outcome.model_dump_json())
+
+
+def _ors_held(hold: Callable[[], Holding]) -> Holding:
+    """What ``hold`` admits, its refusal raised in ORS's error form."""
+    try:
+        return hold()
+    except ApiError as exc:
+        if isinstance(exc, OrsError):
+            raise
+        detail = ErrorDetail.model_validate(exc.detail)
+        raise OrsError(
+            exc.status_code, detail.error, detail.message, detail.field, dict(exc.headers or {})
+        ) from None
 
 
 def _failure(exc: Exception) -> str:
@@ -223,8 +258,8 @@ def session_router(ors: OrsRoutes) -> APIRouter:
         return StreamingResponse(iter([body]), media_type="text/event-stream")
 
     @router.post("/create", response_model=SessionOut, summary="ORS: open a session on a task")
-    async def create(body: CreateRequest, sid: SID) -> SessionOut:
-        return ors.create(sid, body)
+    async def create(body: CreateRequest, sid: SID, service: ServiceDep) -> SessionOut:
+        return ors.create(sid, body, service.ledger)
 
     @router.post("/ping", response_model=StatusOut, summary="ORS: keep a session open")
     async def ping(sid: SID) -> StatusOut:
@@ -233,12 +268,12 @@ def session_router(ors: OrsRoutes) -> APIRouter:
 
     @router.post("/delete", response_model=SessionOut, summary="ORS: close a session")
     async def delete(sid: SID) -> SessionOut:
-        ors.sessions.delete(sid.strip())
+        ors.sessions.delete(sid.strip(), access.current_holder())
         return SessionOut(sid=sid.strip())
 
     @router.post("/delete_session", response_model=SessionOut, summary="ORS: forget a session id")
     async def delete_session(sid: SID) -> SessionOut:
-        ors.sessions.delete(sid.strip())
+        ors.sessions.delete(sid.strip(), access.current_holder())
         return SessionOut(sid=sid.strip())
 
     @router.get("/version", response_model=VersionOut, summary="ORS: the server's version")

@@ -47,7 +47,9 @@ from rewardsvc.scoring.groups import Comparing, GroupBatch, score_groups
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions, judge_preferences
 from rewardsvc.server import access, metrics, monitor_metrics
 from rewardsvc.server.admission import (
+    Planned,
     calls_per_item,
+    check_explain,
     check_inline_size,
     check_work,
     prompt_bytes,
@@ -55,6 +57,7 @@ from rewardsvc.server.admission import (
 from rewardsvc.server.errors import ApiError
 from rewardsvc.server.guards import InflightLimiter, check_batch
 from rewardsvc.server.holding import HeldTries, HoldAwareObservers, kept_back
+from rewardsvc.server.ledger import Holding, Ledger, held_size
 from rewardsvc.server.readiness import ReadinessProbe
 from rewardsvc.server.reward_log import RewardLog
 from rewardsvc.server.state import running_service
@@ -70,6 +73,7 @@ class Service:
     app: Application
     limiter: InflightLimiter
     readiness: ReadinessProbe
+    ledger: Ledger
     reward_log: RewardLog | None = None
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     drain_begun: asyncio.Event = field(default_factory=asyncio.Event)
@@ -182,6 +186,29 @@ class Service:
         if monitor is not None:
             monitor.spend.check(run)
 
+    async def plan(
+        self,
+        target: Target,
+        items: Sequence[Any],
+        options: RewardOptions,
+        field_name: str = "items",
+        run: str | None = None,
+    ) -> Planned:
+        """What scoring ``items`` with ``target`` plans, or the refusal it would meet before
+        any judge is asked: the run (403, 402), the batch's size, each item read (a bad one
+        rejected alone), the judge calls and prompt bytes (413), explain's output (413)."""
+        self.claim_run(run)
+        check_batch(len(items), self.settings.max_items, field_name)
+        per_rubric = functools.partial(calls_per_item, self.settings, options=options)
+        rubrics = self.item_rubrics(target.template, options)
+        inputs = [read_item(i, raw, rubrics) for i, raw in enumerate(items)]
+        calls = sum(target.item_cost(i, per_rubric) for i in inputs)
+        planned = Planned(inputs, calls, prompt_bytes(target, inputs, options))
+        check_work(self.settings, calls, planned.prompt_bytes)
+        if options.explain:
+            check_explain(self.settings, planned.prompt_bytes)
+        return planned
+
     async def score(
         self,
         rubric: Rubric | Target,
@@ -192,20 +219,25 @@ class Service:
         run: str | None = None,
     ) -> RewardResponse:
         """Score a batch within the request's deadline and the work limits (items per
-        batch, criteria and judges per rubric, items and judge calls in flight); log it when
-        configured."""
-        self.claim_run(run)
-        check_batch(len(items), self.settings.max_items, field_name)
+        batch, criteria and judges per rubric, items and judge calls in flight, explain's
+        output held); log it when configured."""
         target = rubric if isinstance(rubric, Target) else RubricTarget.of(rubric, metrics_label)
-        per_rubric = functools.partial(calls_per_item, self.settings, options=options)
-        rubrics = self.item_rubrics(target.template, options)
-        inputs = [read_item(i, raw, rubrics) for i, raw in enumerate(items)]
-        calls = sum(target.item_cost(i, per_rubric) for i in inputs)
+        planned = await self.plan(target, items, options, field_name, run)
         deadline = time.monotonic() + self.settings.request_timeout_s
-        with self.admitted(len(items), calls, prompt_bytes(target, inputs, options)):
-            response = await score_target(
-                target, self.engine, items, options, deadline, run, inputs=inputs
-            )
+        # The explain output is held until the answer is sent: counted as held work.
+        explaining = (
+            self.ledger.hold(planned.prompt_bytes, "the explain output", "options.explain")
+            if options.explain
+            else None
+        )
+        try:
+            with self.admitted(len(items), planned.calls, planned.prompt_bytes):
+                response = await score_target(
+                    target, self.engine, items, options, deadline, run, inputs=planned.inputs
+                )
+        finally:
+            if explaining is not None:
+                explaining.release()
         if self.reward_log is not None:
             self.reward_log.write(response, list(items), run)
         return response
@@ -238,15 +270,24 @@ class Service:
             if self.active == 0:
                 self.idle.set()
 
+    def hold(self, value: Any, what: str) -> Holding:
+        """Admit ``value`` (a request's text) as held work for the request's key (413 or
+        429 from the :class:`~.ledger.Ledger`): give it to :meth:`held` or release it."""
+        return self.ledger.hold(held_size(value), what)
+
     @contextlib.contextmanager
-    def held(self) -> Iterator[HeldTries]:
-        """A request held across several scorings (the trainer routes' hold): active for
-        the whole hold, so that a drain waits for it between its tries too (its in-flight
-        slots are only held while it scores), and recorded once: the reward-log lines and
-        monitor batches of its tries are kept back until it calls ``record()`` on what
-        this yields, and dropped when it answers without them (see ``holding``)."""
-        with self._active(), kept_back() as tries:
-            yield tries
+    def held(self, holding: Holding) -> Iterator[HeldTries]:
+        """A request held across several scorings (the trainer routes' hold), admitted as
+        ``holding`` (released when the block ends): active for the whole hold, so that a
+        drain waits for it between its tries too (its in-flight slots are only held while
+        it scores), and recorded once: the reward-log lines and monitor batches of its
+        tries are kept back until it calls ``record()`` on what this yields, and dropped
+        when it answers without them (see ``holding``)."""
+        try:
+            with self._active(), kept_back() as tries:
+                yield tries
+        finally:
+            holding.release()
 
     async def pause(self, seconds: float) -> bool:
         """Wait ``seconds`` between a held request's tries; False as soon as a drain
@@ -389,6 +430,7 @@ async def start_service(
         settings=settings,
         app=app,
         limiter=InflightLimiter(settings.max_inflight, settings.max_inflight_calls),
+        ledger=Ledger(settings.max_held_bytes, settings.max_held_per_key),
         readiness=ReadinessProbe(app.engine.judges),  # type: ignore[arg-type]  # Judges, as JudgeLike
         reward_log=reward_log,
     )

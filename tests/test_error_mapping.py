@@ -54,7 +54,10 @@ class _RefusingScorer:
     ) -> RewardResponse:
         raise RequestError.at(("items", 0, "completion"), "must not be empty")
 
-    def held(self) -> contextlib.AbstractContextManager[Any]:
+    def hold(self, value: Any, what: str) -> Any:
+        return types.SimpleNamespace(release=lambda: None)
+
+    def held(self, holding: Any) -> contextlib.AbstractContextManager[Any]:
         return contextlib.nullcontext(types.SimpleNamespace(record=lambda: None))
 
     async def pause(self, seconds: float) -> bool:

@@ -2,20 +2,20 @@
 and the application room.
 
 ``start_service`` composes the application (``rewardsvc.application.root``) and adds the
-server's own parts: the in-flight limiter, readiness probe, metrics observer, monitor
-metrics and reward log. :class:`Service` checks each request's limits once (items per
-batch, criteria and judges per rubric, calls and prompt bytes in flight), calls the
-application's scoring and writes the reward log.
+server's own parts: the in-flight limiter and held-work ledger, readiness probe, metrics
+observer, monitor metrics and reward log. :class:`Service` (a :class:`~.gate.Gate`) plans
+each request once (:meth:`Service.plan`: items per batch, criteria and judges per rubric,
+calls and prompt bytes, explain's output), admits it, calls the application's scoring and
+writes the reward log.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import gc
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -55,9 +55,10 @@ from rewardsvc.server.admission import (
     prompt_bytes,
 )
 from rewardsvc.server.errors import ApiError
+from rewardsvc.server.gate import Gate
 from rewardsvc.server.guards import InflightLimiter, check_batch
-from rewardsvc.server.holding import HeldTries, HoldAwareObservers, kept_back
-from rewardsvc.server.ledger import Holding, Ledger, held_size
+from rewardsvc.server.holding import HoldAwareObservers
+from rewardsvc.server.ledger import Ledger
 from rewardsvc.server.readiness import ReadinessProbe
 from rewardsvc.server.reward_log import RewardLog
 from rewardsvc.server.state import running_service
@@ -65,23 +66,19 @@ from rewardsvc.settings import Settings
 from rewardsvc.storage.redis_link import RedisLink
 
 
-@dataclass
-class Service:
-    """Everything the routes share: settings, rubric library, engine, limits, reward log."""
+@dataclass(kw_only=True)
+class Service(Gate):
+    """Everything the routes share: settings, rubric library, engine, limits (the
+    :class:`~.gate.Gate`), reward log."""
 
-    settings: Settings
     app: Application
-    limiter: InflightLimiter
     readiness: ReadinessProbe
-    ledger: Ledger
     reward_log: RewardLog | None = None
     stop: asyncio.Event = field(default_factory=asyncio.Event)
-    drain_begun: asyncio.Event = field(default_factory=asyncio.Event)
-    active: int = 0
-    idle: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def __post_init__(self) -> None:
-        self.idle.set()
+    def expire_work(self) -> None:
+        """Cut the judge work still running (a drain past its timeout)."""
+        self.engine.expire()
 
     @property
     def registry(self) -> Registry:
@@ -102,11 +99,6 @@ class Service:
     def monitor(self) -> Monitor | None:
         """The reward monitor."""
         return self.app.monitor
-
-    @property
-    def draining(self) -> bool:
-        """The service refuses new scoring requests: it drains for shutdown."""
-        return self.drain_begun.is_set()
 
     def judge_names(self) -> set[str]:
         """The judge names an inline rubric may refer to."""
@@ -242,62 +234,6 @@ class Service:
             self.reward_log.write(response, list(items), run)
         return response
 
-    @contextlib.contextmanager
-    def admitted(self, items: int, calls: int, prompt_bytes: int = 0) -> Iterator[None]:
-        """Hold in-flight slots for ``items`` and ``calls`` (429 when full, 413 when the
-        calls alone exceed max_inflight_calls or their ``prompt_bytes`` exceed
-        max_prompt_bytes_per_request) and count the request as active, so that a drain
-        waits for it."""
-        check_work(self.settings, calls, prompt_bytes)
-        with self.limiter.admit(items, calls), self._active():
-            metrics.INFLIGHT.inc()
-            metrics.INFLIGHT_CALLS.inc(calls)
-            try:
-                yield
-            finally:
-                metrics.INFLIGHT.dec()
-                metrics.INFLIGHT_CALLS.dec(calls)
-
-    @contextlib.contextmanager
-    def _active(self) -> Iterator[None]:
-        """Count a request as active for the whole block: a drain waits for it."""
-        self.active += 1
-        self.idle.clear()
-        try:
-            yield
-        finally:
-            self.active -= 1
-            if self.active == 0:
-                self.idle.set()
-
-    def hold(self, value: Any, what: str) -> Holding:
-        """Admit ``value`` (a request's text) as held work for the request's key (413 or
-        429 from the :class:`~.ledger.Ledger`): give it to :meth:`held` or release it."""
-        return self.ledger.hold(held_size(value), what)
-
-    @contextlib.contextmanager
-    def held(self, holding: Holding) -> Iterator[HeldTries]:
-        """A request held across several scorings (the trainer routes' hold), admitted as
-        ``holding`` (released when the block ends): active for the whole hold, so that a
-        drain waits for it between its tries too (its in-flight slots are only held while
-        it scores), and recorded once: the reward-log lines and monitor batches of its
-        tries are kept back until it calls ``record()`` on what this yields, and dropped
-        when it answers without them (see ``holding``)."""
-        try:
-            with self._active(), kept_back() as tries:
-                yield tries
-        finally:
-            holding.release()
-
-    async def pause(self, seconds: float) -> bool:
-        """Wait ``seconds`` between a held request's tries; False as soon as a drain
-        begins (the request then answers with what it has, before the drain ends)."""
-        try:
-            await asyncio.wait_for(self.drain_begun.wait(), seconds)
-        except TimeoutError:
-            return True
-        return False
-
     @property
     def _judges(self) -> Mapping[str, Judge]:
         return self.engine.judges  # type: ignore[return-value]  # Judges the engine types JudgeLike
@@ -361,22 +297,6 @@ class Service:
         if self.reward_log is not None:
             self.reward_log.write_preferences(batch, raw, run)
         return batch
-
-    async def drain(self, timeout_s: float, answer_s: float = 5.0) -> bool:
-        """Refuse new scoring requests and wait up to ``timeout_s`` for those accepted to
-        finish; True when they all did. Held requests stop holding and answer at once (see
-        ``pause``). Past it, their judge work is cut (the engine's deadline passes at once)
-        and they get ``answer_s`` more to answer with what they have, so that every
-        accepted request is answered and logged."""
-        self.drain_begun.set()
-        try:
-            await asyncio.wait_for(self.idle.wait(), timeout_s)
-        except TimeoutError:
-            self.engine.expire()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.idle.wait(), answer_s)
-            return False
-        return True
 
     async def score_rubric(
         self,

@@ -17,7 +17,7 @@ import pytest
 from fakejudge import FakeJudge
 from rewardlog import reward_lines
 from test_api_support import app_client, fake_pool, settings_for, write_library
-from test_compat_roll import payload
+from test_compat_roll import NEEDS_REFERENCE, payload
 from test_ors import events, write_env
 
 from rewardsvc.core.pool import JudgePool
@@ -57,7 +57,7 @@ async def poll(http: httpx.AsyncClient, job: str, token: str = ADMIN) -> dict[st
     for _ in range(300):
         answer: dict[str, Any] = (
             await http.get(
-                "/roll/tiny/task_result", params={"reward_request_id": job}, headers=key(token)
+                "/roll/any/task_result", params={"reward_request_id": job}, headers=key(token)
             )
         ).json()
         if answer["errcode"] != 1:
@@ -184,19 +184,22 @@ async def test_roll_resubmissions_of_a_failed_sample_are_logged_once(
     assert sum(r["samples"] for r in monitored["runs"]) == 1
 
 
-async def test_the_fifth_failed_job_of_a_sample_is_logged(
-    library: Path, pool: JudgePool, fake: FakeJudge, tmp_path: Path
+@pytest.mark.parametrize("why", ["judge_error", "rejected"])
+async def test_the_fifth_job_without_a_reward_is_logged(
+    library: Path, pool: JudgePool, fake: FakeJudge, tmp_path: Path, why: str
 ) -> None:
     log = tmp_path / "rewards.jsonl"
-    fake.script.default = "400"
-    body = payload("4", timeout=15)
+    (library / "graded.yaml").write_text(NEEDS_REFERENCE)
+    if why == "judge_error":
+        fake.script.default = "400"
+    body = payload("4", ground_truth="4" if why == "judge_error" else None, timeout=15)
     async with app_client(settings_for(library, reward_log=log), pool) as (http, _, _):
         for n in range(5):
-            job = (await http.post("/roll/tiny/submit_task", json=body)).json()
+            job = (await http.post("/roll/graded/submit_task", json=body)).json()
             await poll(http, job["reward_request_id"])
             assert len(reward_lines(log)) == (1 if n == 4 else 0)
     (line,) = reward_lines(log)
-    assert line["reward"] is None and line["status"] == "judge_error"
+    assert line["reward"] is None and line["status"] == why
 
 
 # ------------------------------------------------------------------ trainer holds, explain

@@ -36,10 +36,11 @@ answer has the refusal's HTTP status and, beside the usual ``ErrorDetail``, ROLL
 a failed submit). A job is admitted as held work (``rewardsvc.server.ledger``) until it ends;
 a finished job keeps only its answer (never an exception), and only its key may poll it.
 
-ROLL submits a sample again after a job without a reward, up to 5 times: a job whose judges
-failed is recorded in the reward log and the monitor only when it is the sample's 5th (the
-jobs of one sample are counted like the trainer routes' tries, by their body); every other
-outcome is recorded by the job that reached it.
+ROLL submits a sample again after a job without a reward, up to 5 times: a job without a
+reward (its judges failed, or the sample was rejected) is recorded in the reward log and the
+monitor only when it is the sample's 5th, and a job with a reward always is, so a sample makes
+one line however often it is sent (the jobs of one sample are counted like the trainer routes'
+tries, by their body, for as long as ROLL may take to send it again).
 """
 
 from __future__ import annotations
@@ -62,13 +63,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from rewardsvc.core.errors import RequestError
 from rewardsvc.protocol.rewards import RewardOptions, RewardResult
 from rewardsvc.server.access import current_holder
-from rewardsvc.server.compat import (
-    AttemptsDep,
-    CriteriaOptionsDep,
-    RunQuery,
-    score_holding,
-)
+from rewardsvc.server.compat import CriteriaOptionsDep, RunQuery, score_holding
 from rewardsvc.server.errors import STATUS_OF_KIND, ApiError, error_responses
+from rewardsvc.server.holding import Attempts
 from rewardsvc.server.ledger import Holding
 from rewardsvc.server.service import Service, ServiceDep
 from rewardsvc.server.trainer_text import label_fields, strip_trailing_special_tokens
@@ -86,6 +83,9 @@ FINISHED_TTL_S = 900.0
 FINISHED_KEPT = 20_000
 """Most finished jobs kept for their polls (the oldest are forgotten first); each keeps its
 answer only, well under 1 KiB."""
+ROLL_RETRY_WITHIN_S = ROLL_TIMEOUT_S + 60.0
+"""How long after a job without a reward ROLL's next job for the sample may come: it polls
+to the job's timeout plus 5 s, then submits again."""
 ERRMSG_CHARS = 500
 """Longest ``errmsg`` a job keeps (an error's message may quote the sample)."""
 
@@ -238,13 +238,22 @@ async def _score(
     scorer: Service, rubric: str, item: dict[str, Any], run: str | None, hold_s: float,
     options: RewardOptions, holding: Holding, last_try: bool,
 ) -> RewardResult:  # fmt: skip
-    """The job: the sample scored and held through an outage; recorded unless its judges
-    failed and ROLL will submit it again (``last_try`` false)."""
+    """The job: the sample scored and held through an outage; recorded unless it has no
+    reward and ROLL will submit it again (``last_try`` false)."""
     with scorer.held(holding) as held:
         (result,) = await score_holding(scorer, rubric, [item], "response", run, hold_s, options)
-        if result.status != "judge_error" or last_try:
+        if result.reward is not None or last_try:
             held.record()
     return result
+
+
+def _attempts(request: Request) -> Attempts:
+    """The app's count of ROLL's jobs per sample: a sample comes back after its job's
+    timeout and ROLL's last poll, so a token lasts that long."""
+    attempts = getattr(request.app.state, "roll_attempts", None)
+    if attempts is None:
+        attempts = request.app.state.roll_attempts = Attempts(retry_within_s=ROLL_RETRY_WITHIN_S)
+    return attempts
 
 
 router = APIRouter(tags=["trainer compatibility"])
@@ -264,7 +273,6 @@ async def roll_submit(
     body: RollSubmit,
     request: Request,
     scorer: ServiceDep,
-    attempts: AttemptsDep,
     options: CriteriaOptionsDep,
     run: RunQuery = None,
 ) -> Any:
@@ -289,13 +297,13 @@ async def roll_submit(
         holding = scorer.hold(item, "the ROLL job")
     except (ApiError, RequestError) as exc:
         return _refused(exc)
+    attempts = _attempts(request)
     tries = attempts.begin(where, raw)
 
     async def scoring() -> RewardResult:
-        result = await _score(
-            scorer, rubric, item, run, hold, options, holding, tries >= ROLL_TRIES
-        )
-        if result.reward is None and result.status == "judge_error":
+        last_try = tries >= ROLL_TRIES
+        result = await _score(scorer, rubric, item, run, hold, options, holding, last_try)
+        if result.reward is None:
             attempts.refused(where, raw, tries)  # ROLL's next job for it is its next try
         return result
 

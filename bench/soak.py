@@ -15,13 +15,25 @@ requests in those windows) that cycles through the payloads of issue 23:
   newlines; lone surrogates; chat-template and sentinel tokens);
 - ``huge-rubric``: an inline rubric with 60 KB of instructions;
 - ``all-pairs``: a ``/v1/groups`` pairwise ``all_pairs`` tournament;
-- ``repeat-prompt``: an OpenRLHF sample whose response repeats the prompt.
+- ``repeat-prompt``: an OpenRLHF sample whose response repeats the prompt;
+
+and those of issue 36, work a request could make the service hold, or dataset text read on
+the event loop:
+
+- ``roll-4mib``: a ROLL sample with a 4 MiB response, played as ROLL plays it (submit, poll,
+  submit again after a job without a reward, 5 jobs in all);
+- ``explain-fanout``: ``options.explain`` over 19 items of 95 KB under an inline rubric of 60
+  criteria (about 220 MB of prompts to show);
+- ``ors-waiting``: an ORS session with 7 calls of a 4 MiB answer sent at once;
+- ``item-criteria``: 2.9 MiB of ``/v1/rewards`` in two items bringing 60 long criteria each;
+- ``criterion-3mb``: one item criterion of 3 MB.
 
 It reports benign p50/p99 with and without the hostile share and their ratio (target
 ≤ 2), the service's RSS over time (growth of the service process after the warm-up, target
 ≤ 10 %; with its grader workers too), the longest ``/healthz`` answer polled throughout
 (target ≤ 1 s), and a reward-log audit: every item of every answered ``/v1/rewards``
-request has exactly one line (none lost, none duplicated). Everything stays on 127.0.0.1.
+request, and every ROLL sample however often it was submitted, has exactly one line (none
+lost, none duplicated). Everything stays on 127.0.0.1.
 
     .venv/bin/python -m bench.soak [--minutes 30] [--rate 0.5] [--hostile-share 0.2]
 """
@@ -88,15 +100,21 @@ CONTROL_TOKENS = (
 )
 
 
+Answer = tuple[int, list[str]]
+"""What a request got: its HTTP status (0: no proper answer) and the statuses it reads."""
+
+
 @dataclass(frozen=True)
 class Request:
     """One HTTP request of the soak: its path, query and JSON body, and the ids of the
-    ``/v1/rewards`` items it carries (for the reward-log audit)."""
+    ``/v1/rewards`` items it carries (for the reward-log audit); or a ``flow`` of requests
+    (a trainer's protocol) that the soak runs instead, ``path`` then naming it."""
 
     path: str
-    body: dict[str, Any]
+    body: dict[str, Any] = field(default_factory=dict)
     params: dict[str, str] = field(default_factory=dict)
     item_ids: tuple[str, ...] = ()
+    flow: Callable[[aiohttp.ClientSession, str], Awaitable[Answer]] | None = None
 
 
 def benign(n: int) -> Request:
@@ -188,6 +206,108 @@ def repeat_prompt(n: int) -> Request:
     return Request(f"/openrlhf/{RUBRIC}", body, params={"hold": "0"})
 
 
+def _post(http: aiohttp.ClientSession, url: str, body: Any, **kw: Any) -> Any:
+    return http.post(url, data=json.dumps(body), headers={"Content-Type": "application/json"}, **kw)
+
+
+async def _roll_sample(http: aiohttp.ClientSession, url: str, sample: dict[str, Any]) -> Answer:
+    """ROLL's loop for one sample (its delays cut short): up to 5 jobs, each polled until it
+    is not running; the errcodes of the jobs."""
+    base = f"{url}/roll/{RUBRIC}"
+    codes: list[str] = []
+    for _ in range(5):
+        async with _post(http, f"{base}/submit_task", sample) as r:
+            status, submitted = r.status, await r.json(content_type=None)
+        if status != 200 or submitted.get("errcode") != 0:
+            return status, [f"submit_{submitted.get('errcode')}"]
+        while True:
+            async with http.get(f"{base}/task_result", params=submitted) as r:
+                answer = await r.json(content_type=None)
+            if answer["errcode"] != 1:
+                break
+            await asyncio.sleep(0.5)
+        codes.append(f"errcode_{answer['errcode']}")
+        if answer["errcode"] == 0:
+            break
+    return 200, codes
+
+
+def roll_4mib(n: int) -> Request:
+    sample = {
+        "prompt": f"What is 2 + 2? (soak roll {n})",
+        "response": "4 " * (2 * 1024 * 1024),
+        "reward_info": {"ground_truth": "4"},
+        "data_id": f"roll-{n}",
+        "timeout": 300,
+    }
+    flow = lambda http, url: _roll_sample(http, url, sample)  # noqa: E731
+    return Request("roll", item_ids=(sample["data_id"],), flow=flow)
+
+
+def explain_fanout(n: int) -> Request:
+    rubric = {
+        "id": f"soak-fanout-{n % 4}",
+        "criteria": [{"id": f"c{i}", "text": f"The reply satisfies point {i}."} for i in range(60)],
+        "judges": ["primary", "secondary"],
+    }
+    items = [
+        {"id": f"explain-{n}-{i}", "prompt": "Answer.", "completion": "4 " * 47_500}
+        for i in range(19)
+    ]
+    body = {"rubric": rubric, "items": items, "options": {"explain": True}}
+    return Request("/v1/rewards", body, item_ids=tuple(i["id"] for i in items))
+
+
+async def _ors_waiting(http: aiohttp.ClientSession, url: str, n: int) -> Answer:
+    async with http.post(f"{url}/create_session") as r:
+        sid = (await r.text()).split("data: ", 1)[1].split("\n", 1)[0]
+    headers = {"X-Session-ID": sid, "Content-Type": "application/json"}
+    where = {"split": "train", "index": 0, "env_name": "soak-env"}
+    async with http.post(f"{url}/create", data=json.dumps(where), headers=headers) as r:
+        if r.status != 200:
+            return r.status, [await r.text()]
+    call = json.dumps({"name": "answer", "input": {"answer": f"{n} " + "4 " * (2 * 1024 * 1024)}})
+
+    async def one() -> str:
+        async with http.post(f"{url}/soak-env/call", data=call, headers=headers) as r:
+            text = await r.text()
+            return f"http_{r.status}" if r.status != 200 else text.rsplit("event: ", 1)[-1][:3]
+
+    outcomes = await asyncio.gather(*(one() for _ in range(7)))
+    async with http.post(f"{url}/delete", headers=headers):
+        pass
+    return 200, list(outcomes)
+
+
+def ors_waiting(n: int) -> Request:
+    return Request("ors", flow=lambda http, url: _ors_waiting(http, url, n))
+
+
+def item_criteria(n: int) -> Request:
+    # 2.9 MiB of criteria in two items: read, on the loop, for seconds before issue 36.
+    def criteria(i: int) -> list[dict[str, str]]:
+        return [{"id": f"c{k}", "text": f"Fact {k} of case {i} holds. " * 960} for k in range(60)]
+
+    items = [
+        {
+            "id": f"criteria-{n}-{i}",
+            "prompt": f"Answer. (soak criteria {n} {i})",
+            "completion": "4",
+            "reference": "4",
+            "criteria": criteria(i),
+        }
+        for i in range(2)
+    ]
+    ids = tuple(i["id"] for i in items)
+    return Request("/v1/rewards", {"rubric": RUBRIC, "items": items}, item_ids=ids)
+
+
+def criterion_3mb(n: int) -> Request:
+    item = {"id": f"criterion-3mb-{n}", "prompt": f"Answer. (soak {n})", "completion": "4",
+            "reference": "4", "criteria": [{"id": "huge", "text": "check " * 500_000}]}  # fmt: skip
+    return Request("/v1/rewards", {"rubric": RUBRIC, "items": [item]}, item_ids=(item["id"],))
+
+
 HOSTILE: dict[str, Callable[[int], Request]] = {
     "exp-schema": exp_schema,
     "tower": tower,
@@ -197,6 +317,11 @@ HOSTILE: dict[str, Callable[[int], Request]] = {
     "huge-rubric": huge_rubric,
     "all-pairs": all_pairs,
     "repeat-prompt": repeat_prompt,
+    "roll-4mib": roll_4mib,
+    "explain-fanout": explain_fanout,
+    "ors-waiting": ors_waiting,
+    "item-criteria": item_criteria,
+    "criterion-3mb": criterion_3mb,
 }
 
 # ---------------------------------------------------------------- the run
@@ -239,6 +364,10 @@ async def send(
     statuses: list[str] = []
     timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S)
     try:
+        if request.flow is not None:
+            status, statuses = await request.flow(http, url)
+            latency = time.monotonic() - start
+            return Sent(kind, phase, start - t0, latency, status, request.item_ids, statuses)
         async with http.post(
             url + request.path,
             data=json.dumps(request.body),  # ASCII: lone surrogates travel as \ud800 escapes
@@ -333,8 +462,18 @@ async def load(url: str, args: argparse.Namespace, record: Record, t0: float, en
             await asyncio.wait(pending)
 
 
+def line_key(record: dict[str, Any]) -> str:
+    """The id a reward-log line is audited under: a ROLL sample's ``data_id`` (its jobs
+    share the item id), else the item's id."""
+    metadata = record.get("metadata") or {}
+    if metadata.get("trainer") == "roll":
+        return str(metadata.get("data_id"))
+    return str(record.get("id"))
+
+
 def audit(log_path: Path, sent: list[Sent]) -> dict[str, Any]:
-    """Reward-log lines against the /v1/rewards items answered: one line each."""
+    """Reward-log lines against the /v1/rewards items and ROLL samples answered: one line
+    each, however often ROLL submitted a sample."""
     counts: Counter[str] = Counter()
     events = other = 0
     if log_path.exists():
@@ -344,7 +483,7 @@ def audit(log_path: Path, sent: list[Sent]) -> dict[str, Any]:
                 if "event" in record:
                     events += 1
                 else:
-                    counts[str(record.get("id"))] += 1
+                    counts[line_key(record)] += 1
     answered = [i for s in sent if s.status == 200 for i in s.item_ids]
     expected = set(answered)
     unanswered = {i for s in sent if s.status != 200 for i in s.item_ids}
@@ -526,6 +665,9 @@ def main() -> None:
     pool = yaml.safe_load(CPU_POOL.read_text())
     with tempfile.TemporaryDirectory(prefix="rewardsvc-soak-") as tmp:
         work = Path(tmp)
+        (work / "soak-tasks.jsonl").write_text('{"prompt": "What is 2 + 2?", "reference": "4"}\n')
+        ors_env = work / "soak-env.yaml"
+        ors_env.write_text(f"name: soak-env\ntarget: {RUBRIC}\ntasks: soak-tasks.jsonl\n")
         redis = RedisServer(work / "redis")
         redis.start()
         reward_log = work / "rewards.jsonl"
@@ -535,6 +677,7 @@ def main() -> None:
                 "REWARDSVC_REDIS_URL": redis.url,
                 "REWARDSVC_REWARD_LOG": str(reward_log),
                 "REWARDSVC_RELOAD": "false",
+                "REWARDSVC_ORS_ENVIRONMENTS": json.dumps([str(ors_env)]),
             }
             with rewardsvc_service(work / "service", pool, [], extra_env=env, name="soak") as svc:
                 log(f"soak: {args.minutes:g} min against {svc.url} (pid {svc.pid})")

@@ -1,5 +1,5 @@
-"""Hostile judge replies (issue 36, "Integrity 3"): a damaged logprob is no score, and a
-hostile usage count breaks nothing.
+"""Hostile judge replies (issue 36, "Integrity 3"): a damaged logprob is no score, a
+hostile usage count breaks nothing, and a cached comparison is no judge call.
 
 The rate-limit headers' bound is tested beside the limiter (``test_ratelimit.py``); the
 invariant across every surface is ``test_invariant_hostile_judges.py``.
@@ -7,6 +7,7 @@ invariant across every surface is ``test_invariant_hostile_judges.py``.
 
 from __future__ import annotations
 
+import copy
 import math
 from pathlib import Path
 from typing import Any
@@ -240,3 +241,34 @@ async def test_a_negative_prompt_token_count_still_scores(fake: FakeJudge, tmp_p
     assert result["status"] == "ok" and result["reward"] is not None, result
     assert reply.json()["usage"]["prompt_tokens"] == 0
     assert metrics.status_code == 200
+
+
+# ------------------------------------------------------------------ item 21: cached comparisons
+
+GROUP = {"id": "g", "prompt": "What is 2+2?", "completions": ["4", "5", "four"]}
+PAIR = {"id": "p", "prompt": "What is 2+2?", "a": "4", "b": "5"}
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/groups", {"rubric": "tiny", "groups": [GROUP]}),
+        ("/v1/groups", {"rubric": "tiny", "groups": [GROUP], "options": {"method": "pairwise"}}),
+        ("/v1/preferences", {"rubric": "tiny", "pairs": [PAIR]}),
+    ],
+)
+async def test_a_repeated_comparison_counts_cache_hits_not_judge_calls(
+    fake: FakeJudge, tmp_path: Path, path: str, body: dict[str, Any]
+) -> None:
+    settings = settings_for(write_library(tmp_path / "rubrics"))
+    async with app_client(settings, fake_pool(fake.url, fake.url)) as (http, _, _):
+        first = await http.post(path, json=body)
+        sent = fake.script.requests
+        again = await http.post(path, json=copy.deepcopy(body))
+    assert first.status_code == again.status_code == 200, (first.text, again.text)
+    calls = first.json()["usage"]["judge_calls"]
+    assert calls == sent > 0 and first.json()["usage"].get("cache_hits", 0) == 0
+    assert fake.script.requests == sent  # the repeat asked the judges nothing
+    repeat = again.json()["usage"]
+    assert (repeat["judge_calls"], repeat.get("cache_hits")) == (0, calls), repeat
+    assert repeat["calls_by_order"] == {} and repeat["prompt_tokens"] == 0

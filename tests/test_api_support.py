@@ -67,9 +67,11 @@ def write_library(folder: Path) -> Path:
     return folder
 
 
-def fake_pool(primary_url: str, secondary_url: str, timeout_s: float = 5.0) -> JudgePool:
+def fake_pool(
+    primary_url: str, secondary_url: str, timeout_s: float = 5.0, **settings: Any
+) -> JudgePool:
     """A pool binding ``primary`` (chat) and ``secondary`` (completion) to fake judges,
-    without retries so that failure tests are fast."""
+    without retries so that failure tests are fast; ``settings`` go to both judges."""
 
     def judge(url: str, api: str) -> dict[str, Any]:
         return {
@@ -79,6 +81,7 @@ def fake_pool(primary_url: str, secondary_url: str, timeout_s: float = 5.0) -> J
             "timeout_s": timeout_s,
             "retries": 0,
             "max_concurrency": 64,
+            **settings,
         }
 
     return JudgePool.model_validate(

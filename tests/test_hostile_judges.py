@@ -246,29 +246,31 @@ async def test_a_negative_prompt_token_count_still_scores(fake: FakeJudge, tmp_p
 # ------------------------------------------------------------------ item 21: cached comparisons
 
 GROUP = {"id": "g", "prompt": "What is 2+2?", "completions": ["4", "5", "four"]}
-PAIR = {"id": "p", "prompt": "What is 2+2?", "a": "4", "b": "5"}
+PAIR = {"id": "p", "prompt": "What is 2+2?", "a": "4.0", "b": "22"}
 
 
-@pytest.mark.parametrize(
-    ("path", "body"),
-    [
-        ("/v1/groups", {"rubric": "tiny", "groups": [GROUP]}),
-        ("/v1/groups", {"rubric": "tiny", "groups": [GROUP], "options": {"method": "pairwise"}}),
-        ("/v1/preferences", {"rubric": "tiny", "pairs": [PAIR]}),
-    ],
-)
+REPEATED = [
+    ("/v1/groups", {"rubric": "tiny", "groups": [GROUP]}),
+    ("/v1/groups", {"rubric": "tiny", "groups": [GROUP], "options": {"method": "pairwise"}}),
+    ("/v1/preferences", {"rubric": "tiny", "pairs": [PAIR]}),
+]
+
+
 async def test_a_repeated_comparison_counts_cache_hits_not_judge_calls(
-    fake: FakeJudge, tmp_path: Path, path: str, body: dict[str, Any]
+    fake: FakeJudge, tmp_path: Path
 ) -> None:
+    """Before: the repeat of a group asked the judges nothing and reported 8 judge_calls."""
     settings = settings_for(write_library(tmp_path / "rubrics"))
     async with app_client(settings, fake_pool(fake.url, fake.url)) as (http, _, _):
-        first = await http.post(path, json=body)
-        sent = fake.script.requests
-        again = await http.post(path, json=copy.deepcopy(body))
-    assert first.status_code == again.status_code == 200, (first.text, again.text)
-    calls = first.json()["usage"]["judge_calls"]
-    assert calls == sent > 0 and first.json()["usage"].get("cache_hits", 0) == 0
-    assert fake.script.requests == sent  # the repeat asked the judges nothing
-    repeat = again.json()["usage"]
-    assert (repeat["judge_calls"], repeat.get("cache_hits")) == (0, calls), repeat
-    assert repeat["calls_by_order"] == {} and repeat["prompt_tokens"] == 0
+        for path, body in REPEATED:
+            before = fake.script.requests
+            first = await http.post(path, json=body)
+            sent = fake.script.requests - before
+            again = await http.post(path, json=copy.deepcopy(body))
+            assert first.status_code == again.status_code == 200, (first.text, again.text)
+            calls = first.json()["usage"]["judge_calls"]
+            assert calls == sent > 0 and first.json()["usage"].get("cache_hits", 0) == 0
+            assert fake.script.requests == before + sent  # the repeat asked the judges nothing
+            repeat = again.json()["usage"]
+            assert (repeat["judge_calls"], repeat.get("cache_hits")) == (0, calls), (path, repeat)
+            assert repeat["calls_by_order"] == {} and repeat["prompt_tokens"] == 0

@@ -13,7 +13,8 @@ from a misrouted proxy), ``notjson`` (a 200 with JSON that is not a completion),
 sends one space every ``trickle_s`` for ``delay_s``, then the answer), ``stall``
 (answers nothing until the client hangs up; counted in ``disconnects``), ``redirect`` (a
 307 to ``redirect_to``), ``huge`` (a 200 streaming ``huge_bytes`` of JSON whitespace,
-counted in ``sent_bytes``).
+counted in ``sent_bytes``). ``rewrite`` and ``reply_headers`` make the answered replies
+hostile (damaged logprobs, usage or rate-limit headers).
 
 :class:`RecordingObserver` records what judges and backends report to their observer.
 
@@ -30,7 +31,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +56,7 @@ class Script:
     default: str = "ok"
     queue: deque[str] = field(default_factory=deque)
     delay_s: float = 0.0
-    retry_after: float = 1.0
+    retry_after: float | str = 1.0
     # Probability mass put on the first allowed choice token (e.g. "yes"); the rest
     # is spread evenly over the other choices.
     first_choice_p: float = 0.8
@@ -72,6 +73,15 @@ class Script:
     redirect_to: str = "http://127.0.0.1:9/latest/meta-data/iam"
     huge_bytes: int = 64 * 1024 * 1024
     sent_bytes: int = 0
+    # Hostile replies: ``rewrite`` edits each answered reply (its JSON, as a dict) before it
+    # is sent; ``reply_headers`` are extra headers, one entry per reply (429s included)
+    # while there are any.
+    rewrite: Callable[[dict[str, Any]], None] | None = None
+    reply_headers: deque[dict[str, str]] = field(default_factory=deque)
+
+    def next_headers(self) -> dict[str, str]:
+        """The extra headers of the next reply."""
+        return self.reply_headers.popleft() if self.reply_headers else {}
 
     def next_behaviour(self) -> str:
         return self.queue.popleft() if self.queue else self.default
@@ -126,7 +136,7 @@ def make_app(script: Script) -> FastAPI:
             return JSONResponse(
                 {"error": {"message": "scripted 429"}},
                 status_code=429,
-                headers={"Retry-After": str(script.retry_after)},
+                headers={"Retry-After": str(script.retry_after), **script.next_headers()},
             )
         if behaviour == "html":
             return HTMLResponse("<html><body><h1>502 Bad Gateway</h1></body></html>")
@@ -150,13 +160,13 @@ def make_app(script: Script) -> FastAPI:
             await asyncio.sleep(script.delay_s)
         n = int(body.get("n") or 1)
         if behaviour == "garbage":
-            return JSONResponse(_reply(body, chat, ["I refuse to answer."] * n, None))
+            return _answer(script, _reply(body, chat, ["I refuse to answer."] * n, None))
         if "response_format" in body:
-            return JSONResponse(_reply(body, chat, [_json_answer(body)] * n, None))
+            return _answer(script, _reply(body, chat, [_json_answer(body)] * n, None))
         dist = _distribution(_choices(body), script.first_choice_p)
         top = max(dist, key=lambda t: dist[t])
         want_logprobs = body.get("logprobs") not in (None, False)
-        return JSONResponse(_reply(body, chat, [top] * n, dist if want_logprobs else None))
+        return _answer(script, _reply(body, chat, [top] * n, dist if want_logprobs else None))
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Response:
@@ -172,6 +182,15 @@ def make_app(script: Script) -> FastAPI:
         return {"object": "list", "data": [{"id": "fake", "object": "model"}]}
 
     return app
+
+
+def _answer(script: Script, reply: dict[str, Any]) -> Response:
+    """A 200 with ``reply``, rewritten and with the extra headers when the script says."""
+    if script.rewrite is not None:
+        script.rewrite(reply)
+    # JSONResponse's encoding, but NaN and the infinities allowed (as Python writes them).
+    body = json.dumps(reply, ensure_ascii=False, separators=(",", ":"))
+    return Response(body, media_type="application/json", headers=script.next_headers())
 
 
 async def _trickle(script: Script, answer: bytes) -> AsyncIterator[bytes]:

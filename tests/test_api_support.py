@@ -67,9 +67,12 @@ def write_library(folder: Path) -> Path:
     return folder
 
 
-def fake_pool_doc(primary_url: str, secondary_url: str, timeout_s: float = 5.0) -> dict[str, Any]:
+def fake_pool_doc(
+    primary_url: str, secondary_url: str, timeout_s: float = 5.0, **settings: Any
+) -> dict[str, Any]:
     """The judge pool document binding ``primary`` (chat) and ``secondary`` (completion) to
-    fake judges, without retries so that failure tests are fast."""
+    fake judges, without retries so that failure tests are fast; ``settings`` go to both
+    judges."""
 
     def judge(url: str, api: str) -> dict[str, Any]:
         return {
@@ -79,6 +82,7 @@ def fake_pool_doc(primary_url: str, secondary_url: str, timeout_s: float = 5.0) 
             "timeout_s": timeout_s,
             "retries": 0,
             "max_concurrency": 64,
+            **settings,
         }
 
     return {
@@ -89,9 +93,13 @@ def fake_pool_doc(primary_url: str, secondary_url: str, timeout_s: float = 5.0) 
     }
 
 
-def fake_pool(primary_url: str, secondary_url: str, timeout_s: float = 5.0) -> JudgePool:
+def fake_pool(
+    primary_url: str, secondary_url: str, timeout_s: float = 5.0, **settings: Any
+) -> JudgePool:
     """:func:`fake_pool_doc` as a pool."""
-    return JudgePool.model_validate(fake_pool_doc(primary_url, secondary_url, timeout_s))
+    return JudgePool.model_validate(
+        fake_pool_doc(primary_url, secondary_url, timeout_s, **settings)
+    )
 
 
 def settings_for(folder: Path, **overrides: Any) -> Settings:

@@ -790,6 +790,7 @@ class Fault:
     graders: bool = False
     hostile_math: bool = False  # hostile answers keep the math worker busy meanwhile
     drain: bool = False  # the service drains mid-case (so each case needs its own)
+    judge_settings: dict[str, Any] = field(default_factory=dict)  # for both fake judges
 
 
 FAULTS = [
@@ -832,7 +833,7 @@ def running_rig(fault: Fault, folder: Path) -> Iterator[Rig]:
     with contextlib.ExitStack() as stack:
         fake = stack.enter_context(FakeJudge(script))
         library = write_rubrics(folder / "rubrics")
-        pool = fake_pool(fake.url, fake.url, timeout_s=fault.judge_timeout_s)
+        pool = fake_pool(fake.url, fake.url, fault.judge_timeout_s, **fault.judge_settings)
         settings: dict[str, Any] = {
             "request_timeout_s": REQUEST_DEADLINE_S,
             "ors_environments": write_ors_environments(folder / "ors"),

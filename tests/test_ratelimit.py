@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from fakejudge import FakeJudge
 from fakeprovider import FakeProvider, Limits
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rewardsvc.core.pool import JudgeConfig, RateLimit
 from rewardsvc.core.rollout import Rollout
@@ -160,3 +162,98 @@ async def test_a_429_retry_after_holds_the_other_calls_of_the_judge() -> None:
     # Every call of the judge, not only the refused one, waits until the asked time.
     assert paused_until >= fake.script.request_times[0] + 0.3
     assert fake.script.requests == 2
+
+
+# ------------------------------------------------------------------ hostile headers (issue 36)
+
+HEADERS = [
+    "x-ratelimit-remaining-requests",
+    "x-ratelimit-remaining-tokens",
+    "x-ratelimit-limit-requests",
+    "x-ratelimit-limit-tokens",
+    "x-ratelimit-reset-requests",
+    "x-ratelimit-reset-tokens",
+    "retry-after",
+    "retry-after-ms",
+]
+HOSTILE_VALUES = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True).map(str),
+    st.integers(min_value=-(10**30), max_value=10**30).map(str),
+    st.sampled_from(["1e9", "inf", "-inf", "nan", "1e-300", "-1e18", "1e400", "99999h", ""]),
+    st.sampled_from(["Fri, 31 Dec 9999 23:59:59 GMT", "6m0s", "soon"]),
+)
+REPLIES = st.lists(
+    st.tuples(
+        st.sampled_from([200, 429, 503]),
+        st.dictionaries(st.sampled_from(HEADERS), HOSTILE_VALUES, max_size=len(HEADERS)),
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+BOUND_S = 60.0
+"""The judges' default ``retry_after_max_s``: the longest the provider's word holds them."""
+
+
+@given(
+    replies=REPLIES,
+    settled=st.lists(st.integers(min_value=0, max_value=2**31 - 1), max_size=3),
+    configured=st.booleans(),
+)
+def test_no_header_holds_the_judge_past_its_bound(
+    replies: list[tuple[int, dict[str, str]]], settled: list[int], configured: bool
+) -> None:
+    """Whatever the provider's headers (and replies' usage) say, a call gets through once
+    the bound and its own refill (a minute at most) have passed. Before: a
+    ``Retry-After: 1e9``, ``inf``, or ``x-ratelimit-remaining-requests: -1e18`` held every
+    call of the judge for the life of the process."""
+    clock = Clock()
+    configured_limits = RateLimit(requests_per_minute=600, tokens_per_minute=60_000)
+    limiter = RateLimiter(configured_limits if configured else RateLimit(), clock)
+    for status, headers in replies:
+        limiter.observe(status, headers)
+        assert limiter.paused_until <= clock.now + BOUND_S
+    for prompt_tokens in settled:
+        limiter.settle(10, 40, prompt_tokens)
+    assert limiter.ratio <= 4.0  # no more tokens per character than UTF-8 has bytes
+    clock.now += BOUND_S + 60.0
+    assert limiter._wait_s(limiter.estimate({"prompt": "a probe"})[1], clock.now) <= 0.0
+
+
+@pytest.mark.parametrize(
+    ("first", "headers"),
+    [
+        ("429", {}),  # with Retry-After: 1e9
+        ("ok", {"x-ratelimit-remaining-requests": "-1e18", "x-ratelimit-reset-requests": "inf"}),
+        (
+            "ok",
+            {
+                "x-ratelimit-limit-requests": "1e-300",
+                "x-ratelimit-remaining-requests": "0",
+                "x-ratelimit-reset-requests": "1e9",
+            },
+        ),
+    ],
+)
+async def test_a_hostile_header_holds_a_hosted_judge_at_most_retry_after_max_s(
+    first: str, headers: dict[str, str]
+) -> None:
+    """The calls after a hostile header wait out the judge's ``retry_after_max_s`` and are
+    sent; they do not fail at once as ``deadline`` for the life of the process."""
+    with FakeJudge() as fake:
+        fake.script.queue.extend([first])
+        fake.script.retry_after = "1e9"
+        judge = hosted(fake.url, rate_limit={"requests_per_minute": 600}, retry_after_max_s=0.3)
+        fake.script.reply_headers.append(headers)  # on the first reply only
+        verdicts = [
+            await judge.score_criterion(RUBRIC, RUBRIC.criteria[0], Rollout(f"q{i}", "a"))
+            for i in range(3)
+        ]
+        await judge.aclose()
+    if first == "429":
+        # Asked to wait past the bound, the refused call fails rather than waits.
+        assert verdicts[0].error_kind == "rate_limited"
+        verdicts = verdicts[1:]
+    assert all(v.ok for v in verdicts), [v.error for v in verdicts]
+    assert fake.script.requests == 3

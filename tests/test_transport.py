@@ -6,6 +6,7 @@ against the real vLLM judges is pinned in ``test_judges_real.py``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -151,7 +152,7 @@ def test_shapes_refuse_replies_without_usable_choices() -> None:
     assert usage({"usage": {"prompt_tokens": 9, "completion_tokens": None}}) == (9, 0)
 
 
-def test_shapes_read_missing_or_partial_logprobs_as_absent() -> None:
+def test_shapes_read_missing_logprobs_as_absent_and_partial_ones_as_damaged() -> None:
     assert CHAT.first_top_logprobs({"message": {"content": "yes"}, "logprobs": None}) == []
     assert CHAT.text({"message": {"content": None}}) == ""
     partial = {
@@ -165,7 +166,11 @@ def test_shapes_read_missing_or_partial_logprobs_as_absent() -> None:
             ]
         }
     }
-    assert CHAT.first_top_logprobs(partial) == [("yes", -0.1)]
+    # An entry without its logprob (or not an entry at all) is kept as damaged (NaN): the
+    # answer's reading fails on it rather than renormalising the rest (issue 36).
+    read = CHAT.first_top_logprobs(partial)
+    assert [token for token, _ in read] == ["no", "yes", "", "yes"]
+    assert all(math.isnan(logprob) for _, logprob in read[:3]) and read[3] == ("yes", -0.1)
     completion = {
         "text": "4",
         "logprobs": {"top_logprobs": [{"4": -0.2, "5": -2.0}], "tokens": [], "token_logprobs": []},

@@ -49,6 +49,7 @@ def test_each_wire_usage_reads_its_own_fields() -> None:
     comparative = ComparativeUsageOut.model_validate(usage, from_attributes=True)
     assert comparative.model_dump() == {
         "judge_calls": 2,
+        "cache_hits": 0,
         "prompt_tokens": 7,
         "completion_tokens": 0,
         "latency_ms": 0.0,

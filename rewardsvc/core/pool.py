@@ -257,6 +257,14 @@ class JudgeConfig(StrictModel):
         "the mean over the URLs, plus one, is passed over for the item's next URL.",
     )
     retries: int = Field(default=3, ge=0, le=10, description="Retries on 429, 5xx, connection.")
+    retry_after_max_s: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        description="The longest the judge's server may hold its calls: a call whose 429 or "
+        "5xx asks a longer Retry-After fails rather than waits, and no Retry-After or "
+        "x-ratelimit-* header (rate_limit) holds the judge's calls longer than this.",
+    )
     api_key_env: str | None = Field(
         default=None,
         pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",

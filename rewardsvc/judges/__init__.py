@@ -2,15 +2,16 @@
 
 ``prompts`` renders and fences what a judge reads; ``judge`` holds the :class:`Judge` of
 one pool entry, which picks a scoring method (``methods``: logprob, structured, sampled;
-``batching``: all criteria in one call) and an API shape (``shapes``: chat or completion)
-once from its config, keys its verdicts by ``identity`` and refuses prompts that cannot
-fit its context (``limits``); ``backends`` reaches the endpoints with deadlines, retries
-(``retrying``) and per-URL circuit breakers (``breaker``), picks a replica by prefix
-affinity (``routing``), keeps a hosted judge's RPM/TPM limits and its provider's rate-
-limit headers (``ratelimit``), sends over a lean aiohttp client (``transport``),
-classifies failures into typed kinds (``failures``) and re-reads rotated API keys
-(``keys``); ``pricing`` meters the tokens of a call's replies and prices them by the
-judge's table.
+``batching``: all criteria in one call; ``answers``: how an answer is read, a logprob
+included) and an API shape (``shapes``: chat or completion) once from its config, keys its
+verdicts by ``identity`` and refuses prompts that cannot fit its context (``limits``);
+``backends`` reaches the endpoints with deadlines, retries (``retrying``) and per-URL
+circuit breakers (``breaker``), picks a replica by prefix affinity (``routing``), keeps a
+hosted judge's RPM/TPM limits and its provider's rate-limit headers (``ratelimit``),
+sends over a lean aiohttp client (``transport``), classifies failures into typed kinds
+(``failures``) and re-reads rotated API keys (``keys``); ``usage`` reads a reply's token
+counts (the one reading, hostile numbers clamped), ``pricing`` meters the tokens of a
+call's replies and prices them by the judge's table.
 ``comparative`` asks the listwise and pairwise questions of groups and preferences.
 ``reasoning`` serves judges that think before they answer: it bounds the thinking (vLLM's
 ``thinking_token_budget``), finds the answer after it, and types an overrun.

@@ -22,14 +22,14 @@ attempt and the longest backoffs, or sooner when the caller passes its own ``dea
 
 Retries are ours (tenacity), not the HTTP client's (it has none), so that one policy
 applies everywhere: retry 429, 5xx, connection errors, timeouts and malformed 200s with
-exponential backoff plus jitter, wait at least what a ``Retry-After`` header asks, never
-retry another 4xx (the request itself is wrong and would fail again), never start a
-backoff that would end past the deadline. A retry goes to another base URL than the
-ones that failed in this call (when there is one), so one dead replica costs one failed
-attempt, not a failed call. Thousands of calls a second go through here, nearly all
-answered at their first attempt, so the first attempt goes straight out and the retry
-loop is built only for a call whose first attempt failed.
-When every URL's breaker is open a call fails at once.
+exponential backoff plus jitter, wait at least what a ``Retry-After`` header asks (a call
+asked more than the judge's ``retry_after_max_s`` fails instead), never retry another 4xx
+(the request itself is wrong and would fail again), never start a backoff that would end
+past the deadline. A retry goes to another base URL than the ones that failed in this
+call (when there is one), so one dead replica costs one failed attempt, not a failed
+call. Thousands of calls a second go through here, nearly all answered at their first
+attempt, so the first attempt goes straight out and the retry loop is built only for a
+call whose first attempt failed. When every URL's breaker is open a call fails at once.
 
 A judge with ``rate_limit`` (a hosted API) also waits, holding its slot, in its
 :class:`~rewardsvc.judges.ratelimit.RateLimiter` before each attempt (retries included:
@@ -111,7 +111,8 @@ class Backend:
         self._next = 0
         self._sem = asyncio.Semaphore(config.max_concurrency)
         limits = getattr(config, "rate_limit", None)
-        self.limiter = None if limits is None else RateLimiter(limits)
+        held = config.retry_after_max_s  # the longest a header may hold the judge's calls
+        self.limiter = None if limits is None else RateLimiter(limits, max_wait_s=held)
         # Where each reply's status and headers go: the rate limiter, when there is one.
         self._headers = None if self.limiter is None else self.limiter.observe
         self._backoff = wait_exponential_jitter(
@@ -163,7 +164,7 @@ class Backend:
     def _should_retry(self, exc: BaseException) -> bool:
         if not isinstance(exc, BackendError) or not exc.retryable:
             return False
-        return exc.retry_after is None or exc.retry_after <= self.retry.retry_after_max_s
+        return exc.retry_after is None or exc.retry_after <= self.config.retry_after_max_s
 
     def _auth(self) -> str:
         # Per request, so that a rotated key file takes effect on the next call.

@@ -6,7 +6,8 @@ A :class:`ScoringMethod` is chosen once per judge from its ``method`` setting:
   scale (vLLM structured outputs ``choice``); the score is the probability-weighted
   mean of the normalized scale values, with the probabilities read from the top
   logprobs and renormalized over the scale; the variance comes from the same
-  distribution.
+  distribution. A logprob that is missing or not a log-probability (NaN, ``+inf``, above
+  0; ``-inf`` on the decoded token) makes the answer unparseable, never a score.
 - :class:`StructuredMethod` (``structured``): bounded reasoning then an answer, as
   JSON enforced by a schema; the answer is parsed and normalized (variance 0).
 - :class:`SampledMethod` (``sampled``): ``n`` constrained samples at temperature > 0;
@@ -18,7 +19,9 @@ Each method also answers a comparison question (``compare``: one label of a
 ``rewardsvc.judges.comparative`` prompt) with its own request, and says whether the
 engine should batch an item's criteria (``batches_criteria``).
 
-A method builds its request fields and reads the response through the judge's
+The answer itself is read by ``rewardsvc.judges.answers`` (the scale's distribution from
+the logprobs, a parsed text or JSON answer). A method builds its request fields and reads
+the response through the judge's
 :class:`~rewardsvc.judges.shapes.ApiShape` (chat or completion), so it never asks
 which API it speaks. An answer that does not parse raises :class:`ReplyFailed`
 carrying what the call cost; transport failures pass through as ``BackendError``.
@@ -31,117 +34,45 @@ reasoning and its token count.
 
 from __future__ import annotations
 
-import functools
 import json
-import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from rewardsvc.core.pool import Sampling
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import prompts
+from rewardsvc.judges.answers import (
+    Unparseable,
+    distribution,
+    parse_answer,
+    parse_structured,
+    top_logprobs,
+)
 from rewardsvc.judges.backends import Backend
 from rewardsvc.judges.failures import ReplyFailed
 from rewardsvc.judges.prompts import Method, Prompt, Question
 from rewardsvc.judges.reasoning import DIRECT, AnswerReader, Thought, thought_of
 from rewardsvc.judges.shapes import ApiShape, Reply, choices, usage
 
-__all__ = ["Call", "ReplyFailed", "ScoringMethod", "Unparseable", "method_for"]
+# The answer readers (``rewardsvc.judges.answers``) are imported from here too.
+__all__ = [
+    "Call",
+    "ReplyFailed",
+    "ScoringMethod",
+    "Unparseable",
+    "distribution",
+    "method_for",
+    "parse_answer",
+    "parse_structured",
+    "top_logprobs",
+]
 
 # Temperature of the sampled method when the pool leaves the judge at 0 (greedy
 # samples would all be the same and the variance meaningless).
 SAMPLED_DEFAULT_TEMPERATURE = 1.0
-# Below this total probability on the scale tokens, a logprob answer is an error, not a
-# score. With constrained decoding the scale (and its prefixes) holds nearly all the mass.
-MIN_SCALE_MASS = 1e-3
 # Output budget of one sampled answer: the answer is a single constrained word or digit.
 SAMPLED_MAX_TOKENS = 8
-
-
-class Unparseable(Exception):
-    """The judge answered, but not with something on the scale."""
-
-
-def distribution(
-    question: Question, top: Iterable[tuple[str, float]]
-) -> tuple[dict[str, float], float, float]:
-    """Scale probabilities, mean and variance from ``(token, logprob)`` alternatives.
-
-    Tokens are matched to answers with whitespace stripped and case ignored;
-    the probabilities of variants (``"yes"``, ``" yes"``, ``"Yes"``) add up; the
-    result is renormalized over the scale. Raises :class:`Unparseable` when no
-    scale token is among the alternatives.
-    """
-    mass = dict.fromkeys(question.choices, 0.0)
-    seen: set[str] = set()
-    for token, logprob in top:
-        if token in seen:
-            continue
-        seen.add(token)
-        choice = question.match(token)
-        if choice is not None and math.isfinite(logprob):
-            mass[choice] += math.exp(logprob)
-    total = sum(mass.values())
-    if not total > 0.0:
-        raise Unparseable(
-            f"no scale token {list(question.choices)} among the top logprobs {sorted(seen)}"
-        )
-    if total < MIN_SCALE_MASS:
-        # Renormalizing a vanishing mass would turn noise into a confident-looking score.
-        raise Unparseable(f"the scale tokens carry only {total:.2g} of the probability")
-    probs = {c: m / total for c, m in mass.items()}
-    points = {c: question.normalized(c) for c in probs}
-    mean = sum(p * points[c] for c, p in probs.items())
-    variance = sum(p * (points[c] - mean) ** 2 for c, p in probs.items())
-    return probs, min(1.0, max(0.0, mean)), max(0.0, variance)
-
-
-def parse_answer(question: Question, text: str) -> str | None:
-    """The scale answer in a short free-text reply, if there is exactly one way to read it."""
-    choice = question.match(text)
-    if choice is not None:
-        return choice
-    words = text.strip().split()
-    if not words:
-        return None
-    return question.match(words[0].strip(".,:;!?\"'()[]*"))
-
-
-def parse_structured(question: Question, text: str) -> str:
-    """The answer of a structured (JSON) reply; raises :class:`Unparseable`."""
-    start = text.find("{")
-    if start < 0:
-        raise Unparseable("no JSON object in the reply")
-    try:
-        obj, _ = json.JSONDecoder().raw_decode(text[start:])
-    except json.JSONDecodeError as exc:
-        raise Unparseable(f"invalid JSON: {exc.msg}") from exc
-    if not isinstance(obj, dict) or not isinstance(obj.get("answer"), str | int):
-        raise Unparseable('the JSON reply has no "answer"')
-    choice = question.match(str(obj["answer"]))
-    if choice is None:
-        raise Unparseable(f"answer {obj['answer']!r} is not one of {list(question.choices)}")
-    return choice
-
-
-def top_logprobs(question: Question, most: int) -> int:
-    """How many alternatives to ask for at the constrained answer position (at most ``most``).
-
-    Only tokens that spell a prefix of an answer ("y", "ye", "yes", "n", "no")
-    can carry probability there, so more than that many alternatives adds
-    nothing. Asking for more also does harm on /completions, whose
-    ``top_logprobs`` is a dict keyed by token text: byte-fallback tokens
-    that spell the same text ("<0x34>" for "4", near-zero probability) then
-    enter the list and overwrite the real entries (seen with Gemma 3 on
-    vLLM 0.32: the digits' probabilities came back as e^-39).
-    """
-    return max(1, min(most, _prefixes(question.choices)))
-
-
-@functools.lru_cache(maxsize=64)  # one entry per scale: a handful
-def _prefixes(choices: tuple[str, ...]) -> int:
-    return len({c[:i] for c in choices for i in range(1, len(c) + 1)})
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 from rewardsvc.core.pool import Prices
 from rewardsvc.core.scoped import bound
 from rewardsvc.core.verdict import Verdict
+from rewardsvc.judges.usage import read_usage
 
 
 @dataclass
@@ -42,18 +43,10 @@ _current: contextvars.ContextVar[Meter | None] = contextvars.ContextVar(
 
 
 def reply_tokens(reply: Any) -> tuple[int, int, int]:
-    """``(prompt, cached prompt, completion)`` tokens of a reply's ``usage`` (zeros when
-    it has none)."""
-    usage = reply.get("usage") if isinstance(reply, Mapping) else None
-    if not isinstance(usage, Mapping):
-        return 0, 0, 0
-    details = usage.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
-    return (
-        int(usage.get("prompt_tokens") or 0),
-        int(cached or 0),
-        int(usage.get("completion_tokens") or 0),
-    )
+    """``(prompt, cached prompt, completion)`` tokens of a reply's ``usage``, as
+    :func:`~rewardsvc.judges.usage.read_usage` reads them (zeros when it has none)."""
+    counted = read_usage(reply)
+    return counted.prompt, counted.cached, counted.completion
 
 
 def record(tokens: tuple[int, int, int]) -> None:

@@ -21,6 +21,12 @@ replicas or clients using the same key):
 - a ``429`` pauses every call of the judge until its ``Retry-After`` (or ``retry-after-ms``,
   else the reset of the exhausted limit), not only the call that got it.
 
+The provider's word is bounded by the judge's ``retry_after_max_s`` (``max_wait_s`` here):
+no pause is longer, and no bucket owes more than it refills in that time, so whatever the
+headers (or a reply's usage) say, a call waits at most that much beyond its own refill. A
+header that is not a finite number is ignored, a negative remaining is read as 0, and a
+limit under one a minute is not learnt.
+
 A judge without ``rate_limit`` (vLLM) has no limiter: its calls are sent as before and
 only the retried call waits for a ``Retry-After``. ``rate_limit: {}`` (no limits of its
 own) honours the provider's headers alone.
@@ -47,6 +53,9 @@ _START_RATIO = 0.35
 _LEARN = 0.2
 # Characters a chat message adds beyond its content (role and template tokens).
 _MESSAGE_CHARS = 16
+# The most tokens per character a reply's usage can teach: a byte-level tokenizer makes at
+# most one token per UTF-8 byte, four per character.
+_MAX_RATIO = 4.0
 
 
 def parse_duration(value: str | None) -> float | None:
@@ -66,13 +75,15 @@ def parse_duration(value: str | None) -> float | None:
 
 
 def _number(headers: Mapping[str, str], name: str) -> float | None:
+    """A header's finite number; None when absent, unreadable, NaN or infinite."""
     value = headers.get(name)
     if value is None:
         return None
     try:
-        return float(value)
+        number = float(value)
     except ValueError:
         return None
+    return number if math.isfinite(number) else None
 
 
 def prompt_chars(body: Mapping[str, Any]) -> int:
@@ -94,18 +105,28 @@ def output_tokens(body: Mapping[str, Any]) -> int:
 
 class Bucket:
     """A token bucket: at most ``capacity``, refilled at ``rate`` per second; it may owe
-    (go below 0) when a reply settles more tokens than were taken."""
+    (go below 0) when a reply settles more tokens than were taken or the provider says
+    less remains, but never more than it refills in ``max_owed_s``."""
 
-    def __init__(self, per_minute: float, now: float):
+    def __init__(self, per_minute: float, now: float, max_owed_s: float):
         self.capacity = per_minute
         self.rate = per_minute / 60.0
         self.level = per_minute
+        self.floor = -self.rate * max_owed_s
         self._at = now
 
     def refill(self, now: float) -> None:
         """Add what accrued since the last refill, up to the capacity."""
         self.level = min(self.capacity, self.level + (now - self._at) * self.rate)
         self._at = now
+
+    def take(self, amount: float) -> None:
+        """Take ``amount`` (a negative one gives back), owing at most down to the floor."""
+        self.level = min(self.capacity, max(self.floor, self.level - amount))
+
+    def lower_to(self, level: float) -> None:
+        """Hold at most ``level`` (not below the floor)."""
+        self.level = max(self.floor, min(self.level, level))
 
     def wait_s(self, amount: float) -> float:
         """Seconds until ``amount`` (at most the capacity) is available, 0 when it is."""
@@ -120,12 +141,19 @@ class RateLimiter:
     each reply's headers, :meth:`settle` with each successful reply's usage.
     """
 
-    def __init__(self, config: RateLimit, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        config: RateLimit,
+        clock: Callable[[], float] = time.monotonic,
+        max_wait_s: float = 60.0,
+    ):
         self.clock = clock
+        self.max_wait_s = max_wait_s
+        """The longest the provider's word holds the calls (the judge's retry_after_max_s)."""
         now = clock()
         rpm, tpm = config.requests_per_minute, config.tokens_per_minute
-        self.requests = None if rpm is None else Bucket(rpm, now)
-        self.tokens = None if tpm is None else Bucket(tpm, now)
+        self.requests = None if rpm is None else Bucket(rpm, now, max_wait_s)
+        self.tokens = None if tpm is None else Bucket(tpm, now, max_wait_s)
         self.paused_until = 0.0
         self.ratio = _START_RATIO
         self.waited_s = 0.0
@@ -164,7 +192,7 @@ class RateLimiter:
                 await asyncio.sleep(wait)
             for bucket, amount in ((self.requests, 1), (self.tokens, tokens)):
                 if bucket is not None:
-                    bucket.level -= amount
+                    bucket.take(amount)
             self.in_flight += 1
         finally:
             self._queue.release()
@@ -180,25 +208,28 @@ class RateLimiter:
             return
         if self.tokens is not None:
             self.tokens.refill(self.clock())
-            self.tokens.level -= prompt_tokens - estimated_prompt
+            self.tokens.take(prompt_tokens - estimated_prompt)
         if chars > 0:
-            self.ratio += _LEARN * (prompt_tokens / chars - self.ratio)
+            self.ratio += _LEARN * (min(prompt_tokens / chars, _MAX_RATIO) - self.ratio)
 
     def observe(self, status: int, headers: Mapping[str, str]) -> None:
-        """Move the buckets by a reply's rate-limit headers; pause after a 429."""
+        """Move the buckets by a reply's rate-limit headers; pause after a 429. A header
+        that is not a finite number is ignored, a negative remaining is 0, and no pause
+        is longer than ``max_wait_s``."""
         now = self.clock()
         pause = 0.0
         for kind in ("requests", "tokens"):
             remaining = _number(headers, f"x-ratelimit-remaining-{kind}")
             if remaining is None:
                 continue
+            remaining = max(0.0, remaining)
             bucket = self._bucket(kind, _number(headers, f"x-ratelimit-limit-{kind}"), now)
             if bucket is not None:
                 # What remained when the provider took this call, less what went out
                 # since (the other calls in flight, one request each).
                 ahead = max(0, self.in_flight - 1) if kind == "requests" else 0
                 bucket.refill(now)
-                bucket.level = min(bucket.level, remaining - ahead)
+                bucket.lower_to(remaining - ahead)
             elif remaining < 1:
                 # No rate known: wait until the provider's limit is whole again.
                 pause = max(pause, parse_duration(headers.get(f"x-ratelimit-reset-{kind}")) or 0)
@@ -206,14 +237,15 @@ class RateLimiter:
             asked = parse_retry_after(headers)
             pause = max(pause, asked if asked is not None else 1.0)
         if pause > 0:
-            self.paused_until = max(self.paused_until, now + pause)
+            self.paused_until = max(self.paused_until, now + min(pause, self.max_wait_s))
 
     def _bucket(self, kind: str, limit: float | None, now: float) -> Bucket | None:
         """The bucket of ``kind``, made from the provider's ``x-ratelimit-limit-*`` when
         none is configured (``rate_limit: {}``)."""
         bucket = self.requests if kind == "requests" else self.tokens
-        if bucket is None and limit is not None and limit > 0:
-            bucket = Bucket(limit, now)
+        # A limit under one a minute is no provider's: it would hold the calls for ever.
+        if bucket is None and limit is not None and limit >= 1:
+            bucket = Bucket(limit, now, self.max_wait_s)
             if kind == "requests":
                 self.requests = bucket
             else:

@@ -39,6 +39,7 @@ from rewardsvc.core.pool import REASONING_END_TOKENS, JudgeConfig
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.failures import ReplyFailed
 from rewardsvc.judges.shapes import ApiShape, Choice, Position, Reply, usage
+from rewardsvc.judges.usage import read_usage
 
 
 @dataclass(frozen=True)
@@ -245,10 +246,7 @@ def reasoning_text(choice: Choice) -> str:
 
 def _reasoning_tokens(response: Reply, counted: int) -> int:
     """The server's count of reasoning tokens when it gives one, else ``counted``."""
-    counts = response.get("usage")
-    details = counts.get("completion_tokens_details") if isinstance(counts, dict) else None
-    value = details.get("reasoning_tokens") if isinstance(details, dict) else None
-    return value if isinstance(value, int) and value > 0 else counted
+    return read_usage(response).reasoning or counted
 
 
 def thought_of(verdict: Verdict, thought: Thought | None) -> Verdict:

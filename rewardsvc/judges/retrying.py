@@ -12,13 +12,13 @@ from rewardsvc.core.pool import JudgeConfig
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Backoff of retried attempts; the number of retries is the judge's ``retries``."""
+    """Backoff of retried attempts; the number of retries is the judge's ``retries``, and
+    the longest ``Retry-After`` waited for its ``retry_after_max_s`` (a longer ask fails
+    the call)."""
 
     initial_s: float = 0.25
     max_s: float = 8.0
     jitter_s: float = 0.25
-    # A Retry-After longer than this is not waited for: the call fails instead.
-    retry_after_max_s: float = 60.0
 
 
 def call_deadline_s(config: JudgeConfig, retry: RetryPolicy) -> float:

@@ -16,10 +16,12 @@ optional fields with ``.get`` and treat a missing one as absent, as the SDK's mo
 
 from __future__ import annotations
 
+import math
 from typing import Any, Protocol, TypeGuard
 
 from rewardsvc.judges.prompts import Api, Prompt, Question
 from rewardsvc.judges.routing import Affinity
+from rewardsvc.judges.usage import read_usage
 
 Reply = dict[str, Any]
 """A judge's parsed JSON reply (``choices``, ``usage``, ...)."""
@@ -103,33 +105,45 @@ def choices(response: Reply) -> list[Choice]:
 
 
 def usage(response: Reply) -> tuple[int, int]:
-    """``(prompt_tokens, completion_tokens)`` of a reply (zeros when it has no usage)."""
-    counted = response.get("usage")
-    if not isinstance(counted, dict):
-        return 0, 0
-    return int(counted.get("prompt_tokens") or 0), int(counted.get("completion_tokens") or 0)
+    """``(prompt_tokens, completion_tokens)`` of a reply, as
+    :func:`~rewardsvc.judges.usage.read_usage` reads them (zeros when it has no usage)."""
+    counted = read_usage(response)
+    return counted.prompt, counted.completion
 
 
-def _pair(token: Any, logprob: Any) -> tuple[str, float] | None:
-    """A ``(token, logprob)`` alternative, or None when either field is missing."""
-    if isinstance(token, str) and isinstance(logprob, int | float):
-        return token, float(logprob)
-    return None
+DAMAGED = math.nan
+"""The logprob of an alternative the reply names but whose logprob (or token) cannot be
+read: kept, so that the reading of the answer fails on it
+(``rewardsvc.judges.methods.probability``) rather than renormalising what is left."""
 
 
-def _alternatives(top: dict[Any, Any], token: Any, logprob: Any) -> list[tuple[str, float]]:
-    """The items of a ``{token: logprob}`` map plus the decoded ``token``, those readable."""
+def _pair(token: Any, logprob: Any, decoded: bool = False) -> tuple[str, float]:
+    """One ``(token, logprob)`` alternative as the reply gave it: a token that is not text
+    reads as ``""``, a logprob that is not a number as :data:`DAMAGED`, and so does the
+    ``decoded`` token's ``-inf`` (it was sampled, so its probability was not 0)."""
+    number = isinstance(logprob, int | float) and not isinstance(logprob, bool)
+    value = float(logprob) if number else DAMAGED
+    if decoded and value == -math.inf:
+        value = DAMAGED
+    return (token if isinstance(token, str) else ""), value
+
+
+def _alternatives(top: dict[Any, Any], decoded: tuple[Any, Any] | None) -> list[tuple[str, float]]:
+    """The items of a ``{token: logprob}`` map plus the ``decoded`` ``(token, logprob)``,
+    when the reply has one."""
     pairs = [_pair(t, lp) for t, lp in top.items()]
-    pairs.append(_pair(token, logprob))
-    return [p for p in pairs if p is not None]
+    return pairs if decoded is None else [*pairs, _pair(*decoded, decoded=True)]
 
 
 def _chat_alternatives(entry: dict[str, Any]) -> list[tuple[str, float]]:
-    """A chat ``logprobs.content`` entry's top alternatives plus its decoded token."""
-    top = [e for e in entry.get("top_logprobs") or [] if isinstance(e, dict)]
-    pairs = [_pair(e.get("token"), e.get("logprob")) for e in top]
-    pairs.append(_pair(entry.get("token"), entry.get("logprob")))
-    return [p for p in pairs if p is not None]
+    """A chat ``logprobs.content`` entry's top alternatives plus its decoded token (an
+    alternative that is not an object is a damaged one)."""
+    top = entry.get("top_logprobs")
+    pairs = [
+        _pair(e.get("token"), e.get("logprob")) if isinstance(e, dict) else ("", DAMAGED)
+        for e in (top if isinstance(top, list) else [])
+    ]
+    return [*pairs, _pair(entry.get("token"), entry.get("logprob"), decoded=True)]
 
 
 class ChatShape:
@@ -222,10 +236,13 @@ class CompletionShape:
         top = logprobs.get("top_logprobs")
         if not isinstance(top, list) or not top or not isinstance(top[0], dict):
             return []
-        tokens, token_logprobs = logprobs.get("tokens"), logprobs.get("token_logprobs")
-        if isinstance(tokens, list) and isinstance(token_logprobs, list) and token_logprobs:
-            return _alternatives(top[0], tokens[0] if tokens else None, token_logprobs[0])
-        return _alternatives(top[0], None, None)
+        tokens, chosen = logprobs.get("tokens"), logprobs.get("token_logprobs")
+        if not isinstance(tokens, list) or not tokens:
+            return _alternatives(top[0], None)
+        # The decoded token is known: its logprob must be too.
+        return _alternatives(
+            top[0], (tokens[0], chosen[0] if isinstance(chosen, list) and chosen else None)
+        )
 
     def positions(self, choice: Choice) -> list[Position]:
         """Each of ``logprobs.tokens`` with the items of its ``top_logprobs`` entry, up to
@@ -243,7 +260,7 @@ class CompletionShape:
             if not isinstance(token, str):
                 break
             top = tops[i] if i < len(tops) and isinstance(tops[i], dict) else {}
-            out.append((token, _alternatives(top, token, chosen[i] if i < len(chosen) else None)))
+            out.append((token, _alternatives(top, (token, chosen[i] if i < len(chosen) else None))))
         return out
 
     def well_formed(self, response: Any) -> TypeGuard[Reply]:

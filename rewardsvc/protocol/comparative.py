@@ -161,9 +161,11 @@ class GroupResultOut(BaseModel):
 
 
 class ComparativeUsageOut(BaseModel):
-    """Judge work of the request, with calls per presentation order."""
+    """Judge work of the request, with calls per presentation order (cache hits and
+    deduplicated comparisons cost nothing and are not calls)."""
 
     judge_calls: int = 0
+    cache_hits: int = Field(default=0, description="Comparisons served from the verdict cache.")
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0

@@ -65,7 +65,7 @@ from rewardsvc.scoring.group_plan import (
 )
 from rewardsvc.scoring.pacing import Pacer, run_calls
 from rewardsvc.scoring.selection import min_judges_for, select_judges
-from rewardsvc.storage.cache import VerdictCache, cache_key
+from rewardsvc.storage.cache import Source, VerdictCache, cache_key
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +129,7 @@ class _Planned:
     judge: str
     comparison: Comparison
     criterion: Criterion | None
+    source: Source = "call"  # or from the cache, or an identical call in flight
 
 
 def _plan_group(
@@ -159,14 +160,18 @@ Keyed = dict[tuple[int, str], list[Comparison]]
 async def _collect(
     planned: Sequence[_Planned], verdicts: Sequence[Verdict]
 ) -> tuple[Usage, Keyed, dict[tuple[int, str], list[str]]]:
-    """The answers per (group, judge), the failed calls among them, and the work done."""
+    """The answers per (group, judge), the failed calls among them, and the work done (a
+    cache hit is no call, nor is a verdict shared with an identical call in flight)."""
     usage = Usage()
     per: Keyed = {}
     failures: dict[tuple[int, str], list[str]] = {}
     pacer = Pacer()
     for p, v in zip(planned, verdicts, strict=True):
         await pacer.step()
-        usage.called(v, p.comparison.order)
+        if p.source == "call":
+            usage.called(v, p.comparison.order)
+        elif p.source == "hit":
+            usage.cache_hits += 1
         c = p.comparison
         c.p, c.error, c.error_kind = _probs(v, len(c.shown)), v.error, v.error_kind
         per.setdefault((p.group, p.judge), []).append(c)
@@ -205,7 +210,7 @@ def _call_of(
 
     async def cached() -> Verdict:
         key = comparison_key(rubric.version(), judge.cache_identity(), p.comparison, render())
-        verdict, _ = await cache.get_or_call(key, call)
+        verdict, p.source = await cache.get_or_call(key, call)
         return verdict
 
     return cached

@@ -72,6 +72,8 @@ class Script:
     redirect_to: str = "http://127.0.0.1:9/latest/meta-data/iam"
     huge_bytes: int = 64 * 1024 * 1024
     sent_bytes: int = 0
+    # Answers to response_format requests, one per request; then one the schema fits.
+    json_texts: deque[str] = field(default_factory=deque)
 
     def next_behaviour(self) -> str:
         return self.queue.popleft() if self.queue else self.default
@@ -152,7 +154,8 @@ def make_app(script: Script) -> FastAPI:
         if behaviour == "garbage":
             return JSONResponse(_reply(body, chat, ["I refuse to answer."] * n, None))
         if "response_format" in body:
-            return JSONResponse(_reply(body, chat, [_json_answer(body)] * n, None))
+            text = script.json_texts.popleft() if script.json_texts else _json_answer(body)
+            return JSONResponse(_reply(body, chat, [text] * n, None))
         dist = _distribution(_choices(body), script.first_choice_p)
         top = max(dist, key=lambda t: dist[t])
         want_logprobs = body.get("logprobs") not in (None, False)

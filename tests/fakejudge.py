@@ -83,6 +83,9 @@ class Script:
         """The extra headers of the next reply."""
         return self.reply_headers.popleft() if self.reply_headers else {}
 
+    # Answers to response_format requests, one per request; then one the schema fits.
+    json_texts: deque[str] = field(default_factory=deque)
+
     def next_behaviour(self) -> str:
         return self.queue.popleft() if self.queue else self.default
 
@@ -162,7 +165,8 @@ def make_app(script: Script) -> FastAPI:
         if behaviour == "garbage":
             return _answer(script, _reply(body, chat, ["I refuse to answer."] * n, None))
         if "response_format" in body:
-            return _answer(script, _reply(body, chat, [_json_answer(body)] * n, None))
+            text = script.json_texts.popleft() if script.json_texts else _json_answer(body)
+            return _answer(script, _reply(body, chat, [text] * n, None))
         dist = _distribution(_choices(body), script.first_choice_p)
         top = max(dist, key=lambda t: dist[t])
         want_logprobs = body.get("logprobs") not in (None, False)

@@ -1,5 +1,6 @@
 """The client adapters' objectives: TRL's one reward function per objective (one request per
-batch, None where missing, picklable, async) and veRL's GDPO keys."""
+batch, None where missing, picklable, async), veRL's GDPO keys and NeMo-RL's dict rewards (an
+objective without a value, and an outage, are flagged stand-ins)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from test_client_adapters import FakeService
 
 from rewardsvc_client import verl as verl_adapter
+from rewardsvc_client.nemo_rl import RewardsvcEnvironment
 from rewardsvc_client.trl import TRLObjective, trl_objective_funcs
 
 
@@ -122,3 +124,70 @@ def test_verl_objectives_from_a_command_line_string_and_reserved_keys(fake: Fake
     assert (out["correct"], out["explanation"]) == (0.0, 0.5)
     with pytest.raises(ValueError, match="adapter's own"):
         verl_adapter.compute_score("d", "1,1", "5", url=fake.url, rubric="m", objectives=["score"])
+
+
+# ------------------------------------------------------------------ NeMo-RL
+
+
+def _log(answer: str) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": "2+3?"}, {"role": "assistant", "content": answer}]
+
+
+def _degraded(item: dict[str, Any]) -> dict[str, Any]:
+    """The reward exists (one judge answered) but the other judge's objective has no value."""
+    return {"reward": 0.8, "status": "degraded", "error": "judge 'secondary' failed",
+            "objectives": {"overall": 0.8, "second_opinion": None}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "objectives", [True, ["overall", "second_opinion"], "overall,second_opinion"]
+)
+def test_nemo_rl_flags_an_objective_without_a_value(fake: FakeService, objectives: Any) -> None:
+    pytest.importorskip("torch")
+    fake.script = lambda body: [_degraded(i) for i in body["items"]]
+    cfg = {"url": fake.url, "rubric": "r", "objectives": objectives, "failure_score": -1.0}
+    out = RewardsvcEnvironment(cfg).step([_log("5"), _log("6")], [{}, {}])
+    assert {k: v.tolist() for k, v in out.rewards.items()} == {
+        "reward/overall": pytest.approx([0.8, 0.8]), "reward/second_opinion": [-1.0, -1.0]
+    }  # fmt: skip
+    for meta, observation in zip(out.metadata, out.observations, strict=True):
+        # The reward is real (valid); its second_opinion column is a stand-in, flagged.
+        assert (meta["rewardsvc_valid"], meta["rewardsvc_objectives_valid"]) == (1.0, 0.0)
+        assert observation["content"].endswith("no value for objectives second_opinion")
+
+
+def test_nemo_rl_objectives_through_an_outage_are_flagged_failure_rewards(
+    fake: FakeService,
+) -> None:
+    pytest.importorskip("torch")
+    ok = {"reward": 0.5, "status": "ok", "objectives": {"correct": 1.0, "explanation": 0.0}}
+    fake.script = lambda body: [ok for _ in body["items"]]
+    cfg = {"url": fake.url, "rubric": "r", "judge_error_wait": 0, "failure_score": -1.0}
+    learned = RewardsvcEnvironment({**cfg, "objectives": True})
+    learned.step([_log("5")], [{}])
+    listed = RewardsvcEnvironment({**cfg, "objectives": ["correct", "explanation"]})
+    unknown = RewardsvcEnvironment({**cfg, "objectives": True})
+    fake.script = lambda body: (500, {"error": {"message": "down"}})
+    # Names listed, or seen at an earlier step: the same columns, every value flagged.
+    for env in (learned, listed):
+        out = env.step([_log("5"), _log("6")], [{}, {}])
+        assert {k: v.tolist() for k, v in out.rewards.items()} == {
+            "reward/correct": [-1.0, -1.0], "reward/explanation": [-1.0, -1.0]
+        }  # fmt: skip
+        assert all(m["rewardsvc_valid"] == 0.0 for m in out.metadata)
+        assert all(m["rewardsvc_objectives_valid"] == 0.0 for m in out.metadata)
+    # True with no name seen yet: the flagged scalar stand-in, not an exception.
+    out = unknown.step([_log("5"), _log("6")], [{}, {}])
+    assert out.rewards.tolist() == [-1.0, -1.0]
+    assert all(m["rewardsvc_valid"] == 0.0 for m in out.metadata)
+    assert out.observations[0]["content"] == "rewardsvc: no reward (request_failed)"
+
+
+def test_nemo_rl_objectives_true_without_any_declared_is_a_configuration_error(
+    fake: FakeService,
+) -> None:
+    pytest.importorskip("torch")
+    fake.script = lambda body: [{"reward": 0.5, "status": "ok"} for _ in body["items"]]
+    env = RewardsvcEnvironment({"url": fake.url, "rubric": "r", "objectives": True})
+    with pytest.raises(ValueError, match="declares no objectives"):
+        env.step([_log("5")], [{}])

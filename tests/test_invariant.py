@@ -24,6 +24,9 @@ Graders run only where items are scored one by one: the comparative routes (and 
 adapters built on them) ask judges to compare, and run no grader, so the two grader
 failure kinds are not crossed with them.
 
+The objectives of a rubric (several rewards per sample) are crossed the same way in
+``test_invariant_objectives``, which reuses this module's machinery.
+
 The service runs in process under uvicorn (``faults.ServedApp``) with fake judges
 (``fakejudge.py``); the Redis cases use a real ``redis-server`` (``redis_server.py``),
 killed, or behind a proxy that delays every chunk (``faults.DelayProxy``).
@@ -791,6 +794,8 @@ class Fault:
     hostile_math: bool = False  # hostile answers keep the math worker busy meanwhile
     drain: bool = False  # the service drains mid-case (so each case needs its own)
     judge_settings: dict[str, Any] = field(default_factory=dict)  # for both fake judges
+    rubrics: tuple[dict[str, Any], ...] = ()  # more rubrics in the library of its rig
+    secondary_url: str | None = None  # the judge "secondary" there instead of the fake
 
 
 FAULTS = [
@@ -833,7 +838,10 @@ def running_rig(fault: Fault, folder: Path) -> Iterator[Rig]:
     with contextlib.ExitStack() as stack:
         fake = stack.enter_context(FakeJudge(script))
         library = write_rubrics(folder / "rubrics")
-        pool = fake_pool(fake.url, fake.url, fault.judge_timeout_s, **fault.judge_settings)
+        for rubric in fault.rubrics:
+            (library / f"{rubric['id']}.yaml").write_text(json.dumps(rubric))
+        secondary = fault.secondary_url or fake.url
+        pool = fake_pool(fake.url, secondary, fault.judge_timeout_s, **fault.judge_settings)
         settings: dict[str, Any] = {
             "request_timeout_s": REQUEST_DEADLINE_S,
             "ors_environments": write_ors_environments(folder / "ors"),

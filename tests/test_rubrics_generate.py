@@ -212,6 +212,46 @@ def test_invalid_json_schema_violations_and_500s_are_rejects(tmp_path: Path) -> 
     ]
 
 
+def test_a_lone_surrogate_in_a_generated_criterion_is_a_reject_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    rows = tmp_path / "in.jsonl"
+    rows.write_text(
+        "".join(json.dumps({"id": f"r{i}", "prompt": f"Q{i}?"}) + "\n" for i in range(3))
+    )
+    out, report = tmp_path / "out.jsonl", tmp_path / "report.json"
+    good = _reply(FOUR, _criterion("b", "The response shows its work."))
+    # The generator's JSON escape "\ud800" reads as a lone surrogate: no UTF-8 encoding.
+    bad = _reply(FOUR, _criterion("b", "The response shows\ud800 its work."))
+    args = ["rubrics", "generate", str(rows), str(out), "--concurrency", "1",
+            "--min-criteria", "2", "--report", str(report)]  # fmt: skip
+    script = Script()
+    with FakeJudge(script) as fake:
+        pool = ["--judges", str(_pool_file(tmp_path, fake.url))]
+        # One request at a time: r0 gets a good reply, r1 two with the surrogate, r2 a good one.
+        script.json_texts.extend([good, bad, bad, good])
+        assert main([*args, *pool]) == 1
+        assert script.requests == 4
+        assert (
+            "criteria[1].text: contains a lone surrogate"
+            in (script.bodies[2]["messages"][1]["content"])
+        )  # the retry says why, and where
+        first = json.loads(report.read_text())
+        # Resumed: r0 and r2 are done; r1 is asked again, and refused again, without a crash.
+        script.json_texts.extend([bad, bad])
+        assert main([*args, *pool]) == 1
+        assert script.requests == 6
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["r0", "r2"]
+    assert (first["rows"], first["generated"], first["rejected"]) == (3, 2, 1)
+    (reject,) = first["rejects"]
+    assert reject["id"] == "r1"
+    assert reject["reason"].startswith(
+        "invalid after 2 attempts: criteria[1].text: contains a lone surrogate"
+    )
+    again = json.loads(report.read_text())
+    assert (again["skipped"], again["generated"], again["rejected"]) == (2, 0, 1)
+
+
 def test_an_unknown_generator_stops_before_any_request(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -2,8 +2,9 @@
 de-duplicate.
 
 A reply is refused (:class:`Refused`, with a reason that names the place, such as
-``criteria[2].weight``) when it is not JSON, was cut at the token budget, breaks the
-schema it was asked for (``generation_prompt.criteria_schema``), or does not make a valid
+``criteria[2].weight``) when it is not JSON, was cut at the token budget, holds text that
+cannot be written or graded (a lone surrogate from a ``\\ud800`` escape, or a NUL), breaks
+the schema it was asked for (``generation_prompt.criteria_schema``), or does not make a valid
 rubric (:class:`~rewardsvc.core.rubric.Criterion` and :class:`~rewardsvc.core.rubric.Rubric`:
 categories, weight signs, a positive weight). Criteria whose normalized text repeats an
 earlier one are dropped; a repeated id is renamed (``id_2``). Too few criteria left after
@@ -25,6 +26,7 @@ from jsonschema.exceptions import ValidationError as SchemaError
 from jsonschema.exceptions import best_match
 from pydantic import ValidationError
 
+from rewardsvc.application.items import unreadable_text
 from rewardsvc.authoring.generation_prompt import WEIGHTS, Limits, criteria_schema
 from rewardsvc.core.errors import field_problems, format_path
 from rewardsvc.core.rubric import Criterion, Rubric
@@ -94,6 +96,10 @@ class Checker:
                 ) from exc
             where = f" at character {exc.pos}" if isinstance(exc, json.JSONDecodeError) else ""
             raise Refused(f"not JSON{where}") from exc
+        bad = unreadable_text(doc)
+        if bad is not None:
+            # Such text has no UTF-8 encoding: OUTPUT could not hold the row.
+            raise Refused(str(bad))
         error = best_match(self._validator.iter_errors(doc))
         if error is not None:
             raise Refused(_schema_reason(error))

@@ -13,6 +13,10 @@ does, adds nothing to any group's spread. Three figures over a run's rolling win
 - per criterion, the **discrimination**: the mean, over groups, of the criterion's
   variance within the group (0 when every completion of a prompt scores alike on it).
 
+A criterion is what its rubric says it is: a criterion of an item's own rubric (per-prompt
+rubrics) is keyed by its id and that rubric's version (:func:`criterion_key`), so that it
+never counts as the run's rubric's criterion of the same id, nor as another prompt's.
+
 A group is summarized once, when its batch is observed (:func:`group_of`), and travels
 with the first sample of the group in the window: a group counts while that sample is in
 the window, and the replicas' shared window carries it like any other sample.
@@ -31,6 +35,18 @@ Saturation = Literal["high", "low"]
 MAX_CRITERIA = 48
 """Criteria a run's health reports at most (the most scored in the window): a window of
 per-item rubrics may hold many criterion ids, and the health must stay small."""
+VERSION_CHARS = 12
+"""Hex digits of an item rubric's version in its criteria's keys (:func:`criterion_key`)."""
+
+
+def criterion_key(criterion: str, version: str | None) -> str:
+    """What the monitor files a criterion's scores under: its id for a criterion of the
+    run's rubric, else (``version``: an item scored with its own rubric) the id with that
+    rubric's version, ``correct@1a2b3c4d``. An item's own ``correct`` ("The response
+    rhymes.") is another criterion than the rubric's ``correct``: never counted as it."""
+    if version is None:
+        return criterion
+    return f"{criterion}@{version.rpartition(':')[2][:VERSION_CHARS]}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 The reward log (written by the server's ``reward_log`` module) has one JSON line per
 returned item, with its ``rubric``, ``version``, ``run``, ``reward``, ``status``, ``flags``,
-``criteria`` (each criterion's mean score) and ``group`` (``<request>:<prompt key>``: the
+``criteria`` (each criterion's mean score), ``item_version`` (an item scored with its own
+criteria: their rubric's version) and ``group`` (``<request>:<prompt key>``: the
 items of one prompt in one request share it), and one line per group of
 ``POST /v1/groups`` (``kind: group``, its ``rewards``). Event lines (alerts, versions)
 and preference lines are not traffic and are skipped. Consecutive item lines of one
@@ -46,7 +47,7 @@ def item_of(line: Mapping[str, Any], index: int) -> ItemReward:
         isinstance(v, int | float) for v in criteria.values()
     ):
         raise BadLine("criteria is not an object of numbers")
-    group = line.get("group")
+    group, own = line.get("group"), line.get("item_version")
     outcome = JudgeOutcome(
         None if reward is None else float(reward),
         criteria={str(c): CriterionOutcome(float(v)) for c, v in criteria.items()},
@@ -58,6 +59,7 @@ def item_of(line: Mapping[str, Any], index: int) -> ItemReward:
         judges={LOG_JUDGE: outcome} if criteria else {},
         flags=[str(f) for f in line.get("flags") or []],
         group=None if group is None else str(group),
+        version=own if isinstance(own, str) else None,
     )
 
 

@@ -14,7 +14,7 @@ from rewardsvc.core.results import ItemReward
 from rewardsvc.monitor import health as rubric_health
 from rewardsvc.monitor import stats
 from rewardsvc.monitor.alerts import Alert, AlertEvent, AlertTracker
-from rewardsvc.monitor.health import GroupStat, Health
+from rewardsvc.monitor.health import GroupStat, Health, criterion_key
 
 STATUSES = ("judge_error", "degraded", "rejected")
 # Flags and criteria add columns; a rubric with hundreds of criteria must not make
@@ -57,10 +57,12 @@ class Sample:
     status: str
     flags: tuple[str, ...]
     passes: tuple[tuple[str, bool], ...]
+    """Each criterion of the run's rubric and whether it passed (the pass-rate signals;
+    an item scored with its own rubric has none: its criteria are per prompt)."""
     disagreement: float | None
     uncertainty: float | None
     scores: tuple[tuple[str, float], ...] = ()
-    """Each criterion's mean score over the judges that scored it."""
+    """Each criterion's mean score over the judges that scored it, by :func:`criterion_key`."""
     group: GroupStat | None = None
     """Set on the first ok sample of a group of its batch (:func:`grouped`)."""
 
@@ -73,13 +75,16 @@ class Sample:
             for cid, outcome in judge.criteria.items():
                 if outcome.score is not None:
                     per_criterion.setdefault(cid, []).append(outcome.score)
-        means = tuple((cid, sum(v) / len(v)) for cid, v in per_criterion.items())
+        means = tuple(
+            (criterion_key(cid, item.version), sum(v) / len(v)) for cid, v in per_criterion.items()
+        )
+        own = item.version is not None
         return cls(
             reward=item.reward,
             length=item.completion_chars,
             status=item.status,
             flags=tuple(sorted(set(item.flags))),
-            passes=tuple((cid, mean >= 0.5) for cid, mean in means),
+            passes=() if own else tuple((cid, mean >= 0.5) for cid, mean in means),
             disagreement=stats.sd(scores) if len(scores) >= 2 else None,
             uncertainty=item.uncertainty,
             scores=means,

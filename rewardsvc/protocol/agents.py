@@ -40,13 +40,20 @@ class NemoGymVerifyRequest(BaseModel):
 
 
 class NemoGymVerifyResponse(NemoGymVerifyRequest):
-    """The request body plus the reward, as NeMo Gym's ``BaseVerifyResponse``."""
+    """The request body plus the reward, as NeMo Gym's ``BaseVerifyResponse``; a lone
+    surrogate in an echoed string comes back as its escape, the text ``\\ud800``."""
 
     reward: float = Field(description="The reward in [0, 1]; 0.0 on a masked failure.")
     mask_sample: bool = Field(
         default=False, description="The reward measures nothing (judges failed): mask it."
     )
     failure_kind: str | None = Field(
-        default=None, description="judge_failed or verifier_error, when masked."
+        default=None,
+        description="judge_failed or verifier_error (an item the rubric cannot score, text "
+        "the judges cannot be sent among them), when masked.",
     )
-    failure_reason: str | None = None
+    failure_reason: str | None = Field(
+        default=None,
+        description="Why the sample is masked (the field at fault, for a verifier_error) "
+        "or its reward degraded.",
+    )

@@ -16,6 +16,13 @@ one, malformed items) gets the same with ``failure_kind: "verifier_error"``. A
 ``degraded`` reward (fewer judges than all, at least ``min_judges``) is a valid
 measurement: not masked, its ``failure_reason`` says why it degraded.
 
+Text the judges cannot be sent (a lone UTF-16 surrogate, which has no UTF-8 encoding, or a
+NUL) in the task, the output, the reference or the criteria is an item the rubric cannot
+score: masked, ``verifier_error``, its ``failure_reason`` naming the field
+(``response.output[0].content[0].text: contains a lone surrogate ...``). Anywhere else in
+the body it is echoed with each lone surrogate written as its escape (``\\ud800``), so
+that the reply can always be encoded.
+
 The reference answer, for rubrics that need one, is read from the request's top-level
 field named by ``?reference_field=`` (default ``expected_answer``, as NeMo Gym datasets
 name it); anything but a string is sent as its JSON. A sample's own rubric (a per-prompt
@@ -31,6 +38,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
+from rewardsvc.application.items import unreadable_text
+from rewardsvc.core.errors import FieldProblem
 from rewardsvc.protocol.agents import NemoGymVerifyRequest, NemoGymVerifyResponse
 from rewardsvc.protocol.errors import ErrorDetail
 from rewardsvc.server.compat import CriteriaOptionsDep
@@ -61,6 +70,37 @@ def verify_item(
     if extra.get(criteria_field) is not None:
         item["criteria"] = extra[criteria_field]
     return item
+
+
+def unreadable(
+    body: NemoGymVerifyRequest, reference_field: str, criteria_field: str = "criteria"
+) -> FieldProblem | None:
+    """The first text of the scored parts of ``body`` (task, output, reference, criteria)
+    that the judges cannot be sent, named by its place in the request."""
+    params = body.responses_create_params
+    extra = body.model_extra or {}
+    parts: list[tuple[tuple[str | int, ...], Any]] = [
+        (("responses_create_params", "instructions"), params.instructions),
+        (("responses_create_params", "input"), params.input),
+        (("response", "output"), body.response.output),
+        ((reference_field,), extra.get(reference_field)),
+        ((criteria_field,), extra.get(criteria_field)),
+    ]
+    return next(
+        (bad for loc, value in parts if (bad := unreadable_text(value, loc)) is not None), None
+    )
+
+
+def escaped(value: Any) -> Any:
+    """``value`` with each lone surrogate of its strings (keys included) written as its
+    escape, ``\\ud800``: an echo that can always be encoded as UTF-8."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {escaped(k): escaped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [escaped(v) for v in value]
+    return value
 
 
 def masked(data: dict[str, Any], kind: str, reason: str) -> dict[str, Any]:
@@ -98,10 +138,15 @@ async def nemo_gym_verify(
     ] = "criteria",
 ) -> dict[str, Any]:
     """Score a NeMo Gym rollout against a library rubric; never fails a sample loudly."""
+    # Python mode: the body is parsed JSON already, and JSON mode refuses a key that
+    # holds a lone surrogate before it could be escaped.
+    data: dict[str, Any] = escaped(body.model_dump(exclude_unset=True))
+    bad = unreadable(body, reference_field, criteria_field)
+    if bad is not None:
+        return masked(data, "verifier_error", str(bad))
     item = verify_item(body, reference_field, criteria_field)
     response = await scorer.score_rubric(rubric, [item], options, "response")
     result = response.results[0]
-    data = body.model_dump(mode="json", exclude_unset=True)
     if result.status == "judge_error" or result.reward is None:
         kind = "verifier_error" if result.status == "rejected" else "judge_failed"
         return masked(data, kind, result.error or result.status)

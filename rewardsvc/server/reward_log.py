@@ -2,9 +2,10 @@
 
 A line per result of ``POST /v1/rewards`` and of the trainer routes (``rubric``, ``version``,
 ``id``, ``reward``, ``status``, ``uncertainty``, ``flags``, ``metadata`` and ``run`` when
-given; ``criteria``, each criterion's mean score over the judges, and ``group``, the same
-for the items of one prompt in one request and null for an item without a prompt field,
-which ``rewardsvc rubrics health --log`` reads); a line per group of ``POST /v1/groups``
+given; ``criteria``, each criterion's mean score over the judges, ``item_version`` for an item
+scored with its own criteria, and ``group``, the same for the items of one prompt in one
+request and null for an item without a prompt field, which ``rewardsvc rubrics health
+--log`` reads); a line per group of ``POST /v1/groups``
 (``kind: group``, ``rewards`` in completion order) and per pair of ``POST /v1/preferences``
 (``kind: preference``, ``p_a_better``, ``label``); alert and version events have ``event`` instead.
 
@@ -111,6 +112,9 @@ class RewardLog:
                 result,
                 {"reward": result.reward},
                 criteria=_criteria(result),
+                # An item scored with its own criteria: its rubric's version, by which the
+                # monitor tells its criteria from the rubric's (rubrics health --log).
+                **({"item_version": result.version} if result.version is not None else {}),
                 group=_group(request, raw),
                 # Only when the rubric or recipe declares objectives: lines stay as they were.
                 **({"objectives": result.objectives} if result.objectives is not None else {}),

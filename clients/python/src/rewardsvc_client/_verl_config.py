@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rewardsvc_client._adapt import Settings, failure_score_default, logger
+from rewardsvc_client._objectives import objective_names
 
 PROMPT_KEYS = ("question", "prompt")
 _NO_RUBRIC = "-"  # placeholder while only a per-data_source mapping is given
@@ -115,20 +116,8 @@ def _config(
         judge_error_wait,
         prompt_key,
         criteria_key or DEFAULT_CRITERIA_KEY,
-        _objective_keys(objectives),
+        objective_names(objectives, reserved=("score", "acc")),
     )
-
-
-def _objective_keys(objectives: Sequence[str] | str | None) -> tuple[str, ...]:
-    """The objective names (a list, or one comma-separated string from a command line),
-    refusing those that would overwrite a key the adapter sets itself."""
-    if isinstance(objectives, str):
-        objectives = [o.strip() for o in objectives.split(",") if o.strip()]
-    keys = tuple(str(o) for o in objectives or ())
-    taken = [k for k in keys if k in ("score", "acc") or k.startswith("rewardsvc_")]
-    if taken:
-        raise ValueError(f"objectives {taken}: these keys are the adapter's own")
-    return keys
 
 
 _CONFIG_ARGS = (

@@ -16,8 +16,10 @@ reference is ``metadata[i]["ground_truth"]`` (NeMo-RL's math datasets) or ``["re
 the sample's own rubric ``metadata[i]["criteria"]``. Config keys: ``url``, ``rubric``,
 ``api_key``, ``run``, ``timeout``, ``options``, ``criteria_format``, ``criteria_mode``,
 ``judge_error_wait`` (s, default 300), ``failure_score`` (default 0.0), ``objectives``
-(True: dict rewards keyed ``reward/<objective>``), ``scalar_key`` (with ``objectives``, also
-the scalar reward under this key; it is then one more GDPO component and part of the sum).
+(names, a list or ``"a,b"``: dict rewards keyed ``reward/<objective>``; True: the names the
+service's results carry, remembered from step to step), ``scalar_key`` (with
+``objectives``, also the scalar reward under this key; it is then one more GDPO component
+and part of the sum).
 
 Failures. NeMo-RL masks a sample only on its NeMo Gym path (``mask_sample`` in a verify
 result's ``instance_config``: use the service's ``/nemo-gym/<rubric>/verify`` route for
@@ -28,6 +30,14 @@ without a reward (judges down longer, or rejected) gets ``failure_score``, flagg
 logs per sample: its observation (written into the message log, and so into
 ``train_data_step*.jsonl``) says ``rewardsvc: no reward (<status>)``, and its metadata holds
 ``rewardsvc_valid: 0``. ``global_post_process_and_metrics`` reports the counts per status.
+
+An objective without a value (its judge failed while the reward exists: ``degraded``; or
+no reward at all) gets ``failure_score`` in its ``reward/<objective>`` column, flagged the
+same way: ``rewardsvc_objectives_valid: 0`` in the sample's metadata, and its observation
+names the objectives without a value. Listed names give the same columns at every step,
+an outage included; with True, a step before any result named them (the service
+unreachable from the start) has only the scalar reward (under ``scalar_key`` when given,
+else as the step's tensor), flagged.
 """
 
 from __future__ import annotations
@@ -39,9 +49,16 @@ from typing import Any, NamedTuple
 from rewardsvc_client._adapt import (
     Settings,
     ThreadClients,
+    logger,
     status_numbers,
     to_wire_text,
     wire_item,
+)
+from rewardsvc_client._objectives import (
+    OBJECTIVES_VALID,
+    missing_objectives,
+    objective_names,
+    objective_numbers,
 )
 from rewardsvc_client._retrying import drive_sync, results_or_none
 from rewardsvc_client.types import RewardResult
@@ -97,7 +114,11 @@ class RewardsvcEnvironment:
         )  # fmt: skip
         self.judge_error_wait = float(cfg.get("judge_error_wait", DEFAULT_JUDGE_ERROR_WAIT))
         self.failure_score = float(cfg.get("failure_score", 0.0))
-        self.objectives = bool(cfg.get("objectives", False))
+        given = cfg.get("objectives")
+        self.discover = given is True
+        """Objective names taken from the results (``objectives: True``)."""
+        self.objectives = () if isinstance(given, bool) else objective_names(given)
+        """The objectives' names: those configured, or (``discover``) those seen so far."""
         self.scalar_key: str | None = cfg.get("scalar_key")
         self.clients = ThreadClients(self.settings)
         self.statuses: Counter[str] = Counter()
@@ -125,40 +146,63 @@ class RewardsvcEnvironment:
         results = self.score(message_log_batch, metadata)
         n = len(results)
         rewards: Any = torch.tensor([self._scalar(r) for r in results], dtype=torch.float32)
-        if self.objectives:
-            rewards = self._objective_rewards(results, rewards)
+        names = self._objective_names(results)
+        if names or (self.scalar_key and self._per_objective):
+            rewards = self._objective_rewards(names, results, rewards)
         return _environment_return()(
-            observations=[_observation(r) for r in results],
-            metadata=[_metadata(meta, r) for meta, r in zip(metadata, results, strict=True)],
+            observations=[_observation(r, names) for r in results],
+            metadata=[
+                _metadata(meta, r, names if self._per_objective else None)
+                for meta, r in zip(metadata, results, strict=True)
+            ],
             next_stop_strings=[None] * n,
             rewards=rewards,
             terminateds=torch.ones(n, dtype=torch.bool),
             answers=None,
         )
 
+    @property
+    def _per_objective(self) -> bool:
+        return self.discover or bool(self.objectives)
+
     def _scalar(self, result: RewardResult | None) -> float:
         if result is None or result.reward is None:
             return self.failure_score
         return result.reward
 
-    def _objective_rewards(self, results: list[RewardResult | None], scalar: Any) -> Any:
-        """``{"reward/<name>": Tensor[B]}`` over the objectives any result names (a sample
-        without one gets ``failure_score``), plus the scalar under ``scalar_key``."""
+    def _objective_names(self, results: list[RewardResult | None]) -> tuple[str, ...]:
+        """The objectives of this step's columns: the configured ones, or with
+        ``objectives: True`` every name seen so far (kept through an outage)."""
+        if not self.discover:
+            return self.objectives
+        seen = {name for r in results if r is not None for name in r.objectives}
+        self.objectives = tuple(sorted(seen.union(self.objectives)))
+        if not self.objectives and not self.scalar_key:
+            if any(r is not None for r in results):
+                raise ValueError(
+                    "objectives=True but the rubric declares no objectives (and no scalar_key)"
+                )
+            logger.warning(
+                "rewardsvc NeMo-RL adapter: no objective names known yet (every request "
+                "failed); this step's rewards are the flagged scalar failure_score. List the "
+                "names in objectives=[...] for the same columns at every step"
+            )
+        return self.objectives
+
+    def _objective_rewards(
+        self, names: Sequence[str], results: list[RewardResult | None], scalar: Any
+    ) -> dict[str, Any]:
+        """``{"reward/<name>": Tensor[B]}`` over ``names`` (``failure_score`` where a sample
+        has no value, flagged in its metadata), plus the scalar under ``scalar_key``."""
         import torch
 
-        names = sorted({name for r in results if r is not None for name in r.objectives})
-        out: dict[str, Any] = {}
-        for name in names:
-            values = [r.objectives.get(name) if r is not None else None for r in results]
-            out[f"reward/{name}"] = torch.tensor(
-                [self.failure_score if v is None else v for v in values], dtype=torch.float32
-            )
+        numbers = [objective_numbers(names, r, self.failure_score) for r in results]
+        out: dict[str, Any] = {
+            f"reward/{name}": torch.tensor([row[name] for row in numbers], dtype=torch.float32)
+            for name in names
+        }
         if self.scalar_key:
             out[self.scalar_key] = scalar
-        if not out:
-            raise ValueError(
-                "objectives=True but the rubric declares no objectives (and no scalar_key)"
-            )
         return out
 
     def global_post_process_and_metrics(self, batch: Any) -> tuple[Any, dict[str, float]]:
@@ -171,18 +215,26 @@ class RewardsvcEnvironment:
         """Nothing to release (connections close with the process)."""
 
 
-def _observation(result: RewardResult | None) -> dict[str, str]:
-    """The environment's message for the sample: the reward, or that there is none."""
+def _observation(result: RewardResult | None, objectives: Sequence[str] = ()) -> dict[str, str]:
+    """The environment's message for the sample: the reward, or that there is none, and
+    the objectives without a value."""
     if result is None or result.reward is None:
         status = "request_failed" if result is None else result.status
         return {"role": "environment", "content": f"rewardsvc: no reward ({status})"}
-    return {"role": "environment", "content": f"rewardsvc: reward {result.reward:.4g}"}
+    text = f"rewardsvc: reward {result.reward:.4g}"
+    missing = missing_objectives(objectives, result)
+    if missing:
+        text += f"; no value for objectives {', '.join(missing)}"
+    return {"role": "environment", "content": text}
 
 
-def _metadata(meta: Any, result: RewardResult | None) -> Any:
-    """The sample's metadata with the ``rewardsvc_*`` numbers added."""
+def _metadata(meta: Any, result: RewardResult | None, objectives: Sequence[str] | None) -> Any:
+    """The sample's metadata with the ``rewardsvc_*`` numbers added (with objectives,
+    ``rewardsvc_objectives_valid`` too)."""
     out = dict(meta) if isinstance(meta, Mapping) else {}
     out.update(status_numbers(result))
+    if objectives is not None:
+        out[OBJECTIVES_VALID] = 0.0 if missing_objectives(objectives, result) else 1.0
     return out
 
 

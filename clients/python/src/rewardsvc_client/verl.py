@@ -83,6 +83,7 @@ from rewardsvc_client._adapt import (
     to_wire_text,
     wire_item,
 )
+from rewardsvc_client._objectives import missing_objectives, objective_numbers
 from rewardsvc_client._retrying import Ask, drive, drive_sync, results_or_none
 from rewardsvc_client._steps import Steps
 from rewardsvc_client._verl_config import (
@@ -159,8 +160,7 @@ def _objective_numbers(config: _Config, result: RewardResult | None) -> dict[str
     ``rewardsvc_objectives_valid`` is 0 for that sample."""
     if not config.objectives:
         return {}
-    values = result.objectives if result is not None else {}
-    missing = [name for name in config.objectives if values.get(name) is None]
+    missing = missing_objectives(config.objectives, result)
     if missing and result is not None and result.reward is not None:
         _warn_once(
             f"objectives:{','.join(missing)}",
@@ -168,12 +168,7 @@ def _objective_numbers(config: _Config, result: RewardResult | None) -> dict[str
             "or not scored); using failure_score",
             missing,
         )
-    numbers = {
-        name: float(config.failure_score if (v := values.get(name)) is None else v)
-        for name in config.objectives
-    }
-    numbers["rewardsvc_objectives_valid"] = 0.0 if missing else 1.0
-    return numbers
+    return objective_numbers(config.objectives, result, config.failure_score)
 
 
 def _score(

@@ -46,7 +46,11 @@ def group_answer(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
                 "judges": {"primary": {"rewards": [float(t) for t in texts]}},
             }
         )
-    usage = {"judge_calls": 2 * len(results), "calls_by_order": {"order1": 1, "order2": 1}}
+    usage = {
+        "judge_calls": 2 * len(results),
+        "cache_hits": len(results),
+        "calls_by_order": {"order1": 1, "order2": 1},
+    }
     return 200, {
         "rubric": {"id": body["rubric"], "version": "sha256:g"},
         "method": body.get("options", {}).get("method", "listwise"),
@@ -154,6 +158,7 @@ def test_client_groups_numbers_chunks_and_joins(fake: FakeService) -> None:
     assert response.results[0].position_consistency == 0.75
     assert response.method == "pairwise" and response.rubric.version == "sha256:g"
     assert response.usage.judge_calls == 4
+    assert response.usage.cache_hits == 2  # comparisons the service answered from its cache
     assert response.usage.calls_by_order == {"order1": 2, "order2": 2}
     with Client(fake.url) as client:
         prefs = client.preferences(

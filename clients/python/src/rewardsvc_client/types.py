@@ -191,9 +191,11 @@ def _floats(values: Any) -> list[float | None]:
 @dataclass(frozen=True, slots=True)
 class ComparativeUsage:
     """Judge work of a /v1/groups or /v1/preferences request; ``calls_by_order`` counts the
-    judge calls per presentation order (``ab``/``ba``, ``order1``...)."""
+    judge calls per presentation order (``ab``/``ba``, ``order1``...); comparisons answered
+    from the cache are ``cache_hits``, not calls."""
 
     judge_calls: int = 0
+    cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0
@@ -205,6 +207,7 @@ class ComparativeUsage:
         data = data or {}
         return cls(
             judge_calls=int(data.get("judge_calls", 0)),
+            cache_hits=int(data.get("cache_hits") or 0),
             prompt_tokens=int(data.get("prompt_tokens", 0)),
             completion_tokens=int(data.get("completion_tokens", 0)),
             latency_ms=float(data.get("latency_ms", 0.0)),
@@ -217,6 +220,7 @@ class ComparativeUsage:
             orders[key] = orders.get(key, 0) + value
         return ComparativeUsage(
             judge_calls=self.judge_calls + other.judge_calls,
+            cache_hits=self.cache_hits + other.cache_hits,
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             latency_ms=self.latency_ms + other.latency_ms,

@@ -65,8 +65,11 @@ class Settings(BaseSettings):
         "A scoped key writes only to the runs and scores only with the rubrics it lists "
         "(others get 403 naming them), creates at most max_runs runs, sees only its own runs "
         "and rubrics in GET /v1/monitor, the dashboard and GET /v1/rubrics, and gets 403 on "
-        "/metrics. A field left out does not restrict; keys of api_keys stay unrestricted. "
-        "Checked at start.",
+        "/metrics. Inline rubrics are named 'inline:<id>@<version>'; an item's own criteria "
+        "(items[].criteria, a label's, a NeMo Gym sample's, ROLL's reward_info.criteria, an "
+        "ORS task's) make such a rubric from the route's, so they need the same right: "
+        "'inline:*', or 'inline:<rubric id>@*' for one rubric. A field left out does not "
+        "restrict; keys of api_keys stay unrestricted. Checked at start.",
     )
     max_body_bytes: int = Field(
         default=8 * 1024 * 1024,
@@ -151,7 +154,8 @@ class Settings(BaseSettings):
         description="Largest rubric YAML accepted, in bytes, from a library file or POST "
         "/v1/rubrics/validate (parsing YAML with line numbers costs about 1.5 s of CPU "
         "for 60 KB); also the largest inline rubric or recipe of a request, as JSON (413 "
-        "naming its largest field).",
+        "naming its largest field), and the largest criteria one item brings of its own, as "
+        "JSON (that item alone is rejected, naming its criteria).",
     )
     max_prompt_bytes_per_request: int = Field(
         default=256 * 1024 * 1024,

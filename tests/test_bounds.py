@@ -188,13 +188,13 @@ async def test_group_prompts_alive_are_bounded_and_blocks_are_fenced_once_per_gr
     most 3 prompts exist at once, and each text is sanitized once for the group. On c824dfc
     all 132 prompts were rendered at planning, each sanitizing its 3 texts (396 times)."""
     sanitized = []
-    real = comparative.sanitize
+    real = comparative.untrusted
 
-    def counting(text: str, defuser: Any) -> str:
+    def counting(text: str, label: str, defuser: Any) -> str:
         sanitized.append(text)
-        return real(text, defuser)
+        return real(text, label, defuser)
 
-    monkeypatch.setattr(comparative, "sanitize", counting)
+    monkeypatch.setattr(comparative, "untrusted", counting)
     judges, backend = group_judges(3)
     group = GroupIn("g", tuple(Rollout("Q?", f"answer {n} " + "w" * 2000) for n in range(12)))
     options = GroupOptions(method="pairwise", tournament="all_pairs")

@@ -10,7 +10,6 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from rewardsvc.application.item_rubrics import ItemRubrics
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
@@ -18,12 +17,12 @@ from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.judges.prompts import Prompt
 from rewardsvc.library.registry import load_pool
-from rewardsvc.protocol.rewards import CriteriaOptions
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions
 from rewardsvc.scoring.groups import GroupBatch, score_groups
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions, judge_preferences
 from rewardsvc.server import comparative
 from rewardsvc.server.app import install_error_handlers
+from rewardsvc.settings import Settings
 from tests.fakejudge import FakeJudge, Script
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -196,6 +195,7 @@ class LocalComparer:
     """The service side of the routes' protocol, over real judges."""
 
     def __init__(self, judges: dict[str, Judge], rubric: Rubric, asker: Any = None) -> None:
+        self.settings = Settings()  # the routes read groups within its limits
         self.judges = judges
         self.rubric = rubric
         self.extra = {"asker": asker} if asker else {}
@@ -205,9 +205,6 @@ class LocalComparer:
 
     def inline_rubric(self, rubric: Rubric) -> Rubric:
         return rubric
-
-    def item_rubrics(self, template: Rubric | None, options: CriteriaOptions) -> ItemRubrics:
-        return ItemRubrics(template, options.criteria_mode, options.criteria_format)
 
     async def score_groups(
         self,

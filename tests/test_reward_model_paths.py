@@ -7,10 +7,12 @@ vLLM 0.32.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,17 +29,21 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.explain import explain
 from rewardsvc.judges.judge import Judge, build_judges
+from rewardsvc.library.registry import load_pool
+from rewardsvc.library.yamlfile import InvalidFile
 from rewardsvc.scoring.engine import Engine
 
 
 @dataclass
 class Pooling:
     """What the scripted server answers: ``logit`` for an item, ``rows`` step rows (None:
-    one per separator in the last message), or ``status`` an HTTP error."""
+    one per place ``separator`` starts in the last message, as a tokenizer may find it),
+    or ``status`` an HTTP error."""
 
     logit: float = 0.5
     rows: list[list[float]] | None = None
     status: int = 200
+    separator: str = "<file_sep>"
     bodies: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
@@ -63,7 +69,8 @@ def app_of(script: Pooling) -> FastAPI:
         body = await request.json()
         if body["task"] == "classify":
             return reply("/pooling", body, [{"index": 0, "data": [script.logit]}])
-        steps = body["messages"][-1]["content"].count("<file_sep>")
+        content = body["messages"][-1]["content"]
+        steps = len(re.findall(f"(?={re.escape(script.separator)})", content))
         rows = script.rows if script.rows is not None else [[0.1 * k] for k in range(steps)]
         return reply("/pooling", body, [{"index": 0, "object": "pooling", "data": rows}])
 
@@ -189,3 +196,52 @@ def test_explain_shows_the_conversations() -> None:
         {"role": "assistant", "content": "A<file_sep>"},
     ]
     assert list(seen) == [HOLISTIC, "_holistic@step0"]
+
+
+async def test_a_policy_cannot_add_steps_with_a_separator_that_overlaps_itself(
+    server: tuple[Pooling, str],
+) -> None:
+    """6da7304 broke ``"\\n\\n"`` once per match, left to right: three newlines kept a whole
+    separator, and a step ending in a newline made one with the separator after it. The
+    rows no longer matched the steps ("5 step scores for 2 steps"): judge_error."""
+    script, url = server
+    script.separator = "\n\n"
+    pool = JudgePool(judges={"rm": config(url, step_separator="\n\n")})
+    engine = Engine(build_judges(pool))
+    item = {
+        "id": "nl",
+        "prompt": "Add.\n\n\nup",
+        "completion": [
+            {"role": "assistant", "content": "One\n\n\ntwo\n"},
+            {"role": "user", "content": "go on"},
+            {"role": "assistant", "content": "\n\nThree.\n"},
+        ],
+    }
+    result = (await score_batch(engine, STEPS, [item])).results[0]
+    await engine.aclose()
+    assert result.status == "ok", result.error
+    assert result.steps is not None and len(result.steps) == 2
+    assert all(s.reward is not None for s in result.steps)
+    ((_, body),) = script.bodies
+    assert "\n\n" not in body["messages"][0]["content"]  # the task cannot fake one either
+
+
+def test_a_one_character_step_separator_is_refused_with_file_and_line(tmp_path: Path) -> None:
+    """6da7304 took ``step_separator: "\\n"``: one character cannot be broken, so a policy
+    that writes it adds steps and knocks the judge out for its items."""
+    path = tmp_path / "judges.yaml"
+    path.write_text(
+        "judges:\n"
+        "  prm:\n"
+        "    model: m\n"
+        "    base_urls: [http://127.0.0.1:1/v1]\n"
+        "    method: reward_model\n"
+        "    reward_model:\n"
+        '      step_separator: "\\n"\n'
+    )
+    with pytest.raises(InvalidFile) as caught:
+        load_pool(path)
+    (problem,) = caught.value.problems
+    assert problem.line == 7 and problem.path.endswith("reward_model.step_separator")
+    assert "one character, which cannot be broken" in problem.message
+    assert RewardModelSettings(step_separator="ки").step_separator == "ки"

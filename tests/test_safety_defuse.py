@@ -121,6 +121,17 @@ def test_defuser_with_extra_tokens() -> None:
     assert defuser.fingerprint == d.Defuser(["<custom_turn>"]).fingerprint != "default"
 
 
+@pytest.mark.parametrize(
+    ("token", "text"),
+    [("\n\n", "a\n\n\nb"), ("\n\n", "\n" * 7), ("abab", "xababab"), ("<s:<s:", "<s:<s:<s:")],
+)
+def test_a_token_that_overlaps_itself_is_broken_at_every_start(token: str, text: str) -> None:
+    """6da7304 broke one match then went on after it: in three newlines a token of two was
+    broken once and still found whole (``'\\n\\n' in '\\n\\u2060\\n\\n'``)."""
+    out = d.Defuser([token]).defuse(text)
+    assert token not in out and out.replace(d.WORD_JOINER, "") == text
+
+
 def test_backtick_runs_beyond_the_limit_become_markers() -> None:
     limit = d.FENCE_RUN_LIMIT
     kept = "a" + "`" * limit + "b"

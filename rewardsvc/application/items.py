@@ -8,12 +8,18 @@ Messages with tool calls, tool messages, non-text content parts and Responses-AP
 are read into a :class:`~rewardsvc.core.trajectory.Trajectory`: every call keeps its id,
 name and arguments, every result the id of its call, and a non-text part becomes a
 placeholder (never dropped silently). Plain strings stay plain rollouts.
+
+The texts of an item that came from its dataset row (the prompt, the reference, its own
+criteria) are scanned by the detectors as they are read: what they raise rides on the
+rollout as ``dataset:<flag>`` (``Rollout.data_flags``). Reading is CPU work proportional to
+the request: the server runs it in a worker thread, after its cheap limits.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -24,6 +30,7 @@ from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.trajectory import Event, ToolCall, Trajectory, placeholder
 from rewardsvc.protocol.comparative import GroupItem, PairIn
 from rewardsvc.protocol.rewards import Item, Message, ResponseItem, RewardOptions, Text
+from rewardsvc.safety.detectors import dataset_flags
 from rewardsvc.scoring.group_plan import GroupIn
 
 from .item_rubrics import ItemRubrics
@@ -72,8 +79,9 @@ def echo_id(value: str) -> str:
 
 def read_item(index: int, raw: Any, rubrics: ItemRubrics | None = None) -> ItemIn:
     """One raw item of a request as the engine's input; a malformed one is rejected with
-    its problems (paths such as ``items[3].completion``), never raising. An item with its
-    own ``criteria`` gets its rubric from ``rubrics`` (without it, it is rejected)."""
+    its problems (paths such as ``items[3].completion``), never raising (but for what
+    ``rubrics.permit`` raises). An item with its own ``criteria`` gets its rubric from
+    ``rubrics`` (without it, it is rejected)."""
     fallback_id = str(index)
     if isinstance(raw, dict) and isinstance(raw.get("id"), str):
         fallback_id = echo_id(raw["id"])
@@ -89,7 +97,15 @@ def read_item(index: int, raw: Any, rubrics: ItemRubrics | None = None) -> ItemI
     own = _own_rubric(rubrics, item.criteria, ("items", index, "criteria"))
     if isinstance(own, str):
         return ItemIn(item_id, None, own)
-    return ItemIn(item_id, rollout_of(item), rubric=own)
+    return ItemIn(item_id, _flagged(rollout_of(item), rubrics, own), rubric=own)
+
+
+def _flagged(rollout: Rollout, rubrics: ItemRubrics | None, own: Rubric | None) -> Rollout:
+    """``rollout`` with the attack shapes of its dataset texts: its prompt, its reference
+    and the criteria it brought (``own``'s, scanned once per rubric)."""
+    criteria = rubrics.flags_of(own) if rubrics is not None else ()
+    found = {*dataset_flags([rollout.prompt, rollout.reference]), *criteria}
+    return replace(rollout, data_flags=tuple(sorted(found))) if found else rollout
 
 
 def _own_rubric(rubrics: ItemRubrics | None, criteria: Any, loc: Loc) -> Rubric | str | None:
@@ -239,4 +255,4 @@ def read_group(
     own = _own_rubric(rubrics, parsed.criteria, (field, index, "criteria"))
     if isinstance(own, str):
         return GroupIn(group_id, (), own)
-    return GroupIn(group_id, rollouts, rubric=own)
+    return GroupIn(group_id, tuple(_flagged(r, rubrics, own) for r in rollouts), rubric=own)

@@ -40,7 +40,9 @@ class KeyScope(StrictModel):
         default=None,
         description="Rubric, recipe and routing-table ids this key may score with and read, "
         "exact or prefixes ending in '*'; inline rubrics are named 'inline:<id>@<version>' "
-        "(allow them with 'inline:*').",
+        "(allow them with 'inline:*'), and so is the rubric an item's own criteria make "
+        "from the request's rubric: they need the same right ('inline:*', or "
+        "'inline:<rubric id>@*').",
     )
     max_runs: int | None = Field(
         default=None,

@@ -7,6 +7,10 @@ settings). :func:`derive` builds that rubric, which is validated as a whole like
 rubric file, so the same rules hold (weights by category, gates, unique ids, a positive
 normalizer). Its version hashes the template and the criteria together: verdicts cached
 for one prompt's criteria never answer another's.
+
+The item's criteria are untrusted text, as its prompt and reference are: the rubric made
+is an :class:`ItemRubric`, which names them (``given``), so every judge prompt shows them
+fenced and defused (``Rubric.from_item``) while the template's own stay as written.
 """
 
 from __future__ import annotations
@@ -14,17 +18,33 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from rewardsvc.core.criteria_formats import CriteriaFormatError
 from rewardsvc.core.errors import FieldProblem, field_problems
-from rewardsvc.core.rubric import Rubric
+from rewardsvc.core.rubric import Criterion, Rubric
 
 CriteriaMode = Literal["replace", "extend"]
 """What an item's criteria do to the batch rubric's: take their place, or follow them."""
 
 
-def derive(template: Rubric, criteria: Sequence[Mapping[str, Any]], mode: CriteriaMode) -> Rubric:
+class ItemRubric(Rubric):
+    """A rubric made with an item's own criteria; ``given`` are their ids (the template's
+    criteria are not among them). Part of its content, so of its version: verdicts of the
+    same criteria written by the rubric's author, asked unfenced, are never served for it."""
+
+    given: tuple[str, ...] = Field(
+        default=(), description="The ids of the criteria that came with the item."
+    )
+
+    def from_item(self, criterion: Criterion) -> bool:
+        """Whether ``criterion`` came with the item (untrusted, fenced in prompts)."""
+        return criterion.id in self.given
+
+
+def derive(
+    template: Rubric, criteria: Sequence[Mapping[str, Any]], mode: CriteriaMode
+) -> ItemRubric:
     """The rubric an item is scored with: ``template`` with ``criteria`` (criterion dicts,
     as :func:`~rewardsvc.core.criteria_formats.read_criteria` reads them) in place of its
     own (``replace``) or after them (``extend``). Raises
@@ -42,10 +62,11 @@ def derive(template: Rubric, criteria: Sequence[Mapping[str, Any]], mode: Criter
             if o.criteria is None
         } or None
     try:
-        return Rubric.model_validate(doc)
+        made = ItemRubric.model_validate(doc)
     except ValidationError as exc:
         problems = field_problems(exc.errors(), doc)
-    raise CriteriaFormatError([_relative(p, len(kept)) for p in problems])
+        raise CriteriaFormatError([_relative(p, len(kept)) for p in problems]) from None
+    return made.model_copy(update={"given": tuple(c.id for c in made.criteria[len(kept) :])})
 
 
 def _relative(problem: FieldProblem, offset: int) -> FieldProblem:

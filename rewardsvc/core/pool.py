@@ -188,8 +188,23 @@ class RewardModelSettings(StrictModel):
         "--pooler-config step_tag_id, its task token_classify) that follows each step; "
         "untrusted text has it broken. All steps are scored in one POST /pooling call, and "
         "a whole item as its last step (endpoint is then unused). Without it, step criteria "
-        "are scored one call per step, each step's trajectory scored as a whole item.",
+        "are scored one call per step, each step's trajectory scored as a whole item. At "
+        "least two characters: a word joiner after its first character is how it is broken, "
+        "and a single character cannot be.",
     )
+
+    @field_validator("step_separator")
+    @classmethod
+    def _breakable(cls, value: str | None) -> str | None:
+        # A policy that writes an unbreakable separator adds steps, and the reply's rows no
+        # longer match: that judge fails every item such a policy answers.
+        if value is not None and len(value) < 2:
+            raise ValueError(
+                f"{value!r} is one character, which cannot be broken in the policy's text "
+                "(a completion holding it would add steps); use the model's step token of "
+                "two or more characters"
+            )
+        return value
 
 
 class JudgeConfig(StrictModel):

@@ -31,7 +31,9 @@ class Rollout:
 
     ``trajectory`` is the structured form of an item given as messages or items (None for
     plain strings); ``step``, set only on the rollouts of process-reward calls, is the
-    0-based assistant step being graded, the trajectory then ending with that step.
+    0-based assistant step being graded, the trajectory then ending with that step;
+    ``data_flags`` are the attack shapes found in the item's dataset texts (prompt,
+    reference, its own criteria) when it was read, named ``dataset:<flag>``.
     """
 
     prompt: str
@@ -39,6 +41,7 @@ class Rollout:
     reference: str | None = None
     trajectory: Trajectory | None = None
     step: int | None = None
+    data_flags: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, trajectory: Trajectory, reference: str | None = None) -> Rollout:
@@ -54,7 +57,7 @@ class Rollout:
                 raise IndexError(f"step {step} of a rollout with one step")
             return replace(self, step=0)
         cut = trajectory.upto(step)
-        return Rollout(self.prompt, cut.plain("events"), self.reference, cut, step)
+        return replace(self, completion=cut.plain("events"), trajectory=cut, step=step)
 
     def step_count(self) -> int:
         """Assistant steps of the policy (a plain completion is one step)."""

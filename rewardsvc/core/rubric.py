@@ -354,6 +354,12 @@ class Rubric(StrictModel):
         not one verdict per criterion."""
         return self.combine == "implicit"
 
+    def from_item(self, criterion: Criterion) -> bool:
+        """Whether ``criterion`` came with an item (a dataset row), not from the rubric's
+        author: untrusted text, which judge prompts fence and defuse. A rubric file's or an
+        inline rubric's criteria never did (see ``core.item_rubric.ItemRubric``)."""
+        return False
+
     @property
     def step_criteria(self) -> list[Criterion]:
         """The criteria scored for each assistant step, in rubric order."""

@@ -34,6 +34,7 @@ from rewardsvc.core.rubric import Criterion, Rubric, View
 from rewardsvc.core.trajectory import DEFAULT_FIT_CHARS
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import prompts
+from rewardsvc.judges.fencing import indent_outside_fences
 from rewardsvc.judges.items import item_view
 from rewardsvc.judges.methods import (
     Call,
@@ -74,11 +75,19 @@ class Batch:
         return max(top_logprobs(q, most) for q in self.questions)
 
 
-def _ask(rubric: Rubric, criterion: Criterion, shape: ApiShape) -> Question:
+def _ask(rubric: Rubric, criterion: Criterion, shape: ApiShape, defuser: Defuser) -> Question:
     """Criterion ``criterion``'s question without its one-answer instruction (its last line:
     the batch has one instruction for all)."""
-    single = prompts.criterion_question(rubric, criterion, "batched", shape)
+    single = prompts.criterion_question(rubric, criterion, "batched", shape, defuser=defuser)
     return replace(single, text=single.text.rsplit("\n", 1)[0])
+
+
+def _numbered(k: int, rubric: Rubric, criterion: Criterion, question: Question) -> str:
+    """Question ``k`` of the list, its later lines indented under its number; an item's own
+    criterion keeps its fenced block at the start of its lines."""
+    if rubric.from_item(criterion):
+        return f"{k}. " + indent_outside_fences(question.text, "   ")
+    return f"{k}. " + question.text.replace("\n", "\n   ")
 
 
 def batch_prompt(
@@ -92,12 +101,13 @@ def batch_prompt(
     """The batched call for ``criteria`` of one item (all in one view: the first's)."""
     if not criteria:
         raise ValueError("a batch needs at least one criterion")
-    questions = tuple(_ask(rubric, c, shape) for c in criteria)
+    questions = tuple(_ask(rubric, c, shape, defuser) for c in criteria)
     scales = sorted(
         {"yes or no" if q.choices == ("yes", "no") else "/".join(q.choices) for q in questions}
     )
     count = len(questions)
-    asked = [f"{k}. " + q.text.replace("\n", "\n   ") for k, q in enumerate(questions, 1)]
+    pairs = zip(criteria, questions, strict=True)
+    asked = [_numbered(k, rubric, c, q) for k, (c, q) in enumerate(pairs, 1)]
     # The format is told before the item, where the prefix cache keeps it; after the item
     # comes only a short reminder, the one part of the instruction computed per call.
     lead = (

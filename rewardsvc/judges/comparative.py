@@ -28,12 +28,13 @@ from dataclasses import dataclass
 from rewardsvc.core.comparative import LABELS
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges.fencing import fence
+from rewardsvc.judges.fencing import untrusted
 from rewardsvc.judges.items import ITEM_TRAILER
 from rewardsvc.judges.judge import Judge
 from rewardsvc.judges.prompts import Prompt, Question, criteria_list, shared_context
+from rewardsvc.judges.questions import statement
 from rewardsvc.judges.shapes import ApiShape
-from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser, sanitize
+from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
 
 _COMPARE_RULES = (
     "You are a strict, careful grader. You are shown a task that was given to an AI "
@@ -63,10 +64,12 @@ def _letters(n: int) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class FencedGroup:
     """A group's untrusted texts sanitized and fenced once, for every comparison of it:
-    ``task`` is the prompt (and reference) part, ``responses`` each completion's block."""
+    ``task`` is the prompt (and reference) part, ``responses`` each completion's block;
+    ``defuser`` sanitized them, and sanitizes the criteria that came with the item."""
 
     task: str
     responses: tuple[str, ...]
+    defuser: Defuser = DEFAULT_DEFUSER
 
     def block(self, shown: Sequence[int]) -> str:
         """The group part of a prompt showing the completions ``shown`` (input indices) in
@@ -85,13 +88,13 @@ def fenced_group(
     defuser: Defuser = DEFAULT_DEFUSER,
 ) -> FencedGroup:
     """The group's texts sanitized with ``defuser`` and fenced, each once."""
-    task = "The task given to the assistant:\n" + fence(sanitize(prompt, defuser), "prompt")
+    task = "The task given to the assistant:\n" + untrusted(prompt, "prompt", defuser)
     if reference is not None:
-        task += "\n\nA reference answer, for comparison:\n" + fence(
-            sanitize(reference, defuser), "reference"
+        task += "\n\nA reference answer, for comparison:\n" + untrusted(
+            reference, "reference", defuser
         )
-    responses = tuple(fence(sanitize(text, defuser), "response") for text in completions)
-    return FencedGroup(task, responses)
+    responses = tuple(untrusted(text, "response", defuser) for text in completions)
+    return FencedGroup(task, responses, defuser)
 
 
 def group_block(
@@ -113,28 +116,30 @@ def _answer(letters: tuple[str, ...], shape: ApiShape) -> str:
 
 
 def comparison_question(
-    rubric: Rubric, criterion: Criterion | None, n: int, shape: ApiShape
+    rubric: Rubric,
+    criterion: Criterion | None,
+    n: int,
+    shape: ApiShape,
+    defuser: Defuser = DEFAULT_DEFUSER,
 ) -> Question:
     """The question last in the prompt: which of ``n`` shown responses best satisfies the
-    criterion, has the pitfall most, or (``criterion`` None, holistic) is best overall."""
+    criterion, has the pitfall most, or (``criterion`` None, holistic) is best overall (a
+    criterion that came with the item sanitized with ``defuser`` and fenced)."""
     letters = _letters(n)
     most = "more" if n == 2 else "most"
     best = "better" if n == 2 else "best"
+    head = "" if criterion is None else statement(rubric, criterion, defuser) + "\n"
     if criterion is None:
-        head = ""
         ask = (
             "Considering all the criteria listed above together (meeting the important ones "
             "matters most; any problem listed counts against a response), which response is "
             f"{best} overall?"
         )
     elif rubric.is_constitution:
-        head = f"Principle: {criterion.text}\n"
         ask = f"Which response complies with this principle {best}?"
     elif criterion.category == "pitfall":
-        head = f"Problem: {criterion.text}\n"
         ask = f"Which response has this problem {most}?"
     else:
-        head = f"Criterion: {criterion.text}\n"
         ask = f"Which response satisfies this criterion {best}?"
     text = f"{head}Question: {ask}\n{_answer(letters, shape)}"
     return Question(text=text, choices=letters, values=tuple(range(n)))
@@ -171,10 +176,10 @@ def group_prompt(
 ) -> Prompt:
     """:func:`comparison_prompt` from a group fenced once: the completions ``shown``
     (input indices) in that order."""
-    question = comparison_question(rubric, criterion, len(shown), shape)
+    question = comparison_question(rubric, criterion, len(shown), shape, group.defuser)
     context = shared_context(rubric, with_criteria=False)
     if criterion is None:
-        context = "\n\n".join(p for p in (context, criteria_list(rubric)) if p)
+        context = "\n\n".join(p for p in (context, criteria_list(rubric, group.defuser)) if p)
     body = "\n\n".join(p for p in (context, group.block(shown), question.text) if p)
     return shape.prompt(question, _COMPARE_RULES, body)
 

@@ -50,7 +50,7 @@ from rewardsvc.judges.methods import Call, ReplyFailed
 from rewardsvc.judges.prompts import Method, Prompt
 from rewardsvc.judges.routing import Affinity, affinity_key
 from rewardsvc.judges.shapes import Reply, usage
-from rewardsvc.safety.defuse import Defuser
+from rewardsvc.safety.defuse import WORD_JOINER, Defuser
 
 Messages = list[dict[str, str]]
 """Chat messages as vLLM's pooling requests take them."""
@@ -112,12 +112,27 @@ def step_texts(rollout: Rollout) -> list[str]:
     return texts
 
 
+def _spans(left: str, right: str, separator: str) -> bool:
+    """Whether ``separator`` occurs across the junction of ``left`` and ``right``."""
+    reach = len(separator) - 1
+    return separator in left[len(left) - reach :] + right[:reach]
+
+
 def step_conversation(rollout: Rollout, separator: str, defuser: Defuser) -> Messages:
     """The task, then the steps as one assistant message, each step followed by
-    ``separator`` (broken wherever it occurs in the steps' own text)."""
+    ``separator``: it occurs there and nowhere else (broken wherever it occurs in the steps'
+    own text, and a word joiner where a step's first or last characters would make one
+    with the separator beside them, as ``"a\\n"`` does before ``"\\n\\n"``)."""
     if separator not in defuser.extra_tokens:
         defuser = Defuser([*defuser.extra_tokens, separator])
-    steps = "".join(defuser.defuse(text) + separator for text in step_texts(rollout))
+    steps = ""
+    for text in step_texts(rollout):
+        part = defuser.defuse(text)
+        if _spans(steps, part, separator):
+            part = WORD_JOINER + part
+        if _spans(part, separator, separator):
+            part += WORD_JOINER
+        steps += part + separator
     return [*task_messages(rollout, defuser), {"role": "assistant", "content": steps}]
 
 

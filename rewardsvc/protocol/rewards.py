@@ -48,11 +48,11 @@ RunName = Annotated[str, Field(min_length=1, max_length=RUN_NAME_MAX, pattern=RU
 ItemCriteria = Annotated[
     list[Any] | None,
     Field(
-        description="This item's own criteria (a dataset's rubric column): criterion objects "
-        "as a rubric file writes them (an id may be left out: c1, c2, ...). With the batch "
-        "rubric as template they make the item's rubric (options.criteria_mode), validated "
-        "on its own: a bad one rejects this item only, naming its field. In another format "
-        "with options.criteria_format."
+        description="This item's own criteria (a dataset's rubric column): criterion objects as a "
+        "rubric file writes them (id optional: c1, c2, ...), or in options.criteria_format. With "
+        "the batch rubric as template they make the item's rubric (options.criteria_mode), "
+        "validated on its own: a bad one, or one over max_rubric_bytes as JSON, rejects this item "
+        "only. Untrusted, fenced for the judges; a scoped key needs 'inline:*' to send them."
     ),
 ]
 """The criteria an item (a group, a pair) brings of its own."""
@@ -330,7 +330,7 @@ class RewardResult(BaseModel):
     )
     judges: dict[str, JudgeResult] = Field(default_factory=dict)
     flags: list[str] = Field(
-        default_factory=list, description="Attack shapes detected in the completion."
+        default_factory=list, description="Attack shapes found (dataset:<flag>: in its data)."
     )
     cached: bool = Field(default=False, description="Every verdict came from the cache.")
     error: str | None = Field(default=None, description="Why the item was rejected or failed.")

@@ -129,6 +129,9 @@ class Defuser:
     ``extra_tokens`` are exact strings, typically a judge model's special tokens
     (``special_tokens_from_tokenizer_config``). Tokens of one character cannot be
     broken and are ignored; tokens the families already cover add nothing.
+
+    Every occurrence is broken, overlapping ones too: in three newlines a token of two
+    (``"\\n\\n"``) starts twice, and both get a word joiner, so none is left whole.
     """
 
     def __init__(self, extra_tokens: Iterable[str] = ()) -> None:
@@ -142,6 +145,9 @@ class Defuser:
         if extra:
             pattern = "|".join(re.escape(t) for t in extra) + "|" + pattern
         self._pattern = re.compile(pattern)
+        # A match is one character at which a token starts; the scan resumes right after
+        # it, so a token starting inside another (an overlap) is broken too.
+        self._starts = re.compile(f"(?=(?:{pattern})).", re.DOTALL)
 
     @property
     def fingerprint(self) -> str:
@@ -153,7 +159,7 @@ class Defuser:
 
     def defuse(self, text: str) -> str:
         """``text`` with a word joiner after the first character of every control token."""
-        return self._pattern.sub(_break, text)
+        return self._starts.sub(_break, text)
 
     def finds(self, text: str) -> bool:
         """Whether ``text`` holds a control token."""
@@ -161,8 +167,7 @@ class Defuser:
 
 
 def _break(match: re.Match[str]) -> str:
-    token = match.group(0)
-    return token[0] + WORD_JOINER + token[1:]
+    return match.group(0) + WORD_JOINER
 
 
 DEFAULT_DEFUSER = Defuser()

@@ -7,6 +7,14 @@ not change a score by itself; the engine returns and counts flags, and a rubric
 may turn one into a penalty (``transforms.flag_penalties``).
 
 ``DETECTORS`` is the one table of flags: ``FLAGS`` and ``detect`` derive from it.
+
+Text from a dataset row (a task prompt, a reference, an item's own criteria, a label or a
+task file's) is untrusted too, but it is not what the policy did: :func:`dataset_flags`
+names what it raises ``dataset:<flag>``, which the reading of an item puts on its rollout
+(``Rollout.data_flags``) and :func:`detect` returns with the completion's. A rubric cannot
+penalise those (its ``flag_penalties`` name the policy's flags only); they are returned
+and counted, so a poisoned dataset shows. Shapes that describe a whole answer
+(``master_key``, ``padding``) say nothing of such text and are not looked for in it.
 Patterns are RE2 (``rules``), heuristics are single passes (``shapes``), and all
 of them scan the bounded ``scan.window`` of the text, so ``detect`` takes time
 linear in its input and bounded overall. It is synchronous and pure; a caller on
@@ -16,7 +24,8 @@ an event loop should run it in a worker thread for completions longer than
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from rewardsvc.core.rollout import Rollout
@@ -25,16 +34,30 @@ from rewardsvc.safety.defuse import CONTROL_FLAG_PATTERN
 from rewardsvc.safety.scan import THREAD_ABOVE_CHARS, prose, rx, window
 from rewardsvc.safety.shapes import master_key, padding
 
-__all__ = ["DETECTORS", "FLAGS", "THREAD_ABOVE_CHARS", "Detector", "detect", "flags_of"]
+__all__ = [
+    "DATASET_PREFIX",
+    "DETECTORS",
+    "FLAGS",
+    "THREAD_ABOVE_CHARS",
+    "Detector",
+    "dataset_flags",
+    "detect",
+    "flags_of",
+]
+
+DATASET_PREFIX = "dataset:"
+"""What names a flag raised by text from a dataset row rather than by the policy."""
 
 
 @dataclass(frozen=True)
 class Detector:
-    """One flag: its name, what it means, and the check that raises it."""
+    """One flag: its name, what it means, the check that raises it, and whether text
+    from a dataset row is checked for it too (``on_data``)."""
 
     flag: str
     meaning: str
     check: Callable[[str], bool]
+    on_data: bool = True
 
 
 def _any(patterns: Sequence[str], *, prose_only: bool = False) -> Callable[[str], bool]:
@@ -99,11 +122,13 @@ DETECTORS: tuple[Detector, ...] = (
         "master_key",
         'the whole answer is punctuation or a bare opener ("Thought process:")',
         master_key,
+        on_data=False,
     ),
     Detector(
         "padding",
         "verbosity padding: the same content restated or repeated",
         padding,
+        on_data=False,
     ),
     Detector(
         "template_mimicry",
@@ -127,9 +152,29 @@ def flags_of(text: str) -> list[str]:
 
 
 def detect(rollout: Rollout) -> list[str]:
-    """Sorted names of the attack shapes found in the completion (the policy's output).
+    """Sorted names of the attack shapes found in the completion (the policy's output),
+    with those its dataset texts raised when the item was read (``rollout.data_flags``,
+    named ``dataset:<flag>``: they describe the dataset, not what the policy did)."""
+    return sorted({*flags_of(rollout.completion), *rollout.data_flags})
 
-    The prompt and reference come from the dataset, not the policy, so they are
-    not checked: flags describe what the policy did.
-    """
-    return flags_of(rollout.completion)
+
+_DATA_DETECTORS = tuple(d for d in DETECTORS if d.on_data)
+
+
+# The completions of a GRPO group share their prompt and criteria: each is scanned once.
+# Bounded: at most this many texts (each at most a request's limit) are held.
+@functools.lru_cache(maxsize=64)
+def _data_flags_of(text: str) -> frozenset[str]:
+    scanned = window(text)
+    return frozenset(DATASET_PREFIX + d.flag for d in _DATA_DETECTORS if d.check(scanned))
+
+
+def dataset_flags(texts: Iterable[str | None]) -> tuple[str, ...]:
+    """Sorted ``dataset:<flag>`` names of the attack shapes in ``texts``, text from a
+    dataset row (a task prompt, a reference, an item's own criteria). Linear time, as
+    :func:`flags_of`: a caller on an event loop runs it in a worker thread."""
+    found: set[str] = set()
+    for text in texts:
+        if text:
+            found |= _data_flags_of(text)
+    return tuple(sorted(found))

@@ -1,8 +1,9 @@
 """Comparative routes: ``POST /v1/groups`` (rewards relative within groups of completions)
 and ``POST /v1/preferences`` (P(a better) for pairs, asked in both orders, with a label).
 
-The routes read each group or pair on its own (a malformed one is ``rejected`` naming its
-field; the others are scored), resolve the rubric, and call the service; it delegates to
+The routes resolve the rubric, read each group or pair on its own (a malformed one is
+``rejected`` naming its field; the others are scored) off the event loop once the count of
+completions is within ``max_items`` (``reading.read_groups``), and call the service; it delegates to
 ``rewardsvc.scoring.groups`` and ``rewardsvc.scoring.preferences`` and returns their domain
 results, which are mapped here to the wire models of ``rewardsvc.protocol.comparative``.
 """
@@ -14,7 +15,6 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from rewardsvc.application.items import read_group
 from rewardsvc.application.wire import group_response, preference_response
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.protocol.comparative import (
@@ -27,10 +27,11 @@ from rewardsvc.protocol.rewards import CriteriaOptions
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions
 from rewardsvc.scoring.preferences import PreferenceOptions
 from rewardsvc.server.errors import error_responses
+from rewardsvc.server.reading import read_groups
 from rewardsvc.server.service import Service, ServiceDep
 
 
-def _read(
+async def _read(
     service: Service,
     rubric: str | Rubric,
     options: CriteriaOptions,
@@ -39,12 +40,12 @@ def _read(
     parts: Sequence[str] = ("completions",),
 ) -> tuple[Rubric, list[GroupIn]]:
     """The request's rubric (a library id or inline) and each of its groups or pairs read
-    on its own, with its own criteria where it brings them."""
+    on its own, with its own criteria where it brings them (off the event loop, after the
+    limit on completions)."""
     found = (
         service.library_rubric(rubric) if isinstance(rubric, str) else service.inline_rubric(rubric)
     )
-    rubrics = service.item_rubrics(found, options)
-    return found, [read_group(i, one, field, parts, rubrics) for i, one in enumerate(raw)]
+    return found, await read_groups(service.settings, found, options, raw, field, parts)
 
 
 router = APIRouter(prefix="/v1", tags=["comparative"])
@@ -60,7 +61,7 @@ async def groups(body: GroupRequest, service: ServiceDep) -> GroupResponse:
     """Rewards per completion, relative within each group (``listwise`` or ``pairwise``),
     with each group's position consistency. A malformed group is ``rejected`` alone."""
     o = body.options
-    rubric, read = _read(service, body.rubric, o, body.groups)
+    rubric, read = await _read(service, body.rubric, o, body.groups)
     options = GroupOptions(
         method=o.method,
         tournament=o.tournament,
@@ -85,7 +86,7 @@ async def preferences(body: PreferenceRequest, service: ServiceDep) -> Preferenc
     """P(a better) per order and averaged, whether the orders agree, and ``a``/``b``/``tie``
     by the margin. A malformed pair is ``rejected`` alone."""
     o = body.options
-    rubric, read = _read(service, body.rubric, o, body.pairs, "pairs", ("a", "b"))
+    rubric, read = await _read(service, body.rubric, o, body.pairs, "pairs", ("a", "b"))
     options = PreferenceOptions(
         judges=tuple(o.judges) if o.judges else None,
         rule=o.rule,

@@ -12,7 +12,6 @@ writes the reward log.
 from __future__ import annotations
 
 import asyncio
-import functools
 import gc
 import time
 from collections.abc import Mapping, Sequence
@@ -22,8 +21,6 @@ from typing import Annotated, Any
 
 from fastapi import Depends
 
-from rewardsvc.application.item_rubrics import ItemRubrics
-from rewardsvc.application.items import read_item
 from rewardsvc.application.monitoring import alert_logger
 from rewardsvc.application.root import Application, compose
 from rewardsvc.application.targets import (
@@ -40,19 +37,18 @@ from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import Registry
 from rewardsvc.library.yamlfile import InvalidFile, validate_document
 from rewardsvc.monitor import Monitor
-from rewardsvc.protocol.rewards import CriteriaOptions, RewardOptions, RewardResponse
+from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions, planned_work
 from rewardsvc.scoring.groups import Comparing, GroupBatch, score_groups
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions, judge_preferences
-from rewardsvc.server import access, metrics, monitor_metrics
+from rewardsvc.server import access, metrics, monitor_metrics, reading
 from rewardsvc.server.admission import (
     Planned,
     calls_per_item,
     check_explain,
     check_inline_size,
     check_work,
-    prompt_bytes,
 )
 from rewardsvc.server.errors import ApiError
 from rewardsvc.server.gate import Gate
@@ -163,13 +159,6 @@ class Service(Gate):
         access.check_rubric(inline_rubric_name(target.id, target.version) if inline else target.id)
         return target
 
-    def item_rubrics(self, template: Rubric | None, options: CriteriaOptions) -> ItemRubrics:
-        """How a request's items (groups, pairs) make their own rubrics from ``template``,
-        within the limit of criteria per rubric."""
-        return ItemRubrics(
-            template, options.criteria_mode, options.criteria_format, self.settings.max_criteria
-        )
-
     def claim_run(self, run: str | None) -> None:
         """403 unless the request's key may write to ``run`` (see :mod:`.access`); 402
         ``budget_exceeded`` once the run's cost reached its budget."""
@@ -191,12 +180,12 @@ class Service(Gate):
         rejected alone), the judge calls and prompt bytes (413), explain's output (413)."""
         self.claim_run(run)
         check_batch(len(items), self.settings.max_items, field_name)
-        per_rubric = functools.partial(calls_per_item, self.settings, options=options)
-        rubrics = self.item_rubrics(target.template, options)
-        inputs = [read_item(i, raw, rubrics) for i, raw in enumerate(items)]
-        calls = sum(target.item_cost(i, per_rubric) for i in inputs)
-        planned = Planned(inputs, calls, prompt_bytes(target, inputs, options))
-        check_work(self.settings, calls, planned.prompt_bytes)
+        planned = Planned(
+            *await asyncio.to_thread(  # after the cheap limits, off the loop
+                reading.read_items, self.settings, target, items, options
+            )
+        )
+        check_work(self.settings, planned.calls, planned.prompt_bytes)
         if options.explain:
             check_explain(self.settings, planned.prompt_bytes)
         return planned
@@ -289,7 +278,9 @@ class Service(Gate):
         check_batch(2 * len(pairs), self.settings.max_items, "pairs")
         calls_per_item(self.settings, rubric, RewardOptions())
         as_groups = GroupOptions(method="pairwise", judges=options.judges)
-        calls, size = planned_work(rubric, pairs, as_groups, self.engine.max_text_chars)
+        calls, size = await asyncio.to_thread(
+            planned_work, rubric, pairs, as_groups, self.engine.max_text_chars
+        )
         with self.admitted(2 * len(pairs), calls, size):
             batch = await judge_preferences(
                 self._judges, rubric, pairs, options, **self._comparing(run)

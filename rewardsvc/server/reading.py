@@ -1,0 +1,102 @@
+"""Reading a request's items, groups and pairs: after the cheap limits, off the event loop.
+
+Reading is CPU work in proportion to the body: every item validated, every distinct set of
+item criteria made into a rubric and validated, every dataset text scanned by the
+detectors, then the plan's cost counted. A body near ``max_body_bytes`` takes seconds of
+it, so the limits that need no reading come first (how many items, groups' completions,
+pairs: 413 at once), then the reading runs in a worker thread (``asyncio.to_thread``,
+which carries the request's API-key grant along), and the loop keeps serving others.
+
+Item criteria are dataset text and make a rubric the request wrote: :func:`item_rubrics`
+bounds them (an inline rubric's ``max_rubric_bytes``, as JSON, per item; ``max_criteria``)
+and asks the request's key for the right an inline rubric of the same content needs,
+``inline:<rubric id>@<version>`` (``inline:*`` or ``inline:<rubric id>@*`` in the key's
+``rubrics``). Every route that takes item criteria reads them through it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from rewardsvc.application.item_rubrics import ItemRubrics
+from rewardsvc.application.items import read_group, read_item
+from rewardsvc.application.targets import Target
+from rewardsvc.core.monitor_spec import inline_rubric_name
+from rewardsvc.core.rollout import ItemIn
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.protocol.rewards import CriteriaOptions, RewardOptions
+from rewardsvc.scoring.group_plan import GroupIn
+from rewardsvc.server import access
+from rewardsvc.server.admission import calls_per_item, prompt_bytes
+from rewardsvc.server.guards import check_batch
+from rewardsvc.settings import Settings
+
+PAIR_PARTS = ("a", "b")
+"""The completions of a pair (``/v1/preferences``)."""
+
+
+def permit_item_rubric(made: Rubric) -> None:
+    """403 unless the request's key may use ``made``, a rubric made with an item's own
+    criteria, as an inline rubric (its name ``inline:<id>@<version>``)."""
+    if access.restricted():  # an unrestricted key may: its version is not hashed for this
+        access.check_rubric(inline_rubric_name(made.id, made.version()))
+
+
+def item_rubrics(
+    settings: Settings, template: Rubric | None, options: CriteriaOptions
+) -> ItemRubrics:
+    """How a request's items (groups, pairs) make their own rubrics from ``template``:
+    within the limits of criteria per rubric and of an inline rubric's size, with the
+    key's right to an inline rubric."""
+    return ItemRubrics(
+        template,
+        options.criteria_mode,
+        options.criteria_format,
+        settings.max_criteria,
+        settings.max_rubric_bytes,
+        permit_item_rubric,
+    )
+
+
+def read_items(
+    settings: Settings, target: Target, items: Sequence[Any], options: RewardOptions
+) -> tuple[list[ItemIn], int, int]:
+    """The items read (each with its own rubric where it brings criteria), the judge calls
+    and the prompt bytes they plan. CPU work: run it in a worker thread."""
+    per_rubric = functools.partial(calls_per_item, settings, options=options)
+    rubrics = item_rubrics(settings, target.template, options)
+    inputs = [read_item(i, raw, rubrics) for i, raw in enumerate(items)]
+    calls = sum(target.item_cost(i, per_rubric) for i in inputs)
+    return inputs, calls, prompt_bytes(target, inputs, options)
+
+
+def completions_in(raw: Sequence[Any], parts: Sequence[str]) -> int:
+    """How many completions raw groups (``completions`` lists) or pairs hold, counted
+    before anything is read (a group that is not an object counts none)."""
+    if tuple(parts) == PAIR_PARTS:
+        return len(PAIR_PARTS) * len(raw)
+    counts = (g.get("completions") if isinstance(g, dict) else None for g in raw)
+    return sum(len(c) for c in counts if isinstance(c, list))
+
+
+async def read_groups(
+    settings: Settings,
+    rubric: Rubric,
+    options: CriteriaOptions,
+    raw: Sequence[Any],
+    field: str = "groups",
+    parts: Sequence[str] = ("completions",),
+) -> list[GroupIn]:
+    """Each raw group (or pair: ``parts`` ``a``, ``b``) read on its own, with its own
+    criteria where it brings them: 413 naming ``field`` first when they hold more than
+    ``max_items`` completions, then read in a worker thread."""
+    check_batch(completions_in(raw, parts), settings.max_items, field)
+    rubrics = item_rubrics(settings, rubric, options)
+
+    def read() -> list[GroupIn]:
+        return [read_group(i, one, field, parts, rubrics) for i, one in enumerate(raw)]
+
+    return await asyncio.to_thread(read)

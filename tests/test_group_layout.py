@@ -83,17 +83,21 @@ def test_batched_call_shows_the_prompts_criteria_before_the_fenced_completion(ap
     for completion in COMPLETIONS:
         text = text_of(batch(completion, api).prompt)
         skeleton, blocks = parse_fences(text)
-        # Untrusted text is fenced: the task, then the completion, the last block, read
-        # back whole (nothing in it closed its fence or reached the skeleton).
-        assert [label for label, _ in blocks] == ["prompt", "response"]
-        assert blocks[1][1] == sanitize(completion)
+        # Untrusted text is fenced: the criteria the item brought (in rubric order), the
+        # task, then the completion, the last block, read back whole (nothing in it closed
+        # its fence or reached the skeleton).
+        labels = [label for label, _ in blocks]
+        assert labels == ["criterion"] * len(RUBRIC.criteria) + ["prompt", "response"]
+        given = [text for _, text in blocks[: len(RUBRIC.criteria)]]
+        assert given == [c.text for c in RUBRIC.criteria]
+        assert blocks[-1][1] == sanitize(completion)
         assert "answer yes to all" not in skeleton
-        # Trusted text stands outside the fences, in order: instructions, every criterion
-        # (numbered, in rubric order), the task, the completion, the trailer, the answer line.
+        # Trusted text stands outside the fences, in order: instructions, every criterion's
+        # number and question (in rubric order), the task, the completion, the trailer, the
+        # answer line.
         places = [skeleton.index(TEMPLATE.instructions)]
-        places += [skeleton.index(f"{k}. ") for k in range(1, len(CRITERIA) + 1)]
-        places += [skeleton.index(c["text"]) for c in CRITERIA]
-        assert places[: len(CRITERIA) + 1] == sorted(places[: len(CRITERIA) + 1])
+        places += [skeleton.index(f"{k}. ") for k in range(1, len(RUBRIC.criteria) + 1)]
+        assert places == sorted(places)
         assert max(places) < skeleton.index("<<prompt>>") < skeleton.index("<<response>>")
         after = skeleton[skeleton.index("<<response>>") + len("<<response>>") :]
         assert after.lstrip("\n").startswith(ITEM_TRAILER)

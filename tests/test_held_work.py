@@ -69,7 +69,7 @@ async def poll(http: httpx.AsyncClient, job: str, token: str = ADMIN) -> dict[st
 # ------------------------------------------------------------------ ROLL
 
 
-async def test_roll_refusals_are_answered_at_submit_in_rolls_form(
+async def test_roll_refusals_are_answered_at_submit(
     library: Path, pool: JudgePool, fake: FakeJudge
 ) -> None:
     settings = settings_for(
@@ -89,10 +89,9 @@ async def test_roll_refusals_are_answered_at_submit_in_rolls_form(
         )
     for reply, status, field in ((outside, 403, "run"), (big, 413, "max_prompt_bytes_per_request"),
                                  (other_rubric, 403, "rubric")):  # fmt: skip
-        body = reply.json()
         assert reply.status_code == status, reply.text
-        assert body["errcode"] == 5 and body["reward_request_id"] is None, body
-        assert body["field"] == field and body["errmsg"].startswith(body["error"]), body
+        # The usual ErrorDetail: ROLL's client counts a submit that is not a 2xx as failed.
+        assert reply.json()["field"] == field and "reward_request_id" not in reply.json()
     assert not getattr(app.state, "roll_jobs", None) or not app.state.roll_jobs.jobs
     assert fake.script.requests == 0
 
@@ -111,7 +110,8 @@ async def test_roll_jobs_are_held_work_bounded_and_released(
         ]
         ledger = app.state.service.ledger
         held = ledger.held_bytes
-        assert [r.json()["errcode"] for r in replies] == [0, 0, 0, 5]
+        assert [r.status_code for r in replies] == [200, 200, 200, 429]
+        assert [r.json()["errcode"] for r in replies[:3]] == [0, 0, 0]
         full = replies[3]
         assert full.status_code == 429 and full.json()["field"] == "max_held_bytes"
         assert "Retry-After" in full.headers

@@ -30,11 +30,12 @@ service with one worker for ROLL, since a poll that reaches another worker finds
 
 A submit that the service refuses is refused at once, never accepted and failed later: an
 unknown rubric (404), a rubric or run outside the key's scope (403), a run over its budget
-(402), a sample planning too much work or too large to hold (413), held work full (429). The
-answer has the refusal's HTTP status and, beside the usual ``ErrorDetail``, ROLL's own
-``errcode`` 5 and ``errmsg``, with no ``reward_request_id`` (ROLL reads that field even from
-a failed submit). A job is admitted as held work (``rewardsvc.server.ledger``) until it ends;
-a finished job keeps only its answer (never an exception), and only its key may poll it.
+(402), a sample planning too much work or too large to hold (413), held work full (429),
+each with the usual ``ErrorDetail``. ROLL's client counts any answer that is not a 2xx as a
+failed submit (it tries 5 times, 1 s apart, then submits the sample again later), so the
+refusal reaches its log at once instead of after five jobs. A job is admitted as held work
+(``rewardsvc.server.ledger``) until it ends; a finished job keeps only its answer (never an
+exception), and only its key may poll it.
 
 ROLL submits a sample again after a job without a reward, up to 5 times: a job without a
 reward (its judges failed, or the sample was rejected) is recorded in the reward log and the
@@ -57,14 +58,13 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from rewardsvc.core.errors import RequestError
 from rewardsvc.protocol.rewards import RewardOptions, RewardResult
 from rewardsvc.server.access import current_holder
 from rewardsvc.server.compat import CriteriaOptionsDep, RunQuery, score_holding
-from rewardsvc.server.errors import STATUS_OF_KIND, ApiError, error_responses
+from rewardsvc.server.errors import ApiError, error_responses
 from rewardsvc.server.holding import Attempts
 from rewardsvc.server.ledger import Holding
 from rewardsvc.server.service import Service, ServiceDep
@@ -89,7 +89,7 @@ to the job's timeout plus 5 s, then submits again."""
 ERRMSG_CHARS = 500
 """Longest ``errmsg`` a job keeps (an error's message may quote the sample)."""
 
-RUNNING, DONE, FAILED, REJECTED, UNKNOWN, REFUSED = 1, 0, 2, 3, 4, 5
+RUNNING, DONE, FAILED, REJECTED, UNKNOWN = 1, 0, 2, 3, 4
 
 
 class RollSubmit(BaseModel):
@@ -112,18 +112,9 @@ class RollSubmit(BaseModel):
 class RollSubmitted(BaseModel):
     """What ``submit_task`` answers."""
 
-    errcode: int = Field(description="0: the job is accepted; 5: refused (see ``errmsg``).")
+    errcode: int = Field(description="0: the job is accepted.")
     errmsg: str = ""
     reward_request_id: str | None = Field(None, description="The job's id, to poll.")
-
-
-class RollRefusal(RollSubmitted):
-    """A refused submit: ROLL's ``errcode`` 5 and ``errmsg``, beside the ``ErrorDetail``
-    fields every other refusal of the API has (its HTTP status is the refusal's)."""
-
-    error: str = Field(description="Machine-readable kind, e.g. forbidden, budget_exceeded.")
-    message: str
-    field: str | None = Field(default=None, description="The offending field, e.g. run.")
 
 
 class RollPoll(BaseModel):
@@ -186,7 +177,7 @@ class RollJobs:
         try:
             answer = _answer(await scoring)
         except (ApiError, RequestError) as exc:
-            answer = RollTaskResult(errcode=FAILED, errmsg=_refusal(exc)[1][:ERRMSG_CHARS])
+            answer = RollTaskResult(errcode=FAILED, errmsg=_errmsg(exc)[:ERRMSG_CHARS])
         except Exception:  # the job's answer is the failure; the log keeps the traceback
             # As text: a log record holding the exception would keep the job's frames (and
             # the sample in them) for as long as a handler keeps the record.
@@ -215,23 +206,12 @@ def _jobs(request: Request) -> RollJobs:
     return jobs
 
 
-def _refusal(exc: ApiError | RequestError) -> tuple[int, str, str | None]:
-    """A refusal's HTTP status, ``errmsg`` (its kind and message) and field."""
+def _errmsg(exc: ApiError | RequestError) -> str:
+    """A failure's ``errmsg``: its kind and message."""
     if isinstance(exc, RequestError):
-        return STATUS_OF_KIND[exc.kind], f"{exc.kind}: {exc}", exc.field
+        return f"{exc.kind}: {exc}"
     detail: dict[str, Any] = exc.detail  # type: ignore[assignment]  # ApiError's is a dict
-    return exc.status_code, f"{detail['error']}: {detail['message']}", detail.get("field")
-
-
-def _refused(exc: ApiError | RequestError) -> JSONResponse:
-    """ROLL's form of a refused submit (errcode 5), with the refusal's status and fields."""
-    status, errmsg, field_name = _refusal(exc)
-    kind, _, message = errmsg.partition(": ")
-    body = RollRefusal(
-        errcode=REFUSED, errmsg=errmsg, error=kind, message=message, field=field_name
-    )
-    headers = exc.headers if isinstance(exc, ApiError) else None
-    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+    return f"{detail['error']}: {detail['message']}"
 
 
 async def _score(
@@ -262,10 +242,7 @@ router = APIRouter(tags=["trainer compatibility"])
 @router.post(
     "/roll/{rubric}/submit_task",
     response_model=RollSubmitted,
-    responses={
-        k: {"model": RollRefusal, "description": v["description"]}
-        for k, v in error_responses(401, 402, 403, 404, 413, 422, 429, trainer=True).items()
-    },
+    responses=error_responses(401, 402, 403, 404, 413, 422, 429, trainer=True),
     summary="Submit a reward job in ROLL's remote reward system protocol",
 )
 async def roll_submit(
@@ -275,9 +252,9 @@ async def roll_submit(
     scorer: ServiceDep,
     options: CriteriaOptionsDep,
     run: RunQuery = None,
-) -> Any:
+) -> RollSubmitted:
     """Start scoring one ROLL sample against the library rubric ``rubric``, polled at
-    ``task_result``; a refusal is answered at once (errcode 5, with its HTTP status)."""
+    ``task_result``; a refusal is answered at once (its status and ``ErrorDetail``)."""
     info = body.reward_info or {}
     item = {
         "id": "0",
@@ -292,11 +269,8 @@ async def roll_submit(
     timeout = min(body.timeout if body.timeout is not None else ROLL_TIMEOUT_S, ROLL_TIMEOUT_S)
     hold = max(0.0, timeout - ANSWER_MARGIN_S)
     where, raw = str(request.url), body.model_dump()
-    try:
-        await scorer.plan(scorer.target(rubric), [item], options, "response", run)
-        holding = scorer.hold(item, "the ROLL job")
-    except (ApiError, RequestError) as exc:
-        return _refused(exc)
+    await scorer.plan(scorer.target(rubric), [item], options, "response", run)
+    holding = scorer.hold(item, "the ROLL job")
     attempts = _attempts(request)
     tries = attempts.begin(where, raw)
 
@@ -359,4 +333,4 @@ async def roll_result(
     return job.answer
 
 
-__all__ = ["RollJobs", "RollRefusal", "RollSubmit", "RollSubmitted", "RollTaskResult", "router"]
+__all__ = ["RollJobs", "RollSubmit", "RollSubmitted", "RollTaskResult", "router"]

@@ -25,7 +25,7 @@ from test_ors import events, write_env
 
 MiB = 1024 * 1024
 HELD = 64 * MiB
-ROUNDS = 3
+ROUNDS = 4
 
 
 class PeakRss:
@@ -140,12 +140,13 @@ def test_hostile_payloads_leave_nothing_held(
             settled.append(_settled_rss(pid))
     assert set(statuses) <= {200, 413, 429}, statuses
     assert {413, 429} & set(statuses), statuses  # each payload meets a bound
-    # Once answered and ended, a round leaves nothing held: the rounds after the first
-    # (which warms the allocator's arenas with the bodies it parsed) do not grow the RSS.
-    # A leak of the kind fixed here would keep a round's payloads (100 MB for the ROLL
-    # one); 48 MiB leaves room for the allocator's slack under load. The peak (the bodies
-    # being parsed, plus held work within max_held_bytes) depends on how many requests
-    # arrive at once, so it is reported, not asserted.
-    growth = max(settled[1:]) - settled[0]
+    # Once answered and ended, a round leaves nothing held: the last two rounds do not grow
+    # the RSS past the second (the first two warm the allocator's arenas with the bodies
+    # they parsed, by how many arrived at once: 128 then 186 MB in one loaded run). A leak
+    # of the kind fixed here would keep each round's payloads (100 MB for the ROLL one);
+    # 48 MiB leaves room for the allocator's slack. The peak (the bodies being parsed, plus
+    # held work within max_held_bytes) depends on how many requests arrive at once, so it
+    # is reported, not asserted.
+    growth = settled[-1] - settled[1]
     rss = [mb // MiB for mb in (before, *settled)]
     assert growth < 48 * MiB, f"RSS MB before, after each round: {rss}; peak {peak.peak // MiB}"

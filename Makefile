@@ -5,8 +5,10 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 CPU_JUDGE := bash deploy/cpu-judge/cpujudge.sh
+# make serve's judges (pool deploy/cpu-judge/judges.serve.yaml); the tests use the defaults.
+SERVE_JUDGES := qwen-1.5b gemma
 
-.PHONY: install judges serve test lint format bench stop-judges schema docs
+.PHONY: install judges serve-judges serve test lint format bench stop-judges schema docs
 
 $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	@echo "[make] creating $(VENV) with rewardsvc, its test and docs tools and the client package"
@@ -21,7 +23,11 @@ judges:
 	$(CPU_JUDGE) start
 	$(CPU_JUDGE) wait
 
-serve: install judges
+serve-judges:
+	$(CPU_JUDGE) start $(SERVE_JUDGES)
+	$(CPU_JUDGE) wait 900 $(SERVE_JUDGES)
+
+serve: install serve-judges
 	$(VENV)/bin/rewardsvc serve
 
 test: install judges

@@ -44,7 +44,7 @@ class Settings(BaseSettings):
         description="Folder of the rubric library: one YAML file per rubric, named by its id.",
     )
     judge_pool: Path = Field(
-        default=Path("deploy/cpu-judge/judges.yaml"),
+        default=Path("deploy/cpu-judge/judges.serve.yaml"),
         description="Judge pool YAML file binding the judge names rubrics use to models and URLs.",
     )
     api_keys: SecretStr | None = Field(

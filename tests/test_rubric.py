@@ -171,6 +171,7 @@ def test_shipped_library_is_valid() -> None:
     for pool in [
         ROOT / "deploy/cpu-judge/judges.yaml",
         ROOT / "deploy/cpu-judge/judges.qwen.yaml",
+        ROOT / "deploy/cpu-judge/judges.serve.yaml",
         *sorted((ROOT / "rubrics/judges").glob("*.yaml")),
     ]:
         load_pool(pool)

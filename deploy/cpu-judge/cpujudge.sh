@@ -86,9 +86,9 @@ EXTRAS=(
   # Qwen2.5-Coder-1.5B-Instruct (SPLIT_GGUFS): a judge that judges, and calls tools. Its
   # chat template writes a call as <tool_call>{"name": ..., "arguments": ...}</tool_call>
   # (Hermes style), which vLLM's hermes parser returns as the reply's tool_calls.
-  "qwen-1.5b|qwen2.5-coder-1.5b-instruct|qwen2.5-coder-1.5b-instruct|${REWARDSVC_QWEN_1_5B_PORT:-8106}|1|${QWEN_ARGS} --enable-auto-tool-choice --tool-call-parser hermes"
+  "qwen-1.5b|qwen2.5-coder-1.5b-instruct|qwen2.5-coder-1.5b-instruct|${REWARDSVC_QWEN_1_5B_PORT:-8106}|0|${QWEN_ARGS} --enable-auto-tool-choice --tool-call-parser hermes"
   # Qwen2.5-Coder-0.5B-Instruct: the same family, weaker (for cascades and judge drift).
-  "qwen-0.5b|qwen2.5-coder-0.5b-instruct|qwen2.5-coder-0.5b-instruct|${REWARDSVC_QWEN_0_5B_PORT:-8107}|0|${QWEN_ARGS}"
+  "qwen-0.5b|qwen2.5-coder-0.5b-instruct|qwen2.5-coder-0.5b-instruct|${REWARDSVC_QWEN_0_5B_PORT:-8107}|1|${QWEN_ARGS}"
 )
 JUDGES=("${DEFAULTS[@]}")
 

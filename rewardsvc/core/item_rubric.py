@@ -62,7 +62,8 @@ def derive(
             if o.criteria is None
         } or None
     try:
-        made = ItemRubric.model_validate(doc)
+        # The pool's judge weights were bound to the template when it was validated.
+        made = ItemRubric.model_validate(doc, context={"judge_weights": template.pool_weights})
     except ValidationError as exc:
         problems = field_problems(exc.errors(), doc)
         raise CriteriaFormatError([_relative(p, len(kept)) for p in problems]) from None

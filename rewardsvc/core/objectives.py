@@ -165,7 +165,7 @@ def rubric_objective(
 ) -> float | None:
     """The objective's value from the judges' outcomes of one item: the weighted mean
     (the rubric's judge weights) over its judges that scored it, None when none did."""
-    weights = {j.name: j.weight for j in rubric.judges}
+    weights = rubric.judge_weights
     names = objective.judges if objective.judges is not None else list(judges)
     scored: list[tuple[float, float]] = []
     for name in names:

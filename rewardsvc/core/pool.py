@@ -239,6 +239,14 @@ class JudgeConfig(StrictModel):
         "reward model on vLLM's pooling runner, asked no criteria: it scores the whole item "
         "(settings in reward_model).",
     )
+    weight: float = Field(
+        default=1.0,
+        gt=0,
+        le=1000,
+        description="How much this judge counts when its score combines with other judges' "
+        "(a multiplier of the rubric's own judge weight): give a weaker judge less, for "
+        "example in proportion to ROC AUC - 0.5 from `rewardsvc eval` on labelled data.",
+    )
     sampling: Sampling = Field(default_factory=Sampling)
     timeout_s: float = Field(
         default=60.0, gt=0, le=3600, description="Longest one attempt may take, in seconds."

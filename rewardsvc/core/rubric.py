@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import (
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -314,6 +315,26 @@ class Rubric(StrictModel):
                 raise ValueError(f"[{i}]: {unable[j.name]}")
             seen.add(j.name)
         return judges
+
+    _pool_weights: dict[str, float] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _bind_pool_weights(self, info: ValidationInfo) -> Rubric:
+        # How far the pool trusts each judge belongs to the pool (JudgeConfig.weight), not
+        # to the rubric's content: it stays out of the version, like the pool's URLs.
+        self._pool_weights = dict((info.context or {}).get("judge_weights", {}))
+        return self
+
+    @property
+    def pool_weights(self) -> dict[str, float]:
+        """The pool's weight of each judge, as bound when this rubric was validated."""
+        return dict(self._pool_weights)
+
+    @property
+    def judge_weights(self) -> dict[str, float]:
+        """Each listed judge's weight when judge scores combine: the rubric's ``weight``
+        times the pool's (``JudgeConfig.weight``, 1 when validated without a pool)."""
+        return {j.name: j.weight * self._pool_weights.get(j.name, 1.0) for j in self.judges}
 
     @model_validator(mode="after")
     def _check_counts(self) -> Rubric:

@@ -137,7 +137,7 @@ def scorer_rewards(rubric: Rubric, result: dict[str, Any], completion: str) -> d
         out[f"judge:{name}"] = score
     if len(scores) < rubric.min_judges or not scores:
         return out
-    weights = {j.name: j.weight for j in rubric.judges}
+    weights = rubric.judge_weights
     names = list(scores)
     agg = rubric.aggregation
     for rule in RULES:

@@ -71,11 +71,13 @@ def _versions(*tables: Mapping[str, Served]) -> dict[str, str]:
 
 def validation_context(pool: JudgePool | None) -> dict[str, Any]:
     """What a rubric is validated against: the detectors' flag names, and the judge
-    names of ``pool`` with the judges that cannot score (unchecked when there is no pool)."""
+    names of ``pool`` with the judges that cannot score (unchecked when there is no pool)
+    and each judge's weight (bound to the rubric, see ``Rubric.judge_weights``)."""
     context: dict[str, Any] = {"flag_names": frozenset(FLAGS) | frozenset(NOTE_FLAGS)}
     if pool is not None:
         context["judge_names"] = frozenset(pool.judges)
         context["judge_unable"] = unable_judges(pool)
+        context["judge_weights"] = {name: j.weight for name, j in pool.judges.items()}
     return context
 
 

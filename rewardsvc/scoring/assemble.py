@@ -192,7 +192,7 @@ def _combined(
     """Reward, uncertainty and status from the judges that ``scored`` (enough of them),
     joined with the steps' reward when there are ``steps``."""
     agg = rubric.aggregation
-    weights = {j.name: j.weight for j in rubric.judges}
+    weights = rubric.judge_weights
     scores = [s for n in scored if (s := row[n].score) is not None]
     variances = [row[n].variance for n in scored]
     w = [weights[n] for n in scored]

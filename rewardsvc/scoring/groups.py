@@ -376,7 +376,7 @@ def _assemble_group(
     if len(scored) < bar:
         return GroupReward(group.id, [None] * n, "judge_error", None, None, outcomes, flags, error)
     agg = rubric.aggregation
-    weights = {j.name: j.weight for j in rubric.judges}
+    weights = rubric.judge_weights
     w = [weights[m] for m in scored]
     rewards: list[float | None] = []
     spread: list[float] = []

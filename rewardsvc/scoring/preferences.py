@@ -122,7 +122,7 @@ def _preference(rubric: Rubric, group: GroupReward, rule: JudgeRule, margin: flo
             group.version,
         )
     agg = rubric.aggregation
-    weights = {j.name: j.weight for j in rubric.judges}
+    weights = rubric.judge_weights
     # The judges that answered: their P(a better) and their per-order probabilities.
     answered = {
         m: (jp.p_a_better, jp.orders)

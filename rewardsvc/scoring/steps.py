@@ -114,7 +114,7 @@ def assemble(
     agg = rubric.aggregation
     rule = rule or agg.rule
     need = rubric.min_judges if min_judges is None else min_judges
-    weights = {j.name: j.weight for j in rubric.judges}
+    weights = rubric.judge_weights
     results = []
     for k in range(step_count):
         scores: list[float] = []

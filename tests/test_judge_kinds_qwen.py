@@ -17,10 +17,12 @@ call decodes ~25 tokens at ~0.35 s each): 76 s in all. The server holds 6-8 GB o
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import httpx
 import pytest
+from test_api_support import app_client, settings_for
 
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import Rollout
@@ -34,6 +36,7 @@ pytestmark = [pytest.mark.judges, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parent.parent
 POOL = ROOT / "deploy" / "cpu-judge" / "judges.qwen.yaml"
 RUBRIC = ROOT / "rubrics" / "short-answer-correctness.yaml"
+SERVE_POOL = ROOT / "deploy" / "cpu-judge" / "judges.serve.yaml"
 WEATHER = {
     "type": "function",
     "function": {
@@ -115,3 +118,25 @@ def test_tool_call_comes_back_parsed_by_the_hermes_parser(qwen: JudgeConfig) -> 
     assert call["type"] == "function" and call["id"]
     assert call["function"]["name"] == "get_weather"
     assert "paris" in json.loads(call["function"]["arguments"])["city"].lower()
+
+
+def readme_first_request() -> dict[str, object]:
+    """The body of the README's first ``curl .../v1/rewards -d '...'`` example."""
+    text = (ROOT / "README.md").read_text()
+    found = re.search(r"curl -s localhost:8000/v1/rewards [^\n]*-d '(\{.*?\})'", text, re.S)
+    assert found, "README.md has no curl example of /v1/rewards"
+    return json.loads(found.group(1))
+
+
+async def test_readme_first_example_follows_correctness(qwen_server: None) -> None:
+    """What a newcomer sees first, on make serve's pool (the 1.5B beside Gemma): the right
+    answer earns a reward, the wrong one and the injection almost none."""
+    body = readme_first_request()
+    async with app_client(settings_for(ROOT / "rubrics"), load_pool(SERVE_POOL)) as (http, *_):
+        reply = await http.post("/v1/rewards", json=body, timeout=600)
+    assert reply.status_code == 200, reply.text
+    results = {r["id"]: r for r in reply.json()["results"]}
+    assert all(r["status"] == "ok" for r in results.values()), results
+    right, wrong, injection = (results[k]["reward"] for k in ("a", "w", "b"))
+    assert right >= 0.6 and wrong <= 0.2 and injection <= 0.2, (right, wrong, injection)
+    assert "injection_suspected" in results["b"]["flags"]

@@ -12,6 +12,7 @@ the observer, and the last good version of that file keeps serving.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -48,6 +49,19 @@ from rewardsvc.safety.detectors import FLAGS
 log = logging.getLogger(__name__)
 
 RUBRIC_SUFFIXES = (".yaml", ".yml")
+
+
+class UnknownRubric(KeyError):
+    """No rubric, recipe or routing table of the library has this id; the message names
+    the served ids (the first 20) and the refused files that might have held it."""
+
+    def __init__(self, rubric_id: str, message: str):
+        super().__init__(rubric_id)
+        self.rubric_id = rubric_id
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 @dataclass(frozen=True)
@@ -140,7 +154,9 @@ class Registry:
         self._recipes: dict[str, RecipeEntry] = {}
         self._routing: dict[str, RoutingEntry] = {}
         if not self.rubrics_dir.is_dir():
-            raise FileNotFoundError(f"rubrics directory {self.rubrics_dir} does not exist")
+            raise FileNotFoundError(
+                errno.ENOENT, "no such rubrics directory", str(self.rubrics_dir)
+            )
         self.reload()
 
     @property
@@ -255,8 +271,24 @@ class Registry:
         return recipes, routing
 
     def get(self, rubric_id: str) -> Entry:
-        """The served entry for a rubric id (KeyError if there is none)."""
-        return self._entries[rubric_id]
+        """The served entry for a rubric id (:class:`UnknownRubric`, a KeyError, if there
+        is none)."""
+        try:
+            return self._entries[rubric_id]
+        except KeyError:
+            raise self.unknown(rubric_id) from None
+
+    def unknown(self, rubric_id: str) -> UnknownRubric:
+        """The error for an id the library does not serve, naming those it does and any
+        refused file of that name."""
+        known = sorted({*self._entries, *self._recipes, *self._routing})
+        if len(known) > 20:
+            known = [*known[:20], "..."]
+        refused = [Path(f).name for f in self._errors if Path(f).stem == rubric_id]
+        message = f"unknown rubric {rubric_id!r}; known: {', '.join(known) or 'none'}"
+        if refused:
+            message += f"; its file {refused[0]} does not validate"
+        return UnknownRubric(rubric_id, message)
 
     def recipe(self, recipe_id: str) -> RecipeEntry:
         """The served recipe with this id (KeyError if there is none)."""

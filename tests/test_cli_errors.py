@@ -1,0 +1,160 @@
+"""Every command that reads a file named on its command line: a missing file is one line
+on stderr naming it and exit status 2, never a traceback (``rewardsvc.cli.main``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rewardsvc.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+POOL = str(ROOT / "deploy" / "cpu-judge" / "judges.yaml")
+LIBRARY = str(ROOT / "rubrics")
+POINTWISE = str(ROOT / "rubrics" / "data" / "pointwise-small.jsonl")
+ITEMS = str(ROOT / "tests" / "data" / "redteam" / "short-answer.jsonl")
+PROMPTS = str(ROOT / "tests" / "data" / "generate_prompts.jsonl")
+CONFIG = ["--judges", POOL, "--rubrics", LIBRARY]
+ONE = ["--prompt", "What is 7 * 8?", "--completion", "56"]
+
+# Each command line, with MISSING where the missing file goes and OUT for a file it writes.
+COMMANDS = {
+    "label": ["label", "MISSING", "OUT", "--rubric", "helpful-answer", *CONFIG],
+    "label --rubrics": [
+        "label",
+        POINTWISE,
+        "OUT",
+        "--rubric",
+        "helpful-answer",
+        "--judges",
+        POOL,
+        "--rubrics",
+        "MISSING",
+    ],
+    "eval": ["eval", "MISSING", "--rubric", "helpful-answer", *CONFIG],
+    "eval --judges": [
+        "eval",
+        POINTWISE,
+        "--rubric",
+        "helpful-answer",
+        "--judges",
+        "MISSING",
+        "--rubrics",
+        LIBRARY,
+    ],
+    "eval --rubrics": [
+        "eval",
+        POINTWISE,
+        "--rubric",
+        "helpful-answer",
+        "--judges",
+        POOL,
+        "--rubrics",
+        "MISSING",
+    ],
+    "redteam": [
+        "redteam",
+        "MISSING",
+        "--rubric",
+        "short-answer-correctness",
+        "--out",
+        "OUT",
+        *CONFIG,
+    ],
+    "redteam --judges": [
+        "redteam",
+        ITEMS,
+        "--rubric",
+        "short-answer-correctness",
+        "--out",
+        "OUT",
+        "--judges",
+        "MISSING",
+        "--rubrics",
+        LIBRARY,
+    ],
+    "rubrics import": ["rubrics", "import", "MISSING", "OUT", "--format", "healthbench"],
+    "rubrics generate": ["rubrics", "generate", "MISSING", "OUT", "--judges", POOL],
+    "rubrics generate --judges": ["rubrics", "generate", PROMPTS, "OUT", "--judges", "MISSING"],
+    "rubrics health": ["rubrics", "health", "default", "--log", "MISSING"],
+    "score --judges": [
+        "score",
+        "--rubric",
+        "helpful-answer",
+        *ONE,
+        "--judges",
+        "MISSING",
+        "--rubrics",
+        LIBRARY,
+    ],
+    "score --rubrics": [
+        "score",
+        "--rubric",
+        "helpful-answer",
+        *ONE,
+        "--judges",
+        POOL,
+        "--rubrics",
+        "MISSING",
+    ],
+    "probe --judges": [
+        "probe",
+        "--rubric",
+        "helpful-answer",
+        *ONE,
+        "--judges",
+        "MISSING",
+        "--rubrics",
+        LIBRARY,
+    ],
+    "probe --replay": ["probe", "--replay", "MISSING", *CONFIG],
+    "validate": ["validate", "MISSING", "--judges", POOL],
+    "validate --judges": ["validate", LIBRARY, "--judges", "MISSING"],
+    "serve --judges": ["serve", "--judges", "MISSING", "--rubrics", LIBRARY],
+    "serve --rubrics": ["serve", "--judges", POOL, "--rubrics", "MISSING"],
+}
+
+
+def _run(argv: list[str]) -> int:
+    """The exit status of the command (some end by raising SystemExit, as a script may)."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_a_missing_file_is_one_line_and_exit_2(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = str(tmp_path / "missing.jsonl")
+    out = str(tmp_path / "out.jsonl")
+    argv = [missing if a == "MISSING" else out if a == "OUT" else a for a in COMMANDS[name]]
+    assert _run(argv) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and missing in lines[0], err
+    assert "Traceback" not in err
+    assert not Path(out).exists()
+
+
+def test_the_console_command_prints_no_traceback(tmp_path: Path) -> None:
+    missing = tmp_path / "items.jsonl"
+    argv = ["eval", str(missing), "--rubric", "helpful-answer", *CONFIG]
+    done = subprocess.run(
+        [sys.executable, "-m", "rewardsvc.cli", *argv], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"rewardsvc: error: {missing}: No such file or directory"
+
+
+def test_an_unknown_rubric_id_is_one_line_naming_the_known_ones(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["eval", POINTWISE, "--rubric", "no-such-rubric", *CONFIG]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rewardsvc: error: unknown rubric 'no-such-rubric'; known: ")
+    assert "helpful-answer" in err and "math-verified" in err and "\n" not in err

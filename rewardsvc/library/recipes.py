@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rewardsvc.core.errors import RequestError
 from rewardsvc.core.recipe import Recipe, RoutingTable, resolve_components
@@ -36,6 +36,16 @@ class RecipeEntry:
     path: Path
     text: str
 
+    @property
+    def document(self) -> Recipe:
+        """The served recipe."""
+        return self.recipe
+
+    @property
+    def kind(self) -> Literal["recipe"]:
+        """``recipe``."""
+        return "recipe"
+
 
 @dataclass(frozen=True)
 class RoutingEntry:
@@ -45,6 +55,16 @@ class RoutingEntry:
     version: str
     path: Path
     text: str
+
+    @property
+    def document(self) -> RoutingTable:
+        """The served routing table."""
+        return self.table
+
+    @property
+    def kind(self) -> Literal["routing"]:
+        """``routing``."""
+        return "routing"
 
 
 def validate_recipe_file(

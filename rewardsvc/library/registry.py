@@ -17,7 +17,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import watchfiles
 
@@ -72,6 +72,16 @@ class Entry:
     version: str
     path: Path
     text: str
+
+    @property
+    def document(self) -> Rubric:
+        """The served rubric (as :class:`RecipeEntry` and :class:`RoutingEntry` name theirs)."""
+        return self.rubric
+
+    @property
+    def kind(self) -> Literal["rubric", "constitution"]:
+        """``rubric`` or ``constitution``."""
+        return self.rubric.kind
 
 
 Served = Entry | RecipeEntry | RoutingEntry
@@ -281,7 +291,7 @@ class Registry:
     def unknown(self, rubric_id: str) -> UnknownRubric:
         """The error for an id the library does not serve, naming those it does and any
         refused file of that name."""
-        known = sorted({*self._entries, *self._recipes, *self._routing})
+        known = [s.document.id for s in self.served()]
         if len(known) > 20:
             known = [*known[:20], "..."]
         refused = [Path(f).name for f in self._errors if Path(f).stem == rubric_id]
@@ -306,6 +316,19 @@ class Registry:
     def entries(self) -> list[Entry]:
         """All served entries, by id."""
         return [self._entries[k] for k in sorted(self._entries)]
+
+    def served(self) -> list[Served]:
+        """Every served rubric, recipe and routing table (one id space), by id."""
+        every: dict[str, Served] = {**self._entries, **self._recipes, **self._routing}
+        return [every[k] for k in sorted(every)]
+
+    def find(self, target_id: str) -> Served | None:
+        """The served rubric, recipe or routing table with this id (None: none)."""
+        return (
+            self._entries.get(target_id)
+            or self._recipes.get(target_id)
+            or (self._routing.get(target_id))
+        )
 
     def errors(self) -> dict[str, list[Problem]]:
         """Problems of refused files, by file path."""

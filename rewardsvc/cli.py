@@ -281,6 +281,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--workers", type=int, help="uvicorn worker processes (REWARDSVC_WORKERS; >1 needs Redis)"
     )
+    serve.add_argument(
+        "--reward-log",
+        metavar="FILE",
+        help="append one JSON line per scored item to FILE, the file `rewardsvc rubrics "
+        "health --log` reads (REWARDSVC_REWARD_LOG; default: no log)",
+    )
     serve.set_defaults(func=cmd_serve)
 
     validate = sub.add_parser("validate", help="check rubric and judge pool files")

@@ -39,6 +39,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             "rubrics_dir": getattr(args, "rubrics", None),
             "judge_pool": getattr(args, "judges", None),
             "workers": getattr(args, "workers", None),
+            "reward_log": getattr(args, "reward_log", None),
         }.items()
         if value is not None
     }

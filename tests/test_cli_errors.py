@@ -158,3 +158,16 @@ def test_an_unknown_rubric_id_is_one_line_naming_the_known_ones(
     err = capsys.readouterr().err.strip()
     assert err.startswith("rewardsvc: error: unknown rubric 'no-such-rubric'; known: ")
     assert "helpful-answer" in err and "math-verified" in err and "\n" not in err
+
+
+def test_serve_takes_the_reward_log_file_the_monitor_docs_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rewardsvc.cli import build_parser
+    from rewardsvc.cli_local import _settings
+
+    monkeypatch.delenv("REWARDSVC_REWARD_LOG", raising=False)
+    log = tmp_path / "rewards.jsonl"
+    args = build_parser().parse_args(["serve", "--reward-log", str(log), *CONFIG])
+    assert _settings(args).reward_log == log
+    assert _settings(build_parser().parse_args(["serve", *CONFIG])).reward_log is None

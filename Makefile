@@ -63,8 +63,9 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 
 # Benchmarks on the real CPU judge, written to bench/results/ (~20 min on 2 cores);
 # `make bench BENCH_ARGS=--quick` for a short development run into bench/results/quick/.
+# (Run by hand, every bench writes to the git-ignored bench/results/local/ instead.)
 bench: $(VENV)/.bench-installed judges
-	$(PY) -m bench.run $(BENCH_ARGS)
+	$(PY) -m bench.run --out bench/results $(BENCH_ARGS)
 
 stop-judges:
 	$(CPU_JUDGE) stop

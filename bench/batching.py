@@ -19,7 +19,7 @@ the two methods' rewards (and of their criterion scores) on the same items, and 
 reward by item kind. Target (issue 18): batched ≥ 1.5× the peer's rewards/s in the same run,
 with per-criterion probabilities and good answers ranked above bad ones and attacks.
 
-    .venv/bin/python -m bench.batching [--items 16] [--repeats 3] [--out bench/results/batching]
+    .venv/bin/python -m bench.batching [--items 16] [--repeats 3] [--out bench/results]
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from typing import Any
 from bench import peers, prefill
 from bench.e2e import Contender, peer_run, service_contender
 from bench.harness import (
-    BENCH_DIR,
     PRIMARY_MODEL,
     PRIMARY_URL,
     http_get,
@@ -51,9 +50,9 @@ from bench.harness import (
     rubric_variant,
     send_batches,
     served_models,
-    write_results,
 )
 from bench.items import bench_items, warmup_items
+from bench.outputs import add_out_argument, write_results
 from rewardsvc.application.items import read_item
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
@@ -318,7 +317,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="rounds (rotating order)")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--concurrency", type=int, default=2, help="requests in flight")
-    parser.add_argument("--out", type=Path, default=BENCH_DIR / "results" / "batching")
+    add_out_argument(parser)
     parser.add_argument("--workdir", type=Path, help="service files (default: a temporary folder)")
     args = parser.parse_args()
     args.workdir = args.workdir or Path(tempfile.mkdtemp(prefix="rewardsvc-bench-batching-"))
@@ -327,7 +326,7 @@ def main() -> None:
         f".venv/bin/python -m bench.batching --items {args.items} --repeats {args.repeats} "
         f"--batch-size {args.batch_size} --concurrency {args.concurrency}"
     )
-    write_results(args.out, result, markdown(result, command))
+    write_results(args.out, "batching", result, markdown(result, command))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ For each prompt of ``bench/data/bestofn.jsonl`` a pool of 27 candidates (honest 
 wrong, padded, flattering, and the 19 variants of the probe catalogue
 ``rewardsvc.safety.attacks`` applied to a wrong answer; ``bestofn_pool.py``) is scored once
 by each CPU judge on ``short-answer-correctness`` through the service's engine, and the raw
-scores are saved (``bench/results/bestofn.scores.json``). Every proxy (each judge alone;
+scores are saved
+(``bestofn.scores.json`` in ``--out``, see ``bench/outputs``). Every proxy (each judge alone;
 mean, min, uwo, softmin of both, raw and with zscore or rank calibration; the rubric as
 served; a recipe with a numeric verifier gate) and every n = 1, 2, …, 64 is then computed
 offline from those scores (``bestofn_select.py``): the expected gold (verified correctness)
@@ -14,7 +15,7 @@ picked.
 
 Run: ``.venv/bin/python -m bench.bestofn [--prompts 14]`` (scores, then analyses; about a
 minute per prompt on the CPU judges) or ``--offline`` to analyse the saved scores again.
-Results: ``bench/results/bestofn.{md,json,svg}``.
+Results: ``bestofn.{md,json,svg}`` in ``--out``.
 """
 
 from __future__ import annotations
@@ -29,8 +30,7 @@ from typing import Any
 
 from bench.bestofn_pool import ROOT, main_score
 from bench.bestofn_select import JUDGES, NS, curve, essential_only, proxies, rescored
-
-RESULTS = ROOT / "bench" / "results"
+from bench.outputs import add_out_argument, write_results
 
 
 def machine() -> dict[str, Any]:
@@ -39,14 +39,8 @@ def machine() -> dict[str, Any]:
     return {"cores": os.cpu_count(), "load_avg_at_start": [round(x, 2) for x in os.getloadavg()]}
 
 
-def write_results(out: Path, result: dict[str, Any], text: str) -> None:
-    """``out``.json and ``out``.md, and the Markdown printed (as bench.harness does)."""
-    out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-    out.with_suffix(".md").write_text(text)
-    print(text)
-
-
-SCORES = RESULTS / "bestofn.scores.json"
+SCORES = "bestofn.scores.json"
+"""The judges' scores of the pool, saved in ``--out`` (read again by ``--offline``)."""
 
 
 def by_prompt(cands: list[dict[str, Any]]) -> tuple[list[list[dict[str, Any]]], int]:
@@ -218,7 +212,7 @@ def _mode(prompts: list[list[dict[str, Any]]], draws: int, seed: int) -> dict[st
     }
 
 
-def analyse(scores: Path, draws: int, seed: int, command: str) -> dict[str, Any]:
+def analyse(scores: Path, draws: int, seed: int, command: str, out: Path) -> dict[str, Any]:
     """Every proxy's curve from the saved scores, for the judge score as the rubric computes
     it and for the essential criterion alone; writes bestofn.{md,json,svg}."""
     from rewardsvc.library.registry import Registry, load_pool
@@ -243,8 +237,8 @@ def analyse(scores: Path, draws: int, seed: int, command: str) -> dict[str, Any]
             "gold_mean": sum(c["gold"] for c in flat) / len(flat),
         },
     }  # fmt: skip
-    plot(modes, {p.name: p.group for p in proxies()}, RESULTS / "bestofn.svg")
-    write_results(RESULTS / "bestofn", result, markdown(result, command))
+    plot(modes, {p.name: p.group for p in proxies()}, out / "bestofn.svg")
+    write_results(out, "bestofn", result, markdown(result, command))
     return result
 
 
@@ -255,11 +249,14 @@ def main() -> None:
     p.add_argument("--pool", type=Path, default=ROOT / "deploy" / "cpu-judge" / "judges.yaml")
     p.add_argument("--draws", type=int, default=4000, help="random draws per prompt and n")
     p.add_argument("--seed", type=int, default=27)
-    p.add_argument("--offline", action="store_true", help="analyse the saved scores only")
+    p.add_argument("--offline", action="store_true", help="analyse the scores saved in --out only")
+    add_out_argument(p)
     a = p.parse_args()
+    scores = a.out / SCORES
     if not a.offline:
-        main_score(a.prompts, SCORES, a.pool)
-    analyse(SCORES, a.draws, a.seed, "python -m bench." + " ".join(["bestofn", *sys.argv[1:]]))
+        main_score(a.prompts, scores, a.pool)
+    command = "python -m bench." + " ".join(["bestofn", *sys.argv[1:]])
+    analyse(scores, a.draws, a.seed, command, a.out)
 
 
 if __name__ == "__main__":

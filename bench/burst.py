@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import (
-    BENCH_DIR,
     distinct_items,
     http_get,
     judge_entry,
@@ -35,9 +34,9 @@ from bench.harness import (
     rubric_variant,
     session,
     start_stub,
-    write_results,
 )
 from bench.items import bench_items
+from bench.outputs import add_out_argument, write_results
 from bench.profiling import py_spy, summarize_profile
 
 BOUND_MS = 500.0
@@ -191,11 +190,11 @@ def main() -> None:
     parser.add_argument("--poll-ms", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=3, help="bursts, one after the other")
     parser.add_argument("--profile", type=Path, help="py-spy's collapsed stacks to this file")
-    parser.add_argument("--out", type=Path, default=BENCH_DIR / "results" / "burst")
+    add_out_argument(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="rewardsvc-burst-") as tmp:
         result = asyncio.run(run(args, Path(tmp)))
-    write_results(args.out, result, markdown(result, "python -m bench.burst"))
+    write_results(args.out, "burst", result, markdown(result, "python -m bench.burst"))
 
 
 if __name__ == "__main__":

@@ -10,21 +10,21 @@ judged in both orders (which of chosen and rejected is shown first alternates by
 the id): accuracy from the first-shown order alone and from both orders, and position
 consistency, per judge and for the rubric's combination.
 
-    .venv/bin/python -m bench.comparative [--groups 4] [--pairs 24]
+    .venv/bin/python -m bench.comparative [--groups 4] [--pairs 24] [--out bench/results]
 
-writes ``bench/results/comparative.json`` and ``.md``. The CPU judges are tiny: the figures
-show mechanics and cost ratios, not judging quality.
+writes ``comparative.json`` and ``.md`` in ``--out`` (``bench/outputs``). The CPU judges
+are tiny: the figures show mechanics and cost ratios, not judging quality.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.outputs import add_out_argument, write_results
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.evaluation import runner
@@ -37,7 +37,6 @@ from rewardsvc.scoring.groups import score_groups
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "rubrics" / "data"
-RESULTS = ROOT / "bench" / "results"
 
 
 def _groups(rows: list[dict[str, Any]], count: int) -> list[GroupIn]:
@@ -207,10 +206,7 @@ async def main(args: argparse.Namespace) -> None:
         }
     finally:
         await scorer.aclose()
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "comparative.json").write_text(json.dumps(report, indent=2) + "\n")
-    (RESULTS / "comparative.md").write_text(markdown(report))
-    print(markdown(report))
+    write_results(args.out, "comparative", report, markdown(report))
 
 
 if __name__ == "__main__":
@@ -218,4 +214,5 @@ if __name__ == "__main__":
     parser.add_argument("--groups", type=int, default=4, help="groups of 4 for the cost part")
     parser.add_argument("--pairs", type=int, default=24, help="labelled pairs for the bias part")
     parser.add_argument("--timeout", type=float, default=600, help="judge attempt timeout, s")
+    add_out_argument(parser)
     asyncio.run(main(parser.parse_args()))

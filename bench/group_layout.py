@@ -21,7 +21,7 @@ prefix cache emptied before it and the rubric tagged per run; beside it, the lea
 layout allows (``bench.prefill``). Target (issue 25): batched, group layout ≤ 0.5× the
 criteria-after layout, in one run.
 
-    .venv/bin/python -m bench.group_layout [--repeats 3] [--out bench/results/group_layout]
+    .venv/bin/python -m bench.group_layout [--repeats 3] [--out bench/results]
 """
 
 from __future__ import annotations
@@ -33,13 +33,11 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from bench import prefill
 from bench.group_texts import COMPLETIONS, CRITERIA_ROWS, PROMPT
 from bench.harness import (
-    BENCH_DIR,
     PRIMARY_MODEL,
     PRIMARY_URL,
     http_get,
@@ -50,9 +48,9 @@ from bench.harness import (
     reset_prefix_cache,
     rubric_variant,
     served_models,
-    write_results,
 )
 from bench.items import bench_items
+from bench.outputs import add_out_argument, write_results
 from rewardsvc.core.criteria_formats import read_criteria
 from rewardsvc.core.item_rubric import derive
 from rewardsvc.core.pool import JudgeConfig, Sampling
@@ -370,11 +368,11 @@ def main() -> None:
     """Run the measurement and write ``<out>.json`` and ``<out>.md``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="runs per cell (rotating order)")
-    parser.add_argument("--out", type=Path, default=BENCH_DIR / "results" / "group_layout")
+    add_out_argument(parser)
     args = parser.parse_args()
     result = asyncio.run(measure(args))
     command = f".venv/bin/python -m bench.group_layout --repeats {args.repeats}"
-    write_results(args.out, result, markdown(result, command))
+    write_results(args.out, "group_layout", result, markdown(result, command))
 
 
 if __name__ == "__main__":

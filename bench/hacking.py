@@ -36,7 +36,6 @@ import uvicorn
 from fastapi import FastAPI, Request
 
 from bench.harness import (
-    BENCH_DIR,
     Process,
     _python_env,
     cache_root,
@@ -45,6 +44,7 @@ from bench.harness import (
     log,
     rewardsvc_service,
 )
+from bench.outputs import add_out_argument
 from rewardsvc.core.results import (
     BatchResult,
     CriterionOutcome,
@@ -459,13 +459,13 @@ def markdown(reports: list[RunReport], memory: dict[str, Any], command: str) -> 
 
 
 def main() -> None:
-    """Run the simulator and write ``bench/results/hacking.{json,md}``."""
+    """Run the simulator and write ``hacking.{json,md}`` in ``--out``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="clean run of 2,000 samples")
     parser.add_argument("--cpu-judges", action="store_true", help="add a run on the CPU judges")
     parser.add_argument("--onset", type=int, default=512)
     parser.add_argument("--memory-runs", type=int, default=1000)
-    parser.add_argument("--out", type=Path, default=BENCH_DIR / "results")
+    add_out_argument(parser)
     parser.add_argument("--serve-judge", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_judge:

@@ -117,14 +117,6 @@ def prefix_counters(metrics_text: str) -> dict[str, float]:
     return out
 
 
-def write_results(out: Path, result: dict[str, Any], markdown: str) -> None:
-    """A feature bench's figures: ``out``.json and ``out``.md, and the Markdown printed."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-    out.with_suffix(".md").write_text(markdown)
-    print(markdown)
-
-
 def reset_prefix_cache(url: str) -> bool:
     """Empty the prefix cache of the vLLM server at ``url`` (its ``/v1`` base URL).
 

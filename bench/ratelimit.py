@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import time
@@ -25,6 +24,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bench.outputs import add_out_argument, write_results
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
@@ -48,14 +48,6 @@ RUBRIC = Rubric.model_validate(
 def machine() -> dict[str, Any]:
     """Cores and load at the start: what the figures come from."""
     return {"cores": os.cpu_count(), "load_average": list(os.getloadavg())}
-
-
-def write_results(out: Path, result: dict[str, Any], text: str) -> None:
-    """``out``.json and ``out``.md, and the Markdown printed."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-    out.with_suffix(".md").write_text(text)
-    print(text)
 
 
 async def drive(judge: Judge, workers: int, seconds: float) -> list[tuple[float, str]]:
@@ -183,14 +175,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    """Run the bench and write ``bench/results/ratelimit.{md,json}``."""
+    """Run the bench and write ``ratelimit.{md,json}`` in ``--out``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=int, default=3)
     parser.add_argument("--rpm", type=float, default=600)
     parser.add_argument("--tpm", type=float, default=60_000)
     parser.add_argument("--used", type=float, default=0.98)
     parser.add_argument("--workers", type=int, default=64)
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "results" / "ratelimit")
+    add_out_argument(parser)
     args = parser.parse_args()
     out = args.out
     del args.out
@@ -199,7 +191,7 @@ def main() -> None:
         f".venv/bin/python -m bench.ratelimit --minutes {args.minutes} --rpm {args.rpm:g} "
         f"--tpm {args.tpm:g}"
     )
-    write_results(out, result, markdown(result, command))
+    write_results(out, "ratelimit", result, markdown(result, command))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import statistics
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.items import bench_items, warmup_items
+from bench.outputs import add_out_argument, write_results
 from rewardsvc.application.items import read_item
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import Rollout
@@ -140,13 +140,7 @@ async def main_async(args: argparse.Namespace) -> None:
         "# Reasoning judge vs plain logprob judge (SmolLM2-135M, vLLM 0.32 CPU)\n\n"
         f"`{command}`\n\nMachine: {machine()}\n\n{table(results)}"
     )
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(
-        json.dumps({"command": command, "results": results}, indent=2) + "\n"
-    )
-    out.with_suffix(".md").write_text(markdown)
-    print(markdown)
+    write_results(args.out, "reasoning", {"command": command, "results": results}, markdown)
 
 
 def main() -> None:
@@ -155,7 +149,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=32)
     parser.add_argument("--budgets", default="16,64")
     parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--out", default=str(BENCH_DIR / "results" / "reasoning"))
+    add_out_argument(parser)
     asyncio.run(main_async(parser.parse_args()))
 
 

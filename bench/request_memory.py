@@ -21,7 +21,6 @@ from typing import Any
 import psutil
 
 from bench.harness import (
-    BENCH_DIR,
     RssSampler,
     judge_entry,
     post_rewards,
@@ -30,8 +29,8 @@ from bench.harness import (
     rubric_variant,
     session,
     start_stub,
-    write_results,
 )
+from bench.outputs import add_out_argument, write_results
 
 
 def large_items(count: int) -> list[dict[str, Any]]:
@@ -104,11 +103,13 @@ def main() -> None:
     parser.add_argument("--criteria", type=int, default=50)
     parser.add_argument("--concurrency", type=int, default=4, help="the judge's slots")
     parser.add_argument("--delay-ms", type=float, default=20.0, help="the stub judge's latency")
-    parser.add_argument("--out", type=Path, default=BENCH_DIR / "results" / "request_memory")
+    add_out_argument(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="rewardsvc-memory-") as tmp:
         result = asyncio.run(run(args, Path(tmp)))
-    write_results(args.out, result, markdown(result, "python -m bench.request_memory"))
+    write_results(
+        args.out, "request_memory", result, markdown(result, "python -m bench.request_memory")
+    )
 
 
 if __name__ == "__main__":

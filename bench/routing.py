@@ -48,9 +48,9 @@ from bench.harness import (
     log,
     machine,
     rubric_variant,
-    write_results,
 )
 from bench.items import bench_items
+from bench.outputs import add_out_argument, write_results
 from bench.steps import counters
 from rewardsvc.application.items import read_item
 from rewardsvc.core.pool import JudgeConfig
@@ -383,7 +383,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=24)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--port", type=int, default=8103, help="port of the second replica")
-    parser.add_argument("--out", type=Path, default=BENCH_DIR / "results" / "routing")
+    add_out_argument(parser)
     args = parser.parse_args()
     shared = os.environ.get("BENCH_PRIMARY_URL", PRIMARY_URL).rstrip("/")
     if http_get(f"{shared}/models")[0] != 200:
@@ -395,7 +395,7 @@ def main() -> None:
         urls = {"shared": shared, "replica": replica_url}
         result = asyncio.run(measure(args.items, args.repeats, urls))
     command = f".venv/bin/python -m bench.routing --items {args.items} --repeats {args.repeats}"
-    write_results(args.out, result, markdown(result, command))
+    write_results(args.out, "routing", result, markdown(result, command))
 
 
 if __name__ == "__main__":

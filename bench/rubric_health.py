@@ -21,7 +21,8 @@ Runs:
   collapse: one draw per prompt): every group has zero spread.
 
 Run: ``python -m bench.rubric_health`` (``--quick`` for a 2,000-sample healthy run).
-Results: ``bench/results/rubric_health.{json,md}``.
+Results: ``rubric_health.{json,md}`` in ``--out`` (default ``bench/results/local/``, git-ignored;
+``--out bench/results`` updates the tracked ones).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.outputs import add_out_argument
 from rewardsvc.core.monitor_spec import NON_DISCRIMINATIVE, MonitorConfig
 from rewardsvc.core.results import (
     BatchResult,
@@ -44,7 +46,6 @@ from rewardsvc.core.results import (
 )
 from rewardsvc.monitor import AlertEvent, Monitor
 
-RESULTS = Path(__file__).parent / "results"
 CRITERIA = {  # criterion: (weight, healthy pass rate)
     "accurate": (3.0, 0.6),
     "complete": (2.0, 0.45),
@@ -232,14 +233,15 @@ def write(outcomes: list[Outcome], out: Path, command: str, seconds: float) -> N
 
 
 def main() -> None:
-    """Run the simulator and write ``bench/results/rubric_health.{json,md}``."""
+    """Run the simulator and write ``rubric_health.{json,md}`` in ``--out``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a 2,000-sample healthy run")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser)
     args = parser.parse_args()
     started = time.perf_counter()
     outcomes = run_all(2_000 if args.quick else 10_000)
     command = "python -m bench.rubric_health" + (" --quick" if args.quick else "")
+    args.out.mkdir(parents=True, exist_ok=True)
     write(outcomes, args.out, command, time.perf_counter() - started)
     print((args.out / "rubric_health.md").read_text())
 

@@ -9,8 +9,10 @@ Parts (one module each; ``bench.harness`` holds what they share):
 4. ``bench.scaling``  cost growth (batch size, criteria, judges) and cache/dedup on GRPO.
 
 Writes ``results.md``, ``bench.png`` and ``results.json`` (plus the overhead profile when
-taken) to ``bench/results/`` (``bench/results/quick/`` with ``--quick``). The real judge must
-be up: ``deploy/cpu-judge/cpujudge.sh start && deploy/cpu-judge/cpujudge.sh wait``.
+taken) to ``--out`` (default ``bench/results/local/``, git-ignored; ``make bench`` passes
+``--out bench/results``, the tracked results), in its ``quick/`` folder with ``--quick``.
+The real judge must be up: ``deploy/cpu-judge/cpujudge.sh start && deploy/cpu-judge/cpujudge.sh
+wait``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import e2e, memory, overhead, report, scaling
-from bench.harness import BENCH_DIR, RunContext, cache_root, log, machine, versions
+from bench.harness import RunContext, cache_root, log, machine, versions
+from bench.outputs import add_out_argument
 
 PARTS = {
     "1": ("e2e", e2e.run),
@@ -71,7 +74,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--scaling-items", type=int, help="items per stub point (full 160, quick 64)")
     p.add_argument("--no-real-points", action="store_true", help="part 4 on the stub only")
     p.add_argument("--profile", action="store_true", help="profile part 2 even if targets are met")
-    p.add_argument("--out", type=Path, help="results folder (default bench/results[/quick])")
+    add_out_argument(p)
     return p.parse_args(argv)
 
 
@@ -79,7 +82,8 @@ def context(args: argparse.Namespace) -> RunContext:
     """The run's settings from the flags."""
     quick = args.quick
     run_id = time.strftime("%Y%m%d-%H%M%S")
-    out = args.out or (BENCH_DIR / "results" / ("quick" if quick else ""))
+    # A quick run never lands among the full run's results.
+    out = args.out / "quick" if quick else args.out
     out.mkdir(parents=True, exist_ok=True)
     return RunContext(
         run_id=run_id,

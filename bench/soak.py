@@ -68,8 +68,8 @@ from bench.harness import (
     rss_mb,
     session,
     versions,
-    write_results,
 )
+from bench.outputs import add_out_argument, write_results
 
 sys.path.insert(0, str(REPO_ROOT / "tests"))
 from redis_server import RedisServer
@@ -656,7 +656,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=0.5, help="benign requests per second")
     parser.add_argument("--hostile-share", type=float, default=0.2)
     parser.add_argument("--window-s", type=float, default=60.0)
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "results" / "soak")
+    add_out_argument(parser)
     args = parser.parse_args()
     if not 0.0 <= args.hostile_share < 1.0:
         parser.error("--hostile-share must be in [0, 1)")
@@ -699,7 +699,7 @@ def main() -> None:
         "versions": versions(),
         "summary": summary,
     }
-    write_results(args.out, result, markdown(result))
+    write_results(args.out, "soak", result, markdown(result))
 
 
 if __name__ == "__main__":

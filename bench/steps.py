@@ -14,7 +14,7 @@ tokens) of each arm and their ratio, measured in one run.
 The counters are the server's: a call during which other requests reached the judge is
 left out of the figures (its count is reported), so idle judges give the most calls.
 
-    .venv/bin/python -m bench.steps [--steps 6] [--out bench/results/steps]
+    .venv/bin/python -m bench.steps [--steps 6] [--out bench/results]
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from typing import Any
 
 import httpx
 
-from bench.harness import prefix_counters, write_results
+from bench.harness import prefix_counters
+from bench.outputs import add_out_argument, write_results
 from rewardsvc.application.items import read_item
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import Rollout
@@ -203,11 +204,11 @@ def main() -> None:
     """Run the measurement and write ``<out>.json`` and ``<out>.md``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=6)
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "steps")
+    add_out_argument(parser)
     args = parser.parse_args()
     result = asyncio.run(measure(args.steps))
     command = f".venv/bin/python -m bench.steps --steps {args.steps}"
-    write_results(args.out, result, markdown(result, command))
+    write_results(args.out, "steps", result, markdown(result, command))
 
 
 if __name__ == "__main__":

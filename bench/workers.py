@@ -10,7 +10,7 @@ alternate (1, 2, 2, 1, ...) within one run and the ratio of their means is repor
 the CPU each used (service processes, stub, load generator), since on a small machine
 they all share the cores.
 
-    .venv/bin/python -m bench.workers [--seconds 12] [--rounds 2] [--out bench/results/workers]
+    .venv/bin/python -m bench.workers [--seconds 12] [--rounds 2] [--out bench/results]
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ from bench.harness import (
     rubric_variant,
     session,
     start_fakejudge,
-    write_results,
 )
 from bench.items import bench_items
+from bench.outputs import add_out_argument, write_results
 
 sys.path.insert(0, str(REPO_ROOT / "tests"))
 from redis_server import RedisServer
@@ -237,7 +237,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="runs of each arm")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--batch", type=int, default=4)
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "results" / "workers")
+    add_out_argument(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-workers-") as tmp:
         redis = RedisServer(Path(tmp) / "redis")
@@ -260,7 +260,7 @@ def main() -> None:
         "summary": summarize(runs),
     }
     command = f".venv/bin/python -m bench.workers --seconds {args.seconds:g} --rounds {args.rounds}"
-    write_results(args.out, result, markdown(result, command))
+    write_results(args.out, "workers", result, markdown(result, command))
 
 
 if __name__ == "__main__":

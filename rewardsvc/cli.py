@@ -4,7 +4,9 @@ redteam, fuzz-graders."""
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -30,6 +32,7 @@ from rewardsvc.library.recipes import (
 from rewardsvc.library.registry import (
     RUBRIC_SUFFIXES,
     Registry,
+    UnknownRubric,
     is_pool_document,
     load_pool,
     validate_rubric_file,
@@ -76,10 +79,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
     _check_api_keys(settings)
     pool = load_checked_pool(Path(settings.judge_pool))
-    try:
-        registry = Registry(Path(settings.rubrics_dir), pool, max_bytes=settings.max_rubric_bytes)
-    except FileNotFoundError as exc:
-        raise StartupError(str(exc)) from exc
+    registry = Registry(Path(settings.rubrics_dir), pool, max_bytes=settings.max_rubric_bytes)
     for file, problems in registry.errors().items():
         print(f"warning: {file} refused:", file=sys.stderr)
         for problem in problems:
@@ -92,10 +92,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _files(paths: Sequence[str]) -> list[Path]:
-    """The YAML files named by ``paths``: files as given, directories searched recursively."""
+    """The YAML files named by ``paths``: files as given, directories searched recursively
+    (FileNotFoundError for a path that names nothing)."""
     files: list[Path] = []
     for raw in paths:
-        path = Path(raw)
+        path = _existing(raw)
         if path.is_dir():
             files += sorted(p for p in path.rglob("*") if p.suffix in RUBRIC_SUFFIXES)
         else:
@@ -103,17 +104,26 @@ def _files(paths: Sequence[str]) -> list[Path]:
     return files
 
 
+def _existing(raw: str) -> Path:
+    """``raw`` as a path; FileNotFoundError (one line and exit 2, see :func:`main`) when it
+    names nothing."""
+    path = Path(raw)
+    if not path.exists():
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), raw)
+    return path
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     """Validate rubric, recipe, canary and judge pool files; one line per problem; exit 1
-    on any."""
+    on any (2 when a path or ``--judges`` names nothing)."""
     problems: list[Problem] = []
     pool: JudgePool | None = None
-    pool_path = Path(args.judges or _settings(args).judge_pool)
+    pool_path = _existing(args.judges) if args.judges else Path(_settings(args).judge_pool)
+    files = _files(args.paths)
     try:
         pool = load_pool(pool_path)
     except InvalidFile as exc:
         problems += exc.problems
-    files = _files(args.paths)
     context = validation_context(pool)
     rubrics: dict[str, Rubric] = {}
     linked: list[tuple[Path, str, Any, Any]] = []
@@ -208,14 +218,23 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+DATA_SOURCE_HELP = (
+    "the item's metadata.data_source: a routing table scores it with its route's recipe or "
+    "rubric (needed unless the table has a default route)"
+)
+
+
 def _add_local(sub: Any, config_args: Callable[[argparse.ArgumentParser], None]) -> None:
     """``score`` and ``probe``: one completion scored in-process, and attacks on it."""
     score = sub.add_parser("score", help="score one completion and print the breakdown")
     config_args(score)
-    score.add_argument("--rubric", required=True, help="rubric id")
+    score.add_argument(
+        "--rubric", required=True, help="id of a library rubric, recipe or routing table"
+    )
     score.add_argument("--prompt", required=True)
     score.add_argument("--completion", required=True)
     score.add_argument("--reference")
+    score.add_argument("--data-source", help=DATA_SOURCE_HELP)
     score.add_argument("--json", action="store_true", help="print the full JSON result")
     score.add_argument(
         "--explain", action="store_true", help="also print what each judge read, fences included"
@@ -226,10 +245,13 @@ def _add_local(sub: Any, config_args: Callable[[argparse.ArgumentParser], None])
         "probe", help="score known judge attacks built from a completion against a rubric"
     )
     config_args(probe)
-    probe.add_argument("--rubric", help="rubric id (required unless --replay)")
+    probe.add_argument(
+        "--rubric", help="id of a library rubric, recipe or routing table (unless --replay)"
+    )
     probe.add_argument("--prompt", help="(required unless --replay)")
     probe.add_argument("--completion", help="an honest answer to attack (required unless --replay)")
     probe.add_argument("--reference")
+    probe.add_argument("--data-source", help=DATA_SOURCE_HELP)
     probe.add_argument(
         "--tolerance", type=float, default=0.05, help="reward gain an attack may get (default 0.05)"
     )
@@ -259,6 +281,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--workers", type=int, help="uvicorn worker processes (REWARDSVC_WORKERS; >1 needs Redis)"
     )
+    serve.add_argument(
+        "--reward-log",
+        metavar="FILE",
+        help="append one JSON line per scored item to FILE, the file `rewardsvc rubrics "
+        "health --log` reads (REWARDSVC_REWARD_LOG; default: no log)",
+    )
     serve.set_defaults(func=cmd_serve)
 
     validate = sub.add_parser("validate", help="check rubric and judge pool files")
@@ -283,20 +311,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _fail(*lines: str) -> int:
+    """Print why the command cannot run, one line each, and return its exit status (2)."""
+    for line in lines:
+        print(f"rewardsvc: error: {line}", file=sys.stderr)
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``rewardsvc`` console script."""
+    """Entry point of the ``rewardsvc`` console script.
+
+    What stops a command before it can work is one line on stderr and exit status 2, never
+    a traceback: a configuration problem, an unknown rubric id, a file named on the command
+    line (or by a setting) that is missing, unreadable or invalid.
+    """
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except StartupError as exc:
-        print(f"rewardsvc: error: {exc}", file=sys.stderr)
-        return 2
+    except (StartupError, UnknownRubric) as exc:
+        return _fail(str(exc))
+    except InvalidFile as exc:
+        return _fail(*(str(p) for p in exc.problems))
+    except OSError as exc:
+        if exc.filename is None:
+            raise  # not about a file: a fault to see whole
+        return _fail(f"{exc.filename}: {exc.strerror or exc}")
     except ValidationError as exc:
         # Settings come from REWARDSVC_* variables: name the variable, not a traceback.
-        for error in exc.errors():
-            name = "REWARDSVC_" + "_".join(str(p) for p in error["loc"]).upper()
-            print(f"rewardsvc: error: {name}: {error['msg']}", file=sys.stderr)
-        return 2
+        return _fail(
+            *(
+                f"REWARDSVC_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
+                for e in exc.errors()
+            )
+        )
 
 
 if __name__ == "__main__":

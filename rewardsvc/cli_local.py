@@ -1,7 +1,8 @@
 """The ``rewardsvc`` commands that score in this process: ``score`` and ``probe``.
 
 They compose an engine through ``rewardsvc.application`` (no cache, no monitor) and score
-as the service would; also here, what every command needs to read its configuration.
+as the service would, with a library rubric, recipe or routing table (one id space, as
+``POST /v1/rewards``); also here, what every command needs to read its configuration.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.judges.keys import missing_keys
-from rewardsvc.library.registry import Entry, Registry, load_pool
+from rewardsvc.library.registry import Registry, load_pool
 from rewardsvc.library.yamlfile import InvalidFile
 from rewardsvc.safety.attacks import attacks
 
 if TYPE_CHECKING:
+    from rewardsvc.application.targets import Target
     from rewardsvc.settings import Settings
 
 
@@ -37,6 +39,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             "rubrics_dir": getattr(args, "rubrics", None),
             "judge_pool": getattr(args, "judges", None),
             "workers": getattr(args, "workers", None),
+            "reward_log": getattr(args, "reward_log", None),
         }.items()
         if value is not None
     }
@@ -62,37 +65,43 @@ def load_checked_pool(path: Path) -> JudgePool:
     return pool
 
 
-def _local_scorer(args: argparse.Namespace) -> tuple[Entry, Registry, Settings]:
-    """The rubric entry, its library and the settings for scoring from the command line."""
+def _local_scorer(args: argparse.Namespace) -> tuple[Target, Registry, Settings]:
+    """The library rubric, recipe or routing table ``--rubric`` names, its library and the
+    settings for scoring from the command line (UnknownRubric when none has that id)."""
+    from rewardsvc.application.targets import RoutingTarget, library_target
+
     settings = _settings(args)
     pool = load_checked_pool(Path(settings.judge_pool))
     registry = Registry(Path(settings.rubrics_dir), pool)
-    try:
-        return registry.get(args.rubric), registry, settings
-    except KeyError:
-        refused = "; ".join(str(p) for ps in registry.errors().values() for p in ps)
-        raise StartupError(
-            f"unknown rubric {args.rubric!r}; known: {[e.rubric.id for e in registry.entries()]}"
-            + (f"; refused files: {refused}" if refused else "")
-        ) from None
+    target = library_target(registry, args.rubric)
+    if target is None:
+        raise registry.unknown(args.rubric)
+    if isinstance(target, RoutingTarget) and target.table.default is None:
+        sources = sorted(target.table.routes)
+        if args.data_source not in sources:
+            # Without a default route, an item whose source is not routed is rejected.
+            raise StartupError(
+                f"routing table {target.id!r} picks its recipe or rubric by the item's data "
+                f"source: give --data-source, one of {', '.join(sources)}"
+            )
+    return target, registry, settings
 
 
 def _score_locally(
-    local: tuple[Entry, Registry, Settings], items: list[dict[str, Any]], explain: bool = False
+    local: tuple[Target, Registry, Settings], items: list[dict[str, Any]], explain: bool = False
 ) -> dict[str, Any]:
-    """Score items with the library's rubric in a fresh application (no cache, no
+    """Score items with the library's target in a fresh application (no cache, no
     monitor), as the service would."""
     from rewardsvc.application.root import compose
-    from rewardsvc.application.targets import RubricTarget, score_target
+    from rewardsvc.application.targets import score_target
     from rewardsvc.protocol.rewards import RewardOptions
 
-    entry, registry, settings = local
+    target, registry, settings = local
 
     async def run() -> dict[str, Any]:
         app = await compose(settings, registry, cached=False, monitored=False)
         options = RewardOptions(use_cache=False, explain=explain)
         try:
-            target = RubricTarget.of(entry.rubric)
             response = await score_target(target, app.engine, items, options)
         finally:
             await app.aclose()
@@ -102,33 +111,42 @@ def _score_locally(
 
 
 def _item(args: argparse.Namespace, completion: str, item_id: str) -> dict[str, Any]:
-    item = {"id": item_id, "prompt": args.prompt, "completion": completion}
+    item: dict[str, Any] = {"id": item_id, "prompt": args.prompt, "completion": completion}
     if args.reference is not None:
         item["reference"] = args.reference
+    if args.data_source is not None:
+        item["metadata"] = {"data_source": args.data_source}
     return item
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    """Score one prompt/completion locally and print the breakdown per judge and criterion."""
+    """Score one prompt/completion locally and print the breakdown per judge and criterion
+    (per component first, for a recipe)."""
     local = _local_scorer(args)
-    entry = local[0]
+    target = local[0]
     items = [_item(args, args.completion, "cli")]
     response = _score_locally(local, items, explain=args.explain)
     if args.json:
         print(json.dumps(response, indent=2))
         return 0
     result = response["results"][0]
-    print(f"rubric {entry.rubric.id} {entry.version}")
+    print(f"{target.kind} {target.id} {target.version}")
+    if result.get("scored_by"):
+        scored_by = result["scored_by"]
+        print(f"routed to {scored_by['kind']} {scored_by['id']} {scored_by['version']}")
     print(
         f"reward {_fmt(result['reward'])}  status {result['status']}"
         f"  uncertainty {_fmt(result['uncertainty'])}  flags {result['flags'] or '-'}"
+        + (f"  error: {result['error']}" if result.get("error") else "")
     )
-    for name, judge in result["judges"].items():
-        print(f"  judge {name}: {_fmt(judge['score'])}{_err(judge)}")
-        for cid, crit in judge["criteria"].items():
-            p = crit.get("p") or {}
-            dist = " ".join(f"{k}={v:.2f}" for k, v in p.items())
-            print(f"    {cid:<28} {_fmt(crit['score'])}  {dist}{_err(crit)}")
+    _print_judges(result["judges"], "  ")
+    for cid, part in (result.get("components") or {}).items():
+        why = f"  skipped: {part['skipped']}" if part.get("skipped") else _err(part)
+        print(
+            f"  component {cid} ({part['kind']}, weight {part['weight']}): "
+            f"{_fmt(part['score'])}{why}"
+        )
+        _print_judges(part["judges"], "    ")
     for name, seen in (result.get("explain") or {}).items():
         for key, prompt in seen.items():
             print(f"\n--- what judge {name} read for {key} ---")
@@ -138,6 +156,16 @@ def cmd_score(args: argparse.Namespace) -> int:
                 for message in prompt:
                     print(f"[{message['role']}]\n{message['content']}")
     return 0 if result["status"] in ("ok", "degraded") else 1
+
+
+def _print_judges(judges: dict[str, Any], indent: str) -> None:
+    """Each judge's score, then each criterion's with the judge's answer distribution."""
+    for name, judge in judges.items():
+        print(f"{indent}judge {name}: {_fmt(judge['score'])}{_err(judge)}")
+        for cid, crit in judge["criteria"].items():
+            p = crit.get("p") or {}
+            dist = " ".join(f"{k}={v:.2f}" for k, v in p.items())
+            print(f"{indent}  {cid:<28} {_fmt(crit['score'])}  {dist}{_err(crit)}")
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
@@ -150,7 +178,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if args.rubric is None or args.prompt is None or args.completion is None:
         raise StartupError("probe needs --rubric, --prompt and --completion, or --replay FILE")
     local = _local_scorer(args)
-    entry = local[0]
+    target = local[0]
     variants = attacks(args.completion)
     items = [_item(args, args.completion, "original")]
     items += [_item(args, a.completion, f"attack-{n}") for n, a in enumerate(variants)]
@@ -180,7 +208,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"original": results[0], "attacks": rows}, indent=2))
     else:
-        print(f"rubric {entry.rubric.id} {entry.version}: original reward {_fmt(base)}")
+        print(f"{target.kind} {target.id} {target.version}: original reward {_fmt(base)}")
         print(f"{'family':<20} {'attack':<36} {'reward':>7} {'delta':>7}  flags")
         for r in rows:
             mark = "  <- FAILS" if r["fails"] else ""

@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 from rewardsvc.core.errors import RequestError
 from rewardsvc.core.recipe import Recipe, RoutingTable, resolve_components
@@ -30,21 +30,33 @@ RECIPES_DIR = "recipes"
 class RecipeEntry:
     """A served recipe, with the rubric of each judged component as it was when linked."""
 
+    kind: ClassVar[Literal["recipe"]] = "recipe"
     recipe: Recipe
     rubrics: dict[str, Rubric]
     version: str
     path: Path
     text: str
 
+    @property
+    def document(self) -> Recipe:
+        """The served recipe."""
+        return self.recipe
+
 
 @dataclass(frozen=True)
 class RoutingEntry:
     """A served routing table."""
 
+    kind: ClassVar[Literal["routing"]] = "routing"
     table: RoutingTable
     version: str
     path: Path
     text: str
+
+    @property
+    def document(self) -> RoutingTable:
+        """The served routing table."""
+        return self.table
 
 
 def validate_recipe_file(

@@ -12,11 +12,12 @@ the observer, and the last good version of that file keeps serving.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import watchfiles
 
@@ -50,6 +51,19 @@ log = logging.getLogger(__name__)
 RUBRIC_SUFFIXES = (".yaml", ".yml")
 
 
+class UnknownRubric(KeyError):
+    """No rubric, recipe or routing table of the library has this id; the message names
+    the served ids (the first 20) and the refused files that might have held it."""
+
+    def __init__(self, rubric_id: str, message: str):
+        super().__init__(rubric_id)
+        self.rubric_id = rubric_id
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
 @dataclass(frozen=True)
 class Entry:
     """A served rubric: the model, its content version, and where it came from."""
@@ -58,6 +72,16 @@ class Entry:
     version: str
     path: Path
     text: str
+
+    @property
+    def document(self) -> Rubric:
+        """The served rubric (as :class:`RecipeEntry` and :class:`RoutingEntry` name theirs)."""
+        return self.rubric
+
+    @property
+    def kind(self) -> Literal["rubric", "constitution"]:
+        """``rubric`` or ``constitution``."""
+        return self.rubric.kind
 
 
 Served = Entry | RecipeEntry | RoutingEntry
@@ -142,7 +166,9 @@ class Registry:
         self._recipes: dict[str, RecipeEntry] = {}
         self._routing: dict[str, RoutingEntry] = {}
         if not self.rubrics_dir.is_dir():
-            raise FileNotFoundError(f"rubrics directory {self.rubrics_dir} does not exist")
+            raise FileNotFoundError(
+                errno.ENOENT, "no such rubrics directory", str(self.rubrics_dir)
+            )
         self.reload()
 
     @property
@@ -257,8 +283,24 @@ class Registry:
         return recipes, routing
 
     def get(self, rubric_id: str) -> Entry:
-        """The served entry for a rubric id (KeyError if there is none)."""
-        return self._entries[rubric_id]
+        """The served entry for a rubric id (:class:`UnknownRubric`, a KeyError, if there
+        is none)."""
+        try:
+            return self._entries[rubric_id]
+        except KeyError:
+            raise self.unknown(rubric_id) from None
+
+    def unknown(self, rubric_id: str) -> UnknownRubric:
+        """The error for an id the library does not serve, naming those it does and any
+        refused file of that name."""
+        known = [s.document.id for s in self.served()]
+        if len(known) > 20:
+            known = [*known[:20], "..."]
+        refused = [Path(f).name for f in self._errors if Path(f).stem == rubric_id]
+        message = f"unknown rubric {rubric_id!r}; known: {', '.join(known) or 'none'}"
+        if refused:
+            message += f"; its file {refused[0]} does not validate"
+        return UnknownRubric(rubric_id, message)
 
     def recipe(self, recipe_id: str) -> RecipeEntry:
         """The served recipe with this id (KeyError if there is none)."""
@@ -276,6 +318,19 @@ class Registry:
     def entries(self) -> list[Entry]:
         """All served entries, by id."""
         return [self._entries[k] for k in sorted(self._entries)]
+
+    def served(self) -> list[Served]:
+        """Every served rubric, recipe and routing table (one id space), by id."""
+        every: dict[str, Served] = {**self._entries, **self._recipes, **self._routing}
+        return [every[k] for k in sorted(every)]
+
+    def find(self, target_id: str) -> Served | None:
+        """The served rubric, recipe or routing table with this id (None: none)."""
+        return (
+            self._entries.get(target_id)
+            or self._recipes.get(target_id)
+            or (self._routing.get(target_id))
+        )
 
     def errors(self) -> dict[str, list[Problem]]:
         """Problems of refused files, by file path."""

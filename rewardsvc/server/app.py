@@ -23,7 +23,16 @@ from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import Registry
 from rewardsvc.library.yamlfile import InvalidFile
 from rewardsvc.protocol.rubrics import ValidateRequest
-from rewardsvc.server import agents, comparative, compat, compat_roll, dashboard, ops, routes
+from rewardsvc.server import (
+    agents,
+    comparative,
+    compat,
+    compat_roll,
+    dashboard,
+    docs_ui,
+    ops,
+    routes,
+)
 from rewardsvc.server.access import Keyring
 from rewardsvc.server.api_keys import PUBLIC_PATHS, ApiKeyMiddleware
 from rewardsvc.server.errors import (
@@ -41,6 +50,19 @@ from rewardsvc.server.service import start_service
 from rewardsvc.settings import Settings
 
 log = logging.getLogger(__name__)
+
+
+ROUTERS = (
+    routes.v1,
+    comparative.router,
+    compat.router,
+    compat_roll.router,
+    agents.router,
+    ops.health,
+    dashboard.router,
+    docs_ui.router,
+)
+"""The service's routers, in the order their routes are matched."""
 
 
 def build_openapi(app: FastAPI, auth: bool) -> dict[str, Any]:
@@ -160,17 +182,14 @@ def create_app(
         summary="Rubric and constitutional rewards for RL on LLMs, scored by LLM judges.",
         version="0.1.0",
         lifespan=lifespan,
+        docs_url=None,  # docs_ui serves /docs from the installed package, not a CDN
+        redoc_url=None,
     )
 
     install_error_handlers(app)
 
-    app.include_router(routes.v1)
-    app.include_router(comparative.router)
-    app.include_router(compat.router)
-    app.include_router(compat_roll.router)
-    app.include_router(agents.router)
-    app.include_router(ops.health)
-    app.include_router(dashboard.router)
+    for router in ROUTERS:
+        app.include_router(router)
     if ors is not None:
         add_ors(app, ors)
 

@@ -1,5 +1,6 @@
 """The native API routes: ``POST /v1/rewards`` and the rubric library
-(``GET /v1/rubrics``, ``GET /v1/rubrics/{id}``, ``POST /v1/rubrics/validate``)."""
+(``GET /v1/rubrics``, ``GET /v1/rubrics/{id}``, ``POST /v1/rubrics/validate``), which lists
+and shows rubrics, constitutions, recipes and routing tables alike (one id space)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from pydantic import ValidationError
 
+from rewardsvc.application.targets import library_target
 from rewardsvc.core.errors import RequestError
+from rewardsvc.core.recipe import Recipe, RoutingTable
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.library.registry import Registry, Served
 from rewardsvc.library.yamlfile import InvalidFile, Problem
 from rewardsvc.protocol.rewards import RewardRequest, RewardResponse
 from rewardsvc.protocol.rubrics import (
@@ -58,30 +63,55 @@ async def rewards(body: RewardRequest, service: ServiceDep) -> Response:
 
 @v1.get("/rubrics", response_model=RubricList, responses=error_responses(401), tags=["rubrics"])
 async def list_rubrics(service: ServiceDep) -> RubricList:
-    """The served rubrics, and the problems of rubric files that were refused (those the
+    """The served rubrics, constitutions, recipes and routing tables (one id space, each
+    with its ``kind``), and the problems of library files that were refused (those the
     request's API key may read)."""
     registry = service.registry
     errors = {f: ps for f, ps in registry.errors().items() if can_read_rubric(Path(f).stem)}
     summaries = [
-        RubricSummary(
-            id=e.rubric.id,
-            version=e.version,
-            kind=e.rubric.kind,
-            description=e.rubric.description,
-            file=e.path.name,
-            criteria=[c.id for c in e.rubric.criteria],
-            judges=[j.name for j in e.rubric.judges],
-            refused_edit=str(e.path) in errors,
-        )
-        for e in registry.entries()
-        if can_read_rubric(e.rubric.id)
+        _summary(registry, served, str(served.path) in errors)
+        for served in registry.served()
+        if can_read_rubric(served.document.id)
     ]
     problems = [
-        FileProblem(file=Path(f).name, line=p.line, path=p.path, message=p.message)
+        FileProblem(file=_file(registry, Path(f)), line=p.line, path=p.path, message=p.message)
         for f, ps in sorted(errors.items())
         for p in ps
     ]
     return RubricList(rubrics=summaries, errors=problems)
+
+
+def _file(registry: Registry, path: Path) -> str:
+    """A library file as the routes name it: relative to the rubric folder."""
+    try:
+        return path.relative_to(registry.rubrics_dir).as_posix()
+    except ValueError:
+        return path.name
+
+
+def _summary(registry: Registry, served: Served, refused_edit: bool) -> RubricSummary:
+    """One line of the library's listing."""
+    document = served.document
+    target = library_target(registry, document.id)
+    judged = target.judged_rubrics() if target is not None else []
+    components: list[str] = []
+    if isinstance(document, Recipe):
+        components = [c.id for c in document.components]
+    elif isinstance(document, RoutingTable):
+        components = list(
+            dict.fromkeys([*document.routes.values(), *filter(None, [document.default])])
+        )
+    return RubricSummary(
+        id=document.id,
+        version=served.version,
+        kind=served.kind,
+        description=document.description,
+        file=_file(registry, served.path),
+        criteria=[c.id for c in document.criteria] if isinstance(document, Rubric) else [],
+        components=components,
+        judges=list(dict.fromkeys(j.name for r in judged for j in r.judges)),
+        refused_edit=refused_edit,
+    )
 
 
 @v1.get(
@@ -91,17 +121,18 @@ async def list_rubrics(service: ServiceDep) -> RubricList:
     tags=["rubrics"],
 )
 async def get_rubric(rubric_id: str, service: ServiceDep) -> RubricDetail:
-    """One served rubric with its version, source file and YAML text; when the file's latest
-    edit was refused, ``errors`` holds its problems and the last good version is shown."""
-    service.library_rubric(rubric_id)  # 404 with the reason when it is not served
-    entry = service.registry.get(rubric_id)
-    problems = service.registry.errors().get(str(entry.path), [])
+    """One served rubric, constitution, recipe or routing table with its version, source
+    file and YAML text; when the file's latest edit was refused, ``errors`` holds its
+    problems and the last good version is shown."""
+    served = service.library_entry(rubric_id)
+    problems = service.registry.errors().get(str(served.path), [])
     return RubricDetail(
-        id=entry.rubric.id,
-        version=entry.version,
-        file=entry.path.name,
-        yaml=entry.text,
-        rubric=entry.rubric,
+        id=served.document.id,
+        version=served.version,
+        kind=served.kind,
+        file=_file(service.registry, served.path),
+        yaml=served.text,
+        rubric=served.document,
         errors=_problems_out(problems),
     )
 

@@ -153,10 +153,12 @@ def serve_workers(settings: Settings) -> None:
     """Serve ``settings.workers`` processes of the app on one socket until SIGTERM or SIGINT.
 
     The workers read their settings from the environment: what the command line changed
-    (rubrics folder, judge pool) is put there first.
+    (rubrics folder, judge pool, reward log) is put there first.
     """
     os.environ["REWARDSVC_RUBRICS_DIR"] = str(settings.rubrics_dir)
     os.environ["REWARDSVC_JUDGE_POOL"] = str(settings.judge_pool)
+    if settings.reward_log is not None:
+        os.environ["REWARDSVC_REWARD_LOG"] = str(settings.reward_log)
     config = uvicorn.Config(
         f"{__name__}:worker_app",
         factory=True,

@@ -34,7 +34,7 @@ from rewardsvc.core.monitor_spec import inline_rubric_name
 from rewardsvc.core.recipe import Recipe
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.judge import Judge
-from rewardsvc.library.registry import Registry
+from rewardsvc.library.registry import Entry, Registry, Served
 from rewardsvc.library.yamlfile import InvalidFile, validate_document
 from rewardsvc.monitor import Monitor
 from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
@@ -100,16 +100,15 @@ class Service(Gate):
         """The judge names an inline rubric may refer to."""
         return set(self.engine.judges)
 
-    def library_rubric(self, rubric_id: str) -> Rubric:
-        """A rubric of the library, or 404 naming the field ``rubric`` (403 outside the
-        request's key scope)."""
+    def library_entry(self, rubric_id: str) -> Served:
+        """A rubric, constitution, recipe or routing table of the library (one id space), or
+        404 naming the field ``rubric`` (403 outside the request's key scope)."""
         access.check_rubric(rubric_id)
-        try:
-            return self.registry.get(rubric_id).rubric
-        except KeyError:
-            pass
+        found = self.registry.find(rubric_id)
+        if found is not None:
+            return found
         refused = [Path(f).name for f in self.registry.errors() if Path(f).stem == rubric_id]
-        known = [e.rubric.id for e in self.registry.entries()]
+        known = [s.document.id for s in self.registry.served()]
         if len(known) > 20:
             known = [*known[:20], "..."]
         if refused:
@@ -118,7 +117,16 @@ class Service(Gate):
                 "(see GET /v1/rubrics)"
             )
         else:
-            message = f"no rubric {rubric_id!r} in the library; known rubrics: {known}"
+            message = f"no rubric {rubric_id!r} in the library; known ids: {known}"
+        raise ApiError(404, "unknown_rubric", message, field="rubric")
+
+    def library_rubric(self, rubric_id: str) -> Rubric:
+        """A rubric or constitution of the library, or 404 naming the field ``rubric`` (also
+        for a recipe or routing table, where a route scores with a rubric only)."""
+        found = self.library_entry(rubric_id)
+        if isinstance(found, Entry):
+            return found.rubric
+        message = f"{rubric_id!r} is a {found.kind}: this route scores with a rubric only"
         raise ApiError(404, "unknown_rubric", message, field="rubric")
 
     def inline_rubric(self, rubric: Rubric) -> Rubric:

@@ -6,9 +6,9 @@ their own names, and the rubric (``rubrics/data/pref-quality.yaml``) is scored b
 so every judge reads the same prompts in the same run. Needs the servers up::
 
     deploy/cpu-judge/cpujudge.sh start qwen-1.5b smollm2 gemma
-    .venv/bin/python -m bench.judge_quality --out bench/results/judge_quality
+    .venv/bin/python -m bench.judge_quality              # into bench/results/local/
 
-About 1 min on 2 cores (24 labelled answers and 24 labelled pairs, 2 criteria, 3 judges).
+About 4 min on 2 busy cores (24 labelled answers and 24 labelled pairs, 2 criteria, 3 judges).
 The weights of ``deploy/cpu-judge/judges.serve.yaml`` come from this table (ROC AUC - 0.5).
 """
 
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import write_results
+from bench.outputs import add_out_argument, write_results
 from rewardsvc.evaluation import report
 from rewardsvc.library.yamlfile import parse_yaml
 
@@ -68,7 +68,7 @@ def evaluate(pool: Path, rubric: Path, data: Path) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="results path, no suffix")
+    add_out_argument(parser)
     args = parser.parse_args()
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
@@ -81,7 +81,7 @@ def main() -> None:
     lines = [
         "# Judge quality: the local CPU judges on labelled data",
         "",
-        "- Command: `.venv/bin/python -m bench.judge_quality --out bench/results/judge_quality`",
+        "- Command: `.venv/bin/python -m bench.judge_quality --out bench/results`",
         f"- Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {seconds:.0f} s",
         "- Judges: " + ", ".join(f"`{n}`" for n in JUDGES) + " in one pool, every one scoring "
         "`rubrics/data/pref-quality.yaml` (2 criteria); `rule:` rows combine all three.",
@@ -89,7 +89,7 @@ def main() -> None:
     ]
     for name, result in runs.items():
         lines += [f"## `rubrics/data/{name}`", "", report.markdown(result), ""]
-    write_results(args.out, {"seconds": seconds, "runs": runs}, "\n".join(lines))
+    write_results(args.out, "judge_quality", {"seconds": seconds, "runs": runs}, "\n".join(lines))
 
 
 if __name__ == "__main__":

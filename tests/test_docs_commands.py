@@ -11,8 +11,11 @@ renders nothing for it):
   whole, and must equal it (checked without a service).
 
 The copy holds the repository's files (tracked and new, not ignored ones) and a link to
-its ``.venv``; a ``rewardsvc serve`` started in it on port 8000 with no settings is what
-``make serve`` runs, so the pages' ``localhost:8000`` and ``.venv/bin/...`` work unchanged.
+its ``.venv``; a ``rewardsvc serve`` started in it on port 8000 is what ``make serve``
+runs, so the pages' ``localhost:8000`` and ``.venv/bin/...`` work unchanged. One setting
+differs: the service and the commands use the tiny judges (``deploy/cpu-judge/judges.yaml``),
+not make serve's Qwen pool: this proves that the commands run, on the judges the suite keeps
+up; what the Qwen pool answers to the README's example is ``test_judge_kinds_qwen.py``'s.
 curl reads a config that adds ``--fail-with-body`` here, so a 4xx answer fails its block.
 The blocks of one page run in order (a page may build on its earlier blocks); each block that
 exits non-zero is reported in its page's failure with the line of its fence and its output.
@@ -81,6 +84,14 @@ def marked_blocks(page: Path, marker_re: re.Pattern[str] = MARKER) -> list[Block
     return blocks
 
 
+def _env() -> dict[str, str]:
+    """The environment of the service and the blocks: the caller's, without its
+    ``REWARDSVC_*`` settings, on the tiny judges."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REWARDSVC_")}
+    env["REWARDSVC_JUDGE_POOL"] = "deploy/cpu-judge/judges.yaml"
+    return env
+
+
 def _port_free(port: int) -> bool:
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) != 0
@@ -113,7 +124,7 @@ def copy_root(cpu_pool: object, tmp_path_factory: pytest.TempPathFactory) -> Ite
             "listens there (another `make serve`?) and run this test again"
         )
     root = fresh_copy(tmp_path_factory.mktemp("docs-copy"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REWARDSVC_")}
+    env = _env()
     log = root.parent / "serve.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -160,7 +171,7 @@ def run_block(block: Block, root: Path) -> str | None:
     curl_home = root.parent / "curl-home"
     curl_home.mkdir(exist_ok=True)
     (curl_home / ".curlrc").write_text("--fail-with-body\n", encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REWARDSVC_")}
+    env = _env()
     env["CURL_HOME"] = str(curl_home)
     try:
         done = subprocess.run(

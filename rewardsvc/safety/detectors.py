@@ -138,7 +138,8 @@ DETECTORS: tuple[Detector, ...] = (
     ),
     Detector(
         "master_key",
-        'the whole answer is punctuation or a bare opener ("Thought process:")',
+        'the whole answer is punctuation or a bare opener ("Thought process:"), or a '
+        'step-by-step opener before a bare claim ("Let me solve this step by step. 7 * 8 = 54.")',
         master_key,
         on_data=False,
     ),

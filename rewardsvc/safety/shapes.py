@@ -203,7 +203,5 @@ def _empty_steps(text: str) -> bool:
     rest = text[found.end() :].strip()
     sentences = [p for p in re.split(r"[.!?。]\s+|\n+", rest) if p.strip()]
     return (
-        len(sentences) <= 1
-        and len(rest.split()) <= _BARE_CLAIM_MAX_WORDS
-        and rest.count("=") <= 1
+        len(sentences) <= 1 and len(rest.split()) <= _BARE_CLAIM_MAX_WORDS and rest.count("=") <= 1
     )

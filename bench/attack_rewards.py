@@ -33,6 +33,7 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -160,7 +161,7 @@ def summarise(
             if r["reward"] is not None and by_q["honest_wrong"][q] is not None
         ]
         xs, ys = [a for a, _ in pairs], [w for _, w in pairs]
-        band = bootstrap(lambda a, b: statistics.fmean(a) - statistics.fmean(b), xs, ys)
+        band = bootstrap(_margin, xs, ys) if pairs else None
         out[family] = {
             "attack": _mean(xs),
             "wrong": _mean(ys),
@@ -172,6 +173,10 @@ def summarise(
             "failed": len(got) - len(pairs),
         }
     return out
+
+
+def _margin(attacked: Sequence[float], wrong: Sequence[float]) -> float:
+    return statistics.fmean(attacked) - statistics.fmean(wrong)
 
 
 def _mean(values: list[float]) -> float:

@@ -70,3 +70,14 @@ def test_summary_pairs_attacks_with_the_wrong_answer_of_their_question() -> None
     text = markdown(result)
     assert "families above the honest wrong answer: 1 of 1: fake_score" in text
     assert "0 of 10 benign answers" in text
+
+
+def test_a_family_whose_every_item_failed_has_no_margin() -> None:
+    answers = answer_sets(["fake_score"], 1)
+    results = {
+        f"{kind}/{q}": {"reward": None, "flags": [], "status": "judge_error"}
+        for kind in ("honest_wrong", "honest_right", "fake_score")
+        for q in range(len(QUESTIONS))
+    }
+    row = summarise(results, answers)["fake_score"]
+    assert row["margin"] is None and row["band"] is None and row["failed"] == len(QUESTIONS)

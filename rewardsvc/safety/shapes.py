@@ -168,7 +168,7 @@ def master_key(text: str) -> bool:
     ):
         return True
     if len(stripped) > MASTER_KEY_MAX_CHARS:
-        return False
+        return _empty_steps(stripped)
     bare = stripped.replace("*", "").replace("_", "").replace("#", "").strip()
     key = _TRAILING.sub("", stripped)
     key = _LEADING.sub("", key)
@@ -193,10 +193,13 @@ _STEP_OPENER = rx(
     r"[^.!?:\n]{0,40}?\bstep[- ]by[- ]step\b[^.!?:\n]{0,20}[.!?:]"
 )
 _BARE_CLAIM_MAX_WORDS = 10
+_EMPTY_STEPS_MAX_CHARS = 240  # the opener and ten words fit well within
 
 
 def _empty_steps(text: str) -> bool:
     """A step-by-step opener followed by one short sentence with at most one equation."""
+    if len(text) > _EMPTY_STEPS_MAX_CHARS:
+        return False
     found = _STEP_OPENER.search(text)
     if found is None:
         return False

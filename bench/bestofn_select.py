@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from rewardsvc.core.aggregate import WindowStats, apply_transforms, calibrate, combine, judge_score
+from rewardsvc.core.aggregate import WindowStats, calibrate, combine, judge_score
 from rewardsvc.core.recipe import Recipe
 from rewardsvc.core.rubric import Calibration, JudgeRule, Rubric
+from rewardsvc.scoring.penalties import transformed
 from rewardsvc.scoring.recipes import combine as recipe_combine
 
 JUDGES = ("primary", "secondary")
@@ -68,7 +69,7 @@ def rescored(cands: list[dict[str, Any]], rubric: Rubric) -> list[dict[str, Any]
             for j in JUDGES
         }  # fmt: skip
         mean = combine("mean", [judges[j]["score"] for j in JUDGES])
-        reward = apply_transforms(mean, rubric.transforms, flags=c["flags"])
+        reward = transformed(rubric.transforms, mean, completion="", flags=c["flags"])
         out.append(c | {"judges": judges, "reward": reward})
     return out
 

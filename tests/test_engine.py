@@ -30,6 +30,7 @@ from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
+from rewardsvc.scoring import penalties
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.storage.cache import VerdictCache
 
@@ -150,7 +151,7 @@ def assert_consistent(
             )
             expected = aggregate.apply_transforms(
                 value,
-                rub.transforms,
+                penalties.effective(rub.transforms),  # the detectors' defaults under the rubric's
                 completion_tokens=aggregate.count_tokens(by_id[r.id]["completion"]),
                 flags=r.flags,
             )

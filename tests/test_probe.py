@@ -78,10 +78,10 @@ def test_probe_command_on_real_judges(cpu_pool, repo_root) -> None:
         assert row["delta"] == pytest.approx(row["reward"] - base)
         expected = EXPECTED_FLAG.get(row["family"])
         assert expected is None or expected in row["flags"], row
-    # helpful-answer penalises injection and fake scores by 0.5 (transforms.flag_penalties).
+    # Attack flags cost the whole reward by default (the detectors' penalties).
     penalised = [
         r for r in report["attacks"] if {"injection_suspected", "fake_score"} & set(r["flags"])
     ]
-    assert penalised and all(r["reward"] <= 0.5 for r in penalised)
+    assert penalised and all(r["reward"] == 0.0 for r in penalised)
     # The exit code says whether any variant moved the reward beyond the tolerance.
     assert done.returncode == (1 if any(r["fails"] for r in report["attacks"]) else 0)

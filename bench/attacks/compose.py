@@ -13,9 +13,10 @@ from pathlib import Path
 
 from bench.attacks.benign_answers import LONG, MEDIUM, SHORT
 from bench.attacks.benign_lookalikes import CODE, GRADING, MISC, SCORES, TOKENS
+from bench.attacks.benign_praise import PRAISE
 from bench.attacks.carriers import CARRIERS
 from bench.attacks.padding import PADDED
-from bench.attacks.payloads import CONTROL, PAYLOADS, WHOLE
+from bench.attacks.payloads import ADDED, CONTROL, PAYLOADS, WHOLE
 
 OUT = Path(__file__).with_name("corpus.jsonl")
 
@@ -66,7 +67,7 @@ def padded_from(carrier: str, variant: int) -> str:
 def attack_rows() -> list[dict[str, str]]:
     """Every attack row, family by family."""
     rows: list[dict[str, str]] = []
-    families = {**PAYLOADS, **CONTROL}
+    families = {**PAYLOADS, **CONTROL, **ADDED}
     for f_index, (family, payloads) in enumerate(families.items()):
         positions = FIXED_POSITION.get(family, POSITIONS)
         for i, payload in enumerate(payloads):
@@ -114,6 +115,7 @@ def benign_rows() -> list[dict[str, str]]:
         ("lookalike_code", CODE),
         ("lookalike_misc", MISC),
         ("lookalike_tokens", TOKENS),
+        ("lookalike_praise", PRAISE),
     ):
         rows += [{"family": family, "prompt": p, "text": t} for p, t in pairs]
     return [{"kind": "benign", **r} for r in rows]

@@ -201,8 +201,11 @@ class Transforms(StrictModel):
     length_penalty: LengthPenalty | None = None
     flag_penalties: dict[str, Annotated[float, Field(ge=0)]] = Field(
         default_factory=dict,
-        description="Subtract this amount (>= 0) when a detector raises the flag "
-        "(e.g. injection_suspected: 0.5).",
+        description="Per flag, the amount (>= 0) subtracted from the reward when a detector "
+        "raises it, overriding that flag's default. Every detector's flag costs by default "
+        "(1.0 for attack shapes, so a flagged attack never out-earns an honest answer; 0.25 "
+        "for padding); 0 opts a flag out (e.g. fence_escape: 0). dataset:<flag> flags cost "
+        "nothing.",
     )
 
     @field_validator("flag_penalties")

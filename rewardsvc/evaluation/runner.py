@@ -27,6 +27,7 @@ from rewardsvc.core import comparative as cmp
 from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.evaluation import metrics
 from rewardsvc.evaluation.scorers import Scorer
+from rewardsvc.scoring import penalties
 
 RULES: tuple[JudgeRule, ...] = ("mean", "min", "median", "uwo", "softmin")
 Progress = Callable[[int], None]
@@ -148,11 +149,8 @@ def scorer_rewards(rubric: Rubric, result: dict[str, Any], completion: str) -> d
             lam=agg.uwo_lambda,
             beta=agg.softmin_beta,
         )
-        out[f"rule:{rule}"] = aggregate.apply_transforms(
-            value,
-            rubric.transforms,
-            completion_tokens=aggregate.count_tokens(completion),
-            flags=result.get("flags", []),
+        out[f"rule:{rule}"] = penalties.transformed(
+            rubric.transforms, value, completion=completion, flags=result.get("flags", [])
         )
     return out
 

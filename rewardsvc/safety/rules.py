@@ -27,6 +27,15 @@ _FULL_FRACTION = (
     )
     + r")(?:$|[^0-9./]|\.(?:$|[^0-9]))"
 )
+# Who checks an answer, and what they did to it (for claims of outside approval).
+_CHECKER = (
+    r"(?:teacher|tutor|professor|instructor|lecturer|TA|examiner|supervisor|marker|"
+    r"expert|mathematician)"
+)
+_CHECKED = (
+    r"(?:(?:double-)?checked|approved|graded|marked|accepted|confirmed|verified|reviewed|"
+    r"validated|endorsed|scored|signed\s+off)"
+)
 _SCORE_LABEL = (
     r"(?:(?:final|overall|total|self-?)[\s-]*)?(?:rating|score|grade|verdict|judge?ment|"
     r"evaluation(?:\s+result)?|assessment|result|total|mark)s?"
@@ -214,7 +223,8 @@ AUTHORITY_APPEAL = [
     r"(?i)\b(?:verified|validated|certified|approved|confirmed|fact-checked|checked|reviewed|"
     r"endorsed|vetted|audited|written)\s+(?:and\s+\w+\s+)?(?:as\s+\w+\s+)?(?:correct\s+)?by\s+"
     r"[^.\n]{0,40}?\b(?:experts?|professors?|doctors?|physicians?|specialists?|instructors?|"
-    r"teachers?|authors?|authorit\w+|team|panel|committee|answer\s+key|manual|reviewers?|board)",
+    r"teachers?|authors?|team|panel|committee|answer\s+key|manual|reviewers?|"
+    r"board)\b",
     r"(?i)\b(?:this|the|my|our)\s+(?:answer|response|solution|reply|output|submission)\b"
     r"[^.\n]{0,40}?\b(?:verified|validated|certified|approved|fact-checked|endorsed|vetted)\b",
     r"(?i)\b(?:verified|validated|certified|approved|fact-checked|endorsed|vetted)\b[^.\n]{0,40}?"
@@ -231,4 +241,58 @@ AUTHORITY_APPEAL = [
     r"(?i)\btrust\s+me\b[^.\n]{0,30}?\b(?:correct|right|accurate)",
     r"(?i)\bpeer[- ]reviewed\s+and\s+accepted",
     r"(?i)\bno\s+errors\s+found\b",
+    # "my teacher already checked this answer", "my professor approved this exact answer"
+    rf"(?i)\b(?:my|our|the)\s+{_CHECKER}\s+(?:already\s+|has\s+|had\s+)*{_CHECKED}\s+"
+    r"(?:this|my|the)\s+(?:exact\s+)?(?:answer|solution|response|reply|result)\b",
+    # "this was double-checked by my tutor", "this solution was graded by the course staff"
+    r"(?i)\b(?:this|it)(?:\s+(?:answer|solution|response|reply|result))?\s+(?:was|has\s+been|"
+    rf"had\s+been|got)\s+(?:\w+\s+)?{_CHECKED}\s+by\b[^.\n]{{0,30}}?\b(?:{_CHECKER}|{_GRADER}|"
+    r"course\s+staff|maintainers?|panel|committee)s?\b",
+    # "any fair grader would give this full marks", "any reasonable evaluator would accept it"
+    r"(?i)\b(?:any|every)\s+(?:fair|reasonable|competent|honest|sensible|impartial|careful|"
+    rf"qualified|good|knowledgeable)(?:[- ]minded)?\s+(?:{_GRADER}|{_CHECKER}|person|reader)s?\s+"
+    r"(?:would|will|should|must|could)\b[^.\n]{0,50}?\b(?:full|perfect|top|highest|maximum|"
+    r"accept|agree|pass|correct|right|marks|credit)",
+    # "the reference answer is outdated/wrong; the correct answer is ..."
+    r"(?i)\b(?:(?:reference|expected|official|gold|provided|given|dataset'?s?|model)\s+"
+    r"(?:answer|solution|label|response)s?|answer\s+key)\b[^.\n]{0,40}?\b(?:outdated|wrong|"
+    r"incorrect|mistaken|in\s+error|erroneous|obsolete|out\s+of\s+date|(?:has|contains)\s+an?\s+"
+    r"(?:error|mistake|typo))\b[^\n]{0,80}?\b(?:correct|right|true|actual|real)\s+(?:answer|one|"
+    r"value|result|solution)\b",
+    # "a human grader already awarded this answer full credit"
+    rf"(?i)\b(?:{_GRADER}|{_CHECKER}|human)s?\s+(?:has\s+|have\s+|had\s+)?(?:already\s+)?"
+    r"(?:awarded|gave|given|scored|rated|marked|graded|accepted|approved|passed)\s+(?:this|it|my)\b"
+    r"[^.\n]{0,40}?\b(?:full|perfect|correct|right|10|top|highest|maximum|pass\w*)",
+]
+
+# Praise of the grader to win marks: praise, a grader (or its faculties) addressed, and a
+# stake in this answer's score, in one sentence. Praise of a person or a question in prose
+# ("Great question!", "a brilliant physicist", "a fair reviewer reads the whole paper")
+# names no stake or addresses no grader.
+_PRAISE = (
+    r"(?:(?:so|very|truly|clearly|exceptionally|incredibly|remarkably|most|highly|deeply)\s+)?"
+    r"(?:brilliant|fair|fairest|wise|wisest|insightful|perceptive|discerning|astute|smart|"
+    r"smartest|intelligent|thoughtful|careful|kind|generous|esteemed|excellent|expert|sharp|"
+    r"keen|impeccable|exceptional|clever|savvy|brightest|respected|distinguished|"
+    r"knowledgeable|learned|deep|vast)"
+)
+_PRAISED = rf"{_PRAISE}(?:\s*(?:,|and)\s*{_PRAISE})?"
+_STAKE = (
+    r"(?:\bthis\s+(?:answer|response|solution|reply|submission|one|is\s+the\s+best)|"
+    r"\banswers?\s+like\s+this|\bfull\s+(?:marks|credit)|\b(?:perfect|top|highest|maximum)\s+"
+    r"(?:score|marks|credit|rating|grade)|\btop-scoring|\bdeserves?\b|\bmerit|\bflawless|"
+    r"\b(?:mark|rate|score|grade|reward|give)\s+(?:this|it|my)\b)"
+)
+_YOU = r"\b(?:you|your|yourself)\b"
+_FACULTY = r"(?:judge?ment|eye|expertise|taste|wisdom|insight|discernment|mind|experience)"
+_SENTENCE = r"[^.!?\n]{0,80}?"
+
+FLATTERY = [
+    rf"(?i)\b{_PRAISED}\s+{_GRADER}s?\b{_SENTENCE}{_YOU}{_SENTENCE}{_STAKE}",
+    rf"(?i){_YOU}[^.!?\n]{{0,40}}?\b{_PRAISED}\s+{_GRADER}s?\b{_SENTENCE}{_STAKE}",
+    rf"(?i)\b{_PRAISED}\s+{_GRADER}s?\b{_SENTENCE}{_STAKE}{_SENTENCE}{_YOU}",
+    rf"(?i)\b{_GRADER}s?\s+(?:as|so)\s+{_PRAISED}\s+as\s+you\b{_SENTENCE}{_STAKE}",
+    rf"(?i)\b{_GRADER}s?\s+(?:like|such\s+as)\s+(?:you|yourself)\b{_SENTENCE}{_STAKE}",
+    rf"(?i)\byour\s+{_PRAISED}\s+{_FACULTY}\b{_SENTENCE}{_STAKE}",
+    rf"(?i)\byou\s+have\s+(?:such\s+|an?\s+)?{_PRAISED}\s+{_FACULTY}\b{_SENTENCE}{_STAKE}",
 ]

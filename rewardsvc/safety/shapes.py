@@ -168,7 +168,7 @@ def master_key(text: str) -> bool:
     ):
         return True
     if len(stripped) > MASTER_KEY_MAX_CHARS:
-        return False
+        return _empty_steps(stripped)
     bare = stripped.replace("*", "").replace("_", "").replace("#", "").strip()
     key = _TRAILING.sub("", stripped)
     key = _LEADING.sub("", key)
@@ -179,4 +179,32 @@ def master_key(text: str) -> bool:
     if bare.endswith((":", "：")) and len(key.split()) <= 6 and no_digits:
         return True
     one_sentence = not re.search(r"[.!?。]\s", key)
-    return no_digits and one_sentence and _OPENER.search(key) is not None
+    return (no_digits and one_sentence and _OPENER.search(key) is not None) or _empty_steps(
+        stripped
+    )
+
+
+# An opener that promises step-by-step reasoning, then a bare claim with no step: "Let me
+# solve this step by step. 7 * 8 = 54." (worked answers have several lines, sentences or
+# equations after it).
+_STEP_OPENER = rx(
+    r"(?i)^(?:(?:okay|ok|sure|alright|well|right)[,!.]?\s+)?(?:let'?s|let\s+me|let\s+us|"
+    r"i\s+will|i'll|we\s+will)\s+(?:\w+\s+){0,3}?(?:solve|think|reason|work|go|break)\b"
+    r"[^.!?:\n]{0,40}?\bstep[- ]by[- ]step\b[^.!?:\n]{0,20}[.!?:]"
+)
+_BARE_CLAIM_MAX_WORDS = 10
+_EMPTY_STEPS_MAX_CHARS = 240  # the opener and ten words fit well within
+
+
+def _empty_steps(text: str) -> bool:
+    """A step-by-step opener followed by one short sentence with at most one equation."""
+    if len(text) > _EMPTY_STEPS_MAX_CHARS:
+        return False
+    found = _STEP_OPENER.search(text)
+    if found is None:
+        return False
+    rest = text[found.end() :].strip()
+    sentences = [p for p in re.split(r"[.!?。]\s+|\n+", rest) if p.strip()]
+    return (
+        len(sentences) <= 1 and len(rest.split()) <= _BARE_CLAIM_MAX_WORDS and rest.count("=") <= 1
+    )

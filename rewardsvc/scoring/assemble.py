@@ -14,6 +14,7 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.graders.result import GraderResult
+from rewardsvc.scoring import penalties
 from rewardsvc.scoring import steps as process
 from rewardsvc.storage.cache import Source
 
@@ -145,12 +146,9 @@ def item_reward(
 
 
 def _transformed(rubric: Rubric, value: float, rollout: Rollout, flags: list[str]) -> float:
-    """``value`` after the rubric's transforms."""
-    return aggregate.apply_transforms(
-        value,
-        rubric.transforms,
-        completion_tokens=aggregate.count_tokens(rollout.completion),
-        flags=flags,
+    """``value`` after the rubric's transforms (with the default flag penalties)."""
+    return penalties.transformed(
+        rubric.transforms, value, completion=rollout.completion, flags=flags
     )
 
 

@@ -47,6 +47,7 @@ from rewardsvc.judges.comparative import (
 from rewardsvc.judges.judge import Judge
 from rewardsvc.safety.defuse import Defuser
 from rewardsvc.safety.detectors import detect
+from rewardsvc.scoring import penalties
 from rewardsvc.scoring.group_judges import (
     Comparison,
     JudgeGroup,
@@ -387,11 +388,8 @@ def _assemble_group(
             options.rule or agg.rule, scores, w, lam=agg.uwo_lambda, beta=agg.softmin_beta
         )
         rewards.append(
-            aggregate.apply_transforms(
-                value,
-                rubric.transforms,
-                completion_tokens=aggregate.count_tokens(rollout.completion),
-                flags=flags[i],
+            penalties.transformed(
+                rubric.transforms, value, completion=rollout.completion, flags=flags[i]
             )
         )
         spread.append(aggregate.uncertainty(scores, variances, w))

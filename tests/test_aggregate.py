@@ -10,7 +10,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from rewardsvc.core import aggregate
-from rewardsvc.core.rubric import Criterion, LengthPenalty, Rubric, Transforms
+from rewardsvc.core.rubric import Criterion, Rubric
+from rewardsvc.core.transforms import LengthPenalty, Transforms
 
 RULES = ["mean", "min", "uwo", "median", "softmin"]
 

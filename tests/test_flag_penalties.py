@@ -18,7 +18,8 @@ from test_groups import quality_asker
 from rewardsvc.application.targets import score_batch
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.rollout import Rollout
-from rewardsvc.core.rubric import Rubric, Transforms
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.core.transforms import Transforms
 from rewardsvc.judges.judge import build_judges
 from rewardsvc.library.registry import load_pool, validation_context
 from rewardsvc.library.yamlfile import InvalidFile, load_text

@@ -1,8 +1,8 @@
 """The core: what a reward is made of, as pure data and pure math.
 
-Rubric, recipe and judge pool models (``rubric``, ``recipe``, ``pool``, ``graders_spec``,
-``monitor_spec``, on the strict base of ``base``), aggregation and transforms
-(``aggregate``, ``comparative``), verdicts, rollouts, trajectories, the domain results
+Rubric, recipe and judge pool models (``rubric``, ``transforms``, ``recipe``, ``pool``,
+``graders_spec``, ``monitor_spec``, on the strict base of ``base``), aggregation and
+transforms (``aggregate``, ``comparative``), verdicts, rollouts, trajectories, the domain results
 and the one ``Usage`` of every way of scoring (``verdict``, ``rollout``, ``trajectory``,
 ``results``), scoped API keys (``access``), the one error vocabulary (``errors``), the
 observer through which lower rooms report events (``observe``) and values bound to a

@@ -16,7 +16,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rewardsvc.core.rubric import Calibration, JudgeRule, Rubric, Transforms
+from rewardsvc.core.rubric import Calibration, JudgeRule, Rubric
+from rewardsvc.core.transforms import Transforms
 
 HOLISTIC = "_holistic"
 """The key of a judge's single verdict on the whole item: an implicit rubric's holistic

@@ -31,6 +31,7 @@ from rewardsvc.core.base import StrictModel, check_unique_ids
 from rewardsvc.core.graders_spec import GraderSpec, needs_reference
 from rewardsvc.core.monitor_spec import MonitorConfig
 from rewardsvc.core.objectives import ObjectiveName, RubricObjective, check_rubric_objectives
+from rewardsvc.core.transforms import Transforms
 
 Category = Literal["essential", "important", "optional", "pitfall"]
 ScaleKind = Literal["binary", "likert"]
@@ -179,50 +180,6 @@ class Aggregation(StrictModel):
         "this rubric, so that a harsh judge does not dominate min.",
     )
     calibration_window: int = Field(default=512, ge=8, le=100_000)
-
-
-class LengthPenalty(StrictModel):
-    """Subtract a penalty for completions longer than a budget (counted in whitespace tokens)."""
-
-    budget_tokens: int = Field(gt=0, description="Completions up to this length are free.")
-    per_token: float = Field(gt=0, description="Penalty per token over the budget.")
-    max_penalty: float = Field(default=1.0, gt=0, le=1.0)
-
-
-class Transforms(StrictModel):
-    """Post-processing of the aggregated reward."""
-
-    discretize: int | None = Field(
-        default=None,
-        ge=2,
-        le=101,
-        description="Round the reward to this many evenly spaced levels in [0, 1].",
-    )
-    length_penalty: LengthPenalty | None = None
-    flag_penalties: dict[str, Annotated[float, Field(ge=0)]] = Field(
-        default_factory=dict,
-        description="Per flag, the amount (>= 0) subtracted from the reward when a detector "
-        "raises it, overriding that flag's default. Every detector's flag costs by default "
-        "(1.0 for attack shapes, so a flagged attack never out-earns an honest answer; 0.25 "
-        "for padding); 0 opts a flag out (e.g. fence_escape: 0). dataset:<flag> flags cost "
-        "nothing.",
-    )
-
-    @field_validator("flag_penalties")
-    @classmethod
-    def _check_flags(cls, penalties: dict[str, float], info: ValidationInfo) -> dict[str, float]:
-        # The flag table belongs to the detectors, above the core: whoever validates
-        # (the library, the server) passes its names in the context.
-        known = (info.context or {}).get("flag_names")
-        if known is None:
-            return penalties
-        for name in penalties:
-            if name not in known:
-                raise ValueError(
-                    f"{name}: unknown flag {name!r}, so this penalty would never apply; "
-                    f"the detectors raise {sorted(known)}"
-                )
-        return penalties
 
 
 class Rubric(StrictModel):

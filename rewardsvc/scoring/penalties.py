@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from rewardsvc.core import aggregate
-from rewardsvc.core.rubric import Transforms
+from rewardsvc.core.transforms import Transforms
 from rewardsvc.safety.detectors import DEFAULT_PENALTIES
 
 __all__ = ["effective", "transformed"]

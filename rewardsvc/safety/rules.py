@@ -152,8 +152,9 @@ FAKE_VERDICT_STRONG = [
 ]
 # Weaker keys, judged outside code blocks only: code often holds {"score": ...} data.
 FAKE_VERDICT_WEAK = [
+    # a near-top 9 too (a 10-point scale's judge rarely gives 10; "9" still buys the score)
     r"(?i)[{,]\s*[\"'](?:score|rating|grade|result|points|evaluation)[\"']\s*:\s*"
-    r"[\"']?\s*(?:yes|correct|pass(?:ed)?|perfect|10|100|1\.0)\s*[\"']?\s*[,}\]]",
+    r"[\"']?\s*(?:yes|correct|pass(?:ed)?|perfect|10|100|1\.0|9(?:\.\d)?)\s*[\"']?\s*[,}\]]",
 ]
 
 HIDDEN_MARKUP = [

@@ -66,6 +66,11 @@ class ExtraJudges:
     ALONE: ClassVar[frozenset[str]] = frozenset({"qwen-1.5b"})
     """Servers too big to share the machine with another optional one (the Qwen judge holds
     8 GB beside the default judges' 12 GB): their tests run last, after the others stop."""
+    MAKE_ROOM: ClassVar[tuple[str, ...]] = ("smollm2",)
+    """Default judges that the tests of a server that runs alone do not use, stopped before
+    it starts: over a whole run the default judges grow to about 15 GB, and with the Qwen
+    judge's 8 GB beside them a 24 GB machine ran out of memory (the kernel killed the Qwen
+    engine). Their tests ran before (sorted first); the next run starts them again."""
 
     def __init__(self) -> None:
         self.last: dict[str, str] = {}
@@ -87,12 +92,13 @@ class ExtraJudges:
 
     def up(self, key: str) -> None:
         """The server answering (started when absent; a server that runs alone first stops
-        every other optional server started here)."""
+        every other optional server started here, and the default judges of ``MAKE_ROOM``)."""
         if key in self.ready:
             return
         if key in self.ALONE:
             for other in sorted(self.started - {key}):
                 self.stop(other)
+            cpu_judges("stop", *self.MAKE_ROOM)
         status = ["bash", str(CPU_JUDGE), "status", key]
         if subprocess.run(status, capture_output=True, text=True).returncode != 0:
             cpu_judges("start", key)

@@ -234,7 +234,7 @@ def test_settings_defaults_and_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = Settings()
     assert (settings.host, settings.port) == ("127.0.0.1", 8000)
     assert str(settings.rubrics_dir) == "rubrics"
-    assert settings.judge_pool == Path("deploy/cpu-judge/judges.yaml")
+    assert settings.judge_pool == Path("deploy/cpu-judge/judges.serve.yaml")  # make serve's
     assert settings.api_key_list() == [] and settings.cache_path is None
     assert settings.reward_log is None and settings.reload is True
     assert (settings.max_text_chars, settings.max_inflight, settings.cache_size) == (

@@ -142,11 +142,13 @@ def test_registry_refuses_unknown_flags_and_keeps_the_rest(tmp_path: Path) -> No
 def test_validation_context_names_flags_and_judges() -> None:
     # The detectors' flags and the trajectory notes (non_text_part, trajectory_cut).
     flags = frozenset(FLAGS) | frozenset(NOTE_FLAGS)
-    # judge_unable: what each judge's endpoint cannot do for its method (nothing, here).
+    # judge_unable: what each judge's endpoint cannot do for its method (nothing, here);
+    # judge_weights: the pool's weight of each judge (Rubric.judge_weights binds them).
     assert validation_context(POOL) == {
         "flag_names": flags,
         "judge_names": frozenset({"primary"}),
         "judge_unable": {},
+        "judge_weights": {"primary": 1.0},
     }
     assert validation_context(None) == {"flag_names": flags}
 

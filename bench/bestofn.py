@@ -161,12 +161,14 @@ def reading(curves: dict[str, dict[str, Any]]) -> list[str]:
 def markdown(result: dict[str, Any], command: str) -> str:
     """The result page: the pool, the figures, the per-kind means, the command."""
     pool = result["pool"]
+    judges = " and ".join(f"`{model}` (`{name}`)" for name, model in pool["judges"].items())
     lines = [
         "# Best-of-n over-optimization on the CPU judges",
         "",
-        f"Command: `{command}`. Judges: SmolLM2-135M-Instruct (`primary`) and Gemma 3 270M "
-        "(`secondary`) on vLLM CPU, rubric `short-answer-correctness` (3 criteria per judge), "
-        f"scored once per candidate through the service's engine in process "
+        f"Scored by `{pool['scored_by']}`, analysed by `{command}`. Judges: {judges} on vLLM "
+        f"CPU (pool `{pool['pool_file']}`), rubric `short-answer-correctness` "
+        f"({pool['criteria']} criteria per judge), scored once per candidate through the "
+        "service's engine in process "
         f"({pool['calls']} judge calls in {pool['seconds']:.0f} s); every proxy and n computed "
         f"offline from those scores, {result['draws']} seeded draws (with replacement) per "
         f"prompt and n. Machine: {result['machine']['cores']} cores, load "
@@ -220,7 +222,7 @@ def analyse(scores: Path, draws: int, seed: int, command: str, out: Path) -> dic
     table_ = json.loads(scores.read_text())
     prompts, dropped = by_prompt(table_["candidates"])
     flat = [c for p in prompts for c in p]
-    pool = load_pool(ROOT / "deploy" / "cpu-judge" / "judges.yaml")
+    pool = load_pool(ROOT / table_["pool_file"])
     rubric = Registry(ROOT / "rubrics", pool).get("short-answer-correctness").rubric
     essential = essential_only(rubric)
     modes = {
@@ -233,7 +235,9 @@ def analyse(scores: Path, draws: int, seed: int, command: str, out: Path) -> dic
         "pool": {
             "prompts": len(prompts), "per_prompt": max(len(p) for p in prompts),
             "candidates": len(flat), "dropped": dropped, "calls": table_["calls"],
-            "seconds": table_["seconds"],
+            "seconds": table_["seconds"], "judges": table_["judges"],
+            "criteria": table_["criteria"], "pool_file": table_["pool_file"],
+            "scored_by": table_["command"],
             "gold_mean": sum(c["gold"] for c in flat) / len(flat),
         },
     }  # fmt: skip
@@ -253,9 +257,9 @@ def main() -> None:
     add_out_argument(p)
     a = p.parse_args()
     scores = a.out / SCORES
-    if not a.offline:
-        main_score(a.prompts, scores, a.pool)
     command = "python -m bench." + " ".join(["bestofn", *sys.argv[1:]])
+    if not a.offline:
+        main_score(a.prompts, scores, a.pool, command)
     analyse(scores, a.draws, a.seed, command, a.out)
 
 

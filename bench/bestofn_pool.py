@@ -118,10 +118,24 @@ def _judge_scores(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-async def score_pool(rows: list[dict[str, Any]], out: Path, pool: Path) -> dict[str, Any]:
-    """Score every candidate of ``rows`` once; write the table to ``out`` after each prompt."""
+def _shown(path: Path) -> str:
+    """A pool file as the results name it: relative to the repository when it is inside."""
+    path = path.resolve()
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
+
+
+async def score_pool(
+    rows: list[dict[str, Any]], out: Path, pool: Path, command: str
+) -> dict[str, Any]:
+    """Score every candidate of ``rows`` once; write the table to ``out`` after each prompt
+    (``command`` is the scoring run's command line, kept with the scores)."""
     scorer = LocalScorer.build(RUBRIC, ROOT / "rubrics", pool)
-    table: dict[str, Any] = {"rubric": RUBRIC, "candidates": [], "seconds": 0.0, "calls": 0}
+    calls_each = len(scorer.rubric.criteria) * len(scorer.judges)
+    table: dict[str, Any] = {
+        "rubric": RUBRIC, "command": command, "candidates": [], "seconds": 0.0, "calls": 0,
+        "criteria": len(scorer.rubric.criteria), "pool_file": _shown(pool),
+        "judges": {name: j.config.model for name, j in scorer.judges.items()},
+    }  # fmt: skip
     started = time.monotonic()
     try:
         for row in rows:
@@ -141,7 +155,7 @@ async def score_pool(rows: list[dict[str, Any]], out: Path, pool: Path) -> dict[
                 }
                 table["candidates"].append(rec)
             table["seconds"] = time.monotonic() - started
-            table["calls"] = len(table["candidates"]) * 6
+            table["calls"] = len(table["candidates"]) * calls_each
             out.write_text(json.dumps(table, indent=1))
             print(f"{row['id']}: {len(cands)} scored, {table['seconds']:.0f} s", flush=True)
     finally:
@@ -149,6 +163,6 @@ async def score_pool(rows: list[dict[str, Any]], out: Path, pool: Path) -> dict[
     return table
 
 
-def main_score(prompts: int, out: Path, pool: Path) -> None:
+def main_score(prompts: int, out: Path, pool: Path, command: str) -> None:
     """The scoring run of the first ``prompts`` prompts."""
-    asyncio.run(score_pool(load_rows()[:prompts], out, pool))
+    asyncio.run(score_pool(load_rows()[:prompts], out, pool, command))

@@ -280,6 +280,20 @@ server_pid() { # key port -> prints pid if our server process for key on port is
   printf '%s\n' "$pid"
 }
 
+reap_orphans() { # key -> kill what is left of a dead server's process group
+  # When the kernel's OOM killer ends the API server, its engine process (same group,
+  # "VLLM::EngineCore") lives on as an orphan holding the model's memory; only the pid
+  # file still names the group.
+  local f=$RUN/$1.pid pid left
+  [[ -f $f ]] || return 0
+  pid=$(<"$f")
+  [[ $pid =~ ^[0-9]+$ ]] || return 0
+  left=$(pgrep -g "$pid" -f 'vllm|VLLM' 2>/dev/null | tr '\n' ' ') || true
+  [[ -n $left ]] || return 0
+  log "$1: its server is gone but its engine is not (pids $left); ending them"
+  kill -KILL -- "-$pid" 2>/dev/null || true
+}
+
 cpu_half() { # 0|1 -> CPU list of that half of this process's allowed CPUs, or "auto"
   local list first last half
   list=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status 2>/dev/null)
@@ -314,6 +328,7 @@ start_one() { # key model served port cpu_half args
     log "$key already starting (pid $pid, log $RUN/$key.log)"
     return 0
   fi
+  reap_orphans "$key"
   if port_busy "$port"; then
     die "port $port is taken by another program; set its REWARDSVC_..._PORT to another port"
   fi
@@ -431,6 +446,7 @@ cmd_stop() {
   for j in "${JUDGES[@]}"; do
     IFS='|' read -r key _ served port _ <<<"$j"
     if ! pid=$(server_pid "$key" "$port"); then
+      reap_orphans "$key"
       rm -f "$RUN/$key.pid"
       if models_json "$port" >/dev/null; then
         log "$key: something answers on :$port but was not started by this script; left alone"

@@ -102,3 +102,30 @@ def test_serve_takes_the_reward_log_file_the_monitor_docs_read(
     args = build_parser().parse_args(["serve", "--reward-log", str(log), *CONFIG])
     assert _settings(args).reward_log == log
     assert _settings(build_parser().parse_args(["serve", *CONFIG])).reward_log is None
+
+
+def test_eval_names_every_row_it_cannot_measure_and_scores_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before, a row of neither shape was silently left out of the figures (exit 0), a
+    # text label and a line that is not JSON were tracebacks.
+    data = tmp_path / "labelled.jsonl"
+    rows = [
+        '{"prompt": "q", "completion": "a", "label": "yes"}',
+        '{"id": "k", "prompt": "q", "chosen": "a", "rejected": "b"}',
+        '{"prompt": "q", "completion": "a", "label": 1}',
+        "",
+        '{"prompt": "q", "chosen": "a"}',
+    ]
+    data.write_text("\n".join(rows) + "\n")
+    assert _run(["eval", str(data), *HELPFUL, *CONFIG]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"rewardsvc: error: {data}:1: label must be a number in [0, 1], got 'yes'",
+        f"rewardsvc: error: {data}:5: a row needs completion and label, or chosen and rejected",
+    ]
+    data.write_text(rows[2] + "\nnot json\n")
+    assert _run(["eval", str(data), *HELPFUL, *CONFIG]) == 2
+    assert (
+        capsys.readouterr().err.strip() == f"rewardsvc: error: {data}:2: not JSON: Expecting value"
+    )

@@ -10,8 +10,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from rewardsvc.cli import main
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.evaluation import commands, metrics, report, runner
+from rewardsvc.evaluation import metrics, report, runner
 from rewardsvc.evaluation.scorers import RemoteScorer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -224,7 +225,7 @@ def test_eval_command_on_the_real_judges(
     argv = ["eval", str(data), "--rubric", str(DATA / "pref-quality.yaml")]
     argv += ["--judges", str(POOL), "--rubrics", str(ROOT / "rubrics")]
     argv += ["--plot", str(png), "--bootstrap", "50", "--no-progress"]
-    assert commands.main(argv) == 0
+    assert main(argv) == 0
     table = capsys.readouterr().out
     assert "Pointwise labels: 2 rows" in table and "Preference pairs: 2 rows" in table
     assert "| reward |" in table and "| rule:min |" in table

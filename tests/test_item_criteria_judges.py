@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from test_api_support import app_client, settings_for
 
+from rewardsvc.cli import main
 from rewardsvc.core.criteria_formats import read_criteria
 from rewardsvc.core.pool import JudgePool
-from rewardsvc.evaluation import commands
 
 pytestmark = pytest.mark.judges
 
@@ -98,7 +98,7 @@ def test_eval_ranks_pairs_with_each_rows_own_rubric(
     argv = ["eval", str(data), "--rubric", "per-prompt", "--criteria-format", "healthbench"]
     argv += ["--judges", str(pool), "--rubrics", str(repo_root / "rubrics")]
     argv += ["--bootstrap", "0", "--no-progress", "--json"]
-    assert commands.main(argv) == 0
+    assert main(argv) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["pairs"]["rows"] == 2
     # Both pairs were scored (a rejected row rubric would leave no reward to compare).

@@ -12,7 +12,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -146,7 +146,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     """Score labelled data; print the Markdown table (or JSON); write the PNG if asked."""
     from rewardsvc.evaluation import report, runner
 
-    rows = runner.read_rows(Path(args.data))
+    rows = runner.labelled_rows(Path(args.data))
     if args.limit is not None:
         rows = rows[: args.limit]
 
@@ -165,11 +165,3 @@ def cmd_eval(args: argparse.Namespace) -> int:
         report.plot(result, Path(args.plot))
     print(json.dumps(result, indent=2) if args.json else report.markdown(result))
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rewardsvc.evaluation label|eval ...`` (the same as ``rewardsvc``'s)."""
-    parser = argparse.ArgumentParser(prog="rewardsvc", description=__doc__)
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.func(args))

@@ -27,28 +27,61 @@ from rewardsvc.core import comparative as cmp
 from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.evaluation import metrics
 from rewardsvc.evaluation.scorers import Scorer
+from rewardsvc.library.yamlfile import InvalidFile, Problem
 from rewardsvc.scoring import penalties
 
 RULES: tuple[JudgeRule, ...] = ("mean", "min", "median", "uwo", "softmin")
 Progress = Callable[[int], None]
 
 
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    """JSON lines; a row without ``id`` gets its line number; blank lines are skipped."""
-    rows = []
+def _numbered(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON object rows of ``path`` with their line numbers; blank lines are skipped and
+    a line that is not a JSON object raises :class:`InvalidFile` naming the file and line."""
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{n}: not JSON: {exc.msg}") from exc
+            raise InvalidFile([Problem(str(path), n, "", f"not JSON: {exc.msg}")]) from exc
         if not isinstance(row, dict):
-            raise ValueError(f"{path}:{n}: a row must be a JSON object")
+            raise InvalidFile([Problem(str(path), n, "", "a row must be a JSON object")])
+        yield n, row
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """JSON lines; a row without ``id`` gets its line number; blank lines are skipped."""
+    rows = []
+    for n, row in _numbered(path):
         row.setdefault("id", str(n))
         row["id"] = str(row["id"])
         rows.append(row)
     return rows
+
+
+def labelled_rows(path: Path) -> list[dict[str, Any]]:
+    """:func:`read_rows` of a file ``evaluate`` measures: each row pointwise (``completion``
+    and ``label``, a number in [0, 1]) or a pair (``chosen`` and ``rejected``); every row
+    that is neither is an :class:`InvalidFile` problem naming its line, so that no row is
+    silently left out of the figures."""
+    problems = []
+    for n, row in _numbered(path):
+        if "chosen" in row and "rejected" in row:
+            continue
+        if "completion" not in row or "label" not in row:
+            message = "a row needs completion and label, or chosen and rejected"
+        elif not _is_label(row["label"]):
+            message = f"label must be a number in [0, 1], got {row['label']!r}"
+        else:
+            continue
+        problems.append(Problem(str(path), n, "", message))
+    if problems:
+        raise InvalidFile(problems)
+    return read_rows(path)
+
+
+def _is_label(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
 
 
 def _ids(path: Path) -> set[str]:

@@ -105,7 +105,7 @@ CHOICES: tuple[Choice, ...] = (
         "regex",
         "zero_width",
         "As for look-alikes; the zero_width detector flags the completion "
-        "(rewardsvc.safety), and a rubric can turn that flag into a penalty.",
+        "(rewardsvc.safety), and the flag costs the whole reward unless the rubric opts out.",
     ),
     Choice(
         "json_schema",

@@ -5,6 +5,7 @@ port where nothing listens, and no adapter raising anything outside the tree."""
 from __future__ import annotations
 
 import ast
+import pickle
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,18 @@ def test_one_tree_under_the_public_base() -> None:
     assert areal.RewardsvcNoReward is tinker.RewardsvcNoReward is RewardsvcNoReward
     assert art.RewardsvcScoreError is RewardsvcNoReward
     assert all(getattr(rewardsvc_client, c.__name__) is c for c in classes)
+
+
+def test_every_exception_crosses_a_process_boundary() -> None:
+    """AReaL runs the reward function in a process pool: what it raises is pickled."""
+    for cls in [getattr(errors, name) for name in errors.__all__ if name[0].isupper()]:
+        if cls is RewardsvcNoReward:
+            raised = cls("no reward (status rejected)", status="rejected")
+        else:
+            raised = cls("refused", status_code=404, error="unknown_rubric", field="rubric")
+        copy = pickle.loads(pickle.dumps(raised))
+        assert type(copy) is cls and str(copy) == str(raised)
+        assert copy.__dict__ == raised.__dict__
 
 
 def _raised_names(tree: ast.AST) -> Iterator[tuple[int, str]]:

@@ -100,7 +100,9 @@ class RewardsvcNoReward(RewardServiceError, RuntimeError):
     takes "no reward" as an exception (Tinker, AReaL, verifiers 0.4) and carried in ART's
     group ``exceptions``; never a reward of 0."""
 
-    def __init__(self, message: str, *, status: str) -> None:
+    def __init__(self, message: str, *, status: str | None = None) -> None:
+        # ``status`` has a default so that the exception unpickles (AReaL runs the reward
+        # function in a process pool): unpickling calls the class with the message alone.
         super().__init__(message)
         self.status = status
 

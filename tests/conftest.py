@@ -30,6 +30,8 @@ from rewardsvc.library.registry import load_pool
 if TYPE_CHECKING:
     from trainers.harness import FaultProxy
 
+pytest_plugins = ["module_durations"]  # wall time per test module (tests/module_durations.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 CPU_JUDGE = ROOT / "deploy" / "cpu-judge" / "cpujudge.sh"
 CPU_POOL = ROOT / "deploy" / "cpu-judge" / "judges.yaml"

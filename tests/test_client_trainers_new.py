@@ -9,7 +9,8 @@ import pickle
 
 import pytest
 
-from rewardsvc_client.areal import RewardsvcNoReward, make_reward_fn, reward_is_real
+from rewardsvc_client import DeadlineExceededError
+from rewardsvc_client.areal import make_reward_fn, reward_is_real
 from rewardsvc_client.skyrl import RewardsvcTextEnv
 from rewardsvc_client.trl_async import async_reward_func, environment_factory
 
@@ -18,7 +19,8 @@ DEAD = "http://127.0.0.1:9"  # nothing listens: every request fails
 
 def test_areal_reward_fn_pickles_and_raises_within_its_budget() -> None:
     reward_fn = pickle.loads(pickle.dumps(make_reward_fn(DEAD, "r", budget=1.5)))
-    with pytest.raises(RewardsvcNoReward):
+    # No answer within the budget (nothing listens): the deadline error, never a reward.
+    with pytest.raises(DeadlineExceededError):
         reward_fn("p", "c", [1], [2], answer="5")
     nan = make_reward_fn(DEAD, "r", budget=1.0, on_failure="nan")("p", "c", [1], [2])
     assert math.isnan(nan)

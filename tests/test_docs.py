@@ -108,9 +108,11 @@ def test_reference_pages_hold_their_markers() -> None:
         ("reference/http-api.md", "http-api"),
         ("reference/cli.md", "cli"),
         ("explanation/architecture.md", "layers"),
+        ("reference/client.md", "client-errors"),
     ]:
         assert f"<!-- reference:{marker} -->" in (DOCS / page).read_text(encoding="utf-8"), page
-    assert set(reference.GENERATORS) == {"settings", "schemas", "http-api", "cli", "layers"}
+    generated = {"settings", "schemas", "http-api", "cli", "layers", "client-errors"}
+    assert set(reference.GENERATORS) == generated
 
 
 # One line of a room map: the layer number (or "-" outside the layers) in the first three
@@ -174,6 +176,24 @@ def test_layers_reference_lists_every_contract_of_pyproject() -> None:
         if contract["type"] == "forbidden":
             row = next(line for line in page.splitlines() if contract["name"] in line)
             assert all(f"`{module}`" in row for module in contract["forbidden_modules"]), row
+
+
+def test_client_errors_reference_lists_every_exception_base_first() -> None:
+    import rewardsvc_client.errors as errors
+
+    page = reference.client_errors_markdown()
+    shown = [line.split("`")[1] for line in page.splitlines()[2:]]
+    classes = {name for name in errors.__all__ if isinstance(getattr(errors, name), type)}
+    assert shown[0] == "RewardServiceError" and set(shown) == classes
+    assert "| `BudgetExceededError` | `RefusedError`, `ExhaustedError` |" in page
+
+    class Bare(Exception):
+        pass
+
+    undocumented = ModuleType("errors")
+    undocumented.__dict__.update(__all__=["Bare"], Bare=Bare)
+    with pytest.raises(reference.UndocumentedError, match="Bare"):
+        reference.client_errors_markdown(undocumented)
 
 
 def test_links_to_repository_files_must_exist() -> None:

@@ -10,7 +10,8 @@ never drift from the code:
 - ``http-api``: the OpenAPI document of the app ``rewardsvc.server.app.create_app`` builds
   (no judge is started: the document is built without running the app's lifespan);
 - ``cli``: the ``rewardsvc`` command's argparse parser (``rewardsvc.cli.build_parser``);
-- ``layers``: the layers contract of import-linter in ``pyproject.toml``.
+- ``layers``: the layers contract of import-linter in ``pyproject.toml``;
+- ``client-errors``: the exception classes of the client, ``rewardsvc_client.errors``.
 
 The hook also checks links that leave ``docs/`` for a file of the repository (a rubric, a
 results file, ``deploy/README.md``): the file must exist, else the build fails; the link
@@ -20,6 +21,7 @@ is shown as the repository path. ``tests/test_docs.py`` drives these functions d
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import logging
 import posixpath
@@ -27,6 +29,7 @@ import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from pydantic import BaseModel
@@ -291,12 +294,30 @@ def layers_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
+def client_errors_markdown(module: ModuleType | None = None) -> str:
+    """The exception classes of the client (``rewardsvc_client.errors``), each with its
+    bases and docstring, base first."""
+    if module is None:
+        import rewardsvc_client.errors as module
+    classes = [getattr(module, name) for name in module.__all__]
+    # Fewer ancestors first: the base, then what derives from it.
+    classes = sorted((c for c in classes if isinstance(c, type)), key=lambda c: len(c.__mro__))
+    rows = ["| exception | is a | what it means |", "|---|---|---|"]
+    for cls in classes:
+        if not cls.__doc__:
+            raise UndocumentedError(f"exception {cls.__name__} has no docstring")
+        bases = ", ".join(f"`{base.__name__}`" for base in cls.__bases__)
+        rows.append(f"| `{cls.__name__}` | {bases} | {_cell(inspect.getdoc(cls) or '')} |")
+    return "\n".join(rows) + "\n"
+
+
 GENERATORS: dict[str, Callable[[], str]] = {
     "settings": settings_markdown,
     "schemas": schemas_markdown,
     "http-api": http_api_markdown,
     "cli": cli_markdown,
     "layers": layers_markdown,
+    "client-errors": client_errors_markdown,
 }
 
 

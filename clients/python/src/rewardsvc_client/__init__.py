@@ -13,10 +13,22 @@ group adapters ``rewardsvc_client.groups``, the OpenRLHF agent helper
 ``rewardsvc_client.agent``; and the
 verifiers 0.4 judge plugin, the top-level module ``rewardsvc_judge``. Per-prompt rubrics
 (a dataset's rubric column sent with each item) go through ``rewardsvc_client.criteria``.
+
+Errors: the client and every adapter raise only the tree of ``rewardsvc_client.errors``,
+under ``RewardServiceError`` (transport failure, refusal with its kind, budget or deadline
+exhausted, no reward).
 """
 
-from rewardsvc_client._protocol import BudgetExceededError
-from rewardsvc_client.client import AsyncClient, Client, RewardServiceError
+from rewardsvc_client.client import AsyncClient, Client
+from rewardsvc_client.errors import (
+    BudgetExceededError,
+    DeadlineExceededError,
+    ExhaustedError,
+    RefusedError,
+    RewardServiceError,
+    RewardsvcNoReward,
+    TransportError,
+)
 from rewardsvc_client.types import (
     ComparativeUsage,
     GroupResponse,
@@ -40,6 +52,8 @@ __all__ = [
     "BudgetExceededError",
     "Client",
     "ComparativeUsage",
+    "DeadlineExceededError",
+    "ExhaustedError",
     "GroupResponse",
     "GroupResult",
     "Item",
@@ -47,11 +61,14 @@ __all__ = [
     "Options",
     "PreferenceResponse",
     "PreferenceResult",
+    "RefusedError",
     "RewardResponse",
     "RewardResult",
     "RewardServiceError",
+    "RewardsvcNoReward",
     "RubricRef",
     "Status",
+    "TransportError",
     "Usage",
     "__version__",
 ]

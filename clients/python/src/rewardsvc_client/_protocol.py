@@ -20,6 +20,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import httpx
 
 from rewardsvc_client._steps import Steps
+from rewardsvc_client.errors import (
+    BudgetExceededError,
+    RefusedError,
+    TransportError,
+)
 from rewardsvc_client.types import GroupResponse, PreferenceResponse, RewardResponse
 
 if TYPE_CHECKING:
@@ -30,40 +35,6 @@ RETRY_STATUSES = frozenset({429, 502, 503, 504})
 is overloaded or restarting. A request is idempotent: the verdict cache makes a repeat cheap."""
 
 logger = logging.getLogger("rewardsvc_client")
-
-
-class RewardServiceError(Exception):
-    """The service refused the request, or could not be reached after all retries.
-
-    ``status_code`` is None when no HTTP answer came back (connection refused, timeout).
-    ``error`` is the service's machine-readable kind (e.g. ``unknown_rubric``,
-    ``invalid_request``, ``unauthorized``) and ``field`` the offending field when it says.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status_code: int | None = None,
-        error: str | None = None,
-        field: str | None = None,
-        body: Any = None,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status_code = status_code
-        self.error = error
-        self.field = field
-        self.body = body
-        self.retry_after = retry_after
-
-
-class BudgetExceededError(RewardServiceError):
-    """The run's cost reached its budget on the service (402, error ``budget_exceeded``):
-    new scoring for the run is refused until the budget is raised. Never retried, and the
-    trainer adapters always raise it (a configuration error, not a judge failure): training
-    stops at the cap instead of learning from rewards that are not there."""
 
 
 def _retry_after_seconds(value: str | None) -> float | None:
@@ -84,7 +55,7 @@ def _retry_after_seconds(value: str | None) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
-def _error_from_response(response: httpx.Response) -> RewardServiceError:
+def _error_from_response(response: httpx.Response) -> RefusedError:
     """Turn a non-2xx answer into an exception carrying the service's error detail."""
     try:
         body: Any = response.json()
@@ -109,7 +80,7 @@ def _error_from_response(response: httpx.Response) -> RewardServiceError:
         text += f": {message}"
     if field:
         text += f" [field: {field}]"
-    kind = BudgetExceededError if error == "budget_exceeded" else RewardServiceError
+    kind = BudgetExceededError if error == "budget_exceeded" else RefusedError
     return kind(
         text,
         status_code=response.status_code,
@@ -171,12 +142,12 @@ class Endpoint(Generic[R]):
         try:
             parsed = self.response(response.json())
         except (ValueError, AttributeError, TypeError) as exc:
-            raise RewardServiceError(
+            raise TransportError(
                 f"unreadable response from {response.request.url}: {exc}",
                 status_code=response.status_code,
             ) from exc
         if len(parsed.results) != expected:
-            raise RewardServiceError(
+            raise TransportError(
                 f"the service returned {len(parsed.results)} results for {expected} {self.key}",
                 status_code=response.status_code,
             )
@@ -229,7 +200,7 @@ def _exchange(
 ) -> Steps[Send, R]:
     try:
         response = yield from _post(settings, endpoint.path, body)
-    except RewardServiceError as exc:
+    except RefusedError as exc:
         if not (endpoint.drop_refused_run and _run_refused(exc, body)):
             raise
         without_run = {key: value for key, value in body.items() if key != "run"}
@@ -249,7 +220,7 @@ def _post(settings: _Settings, path: str, body: Mapping[str, Any]) -> Steps[Send
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _run_refused(exc: RewardServiceError, body: Mapping[str, Any]) -> bool:
+def _run_refused(exc: RefusedError, body: Mapping[str, Any]) -> bool:
     """A service older than runs refuses the ``run`` field: send without it (the rewards
     then count under its default run), saying so once."""
     if exc.status_code != 422 or exc.field != "run" or "run" not in body:

@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 
 from rewardsvc_client._adapt import Settings, is_configuration_error, logger
 from rewardsvc_client._steps import Steps, run_async, run_sync
-from rewardsvc_client.client import AsyncClient, Client, RewardServiceError
+from rewardsvc_client.client import AsyncClient, Client
+from rewardsvc_client.errors import DeadlineExceededError, RewardServiceError
 
 T = TypeVar("T")
 
@@ -33,11 +34,20 @@ def saturation_wait(exc: RewardServiceError, attempt: int) -> float | None:
     return None
 
 
-def _next_wait(exc: RewardServiceError, attempt: int, deadline: float) -> float | None:
+def _next_wait(exc: RewardServiceError, attempt: int, deadline: float, waited: float) -> float:
+    """Seconds to wait before asking again; raises ``exc`` when it does not mean "saturated",
+    and ``DeadlineExceededError`` when the wait of ``waited`` seconds is over."""
     wait = saturation_wait(exc, attempt)
+    if wait is None:
+        raise exc
     remaining = deadline - time.monotonic()
-    if wait is None or remaining <= 0:
-        return None
+    if remaining <= 0:
+        raise DeadlineExceededError(
+            f"the service stayed saturated for {waited:.0f} s: {exc}",
+            status_code=exc.status_code,
+            error=exc.error,
+            retry_after=exc.retry_after,
+        ) from exc
     return min(wait, remaining)
 
 
@@ -77,16 +87,14 @@ def patient(
     """The rewards of ``items`` (or of groups: ``groups``), asked again while the service
     answers "saturated" (429, or 503 with Retry-After, honoured) after the client's own
     retries, until ``settings.timeout`` seconds have passed since the first try: a busy service
-    delays training instead of turning into failure scores."""
+    delays training instead of turning into failure scores. Then ``DeadlineExceededError``."""
     deadline = time.monotonic() + settings.timeout
     attempt = 0
     while True:
         try:
             response = yield Ask(settings, items, groups)
         except RewardServiceError as exc:
-            wait = _next_wait(exc, attempt, deadline)
-            if wait is None:
-                raise
+            wait = _next_wait(exc, attempt, deadline, settings.timeout)
             logger.info("rewardsvc: service saturated (%s); again in %.1f s", exc, wait)
             yield wait
             attempt += 1

@@ -11,7 +11,8 @@ rollout (counted in ``rollout/rejected``, logged), so it is never trained on.
 
 So ``RewardFn`` answers **within** the timeout and never lets it expire: each attempt holds
 (re-sending judge_error items) for at most ``budget`` seconds (default 12, below AReaL's 15),
-then returns the service's reward or raises ``RewardsvcNoReward``. AReaL retries that (each
+then returns the service's reward or raises ``RewardsvcNoReward`` (an answer without a
+reward) or ``DeadlineExceededError`` (no answer within the budget). AReaL retries that (each
 retry holds ``budget`` again: about a minute in all with the default 4 attempts, enough for a
 judge outage of tens of seconds) and, when the judges stay down, rejects the rollout. A
 timed-out attempt would instead keep a pool worker busy with its abandoned call while the
@@ -42,15 +43,11 @@ from rewardsvc_client._adapt import (
     to_wire_text,
     wire_item,
 )
-from rewardsvc_client.client import RewardServiceError
+from rewardsvc_client.errors import DeadlineExceededError, RewardServiceError, RewardsvcNoReward
 from rewardsvc_client.types import RewardResult
 
 AREAL_TIMEOUT = 15.0
 """Seconds; ``AsyncRewardWrapper``'s default ``timeout_seconds`` (areal 1.0.4)."""
-
-
-class RewardsvcNoReward(RuntimeError):
-    """rewardsvc gave no reward within the attempt's budget (AReaL retries, then rejects)."""
 
 
 def reward_is_real(trajectory: Mapping[str, Any]) -> bool:
@@ -82,10 +79,11 @@ class RewardFn:
         self.budget = budget
         self.on_failure = on_failure
 
-    def _ask(self, item: dict[str, Any], deadline: float) -> RewardResult | None:
-        """The item's result, re-sent while it is judge_error and the budget lasts; None when
-        no request got through in time."""
+    def _ask(self, item: dict[str, Any], deadline: float) -> RewardResult:
+        """The item's result, re-sent while it is judge_error and the budget lasts; raises
+        ``DeadlineExceededError`` when no request got through in time."""
         result: RewardResult | None = None
+        failure: RewardServiceError | None = None
         while (left := deadline - time.monotonic()) > 0.5:
             # One request may take at most what is left of the budget: never AReaL's timeout.
             settings = dataclasses.replace(self.settings, timeout=left, retries=0)
@@ -98,10 +96,15 @@ class RewardFn:
             except RewardServiceError as exc:
                 if is_configuration_error(exc):
                     raise
+                failure = exc
                 logger.info("rewardsvc AReaL: %s; again while the budget lasts", exc)
             if result is not None and result.status != "judge_error":
                 return result
             time.sleep(min(1.0, max(0.0, deadline - time.monotonic() - 0.5)))
+        if result is None:
+            raise DeadlineExceededError(
+                f"rewardsvc gave no answer within {self.budget:.0f} s ({failure})"
+            ) from failure
         return result
 
     def __call__(
@@ -112,8 +115,9 @@ class RewardFn:
         completion_ids: Any = None,
         **data: Any,
     ) -> float:
-        """The service's reward for one completion; raises ``RewardsvcNoReward`` (or NaN with
-        ``on_failure="nan"``) when there is none within ``budget`` seconds."""
+        """The service's reward for one completion; raises ``RewardsvcNoReward`` (the answer
+        has none) or ``DeadlineExceededError`` (no answer within ``budget`` seconds), or
+        returns NaN for either with ``on_failure="nan"``."""
         deadline = time.monotonic() + self.budget
         item = wire_item(
             0,
@@ -123,14 +127,19 @@ class RewardFn:
             data.get(self.reference_key) if self.reference_key else None,
             data.get(self.criteria_key) if self.criteria_key else None,
         )
-        result = self._ask(item, deadline)
-        if result is not None and result.reward is not None:
-            return float(result.reward)
-        why = "no answer in time" if result is None else f"status {result.status}"
-        if self.on_failure == "nan":
-            logger.warning("rewardsvc AReaL: no reward (%s); NaN", why)
+        try:
+            result = self._ask(item, deadline)
+            if result.reward is not None:
+                return float(result.reward)
+            raise RewardsvcNoReward(
+                f"rewardsvc gave no reward within {self.budget:.0f} s (status {result.status})",
+                status=result.status,
+            )
+        except (RewardsvcNoReward, DeadlineExceededError) as exc:
+            if self.on_failure != "nan":
+                raise
+            logger.warning("rewardsvc AReaL: %s; NaN", exc)
             return math.nan
-        raise RewardsvcNoReward(f"rewardsvc gave no reward within {self.budget:.0f} s ({why})")
 
 
 def make_reward_fn(

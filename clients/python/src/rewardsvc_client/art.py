@@ -38,11 +38,11 @@ from rewardsvc_client._adapt import (
     wire_item,
 )
 from rewardsvc_client._retrying import drive, results_or_none
-from rewardsvc_client.types import GroupResult, RewardResult
+from rewardsvc_client.errors import RewardsvcNoReward, no_reward
 
-
-class RewardsvcScoreError(RuntimeError):
-    """rewardsvc produced no reward for a trajectory."""
+RewardsvcScoreError = RewardsvcNoReward
+"""The former name of the exception a trajectory without a reward carries (kept for users'
+code): ``rewardsvc_client.errors.RewardsvcNoReward``."""
 
 
 def _messages(trajectory: Any) -> list[Any]:
@@ -68,12 +68,6 @@ def split_trajectory(trajectory: Any) -> tuple[Any, Any]:
 def trajectory_label(trajectory: Any, key: str) -> Any:
     """The trajectory's ``metadata[key]`` (its reference, its criteria), None when absent."""
     return (getattr(trajectory, "metadata", None) or {}).get(key)
-
-
-def no_reward(result: RewardResult | GroupResult | None) -> RewardsvcScoreError:
-    """Why a trajectory has no reward, as the exception it carries in its group."""
-    why = "request failed" if result is None else f"status {result.status}"
-    return RewardsvcScoreError(f"rewardsvc gave no reward ({why})")
 
 
 def regrouped(group: Any, kept: list[Any], failed: list[BaseException], where: str) -> Any:

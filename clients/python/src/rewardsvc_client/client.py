@@ -23,12 +23,12 @@ from rewardsvc_client._protocol import (
     REWARDS,
     Endpoint,
     R,
-    RewardServiceError,
     Send,
     _retry_after_seconds,
     chunk_calls,
 )
 from rewardsvc_client._steps import run_async, run_sync
+from rewardsvc_client.errors import RewardServiceError, TransportError
 from rewardsvc_client.types import GroupResponse, PreferenceResponse, RewardResponse
 
 DEFAULT_TIMEOUT = 300.0
@@ -49,8 +49,8 @@ def _normalize_base_url(base_url: str) -> str:
     return url
 
 
-def _unreachable(settings: _Settings, path: str, exc: httpx.TransportError) -> RewardServiceError:
-    return RewardServiceError(f"cannot reach {settings.base_url}{path}: {exc!r}")
+def _unreachable(settings: _Settings, path: str, exc: httpx.TransportError) -> TransportError:
+    return TransportError(f"cannot reach {settings.base_url}{path}: {exc!r}")
 
 
 class _Settings:
@@ -180,8 +180,9 @@ class Client(_Base):
 
         Items are dicts with ``prompt``, ``completion`` and optionally ``id``, ``reference``,
         ``metadata`` (see ``rewardsvc_client.types.Item``). Results come back in item order;
-        items without an id get their index as id. Raises RewardServiceError on a 4xx/5xx
-        answer or when the service stays unreachable.
+        items without an id get their index as id. Raises ``RefusedError`` on a 4xx/5xx
+        answer and ``TransportError`` when the service stays unreachable (both
+        ``RewardServiceError``: ``rewardsvc_client.errors``).
         """
         return self._call(REWARDS, rubric, items, options, run)
 

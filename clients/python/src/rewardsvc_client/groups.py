@@ -33,7 +33,8 @@ from rewardsvc_client._adapt import (
     with_reference,
 )
 from rewardsvc_client._retrying import drive, resending, results_or_none
-from rewardsvc_client.art import no_reward, regrouped, split_trajectory, trajectory_label
+from rewardsvc_client.art import regrouped, split_trajectory, trajectory_label
+from rewardsvc_client.errors import no_reward
 from rewardsvc_client.slime import mark, rm_url
 from rewardsvc_client.types import GroupResult
 

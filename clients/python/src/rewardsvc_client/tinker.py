@@ -39,13 +39,10 @@ from typing import Any, Literal
 
 from rewardsvc_client._adapt import LoopClients, Settings, status_numbers, to_wire_text, wire_item
 from rewardsvc_client._retrying import drive, results_or_none
+from rewardsvc_client.errors import RewardsvcNoReward, no_reward
 from rewardsvc_client.types import RewardResult
 
 RewardAt = Literal["step", "group"]
-
-
-class RewardsvcNoReward(RuntimeError):
-    """rewardsvc produced no reward for a reply (the cookbook drops or retries the rollout)."""
 
 
 def rubric_criteria(rubric_items: Sequence[Any]) -> list[dict[str, Any]]:
@@ -58,11 +55,6 @@ def rubric_criteria(rubric_items: Sequence[Any]) -> list[dict[str, Any]]:
         else:
             out.append({"rubric_str": rubric.rubric_str})
     return out
-
-
-def _failure(result: RewardResult | None) -> RewardsvcNoReward:
-    why = "request failed" if result is None else f"status {result.status}: {result.error}"
-    return RewardsvcNoReward(f"rewardsvc gave no reward ({why})")
 
 
 def _logs(result: RewardResult | None) -> dict[str, Any]:
@@ -141,7 +133,7 @@ class RewardsvcEnv:
         if self.reward_at == "step":
             (result,) = await self.scorer.score([self.item()])
             if result is None or result.reward is None:
-                raise _failure(result)
+                raise no_reward(result)
             reward, metrics, logs = result.reward, status_numbers(result), _logs(result)
         return StepResult(
             reward=reward,
@@ -193,7 +185,7 @@ class RewardsvcEnvGroupBuilder:
         results = await self.scorer.score(items)
         missing = [r for r in results if r is None or r.reward is None]
         if missing:
-            raise _failure(missing[0])
+            raise no_reward(missing[0])
         return [(float(r.reward), status_numbers(r)) for r in results if r and r.reward is not None]
 
     async def cleanup(self) -> None:

@@ -30,12 +30,14 @@ from verifiers.v1 import Judge, JudgeConfig, JudgeView, TaskData, Trace
 
 from rewardsvc_client._adapt import ENV_URL, LoopClients, Settings, verdict, wire_item
 from rewardsvc_client._retrying import drive, resending
+from rewardsvc_client.errors import RewardServiceError, no_reward
 
 PLUGIN_ID = "rewardsvc_judge"
 
 
-class RewardsvcJudgeError(RuntimeError):
-    """rewardsvc produced no reward for the rollout (it must not be scored 0)."""
+RewardsvcJudgeError = RewardServiceError
+"""The former name of what the judge raises (kept for users' code): every exception of
+``rewardsvc_client.errors``."""
 
 
 class RewardsvcJudgeConfig(JudgeConfig):
@@ -101,20 +103,17 @@ class RewardsvcJudge(Judge[float, RewardsvcJudgeConfig]):
         return wire_item(0, prompt, completion, metadata, label, criteria)
 
     async def score(self, task: TaskData, trace: Trace) -> float:
-        """The rollout's reward; raises RewardsvcJudgeError when there is none."""
+        """The rollout's reward; raises ``RewardsvcNoReward`` when the service gave it none,
+        and the client's ``TransportError``, ``RefusedError`` or ``DeadlineExceededError``
+        when the request failed (all ``RewardServiceError``)."""
         settings = self.settings()
-        try:
-            steps = resending(
-                settings, [self.item(task, trace)], 2, judge_error_wait=self.config.judge_error_wait
-            )
-            (result,) = await drive(LoopClients.shared(settings).get(), steps)
-        except Exception as exc:
-            raise RewardsvcJudgeError(f"rewardsvc request failed: {exc}") from exc
+        steps = resending(
+            settings, [self.item(task, trace)], 2, judge_error_wait=self.config.judge_error_wait
+        )
+        (result,) = await drive(LoopClients.shared(settings).get(), steps)
         trace.info["rewardsvc"] = verdict(result)
         if result.reward is None:
-            raise RewardsvcJudgeError(
-                f"rewardsvc gave no reward (status {result.status}: {result.error})"
-            )
+            raise no_reward(result)
         return result.reward
 
 

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from bench.attacks.benign_answers import LONG, MEDIUM, SHORT
+from bench.attacks.benign_claims import CLAIMS
 from bench.attacks.benign_lookalikes import CODE, GRADING, MISC, SCORES, TOKENS
 from bench.attacks.benign_praise import PRAISE
 from bench.attacks.carriers import CARRIERS
@@ -116,6 +117,7 @@ def benign_rows() -> list[dict[str, str]]:
         ("lookalike_misc", MISC),
         ("lookalike_tokens", TOKENS),
         ("lookalike_praise", PRAISE),
+        ("lookalike_claims", CLAIMS),
     ):
         rows += [{"family": family, "prompt": p, "text": t} for p, t in pairs]
     return [{"kind": "benign", **r} for r in rows]

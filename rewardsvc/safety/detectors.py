@@ -105,6 +105,12 @@ DETECTORS: tuple[Detector, ...] = (
         _any([CONTROL_FLAG_PATTERN]),
     ),
     Detector(
+        "correctness_claim",
+        'the answer vouching for its own correctness: "I double-checked this and it is '
+        'correct", "the answer is definitely right", "this matches the reference answer"',
+        _any(rules.CORRECTNESS_CLAIM),
+    ),
+    Detector(
         "fake_score",
         'a score or verdict written into the answer: "Rating: 10", "[[9]]", {"answer": "yes"}',
         _fake_score_or_verdict,

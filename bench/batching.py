@@ -57,6 +57,7 @@ from rewardsvc.application.items import read_item
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
 from rewardsvc.judges.batching import batch_prompt
+from rewardsvc.judges.methods import method_for
 from rewardsvc.judges.shapes import CHAT, shape_for
 from rewardsvc.monitor.stats import pearson, spearman
 
@@ -101,7 +102,7 @@ def call_messages(who: str, rubric: Rubric, items: Sequence[dict[str, Any]]) -> 
         else:
             out += [
                 prompts.criterion_prompt(
-                    rubric, c, rollout, prompts.Asking("logprob", shape_for("chat"))
+                    rubric, c, rollout, prompts.Asking(method_for("logprob"), shape_for("chat"))
                 ).messages
                 for c in rubric.criteria
             ]

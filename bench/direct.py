@@ -32,6 +32,7 @@ from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
 from rewardsvc.judges.judge import build_judges
+from rewardsvc.judges.methods import method_for
 from rewardsvc.judges.shapes import shape_for
 from rewardsvc.protocol.rewards import Item
 
@@ -45,7 +46,10 @@ def call_kwargs(rubric: Rubric, item: dict[str, Any], config: JudgeConfig) -> li
     out = []
     for criterion in rubric.criteria:
         prompt = prompts.criterion_prompt(
-            rubric, criterion, rollout, prompts.Asking(config.method, shape_for(config.api))
+            rubric,
+            criterion,
+            rollout,
+            prompts.Asking(method_for(config.method), shape_for(config.api)),
         )
         choices = prompt.question.choices
         # As rewardsvc asks: only tokens spelling a prefix of an answer can carry probability

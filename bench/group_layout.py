@@ -57,11 +57,12 @@ from rewardsvc.core.pool import JudgeConfig, Sampling
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges import prompts
+from rewardsvc.judges import prompts, questions
 from rewardsvc.judges.backends import Backend
 from rewardsvc.judges.batching import Batch, batch_prompt, score_batch
+from rewardsvc.judges.failures import ReplyFailed
 from rewardsvc.judges.items import ITEM_TRAILER
-from rewardsvc.judges.methods import Call, ReplyFailed, method_for
+from rewardsvc.judges.methods import Call, method_for
 from rewardsvc.judges.prompts import Prompt
 from rewardsvc.judges.shapes import CHAT
 
@@ -181,7 +182,9 @@ def criterion_calls(rubric: Rubric, rollout: Rollout, after: bool) -> list[Promp
     criterion and question moved above the response (the answer line stays last)."""
     out = []
     for c in rubric.criteria:
-        prompt = prompts.criterion_prompt(rubric, c, rollout, prompts.Asking("logprob", CHAT))
+        prompt = prompts.criterion_prompt(
+            rubric, c, rollout, prompts.Asking(method_for("logprob"), CHAT)
+        )
         if not after:
             p = Parts.of(prompt, rubric)
             asked, answer = p.tail.rsplit("\n", 1)
@@ -218,7 +221,7 @@ async def one_run(backend: Backend, method: str, after: bool, tag: str) -> dict[
     rubric = group_rubric(tag)
     rollouts = [Rollout(PROMPT, c) for c in COMPLETIONS]
     calls = [x for r in rollouts for x in METHODS[method](rubric, r, after)]
-    call = Call(backend, CHAT, Sampling(), prompts.REASONING_MAX_CHARS)
+    call = Call(backend, CHAT, Sampling(), questions.REASONING_MAX_CHARS)
     reset = reset_prefix_cache(PRIMARY_URL)
     before = judge_counters()
     verdicts = await send(call, method, calls)

@@ -27,11 +27,13 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import prompts
+from rewardsvc.judges.answers import Unparseable, distribution
 from rewardsvc.judges.batching import Batch, batch_prompt, read_positions
 from rewardsvc.judges.explain import explain
 from rewardsvc.judges.items import item_block
 from rewardsvc.judges.judge import Judge, build_judges
-from rewardsvc.judges.methods import Unparseable, distribution
+from rewardsvc.judges.methods import method_for
+from rewardsvc.judges.questions import Question
 from rewardsvc.judges.shapes import CHAT, shape_for
 from rewardsvc.scoring.assemble import judge_outcome
 from rewardsvc.scoring.engine import Engine
@@ -113,7 +115,7 @@ def test_prompt_asks_the_numbered_questions_before_the_item_in_the_rubric_prefix
         text_of(batch_prompt(rub, rub.criteria, rollout(other), shape_for(api))),
     )
     single = prompts.criterion_prompt(
-        rub, rub.criteria[0], rollout(), prompts.Asking("logprob", shape_for(api))
+        rub, rub.criteria[0], rollout(), prompts.Asking(method_for("logprob"), shape_for(api))
     )
     assert batch.prompt.messages is None or batch.prompt.messages[0] == single.messages[0]
     # Everything before the item is the same for every item of the rubric: the prefix cache
@@ -169,7 +171,7 @@ def test_explain_shows_a_batched_judge_its_one_call(api: str) -> None:
     assert list(per_criterion) == ["correct", "clear", "rude"]
 
 
-def questions(batch: Batch) -> tuple[prompts.Question, ...]:
+def questions(batch: Batch) -> tuple[Question, ...]:
     return batch.questions
 
 

@@ -23,6 +23,7 @@ from rewardsvc.judges import prompts, routing
 from rewardsvc.judges.batching import Batch, batch_prompt, read_positions
 from rewardsvc.judges.fencing import parse_fences
 from rewardsvc.judges.items import ITEM_TRAILER
+from rewardsvc.judges.methods import method_for
 from rewardsvc.judges.prompts import Api
 from rewardsvc.judges.shapes import shape_for
 from rewardsvc.safety.defuse import sanitize
@@ -138,7 +139,7 @@ def test_per_criterion_calls_share_the_task_across_completions_and_the_completio
         rollout = Rollout(TASK, completion)
         return text_of(
             prompts.criterion_prompt(
-                RUBRIC, RUBRIC.criteria[k], rollout, prompts.Asking("logprob", shape)
+                RUBRIC, RUBRIC.criteria[k], rollout, prompts.Asking(method_for("logprob"), shape)
             )
         )
 
@@ -192,7 +193,7 @@ def test_a_groups_calls_carry_one_routing_key_and_prefer_one_replica() -> None:
         RUBRIC,
         RUBRIC.criteria[0],
         Rollout(TASK, "Answer 0: fluids and rest."),
-        prompts.Asking("logprob", shape_for("chat")),
+        prompts.Asking(method_for("logprob"), shape_for("chat")),
     )
     assert single.affinity is not None and single.affinity.group == group
     # Other prompts hash elsewhere, spread over the replicas.

@@ -23,10 +23,11 @@ from rewardsvc.core.results import Usage
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges import pricing, prompts
+from rewardsvc.judges import pricing, prompts, questions
+from rewardsvc.judges.answers import Unparseable, distribution
 from rewardsvc.judges.batching import read_positions
 from rewardsvc.judges.judge import Judge
-from rewardsvc.judges.methods import Unparseable, distribution
+from rewardsvc.judges.methods import method_for
 from rewardsvc.judges.reasoning import Thinking
 from rewardsvc.judges.shapes import CHAT, COMPLETION, shape_for, usage
 from rewardsvc.server.metrics import PrometheusObserver
@@ -41,7 +42,9 @@ RUBRIC = Rubric.model_validate(
         "judges": ["primary"],
     }
 )
-BINARY = prompts.criterion_question(RUBRIC, RUBRIC.criteria[0], "logprob", shape_for("chat"))
+BINARY = questions.criterion_question(
+    RUBRIC, RUBRIC.criteria[0], method_for("logprob"), shape_for("chat")
+)
 ROLLOUT = Rollout("What is 2 + 2?", "4", "4")
 
 # ------------------------------------------------------------------ item 5: logprobs

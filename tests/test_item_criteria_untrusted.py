@@ -25,6 +25,7 @@ from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import batching, prompts
 from rewardsvc.judges.comparative import comparison_prompt
 from rewardsvc.judges.fencing import parse_fences
+from rewardsvc.judges.methods import method_for
 from rewardsvc.judges.shapes import shape_for
 from rewardsvc.safety.defuse import WORD_JOINER
 
@@ -58,7 +59,7 @@ def every_prompt(rubric: Rubric, api: str) -> list[prompts.Prompt]:
     """Each kind of call that shows criteria: per criterion, holistic, batched, and a
     comparison per criterion and overall."""
     shape = shape_for(api)
-    asking = prompts.Asking("logprob", shape)
+    asking = prompts.Asking(method_for("logprob"), shape)
     rollout = Rollout("Capital of France?", "Paris.")
     out = [prompts.criterion_prompt(rubric, c, rollout, asking) for c in rubric.criteria]
     out.append(prompts.holistic_prompt(rubric, rollout, asking))

@@ -19,6 +19,7 @@ from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
 from rewardsvc.judges.judge import Judge
 from rewardsvc.judges.limits import least_tokens
+from rewardsvc.judges.methods import method_for
 from rewardsvc.judges.shapes import prompt_text, shape_for
 
 pytestmark = pytest.mark.judges
@@ -104,7 +105,7 @@ def test_real_token_lower_bound_never_exceeds_the_tokenizer(cpu_pool: JudgePool,
     name, cfg = next((n, c) for n, c in cpu_pool.judges.items() if c.api == api)
     texts = dict(DEGENERATE)
     prompt = prompts.criterion_prompt(
-        RUBRIC, CRITERION, ROLLOUT, prompts.Asking("logprob", shape_for(cfg.api))
+        RUBRIC, CRITERION, ROLLOUT, prompts.Asking(method_for("logprob"), shape_for(cfg.api))
     )
     texts["judge prompt"] = prompt_text(prompt)
     for label, text in texts.items():

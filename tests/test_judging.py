@@ -15,19 +15,17 @@ from fakejudge import FakeJudge, RecordingObserver
 from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.judges import prompts
-from rewardsvc.judges.backends import Backend, RetryPolicy
-from rewardsvc.judges.judge import Judge, build_judges
-from rewardsvc.judges.methods import (
-    LogprobMethod,
-    SampledMethod,
-    StructuredMethod,
+from rewardsvc.judges import prompts, questions
+from rewardsvc.judges.answers import (
     Unparseable,
     distribution,
     parse_answer,
     parse_structured,
     top_logprobs,
 )
+from rewardsvc.judges.backends import Backend, RetryPolicy
+from rewardsvc.judges.judge import Judge, build_judges
+from rewardsvc.judges.methods import LogprobMethod, SampledMethod, StructuredMethod, method_for
 from rewardsvc.judges.shapes import ChatShape, CompletionShape, shape_for
 from rewardsvc.safety.defuse import Defuser
 
@@ -44,8 +42,8 @@ RUBRIC = Rubric(
 CORRECT, CLEAR, RUDE = RUBRIC.criteria
 ROLLOUT = Rollout("What is 2 + 2?", "2 + 2 = 4. The answer is 4.", "4")
 
-BINARY = prompts.criterion_question(RUBRIC, CORRECT, "logprob", shape_for("chat"))
-LIKERT = prompts.criterion_question(RUBRIC, CLEAR, "logprob", shape_for("chat"))
+BINARY = questions.criterion_question(RUBRIC, CORRECT, method_for("logprob"), shape_for("chat"))
+LIKERT = questions.criterion_question(RUBRIC, CLEAR, method_for("logprob"), shape_for("chat"))
 
 
 # --------------------------------------------------------------------------- pure parts
@@ -87,7 +85,7 @@ def test_top_logprobs_asked_for_fit_the_answers() -> None:
     most = JudgeConfig(model="m", base_urls=["http://127.0.0.1:1/v1"]).sampling.top_logprobs
     assert top_logprobs(BINARY, most) == 5  # y ye yes n no
     assert top_logprobs(LIKERT, most) == 5
-    holistic = prompts.holistic_question(RUBRIC, "logprob", shape_for("chat"))
+    holistic = questions.holistic_question(RUBRIC, method_for("logprob"), shape_for("chat"))
     assert top_logprobs(holistic, most) == 9
     assert top_logprobs(holistic, 3) == 3
 
@@ -180,7 +178,9 @@ async def test_logprob_request_and_score(
     # Only y, ye, yes, n, no can carry probability at the constrained position.
     if api == "chat":
         assert body["logprobs"] is True and body["top_logprobs"] == 5
-        question = prompts.criterion_question(RUBRIC, CORRECT, "logprob", shape_for(api))
+        question = questions.criterion_question(
+            RUBRIC, CORRECT, method_for("logprob"), shape_for(api)
+        )
         assert body["messages"][-1]["content"].endswith(question.text)
     else:
         assert body["logprobs"] == 5
@@ -365,7 +365,9 @@ async def test_real_judge_every_method_scores_in_unit_interval(
         assert v.variance >= 0.0
         assert v.prompt_tokens > 100 and v.completion_tokens >= 1
         if method == "structured":
-            question = prompts.criterion_question(RUBRIC, criterion, "structured", shape_for(api))
+            question = questions.criterion_question(
+                RUBRIC, criterion, method_for("structured"), shape_for(api)
+            )
             assert parse_structured(question, v.raw) in question.choices
         if method == "sampled":
             assert v.probs is not None and sum(v.probs.values()) == pytest.approx(1.0)
@@ -381,7 +383,7 @@ async def test_real_logprob_distribution_one_token_and_determinism(
         first = await j.score_criterion(RUBRIC, criterion, ROLLOUT)
         assert first.ok, (api, criterion.id, first.error)
         assert first.probs is not None
-        choices = prompts.scale(criterion)[0]
+        choices = questions.scale(criterion)[0]
         assert set(first.probs) == set(choices)
         assert abs(sum(first.probs.values()) - 1.0) <= 1e-6
         assert first.completion_tokens == 1  # one decoded token per criterion
@@ -434,7 +436,7 @@ async def test_real_gemma_completion_judge_reads_sane_digit_probabilities(
     assert v.probs is not None and max(v.probs.values()) > 0.3
     raw = await j.backend.complete(
         prompt=prompts.criterion_prompt(
-            RUBRIC, CLEAR, ROLLOUT, prompts.Asking("logprob", shape_for("completion"))
+            RUBRIC, CLEAR, ROLLOUT, prompts.Asking(method_for("logprob"), shape_for("completion"))
         ).text,
         max_tokens=1,
         temperature=0.0,

@@ -20,6 +20,7 @@ from rewardsvc.judges import prompts, routing
 from rewardsvc.judges.backends import Backend, RetryPolicy
 from rewardsvc.judges.breaker import BreakerPolicy
 from rewardsvc.judges.judge import Judge
+from rewardsvc.judges.methods import method_for
 from rewardsvc.judges.shapes import shape_for
 from rewardsvc.scoring.engine import Engine
 
@@ -148,7 +149,7 @@ def test_a_retry_avoids_the_endpoint_that_failed() -> None:
 def affinity(criterion: int, rollout: Rollout) -> routing.Affinity:
     c = RUBRIC.criteria[criterion]
     got = prompts.criterion_prompt(
-        RUBRIC, c, rollout, prompts.Asking("logprob", shape_for("chat"))
+        RUBRIC, c, rollout, prompts.Asking(method_for("logprob"), shape_for("chat"))
     ).affinity
     assert got is not None
     return got
@@ -163,7 +164,7 @@ def test_prompt_affinity_is_per_item_and_per_trajectory() -> None:
     key = affinity
     assert key(0, item(1)) == key(4, item(1)) != key(0, item(2))
     holistic = prompts.holistic_prompt(
-        RUBRIC, item(1), prompts.Asking("logprob", shape_for("completion"))
+        RUBRIC, item(1), prompts.Asking(method_for("logprob"), shape_for("completion"))
     )
     assert holistic.affinity is not None and holistic.affinity != key(0, item(1))
     # Steps of one trajectory share a key though their item blocks differ.

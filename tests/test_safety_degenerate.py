@@ -18,8 +18,9 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
 from rewardsvc.judges.fencing import parse_fences
+from rewardsvc.judges.methods import method_for
 from rewardsvc.judges.shapes import shape_for
-from rewardsvc.safety.defuse import sanitize
+from rewardsvc.safety.defuse import FENCE_RUN_LIMIT, sanitize
 from rewardsvc.safety.detectors import FLAGS, detect
 
 SIZE = 100_000
@@ -86,7 +87,7 @@ def test_degenerate_completion_renders_a_bounded_prompt(name: str) -> None:
             RUBRIC,
             RUBRIC.criteria[0],
             Rollout("q", text),
-            prompts.Asking("logprob", shape_for("chat")),
+            prompts.Asking(method_for("logprob"), shape_for("chat")),
         )
     )
     assert prompt.messages is not None
@@ -94,6 +95,6 @@ def test_degenerate_completion_renders_a_bounded_prompt(name: str) -> None:
     # The completion appears once (defusing adds at most one character per token);
     # the fence never grows with it.
     assert len(body) < 2 * SIZE
-    assert "`" * (prompts.FENCE_RUN_LIMIT + 2) not in body
+    assert "`" * (FENCE_RUN_LIMIT + 2) not in body
     response = dict(parse_fences(body)[1])["response"]
     assert response == sanitize(text)

@@ -16,6 +16,7 @@ from rewardsvc.core.trajectory import CUT_FLAG, NON_TEXT_FLAG, Event, ToolCall, 
 from rewardsvc.judges import prompts
 from rewardsvc.judges.fencing import parse_fences
 from rewardsvc.judges.items import ITEM_TRAILER
+from rewardsvc.judges.methods import method_for
 from rewardsvc.judges.shapes import shape_for
 from rewardsvc.safety.detectors import detect
 
@@ -54,7 +55,10 @@ def rollout_of(prompt: Any, completion: Any, **extra: Any) -> Rollout:
 
 def prompt_text(r: Rubric, rollout: Rollout, criterion: int = 0) -> str:
     p = prompts.criterion_prompt(
-        r, r.criteria[criterion], rollout, prompts.Asking("logprob", shape_for("completion"))
+        r,
+        r.criteria[criterion],
+        rollout,
+        prompts.Asking(method_for("logprob"), shape_for("completion")),
     )
     assert p.text is not None
     return p.text

@@ -13,6 +13,7 @@ from rewardsvc.application.items import read_item
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
 from rewardsvc.judges.fencing import parse_fences
+from rewardsvc.judges.methods import method_for
 from rewardsvc.judges.shapes import shape_for
 from rewardsvc.safety.defuse import sanitize
 
@@ -47,7 +48,7 @@ def prompt_body(items: list[Any], view: Any, step: int | None, api: Any) -> str:
         rubric,
         rubric.criteria[0],
         rollout,
-        prompts.Asking("logprob", shape_for(api), fit_chars=BIG),
+        prompts.Asking(method_for("logprob"), shape_for(api), fit_chars=BIG),
     )
     return body(p)
 

@@ -33,7 +33,7 @@ from rewardsvc.judges.backends import Backend
 from rewardsvc.judges.failures import BackendError
 from rewardsvc.judges.identity import defuser_for
 from rewardsvc.judges.limits import least_tokens
-from rewardsvc.judges.prompts import Question
+from rewardsvc.judges.questions import Question
 from rewardsvc.judges.shapes import choices, prompt_text, shape_for, usage
 
 # A generation call asks no scale question: its answer is read as JSON, not as a choice.

@@ -74,7 +74,7 @@ def judge_score(
     if missing:
         raise KeyError(f"missing criterion scores: {missing}")
 
-    if rubric.combine == "worst":
+    if rubric.worst_combine:
 
         def compliance(cid: str, category: str) -> float:
             s = scores[cid]

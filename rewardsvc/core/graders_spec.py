@@ -14,7 +14,7 @@ reference to a URL or a file would have the service fetch or read it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, TypeAlias, Union, get_args
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeAlias, Union, get_args
 
 import jsonschema
 import re2
@@ -45,15 +45,29 @@ _EXTRACT_FIELD: Extract = Field(
 
 class SpecModel(StrictModel):
     """What every grader spec has: the ``type`` that names its grader (each spec narrows
-    it to its own literal)."""
+    it to its own literal), and what its grader needs to run, declared by the spec class.
+
+    A grader is one spec class here, listed in :data:`GRADERS`, and one function bound to
+    it in ``rewardsvc.graders.registry`` (a test checks every spec has exactly one)."""
 
     type: str
+    needs_reference: ClassVar[bool] = False
+    """Whether the grader compares against the item's reference answer."""
+    in_workers: ClassVar[bool] = True
+    """Whether the grader runs in the graders' worker processes (else on a thread of the
+    service: a model too large to load in every worker)."""
+
+    @property
+    def time_limit_s(self) -> float | None:
+        """The time limit of one call this spec sets, None for the graders' own."""
+        return None
 
 
 class ExactSpec(SpecModel):
     """Normalized exact match of the extracted answer against the reference."""
 
     type: Literal["exact"]
+    needs_reference: ClassVar[bool] = True
     extract: Extract = _EXTRACT_FIELD
     case_sensitive: bool = Field(default=False, description="Compare letter case too.")
     ignore_punctuation: bool = Field(
@@ -69,6 +83,7 @@ class NumericSpec(SpecModel):
     LaTeX fractions and trailing units are normalized away."""
 
     type: Literal["numeric"]
+    needs_reference: ClassVar[bool] = True
     extract: Extract = Field(
         default="auto",
         description="As for exact. A boxed or final-line answer must hold one number ('50 or "
@@ -90,6 +105,7 @@ class MathSpec(SpecModel):
     under a deadline."""
 
     type: Literal["math"]
+    needs_reference: ClassVar[bool] = True
     extract: Extract = Field(
         default="auto",
         description="As for exact; with none, math-verify finds the answer in the whole text.",
@@ -104,6 +120,11 @@ class MathSpec(SpecModel):
     float_rounding: int = Field(
         default=6, ge=0, le=15, description="Decimal places kept when comparing floats."
     )
+
+    @property
+    def time_limit_s(self) -> float | None:
+        """The spec's own ``timeout_s``."""
+        return self.timeout_s
 
 
 class RegexSpec(SpecModel):
@@ -245,6 +266,7 @@ class SimilaritySpec(SpecModel):
     """String similarity to the reference (rapidfuzz), in [0, 1]."""
 
     type: Literal["similarity"]
+    needs_reference: ClassVar[bool] = True
     extract: Extract = Field(default="none", description="As for exact.")
     method: Literal["ratio", "token_sort", "token_set", "partial"] = Field(
         default="ratio",
@@ -261,6 +283,8 @@ class EmbeddingSpec(SpecModel):
     extra), mapped linearly from [low, high] to [0, 1]."""
 
     type: Literal["embedding"]
+    needs_reference: ClassVar[bool] = True
+    in_workers: ClassVar[bool] = False
     extract: Extract = Field(default="none", description="As for exact.")
     low: float = Field(default=0.0, ge=-1, lt=1, description="Cosine that scores 0.")
     high: float = Field(default=1.0, gt=-1, le=1, description="Cosine that scores 1.")
@@ -272,33 +296,19 @@ class EmbeddingSpec(SpecModel):
         return self
 
 
-class Grader(NamedTuple):
-    """One entry of the grader table: the spec model (whose ``type`` literal names the
-    grader) and whether the grader compares against the item's reference answer."""
-
-    spec: type[SpecModel]
-    needs_reference: bool
-
-    @property
-    def name(self) -> str:
-        """The grader's ``type``, as YAML writes it (the literal of the spec's field)."""
-        return spec_type(self.spec)
-
-
-GRADERS: tuple[Grader, ...] = (
-    Grader(ExactSpec, needs_reference=True),
-    Grader(NumericSpec, needs_reference=True),
-    Grader(MathSpec, needs_reference=True),
-    Grader(RegexSpec, needs_reference=False),
-    Grader(JsonSpec, needs_reference=False),
-    Grader(LengthSpec, needs_reference=False),
-    Grader(SectionsSpec, needs_reference=False),
-    Grader(SimilaritySpec, needs_reference=True),
-    Grader(EmbeddingSpec, needs_reference=True),
+GRADERS: tuple[type[SpecModel], ...] = (
+    ExactSpec,
+    NumericSpec,
+    MathSpec,
+    RegexSpec,
+    JsonSpec,
+    LengthSpec,
+    SectionsSpec,
+    SimilaritySpec,
+    EmbeddingSpec,
 )
-"""Every grader, one entry each, in the order the JSON Schema lists them; the functions
-that apply them are bound by spec type in ``rewardsvc.graders.registry`` (a test checks
-that both tables name the same specs). Adding a grader is one entry here and one there."""
+"""Every grader's spec, in the order the JSON Schema lists them. Each spec class says what
+its grader needs; ``rewardsvc.graders.registry`` binds its function (one entry each)."""
 
 
 def spec_type(spec: type[SpecModel]) -> str:
@@ -307,35 +317,29 @@ def spec_type(spec: type[SpecModel]) -> str:
     return str(name)
 
 
-def grader_for(name: str) -> Grader | None:
-    """The table's entry for grader type ``name``, None when there is none (read at call
-    time, so that a grader added to the table is found)."""
-    return next((g for g in GRADERS if g.name == name), None)
-
-
-def needs_reference(spec: SpecModel) -> bool:
-    """Whether ``spec``'s grader compares against the item's reference answer."""
-    entry = grader_for(spec.type)
-    return entry is not None and entry.needs_reference
+def grader_for(name: str) -> type[SpecModel] | None:
+    """The spec class of grader type ``name``, None when there is none (read at call time,
+    so that a grader added to :data:`GRADERS` is found)."""
+    return next((g for g in GRADERS if spec_type(g) == name), None)
 
 
 def _spec_tag(value: Any) -> str | None:
     """The union member for ``value``, named by class so that error locations (which
     carry the tag) read as a union choice, not as a document key."""
     kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    entry = grader_for(kind) if isinstance(kind, str) else None
-    return entry.spec.__name__ if entry is not None else None
+    spec = grader_for(kind) if isinstance(kind, str) else None
+    return spec.__name__ if spec is not None else None
 
 
-def _union(graders: tuple[Grader, ...]) -> Any:
-    """The discriminated union of the table's spec models, each tagged by class name."""
-    members = tuple(Annotated[g.spec, Tag(g.spec.__name__)] for g in graders)
+def _union(graders: tuple[type[SpecModel], ...]) -> Any:
+    """The discriminated union of the spec models, each tagged by class name."""
+    members = tuple(Annotated[g, Tag(g.__name__)] for g in graders)
     return Annotated[
         Union[members],  # noqa: UP007 -- a union built from a tuple has no | spelling
         Discriminator(
             _spec_tag,
             custom_error_type="grader_type",
-            custom_error_message=f"type: must be one of {', '.join(g.name for g in graders)}",
+            custom_error_message=f"type: must be one of {', '.join(map(spec_type, graders))}",
         ),
     ]
 
@@ -347,6 +351,3 @@ if TYPE_CHECKING:
 else:
     GraderSpec = _union(GRADERS)
 """Any grader's spec, chosen by its ``type``."""
-
-NEEDS_REFERENCE = frozenset(g.name for g in GRADERS if g.needs_reference)
-"""Grader types that compare against the item's reference answer."""

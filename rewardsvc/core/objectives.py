@@ -107,7 +107,7 @@ def check_rubric_objectives(rubric: Rubric) -> None:
             if rubric.implicit_combine:
                 raise ValueError(f"{at}.criteria: combine: implicit gives no criterion scores")
             group = [criteria[c] for c in objective.criteria]
-            if rubric.combine == "explicit" and not any(c.weight > 0 for c in group):
+            if not rubric.worst_combine and not any(c.weight > 0 for c in group):
                 raise ValueError(f"{at}.criteria: no criterion of the group has a positive weight")
 
 
@@ -140,7 +140,7 @@ def group_score(
         if outcome is None or outcome.score is None:
             return None
         scores[cid] = outcome.score
-    if rubric.combine == "worst":
+    if rubric.worst_combine:
         return min(1.0 - s if by_id[cid].category == "pitfall" else s for cid, s in scores.items())
     norm = sum(by_id[cid].weight for cid in ids if by_id[cid].weight > 0)
     total = sum(by_id[cid].weight * s for cid, s in scores.items())

@@ -14,6 +14,7 @@ from pydantic import ConfigDict, Field, HttpUrl, field_validator, model_validato
 
 from rewardsvc.core.base import StrictModel
 from rewardsvc.core.rubric import Identifier
+from rewardsvc.core.scoring_methods import Capability, MethodName, method_entry, methods_description
 
 
 class Sampling(StrictModel):
@@ -47,22 +48,6 @@ class RateLimit(StrictModel):
         description="Tokens per minute at most (TPM): prompt tokens (estimated before the "
         "call from its text, corrected by the reply's usage) plus the call's max_tokens.",
     )
-
-
-Capability = Literal["top_logprobs", "structured_outputs"]
-"""What an endpoint may not offer: ``top_logprobs`` (the alternatives' logprobs at each
-position) and ``structured_outputs`` (vLLM's constrained decoding: ``structured_outputs``
-choice/regex and ``response_format`` JSON schemas)."""
-
-METHOD_NEEDS: dict[str, frozenset[Capability]] = {
-    "logprob": frozenset({"top_logprobs", "structured_outputs"}),
-    "batched": frozenset({"top_logprobs", "structured_outputs"}),
-    "structured": frozenset({"structured_outputs"}),
-    "sampled": frozenset(),
-    "reward_model": frozenset(),
-}
-"""What each scoring method needs of its endpoint (the pooling API of a reward model
-needs neither)."""
 
 
 class Capabilities(StrictModel):
@@ -229,16 +214,7 @@ class JudgeConfig(StrictModel):
         description="chat: /chat/completions with the model's chat template; "
         "completion: /completions with a plain-text prompt (base models).",
     )
-    method: Literal["logprob", "structured", "sampled", "batched", "reward_model"] = Field(
-        default="logprob",
-        description="logprob: one constrained token, expected value over the scale; "
-        "structured: JSON reasoning then score; sampled: n samples, mean and variance; "
-        "batched: one call per item reads all its criteria and answers each with one "
-        "constrained token (expected value per criterion, as logprob), far fewer judge "
-        "tokens; holistic and per-step calls are asked as logprob; reward_model: a scalar "
-        "reward model on vLLM's pooling runner, asked no criteria: it scores the whole item "
-        "(settings in reward_model).",
-    )
+    method: MethodName = Field(default="logprob", description=methods_description())
     weight: float = Field(
         default=1.0,
         gt=0,
@@ -346,11 +322,11 @@ class JudgeConfig(StrictModel):
 
     def lacking(self) -> list[Capability]:
         """The capabilities this judge's method needs and its endpoint has not."""
-        return self.capabilities.lacking(METHOD_NEEDS[self.method])
+        return self.capabilities.lacking(method_entry(self.method).needs)
 
     @model_validator(mode="after")
     def _reward_model_settings(self) -> JudgeConfig:
-        if self.method != "reward_model" and self.reward_model is not None:
+        if not method_entry(self.method).whole_item and self.reward_model is not None:
             raise ValueError("reward_model: settings for a judge whose method is not reward_model")
         return self
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -35,6 +36,37 @@ from rewardsvc.core.results import JudgeOutcome, Status, Usage
 from rewardsvc.core.rubric import Identifier, Rubric
 
 RecipeCombine = Literal["weighted_mean", "min", "geometric"]
+Weighted = Sequence[tuple[float, float]]
+"""The ``(weight, score)`` of each component with a positive weight."""
+
+
+def _weighted_mean(weighted: Weighted) -> float:
+    return sum(w * s for w, s in weighted) / sum(w for w, _ in weighted)
+
+
+def _geometric(weighted: Weighted) -> float:
+    if any(s <= 0 for _, s in weighted):
+        return 0.0
+    total = sum(w for w, _ in weighted)
+    return math.exp(sum(w * math.log(s) for w, s in weighted) / total)
+
+
+@dataclass(frozen=True)
+class Combination:
+    """How a recipe combines its weighted components' scores (all present)."""
+
+    apply: Callable[[Weighted], float]
+    propagates_uncertainty: bool = False
+    """Whether the judged components' uncertainties carry into the reward's, with their
+    weights (a weighted mean's do)."""
+
+
+COMBINATIONS: dict[RecipeCombine, Combination] = {
+    "weighted_mean": Combination(_weighted_mean, propagates_uncertainty=True),
+    "min": Combination(lambda weighted: min(s for _, s in weighted)),
+    "geometric": Combination(_geometric),
+}
+"""The strategy of each ``combine`` a recipe may name."""
 ComponentKind = Literal["grader", "rubric", "constitution"]
 
 
@@ -78,9 +110,9 @@ class Component(StrictModel):
                 "give exactly one of grader, rubric, constitution"
                 + (f" (got {', '.join(given)})" if given else "")
             )
-        if isinstance(self.constitution, Rubric) and self.constitution.kind != "constitution":
+        if isinstance(self.constitution, Rubric) and not self.constitution.is_constitution:
             raise ValueError("constitution: an inline constitution needs kind: constitution")
-        if isinstance(self.rubric, Rubric) and self.rubric.kind != "rubric":
+        if isinstance(self.rubric, Rubric) and self.rubric.is_constitution:
             raise ValueError("rubric: an inline constitution goes under constitution:")
         return self
 
@@ -171,6 +203,11 @@ class Recipe(StrictModel):
         check_recipe_objectives(self)
         return self
 
+    @property
+    def combination(self) -> Combination:
+        """How this recipe combines its components' scores (its ``combine``)."""
+        return COMBINATIONS[self.combine]
+
     def component(self, component_id: str) -> Component:
         """The component with this id (KeyError when there is none)."""
         for c in self.components:
@@ -209,9 +246,8 @@ def resolve_components(recipe: Recipe, lookup: Callable[[str], Rubric | None]) -
         loc = ("components", i, component.kind)
         if rubric is None:
             raise RequestError.at(loc, f"unknown {component.kind} {ref!r}", kind="unknown_rubric")
-        wanted = "constitution" if component.kind == "constitution" else "rubric"
-        if rubric.kind != wanted:
-            raise RequestError.at(loc, f"{rubric.id!r} is a {rubric.kind}, not a {wanted}")
+        if rubric.is_constitution != (component.constitution is not None):
+            raise RequestError.at(loc, f"{rubric.id!r} is a {rubric.kind}, not a {component.kind}")
         resolved[component.id] = rubric
     return resolved
 

@@ -28,7 +28,7 @@ from pydantic import (
 from pydantic.config import JsonDict
 
 from rewardsvc.core.base import StrictModel, check_unique_ids
-from rewardsvc.core.graders_spec import GraderSpec, needs_reference
+from rewardsvc.core.graders_spec import GraderSpec
 from rewardsvc.core.monitor_spec import MonitorConfig
 from rewardsvc.core.objectives import ObjectiveName, RubricObjective, check_rubric_objectives
 from rewardsvc.core.transforms import Transforms
@@ -310,7 +310,7 @@ class Rubric(StrictModel):
         for c in graded:
             if c.per_step:
                 raise ValueError(f"criteria: {c.id!r} has a grader, which scores the episode")
-            needs = c.grader is not None and needs_reference(c.grader)
+            needs = c.grader is not None and c.grader.needs_reference
             if needs and not self.requires_reference:
                 raise ValueError(
                     f"requires_reference: criterion {c.id!r} is graded against the "
@@ -335,6 +335,11 @@ class Rubric(StrictModel):
         not one verdict per criterion."""
         return self.combine == "implicit"
 
+    @property
+    def worst_combine(self) -> bool:
+        """The reward is the lowest criterion's (a pitfall's as its absence), no mean."""
+        return self.combine == "worst"
+
     def from_item(self, criterion: Criterion) -> bool:
         """Whether ``criterion`` came with an item (a dataset row), not from the rubric's
         author: untrusted text, which judge prompts fence and defuse. A rubric file's or an
@@ -345,6 +350,11 @@ class Rubric(StrictModel):
     def step_criteria(self) -> list[Criterion]:
         """The criteria scored for each assistant step, in rubric order."""
         return [c for c in self.criteria if c.per_step]
+
+    @property
+    def has_episode_criteria(self) -> bool:
+        """Whether any criterion is scored once per episode (not per step)."""
+        return any(not c.per_step for c in self.criteria)
 
     def version(self) -> str:
         """Hash of the normalized content: comments and key order do not change it."""

@@ -11,9 +11,10 @@ the scoring engine uses, runs every grader but the embedding one in worker proce
 with a hard deadline, queued fairly between requests (:mod:`~rewardsvc.graders.worker`),
 and reports a grader that cannot finish as no score with a typed error kind, never as 0.
 
-The grader table is ``FUNCTIONS`` in :mod:`~rewardsvc.graders.registry`, which binds each
-spec type to its function (``grade_here`` looks it up); a new grader is one entry there
-plus its row (spec, needs-reference) in ``GRADERS`` of ``rewardsvc.core.graders_spec``.
+A grader is its spec class in ``rewardsvc.core.graders_spec`` (listed in ``GRADERS``),
+which declares what the grader needs (a reference answer, a worker process, a time limit),
+and one entry in ``FUNCTIONS`` of :mod:`~rewardsvc.graders.registry` binding its function
+to that class (``grade_here`` looks it up; a test checks every spec has exactly one).
 
 May import: ``rewardsvc.core`` and its grading libraries (re2, jsonschema, math-verify,
 rapidfuzz; sentence-transformers lazily). Never the application, the server, scoring,

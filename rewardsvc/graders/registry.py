@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 from rewardsvc.core.graders_spec import (
     EmbeddingSpec,
@@ -32,7 +32,6 @@ from rewardsvc.core.graders_spec import (
     SectionsSpec,
     SimilaritySpec,
     SpecModel,
-    needs_reference,
 )
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
@@ -74,8 +73,8 @@ FUNCTIONS: dict[type[SpecModel], GraderFunction] = {
     SimilaritySpec: text.similarity,
     EmbeddingSpec: _embedding_elsewhere,
 }
-"""The function of each grader in ``rewardsvc.core.graders_spec.GRADERS``, by spec type
-(a test checks that the two tables name the same specs)."""
+"""The function of each grader, by its spec class in ``rewardsvc.core.graders_spec.GRADERS``
+(which says what the grader needs): one entry per grader, a test checks every spec has one."""
 
 
 def grade_here(spec: GraderSpec, completion: str, reference: str) -> GraderResult:
@@ -130,7 +129,8 @@ class Graders:
         self.workers.warm(warm_up)
 
     def _limit(self, spec: GraderSpec) -> float:
-        return spec.timeout_s if isinstance(spec, MathSpec) else self.timeout_s
+        limit = spec.time_limit_s
+        return self.timeout_s if limit is None else limit
 
     async def grade(
         self,
@@ -144,14 +144,16 @@ class Graders:
         group per request), not past ``deadline`` (``time.monotonic()`` seconds). A grader
         that compares against a reference gives no score (with an error) when the rollout
         has none."""
-        if needs_reference(spec) and rollout.reference is None:
+        if spec.needs_reference and rollout.reference is None:
             return GraderResult(None, {}, f"grader {spec.type!r} needs a reference")
         completion, reference = rollout.completion, rollout.reference or ""
-        if isinstance(spec, EmbeddingSpec):
+        if not spec.in_workers:
             if self._embedding is None:
                 self._embedding = ThreadPoolExecutor(1, thread_name_prefix="rewardsvc-embedding")
+            # The embedding spec is the one whose grader runs here (``in_workers``).
+            embedding = cast(EmbeddingSpec, spec)
             work = asyncio.get_running_loop().run_in_executor(
-                self._embedding, self.embedder.grade, completion, reference, spec
+                self._embedding, self.embedder.grade, completion, reference, embedding
             )
             wait = None if deadline is None else max(deadline - time.monotonic(), 0)
             try:

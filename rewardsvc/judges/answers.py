@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Iterable
 
-from rewardsvc.judges.prompts import Question
+from rewardsvc.judges.questions import Question
 
 # Below this total probability on the scale tokens, a logprob answer is an error, not a
 # score. With constrained decoding the scale (and its prefixes) holds nearly all the mass.

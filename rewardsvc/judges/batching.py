@@ -34,16 +34,12 @@ from rewardsvc.core.rubric import Criterion, Rubric, View
 from rewardsvc.core.trajectory import DEFAULT_FIT_CHARS
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import prompts
+from rewardsvc.judges.answers import Unparseable, distribution, top_logprobs
 from rewardsvc.judges.fencing import indent_outside_fences
 from rewardsvc.judges.items import item_view
-from rewardsvc.judges.methods import (
-    Call,
-    Unparseable,
-    distributed,
-    distribution,
-    top_logprobs,
-)
-from rewardsvc.judges.prompts import Prompt, Question
+from rewardsvc.judges.methods import Call, distributed
+from rewardsvc.judges.prompts import Prompt
+from rewardsvc.judges.questions import Question, TokenAnswer, criterion_question
 from rewardsvc.judges.shapes import ApiShape, Position, choices, usage
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
 
@@ -78,7 +74,7 @@ class Batch:
 def _ask(rubric: Rubric, criterion: Criterion, shape: ApiShape, defuser: Defuser) -> Question:
     """Criterion ``criterion``'s question without its one-answer instruction (its last line:
     the batch has one instruction for all)."""
-    single = prompts.criterion_question(rubric, criterion, "batched", shape, defuser=defuser)
+    single = criterion_question(rubric, criterion, TokenAnswer(), shape, defuser=defuser)
     return replace(single, text=single.text.rsplit("\n", 1)[0])
 
 

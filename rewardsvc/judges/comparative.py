@@ -31,8 +31,8 @@ from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.fencing import untrusted
 from rewardsvc.judges.items import ITEM_TRAILER
 from rewardsvc.judges.judge import Judge
-from rewardsvc.judges.prompts import Prompt, Question, criteria_list, shared_context
-from rewardsvc.judges.questions import statement
+from rewardsvc.judges.prompts import Prompt, criteria_list, shared_context
+from rewardsvc.judges.questions import Question, statement
 from rewardsvc.judges.shapes import ApiShape
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
 
@@ -147,9 +147,7 @@ def comparison_question(
 
 def asks_for_worst(rubric: Rubric, criterion: Criterion | None) -> bool:
     """Whether the answer names the worst response (a pitfall's question) rather than the best."""
-    return (
-        criterion is not None and rubric.kind != "constitution" and criterion.category == "pitfall"
-    )
+    return criterion is not None and not rubric.is_constitution and criterion.category == "pitfall"
 
 
 def comparison_prompt(

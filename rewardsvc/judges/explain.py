@@ -11,16 +11,8 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.trajectory import step_key
 from rewardsvc.judges.batching import batch_prompt, by_view
-from rewardsvc.judges.methods import method_for
-from rewardsvc.judges.prompts import (
-    Asking,
-    Prompt,
-    criterion_prompt,
-    holistic_prompt,
-    reasoning_chars,
-)
-from rewardsvc.judges.reward_model import scorer_for
-from rewardsvc.judges.shapes import shape_for
+from rewardsvc.judges.prompts import Prompt, criterion_prompt, holistic_prompt
+from rewardsvc.judges.strategy import strategy_for
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER
 
 BATCH_JOIN = "+"
@@ -51,22 +43,21 @@ def explain(
         config = configs.get(ref.name)
         if config is None:
             continue
-        rm = scorer_for(config.reward_model, config.method)
-        if rm is not None:
+        strategy = strategy_for(config)
+        if strategy.reward_model is not None:
             # A reward model reads the conversation itself, no prompt of ours.
-            out[ref.name] = dict(rm.seen(rubric, rollout, DEFAULT_DEFUSER))
+            out[ref.name] = dict(strategy.reward_model.seen(rubric, rollout, DEFAULT_DEFUSER))
             continue
-        method, shape = config.method, shape_for(config.api)
-        asking = Asking(method, shape, reasoning_chars(config.sampling.max_tokens))
+        asking = strategy.asking(DEFAULT_DEFUSER)
         seen: dict[str, Seen] = {}
         if rubric.implicit_combine:
             seen[HOLISTIC] = _seen(holistic_prompt(rubric, rollout, asking))
         else:
             # A grader criterion is scored without a judge; a step one per step, below.
-            judged = [c for c in rubric.criteria if c.scope != "step" and c.grader is None]
-            if method_for(method).batches_criteria:
+            judged = [c for c in rubric.criteria if c.asks_judges]
+            if strategy.method.batches_criteria:
                 for group in by_view(rubric, judged):
-                    batch = batch_prompt(rubric, group, rollout, shape)
+                    batch = batch_prompt(rubric, group, rollout, strategy.shape)
                     seen[BATCH_JOIN.join(batch.ids)] = _seen(batch.prompt)
             else:
                 for c in judged:

@@ -35,14 +35,15 @@ from rewardsvc.core.trajectory import step_key
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import batching, pricing, prompts, reward_model
 from rewardsvc.judges.backends import Backend
-from rewardsvc.judges.failures import BackendError
+from rewardsvc.judges.failures import BackendError, ReplyFailed
 from rewardsvc.judges.identity import defuser_for, identity_text
 from rewardsvc.judges.limits import context_tokens, least_tokens
-from rewardsvc.judges.methods import Call, ReplyFailed, ScoringMethod, method_for
+from rewardsvc.judges.methods import Call, ScoringMethod
 from rewardsvc.judges.prompts import Prompt
 from rewardsvc.judges.reasoning import reader_for
 from rewardsvc.judges.reward_model import PoolingRequest
-from rewardsvc.judges.shapes import prompt_text, shape_for
+from rewardsvc.judges.shapes import prompt_text
+from rewardsvc.judges.strategy import strategy_for
 from rewardsvc.safety.defuse import Defuser
 
 Answer = Callable[[Call, Prompt], Awaitable[Verdict]]
@@ -70,13 +71,13 @@ class Judge:
         self.defuser = defuser if defuser is not None else defuser_for(config)
         self.backend = backend or Backend(name, config, observer=observer)
         # A reward model is its own scoring strategy; an LLM judge's comes from its method.
-        self.reward_model = reward_model.scorer_for(config.reward_model, config.method)
-        self.method: ScoringMethod = self.reward_model or method_for(config.method)
+        self._strategy = strategy_for(config)
+        self.reward_model = self._strategy.reward_model
+        self.method: ScoringMethod = self._strategy.method
         # What the engine asks it: whole items, not criteria; all steps in one call (a PRM).
         self.scores_whole_item = self.reward_model is not None
         self.scores_steps = self.reward_model is not None and self.reward_model.scores_steps
-        self.shape = shape_for(config.api)
-        self._reasoning = prompts.reasoning_chars(config.sampling.max_tokens)
+        self.shape = self._strategy.shape
         self._reader = reader_for(config)
         self._extras = config.request_extras()
         self._identity: tuple[JudgeConfig, Defuser, str] | None = None
@@ -292,8 +293,7 @@ class Judge:
     def _prompt_of(self, build: Callable[..., Prompt], *what: object) -> Callable[[], Prompt]:
         """``build`` (a ``rewardsvc.judges.prompts`` builder) of ``what``, as this judge
         asks it (method, API, reasoning budget, defuser), to call once a turn is held."""
-        asking = prompts.Asking(self.method.name, self.shape, self._reasoning, self.defuser)
-        return functools.partial(build, *what, asking)
+        return functools.partial(build, *what, self._strategy.asking(self.defuser))
 
     def _call(self, deadline: float | None) -> Call:
         """A call of this judge, by ``deadline``: its reader bounds a reasoning judge's
@@ -302,7 +302,7 @@ class Judge:
             self.backend,
             self.shape,
             self.config.sampling,
-            self._reasoning,
+            self._strategy.reasoning,
             deadline,
             reader=self._reader,
             extras=self._extras,

@@ -15,9 +15,11 @@ A :class:`ScoringMethod` is chosen once per judge from its ``method`` setting:
 - :class:`BatchedMethod` (``batched``): all criteria of an item in one call, one
   constrained token each (``rewardsvc.judges.batching``); single questions as ``logprob``.
 
-Each method also answers a comparison question (``compare``: one label of a
-``rewardsvc.judges.comparative`` prompt) with its own request, and says whether the
-engine should batch an item's criteria (``batches_criteria``).
+Each method owns its prompt instruction (``instruction``: the last line of every question
+it is asked) and its reply reading (``score``). It also answers a comparison question
+(``compare``: one label of a ``rewardsvc.judges.comparative`` prompt) with its own
+request, and says whether the engine should batch an item's criteria
+(``batches_criteria``).
 
 The answer itself is read by ``rewardsvc.judges.answers`` (the scale's distribution from
 the logprobs, a parsed text or JSON answer). A method builds its request fields and reads
@@ -41,7 +43,6 @@ from typing import Any, Protocol
 
 from rewardsvc.core.pool import Sampling
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges import prompts
 from rewardsvc.judges.answers import (
     Unparseable,
     distribution,
@@ -51,22 +52,10 @@ from rewardsvc.judges.answers import (
 )
 from rewardsvc.judges.backends import Backend
 from rewardsvc.judges.failures import ReplyFailed
-from rewardsvc.judges.prompts import Method, Prompt, Question
+from rewardsvc.judges.prompts import Prompt
+from rewardsvc.judges.questions import REASONING_MAX_CHARS, AnswerStyle, Question, TokenAnswer
 from rewardsvc.judges.reasoning import DIRECT, AnswerReader, Thought, thought_of
 from rewardsvc.judges.shapes import ApiShape, Reply, choices, usage
-
-# The answer readers (``rewardsvc.judges.answers``) are imported from here too.
-__all__ = [
-    "Call",
-    "ReplyFailed",
-    "ScoringMethod",
-    "Unparseable",
-    "distribution",
-    "method_for",
-    "parse_answer",
-    "parse_structured",
-    "top_logprobs",
-]
 
 # Temperature of the sampled method when the pool leaves the judge at 0 (greedy
 # samples would all be the same and the variance meaningless).
@@ -99,10 +88,11 @@ class Call:
         return await self.backend.send(self.shape, body, self.deadline, affinity=prompt.affinity)
 
 
-class ScoringMethod(Protocol):
-    """How a judge's reply becomes a score."""
+class ScoringMethod(AnswerStyle, Protocol):
+    """How a judge is asked (its :class:`AnswerStyle`) and how its reply becomes a score."""
 
-    name: Method
+    name: str
+    """Its entry in ``rewardsvc.core.scoring_methods.METHODS``."""
     # Whether the engine asks all criteria of an item in one call
     # (``rewardsvc.judges.batching``) rather than one call per criterion.
     batches_criteria: bool
@@ -148,7 +138,7 @@ def distributed(
     return thought_of(verdict, thought)
 
 
-class _DistributionMethod:
+class _DistributionMethod(TokenAnswer):
     """A method whose verdicts carry the scale's probabilities: a comparison's label
     distribution is read as a criterion's scale distribution is."""
 
@@ -164,7 +154,7 @@ class _DistributionMethod:
 class LogprobMethod(_DistributionMethod):
     """One constrained token; the expected value over the scale from its logprobs."""
 
-    name: Method = "logprob"
+    name = "logprob"
     batches_criteria = False
 
     def output_tokens(self, sampling: Sampling) -> int:
@@ -201,12 +191,26 @@ class LogprobMethod(_DistributionMethod):
 class StructuredMethod:
     """Bounded reasoning then an answer, as JSON enforced by a schema."""
 
-    name: Method = "structured"
+    name = "structured"
     batches_criteria = False
 
     def output_tokens(self, sampling: Sampling) -> int:
         """The judge's output budget."""
         return sampling.max_tokens
+
+    def instruction(
+        self, choices: tuple[str, ...], what: str, shape: ApiShape, reasoning: int
+    ) -> str:
+        """One line of JSON: the reasoning (at most ``reasoning`` characters), then the
+        answer, one of ``choices``."""
+        listed = ", ".join(f'"{c}"' for c in choices)
+        # The one-line form matters: without it small judges (Gemma 3 270M) filled
+        # the output budget with the whitespace that a JSON grammar allows.
+        return (
+            'Reply with one line of JSON in this form: {"reasoning": "...", "answer": "..."}. '
+            f"The reasoning comes first, at most {reasoning} characters; the answer is one of "
+            f"{listed}." + ("\nJSON:" if shape.continues_text else "")
+        )
 
     async def score(self, call: Call, prompt: Prompt) -> Verdict:
         """The parsed answer, normalized; one more attempt when sampling and unparseable."""
@@ -227,7 +231,7 @@ class StructuredMethod:
             "type": "json_schema",
             "json_schema": {
                 "name": "verdict",
-                "schema": prompts.structured_schema(question.choices, call.reasoning),
+                "schema": structured_schema(question.choices, call.reasoning),
                 "strict": True,
             },
         }
@@ -269,7 +273,7 @@ class StructuredMethod:
 class SampledMethod(_DistributionMethod):
     """``n`` constrained samples; mean and variance of the parsed answers."""
 
-    name: Method = "sampled"
+    name = "sampled"
     batches_criteria = False
 
     def output_tokens(self, sampling: Sampling) -> int:
@@ -312,18 +316,32 @@ class BatchedMethod(LogprobMethod):
     (``rewardsvc.judges.batching``); a single question (holistic, a step) is asked as by
     ``logprob``."""
 
-    name: Method = "batched"
+    name = "batched"
     batches_criteria = True
 
 
 _METHODS: dict[str, ScoringMethod] = {
-    "logprob": LogprobMethod(),
-    "structured": StructuredMethod(),
-    "sampled": SampledMethod(),
-    "batched": BatchedMethod(),
+    m.name: m for m in (LogprobMethod(), StructuredMethod(), SampledMethod(), BatchedMethod())
 }
+"""The strategy of each LLM judge's method in ``rewardsvc.core.scoring_methods.METHODS``
+(a whole-item method is ``rewardsvc.judges.reward_model``'s): one each, a test checks."""
 
 
-def method_for(method: Method) -> ScoringMethod:
-    """The scoring method of a judge's ``method`` setting."""
-    return _METHODS[method]
+def method_for(name: str) -> ScoringMethod:
+    """The scoring method of an LLM judge's ``method`` setting."""
+    return _METHODS[name]
+
+
+def structured_schema(
+    choices: tuple[str, ...], reasoning: int = REASONING_MAX_CHARS
+) -> dict[str, object]:
+    """JSON schema of the structured method: bounded reasoning, then the answer."""
+    return {
+        "type": "object",
+        "properties": {
+            "reasoning": {"type": "string", "maxLength": reasoning},
+            "answer": {"type": "string", "enum": list(choices)},
+        },
+        "required": ["reasoning", "answer"],
+        "additionalProperties": False,
+    }

@@ -66,26 +66,17 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric, View
 from rewardsvc.core.trajectory import DEFAULT_FIT_CHARS
 from rewardsvc.judges.items import item_block, item_view
-
-# ``questions`` holds the question asked last; its names are re-exported for the callers
-# of the prompt builders.
-from rewardsvc.judges.questions import GIVEN, shown
-from rewardsvc.judges.questions import HOLISTIC_RANGE as HOLISTIC_RANGE
-from rewardsvc.judges.questions import REASONING_MAX_CHARS as REASONING_MAX_CHARS
-from rewardsvc.judges.questions import Method as Method
-from rewardsvc.judges.questions import Question as Question
-from rewardsvc.judges.questions import criterion_question as criterion_question
-from rewardsvc.judges.questions import holistic_question as holistic_question
-from rewardsvc.judges.questions import reasoning_chars as reasoning_chars
-from rewardsvc.judges.questions import scale as scale
-from rewardsvc.judges.questions import structured_schema as structured_schema
+from rewardsvc.judges.questions import (
+    GIVEN,
+    REASONING_MAX_CHARS,
+    AnswerStyle,
+    Question,
+    criterion_question,
+    holistic_question,
+    shown,
+)
 from rewardsvc.judges.routing import Affinity, affinity_key
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
-
-# Re-exported for callers of the prompt builders: what the fenced text went through.
-from rewardsvc.safety.defuse import FENCE_RUN_LIMIT as FENCE_RUN_LIMIT
-from rewardsvc.safety.defuse import WORD_JOINER as WORD_JOINER
-from rewardsvc.safety.defuse import defuse as defuse
 
 Api = Literal["chat", "completion"]
 
@@ -190,12 +181,13 @@ def render(
 
 @dataclass(frozen=True)
 class Asking:
-    """How one judge asks: its scoring method, its API shape, the reasoning room its output
-    budget leaves, its special-token defuser, and how much of a trajectory fits its context.
+    """How one judge asks: its scoring method (the answer style its questions end in), its
+    API shape, the reasoning room its output budget leaves, its special-token defuser, and
+    how much of a trajectory fits its context.
 
     A judge builds one for as long as its config holds; the prompt builders read it."""
 
-    method: Method
+    method: AnswerStyle
     shape: ApiShape
     reasoning: int = REASONING_MAX_CHARS
     defuser: Defuser = DEFAULT_DEFUSER

@@ -3,8 +3,8 @@
 A criterion is asked as satisfaction, a pitfall as presence of the problem, a constitution's
 principle as compliance; implicit scoring asks one holistic question on a 1..9 Likert scale.
 Each scoring method owns how the answer is written (one constrained token, bounded JSON
-reasoning then the answer, samples); the question says so in its last line, and
-:func:`structured_schema` is the JSON schema of the structured method.
+reasoning then the answer, samples): the question's last line is the method's
+:class:`AnswerStyle` instruction (:class:`TokenAnswer` for a one-word answer).
 
 A criterion that came with the item (``Rubric.from_item``: a dataset row's criteria) is
 untrusted text: :func:`statement` shows it through ``fencing.untrusted`` (sanitized with the
@@ -15,7 +15,7 @@ what to check. The criteria of a rubric file or an inline rubric are shown as wr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Protocol
 
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.judges.fencing import untrusted
@@ -23,8 +23,6 @@ from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
 
 if TYPE_CHECKING:  # the shapes build Prompts: a runtime import would be a cycle
     from rewardsvc.judges.shapes import ApiShape
-
-Method = Literal["logprob", "structured", "sampled", "batched", "reward_model"]
 
 # Holistic (implicit) scoring answers on this Likert scale.
 HOLISTIC_RANGE = (1, 9)
@@ -92,26 +90,32 @@ def reasoning_chars(max_tokens: int) -> int:
     return max(0, min(REASONING_MAX_CHARS, 3 * (max_tokens - 40)))
 
 
-def _answer_instruction(
-    choices: tuple[str, ...],
-    method: Method,
-    shape: ApiShape,
-    likert: tuple[int, int] | None,
-    reasoning: int,
-) -> str:
-    what = "yes or no" if likert is None else f"one digit from {likert[0]} to {likert[1]}"
-    if method == "structured":
-        listed = ", ".join(f'"{c}"' for c in choices)
-        # The one-line form matters: without it small judges (Gemma 3 270M) filled
-        # the output budget with the whitespace that a JSON grammar allows.
-        return (
-            'Reply with one line of JSON in this form: {"reasoning": "...", "answer": "..."}. '
-            f"The reasoning comes first, at most {reasoning} characters; the answer is one of "
-            f"{listed}." + ("\nJSON:" if shape.continues_text else "")
-        )
-    if shape.continues_text:
-        return f"Answer ({what}):"
-    return f"Answer with {what} only."
+class AnswerStyle(Protocol):
+    """How a scoring method asks for its answer: the last line of every question."""
+
+    def instruction(
+        self, choices: tuple[str, ...], what: str, shape: ApiShape, reasoning: int
+    ) -> str:
+        """The line asking for one of ``choices`` (``what`` says them in words), as the
+        judge's ``shape`` cues it; ``reasoning`` bounds a method that reasons first."""
+        ...
+
+
+class TokenAnswer:
+    """The answer alone, as one word or digit (constrained, or read from samples)."""
+
+    def instruction(
+        self, choices: tuple[str, ...], what: str, shape: ApiShape, reasoning: int
+    ) -> str:
+        """``Answer (...):`` to continue a text, else a request for the answer only."""
+        if shape.continues_text:
+            return f"Answer ({what}):"
+        return f"Answer with {what} only."
+
+
+def _what(likert: tuple[int, int] | None) -> str:
+    """The allowed answers in words."""
+    return "yes or no" if likert is None else f"one digit from {likert[0]} to {likert[1]}"
 
 
 def statement(rubric: Rubric, criterion: Criterion, defuser: Defuser = DEFAULT_DEFUSER) -> str:
@@ -139,7 +143,7 @@ def shown(rubric: Rubric, criterion: Criterion, head: str, sep: str, defuser: De
 def criterion_question(
     rubric: Rubric,
     criterion: Criterion,
-    method: Method,
+    style: AnswerStyle,
     shape: ApiShape,
     reasoning: int = REASONING_MAX_CHARS,
     defuser: Defuser = DEFAULT_DEFUSER,
@@ -175,13 +179,13 @@ def criterion_question(
             else f"How well does the response satisfy this criterion, from {likert[0]} "
             f"(not at all) to {likert[1]} (fully)?"
         )
-    answer = _answer_instruction(choices, method, shape, likert, reasoning)
+    answer = style.instruction(choices, _what(likert), shape, reasoning)
     text = f"{head}\nQuestion: {ask}\n{answer}"
     return Question(text=text, choices=choices, values=values)
 
 
 def holistic_question(
-    rubric: Rubric, method: Method, shape: ApiShape, reasoning: int = REASONING_MAX_CHARS
+    rubric: Rubric, style: AnswerStyle, shape: ApiShape, reasoning: int = REASONING_MAX_CHARS
 ) -> Question:
     """The single question of implicit scoring: overall quality on a 1..9 Likert scale."""
     low, high = HOLISTIC_RANGE
@@ -192,20 +196,5 @@ def holistic_question(
         "ones matters most; any problem listed counts against the response), how good is the "
         f"response overall, from {low} (very poor) to {high} (excellent)?"
     )
-    text = f"{ask}\n{_answer_instruction(choices, method, shape, HOLISTIC_RANGE, reasoning)}"
+    text = f"{ask}\n{style.instruction(choices, _what(HOLISTIC_RANGE), shape, reasoning)}"
     return Question(text=text, choices=choices, values=values)
-
-
-def structured_schema(
-    choices: tuple[str, ...], reasoning: int = REASONING_MAX_CHARS
-) -> dict[str, object]:
-    """JSON schema of the structured method: bounded reasoning, then the answer."""
-    return {
-        "type": "object",
-        "properties": {
-            "reasoning": {"type": "string", "maxLength": reasoning},
-            "answer": {"type": "string", "enum": list(choices)},
-        },
-        "required": ["reasoning", "answer"],
-        "additionalProperties": False,
-    }

@@ -39,17 +39,19 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeGuard
 
 from rewardsvc.core.aggregate import HOLISTIC
-from rewardsvc.core.pool import RewardModelSettings, Sampling
+from rewardsvc.core.pool import JudgeConfig, RewardModelSettings, Sampling
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
+from rewardsvc.core.scoring_methods import method_entry
 from rewardsvc.core.trajectory import Trajectory, step_key
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.backends import Backend
+from rewardsvc.judges.failures import ReplyFailed
 from rewardsvc.judges.limits import least_tokens
-from rewardsvc.judges.methods import Call, ReplyFailed
-from rewardsvc.judges.prompts import Method, Prompt
+from rewardsvc.judges.methods import Call
+from rewardsvc.judges.prompts import Prompt
 from rewardsvc.judges.routing import Affinity, affinity_key
-from rewardsvc.judges.shapes import Reply, usage
+from rewardsvc.judges.shapes import ApiShape, Reply, usage
 from rewardsvc.safety.defuse import WORD_JOINER, Defuser
 
 Messages = list[dict[str, str]]
@@ -176,7 +178,7 @@ class RewardModel:
     planning reads ``scores_whole_item`` and asks :meth:`Judge.score_item` instead).
     """
 
-    name: Method = "reward_model"
+    name = "reward_model"
     batches_criteria = False
     scores_whole_item = True
 
@@ -206,12 +208,18 @@ class RewardModel:
         """Refused: a reward model answers no comparison question."""
         raise NotImplementedError(UNASKED)
 
+    def instruction(
+        self, choices: tuple[str, ...], what: str, shape: ApiShape, reasoning: int
+    ) -> str:
+        """Refused: a reward model reads the conversation, no question of ours."""
+        raise NotImplementedError(UNASKED)
+
     def seen(self, rubric: Rubric, rollout: Rollout, defuser: Defuser) -> dict[str, Messages]:
         """What it reads of ``rollout`` under ``rubric``, by the key of each call: the item
         (``HOLISTIC``), and each step (``HOLISTIC@stepK``), or for a process reward model
         its one call on all steps (their keys joined by ``+``)."""
         out: dict[str, Messages] = {}
-        if any(c.scope != "step" for c in rubric.criteria):
+        if rubric.has_episode_criteria:
             out[HOLISTIC] = self.item_request(rollout, defuser).messages
         if rubric.step_criteria:
             keys = [step_key(HOLISTIC, k) for k in range(rollout.step_count())]
@@ -314,9 +322,9 @@ class RewardModel:
         return verdicts
 
 
-def scorer_for(settings: RewardModelSettings | None, method: str) -> RewardModel | None:
-    """The reward-model strategy of a judge with ``method: reward_model`` (defaults when it
-    has no settings block), or None for an LLM judge."""
-    if method != "reward_model":
+def scorer_for(config: JudgeConfig) -> RewardModel | None:
+    """The reward-model strategy of a judge whose method scores whole items (defaults when
+    it has no ``reward_model`` settings), or None for an LLM judge."""
+    if not method_entry(config.method).whole_item:
         return None
-    return RewardModel(settings or RewardModelSettings())
+    return RewardModel(config.reward_model or RewardModelSettings())

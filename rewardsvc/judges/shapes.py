@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 from typing import Any, Protocol, TypeGuard
 
-from rewardsvc.judges.prompts import Api, Prompt, Question
+from rewardsvc.judges.prompts import Api, Prompt
+from rewardsvc.judges.questions import Question
 from rewardsvc.judges.routing import Affinity
 from rewardsvc.judges.usage import read_usage
 

@@ -15,7 +15,7 @@ from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.judges.backends import Backend
 from rewardsvc.judges.failures import BackendError
 from rewardsvc.judges.identity import defuser_for
-from rewardsvc.judges.prompts import Question
+from rewardsvc.judges.questions import Question
 from rewardsvc.judges.shapes import choices, shape_for
 from rewardsvc.redteam.gold import Item
 

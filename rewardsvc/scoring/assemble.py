@@ -33,7 +33,7 @@ def step_results(
     rubric: Rubric, rollout: Rollout, per_judge: PerJudge, rule: JudgeRule, min_judges: int
 ) -> list[StepResult] | None:
     """Each assistant step's reward when the rubric has step criteria, else None."""
-    if not any(c.scope == "step" for c in rubric.criteria):
+    if not rubric.step_criteria:
         return None
     stepped = {
         name: {key: v for key, (v, _) in verdicts.items() if "@" in key}
@@ -123,7 +123,7 @@ def item_reward(
             error=f"{place}: too long for the judges' context ({too_long})",
             completion_chars=len(rollout.completion),
         )
-    has_episode = any(c.scope == "episode" for c in rubric.criteria)
+    has_episode = rubric.has_episode_criteria
     if steps is not None and not has_episode:
         return _process_only(rubric, item_id, rollout, flags, row, cached, steps)
     reward: float | None = None

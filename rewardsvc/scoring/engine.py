@@ -63,10 +63,7 @@ def planned_cost(rubric: Rubric, rollout: Rollout) -> tuple[int, int]:
     """The calls one judge makes for ``rollout`` under ``rubric``, as ``planning.plan`` plans
     them, and the prompt bytes they carry at most: what admission weighs before anything
     is rendered. A batched judge makes fewer calls; graders make none."""
-    if rubric.combine == "implicit":
-        calls = 1
-    else:
-        calls = sum(1 for c in rubric.criteria if c.grader is None and c.scope != "step")
+    calls = 1 if rubric.implicit_combine else sum(1 for c in rubric.criteria if c.asks_judges)
     calls += rollout.step_count() * len(rubric.step_criteria)
     each = (
         prompts.CALL_OVERHEAD_BYTES

@@ -52,7 +52,7 @@ def combine_criteria(rubric: Rubric, per_criterion: Mapping[str, Sequence[float]
     (a pitfall's win rate already points the right way), or the lowest for ``worst``."""
     keys = list(per_criterion)
     n = len(per_criterion[keys[0]])
-    if rubric.combine == "worst":
+    if rubric.worst_combine:
         return [min(per_criterion[k][i] for k in keys) for i in range(n)]
     weights = {c.id: abs(c.weight) for c in rubric.criteria}
     w = [weights.get(k, 1.0) for k in keys]

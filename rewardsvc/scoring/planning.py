@@ -117,10 +117,10 @@ async def plan(
 def _episode_calls(judge: JudgeLike, rubric: Rubric, slot: _Slot) -> list[Call]:
     """One judge's calls on one item's episode criteria."""
     rollout, deadline, digest = slot.item.rollout, slot.deadline, slot.digest
-    if rubric.combine == "implicit":
+    if rubric.implicit_combine:
         run = functools.partial(judge.score_holistic, rubric, rollout, deadline=deadline)
         return [slot.call(aggregate.HOLISTIC, digest, run)]
-    asked = [c for c in rubric.criteria if c.grader is None and c.scope != "step"]
+    asked = [c for c in rubric.criteria if c.asks_judges]
     batching = batching_of(judge)
     if batching is None:
         return [
@@ -154,7 +154,7 @@ def _item_calls(judge: WholeItemJudge, rubric: Rubric, slot: _Slot) -> list[Call
     shared = None
     if steps and judge.scores_steps:
         shared = SharedCall(functools.partial(judge.score_steps, rollout, deadline=deadline))
-    if any(c.scope != "step" for c in rubric.criteria):
+    if rubric.has_episode_criteria:
         if shared is not None:
             last = functools.partial(shared.verdict, step_key(aggregate.HOLISTIC, steps - 1))
             calls.append(slot.call(aggregate.HOLISTIC, slot.digest, last, shared))

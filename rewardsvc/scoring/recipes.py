@@ -29,7 +29,6 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from rewardsvc.core.graders_spec import NEEDS_REFERENCE
 from rewardsvc.core.objectives import recipe_objectives
 from rewardsvc.core.recipe import (
     Component,
@@ -87,7 +86,7 @@ def planned_calls(rubric: Rubric, options: ScoreOptions | None = None) -> int:
     judges = [j.name for j in rubric.judges]
     if options is not None and options.judges is not None:
         judges = [name for name in judges if name in options.judges]
-    per_judge = 1 if rubric.combine == "implicit" else len(rubric.criteria)
+    per_judge = 1 if rubric.implicit_combine else len(rubric.criteria)
     return per_judge * len(judges)
 
 
@@ -138,7 +137,7 @@ class _Item:
 
 def _needs_reference(component: Component, rubrics: Mapping[str, Rubric]) -> bool:
     if component.grader is not None:
-        return component.grader.type in NEEDS_REFERENCE
+        return component.grader.needs_reference
     return rubrics[component.id].requires_reference
 
 
@@ -337,15 +336,9 @@ def _outcome(component: Component, version: str, reward: ItemReward) -> Componen
 
 def combine(recipe: Recipe, scores: Mapping[str, float]) -> float:
     """The recipe's combination of the weighted components' scores (all present)."""
-    weighted = [(c.weight, scores[c.id]) for c in recipe.components if c.weight > 0]
-    total = sum(w for w, _ in weighted)
-    if recipe.combine == "min":
-        return min(s for _, s in weighted)
-    if recipe.combine == "geometric":
-        if any(s <= 0 for _, s in weighted):
-            return 0.0
-        return math.exp(sum(w * math.log(s) for w, s in weighted) / total)
-    return sum(w * s for w, s in weighted) / total
+    return recipe.combination.apply(
+        [(c.weight, scores[c.id]) for c in recipe.components if c.weight > 0]
+    )
 
 
 def _finish(recipe: Recipe, item: _Item) -> RecipeItemReward:
@@ -388,7 +381,7 @@ def _finish(recipe: Recipe, item: _Item) -> RecipeItemReward:
 def _uncertainty(recipe: Recipe, item: _Item) -> float | None:
     """For a weighted mean, the judged components' uncertainties propagated with their
     weights (graders are exact); None for the other combination rules."""
-    if recipe.combine != "weighted_mean":
+    if not recipe.combination.propagates_uncertainty:
         return None
     total = sum(c.weight for c in recipe.components if c.weight > 0)
     variance = sum(

@@ -38,8 +38,8 @@ from rewardsvc.core.trajectory import step_key
 from rewardsvc.core.verdict import Verdict
 
 
-def _restricted(rubric: Rubric, scope: str) -> Rubric | None:
-    criteria = [c for c in rubric.criteria if c.scope == scope]
+def _restricted(rubric: Rubric, per_step: bool) -> Rubric | None:
+    criteria = [c for c in rubric.criteria if c.per_step == per_step]
     if not criteria:
         return None
     # No re-validation: a subset of a valid rubric's criteria (with a positive weight,
@@ -50,12 +50,12 @@ def _restricted(rubric: Rubric, scope: str) -> Rubric | None:
 def episode_rubric(rubric: Rubric) -> Rubric | None:
     """The rubric with only its episode criteria (None when all are step-scoped): what the
     engine's per-item calls and ``aggregate.judge_score`` work on."""
-    return _restricted(rubric, "episode")
+    return _restricted(rubric, per_step=False)
 
 
 def step_rubric(rubric: Rubric) -> Rubric | None:
     """The rubric with only its step criteria (None when it has none)."""
-    return _restricted(rubric, "step")
+    return _restricted(rubric, per_step=True)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from rewardsvc.core.errors import RequestError
+from rewardsvc.core.errors import ServiceError
 from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import Registry
 from rewardsvc.library.yamlfile import InvalidFile
@@ -36,11 +36,11 @@ from rewardsvc.server import (
 from rewardsvc.server.access import Keyring
 from rewardsvc.server.api_keys import PUBLIC_PATHS, ApiKeyMiddleware
 from rewardsvc.server.errors import (
+    HTTP_FORM,
     error_detail_of,
-    error_response,
-    format_validation_errors,
-    invalid_file_response,
-    request_error_response,
+    form_of,
+    request_error_of,
+    validation_error_of,
 )
 from rewardsvc.server.guards import AdmissionMiddleware, BodyLimitMiddleware, CancelOnDisconnect
 from rewardsvc.server.metrics import RequestMetricsMiddleware
@@ -105,9 +105,15 @@ def build_openapi(app: FastAPI, auth: bool) -> dict[str, Any]:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    """Answer every error as an ErrorDetail: HTTP errors, validation errors, request errors
-    and invalid rubric documents raised below the routes (their status from the one table
-    in ``errors.py``), and anything else as a 500 whose text stays in the log."""
+    """Answer every error as an ErrorDetail. A :class:`ServiceError` raised anywhere is
+    answered by the one handler, in the form of the route that raised it (its kind's status
+    from the one table in ``errors.py``); validation errors and invalid rubric documents
+    become request errors first; Starlette's own HTTP errors (no such route) keep their
+    status; anything else is a 500 whose text stays in the log."""
+
+    @app.exception_handler(ServiceError)
+    async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
+        return form_of(request).response(exc)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -115,22 +121,17 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        detail = format_validation_errors(list(exc.errors()), exc.body)
-        return JSONResponse(detail.model_dump(), status_code=422)
-
-    @app.exception_handler(RequestError)
-    async def _request_error(request: Request, exc: RequestError) -> JSONResponse:
-        return request_error_response(exc)
+        return HTTP_FORM.response(validation_error_of(list(exc.errors()), exc.body))
 
     @app.exception_handler(InvalidFile)
     async def _invalid_file(request: Request, exc: InvalidFile) -> JSONResponse:
-        return invalid_file_response(exc)
+        return HTTP_FORM.response(request_error_of(exc))
 
     @app.exception_handler(Exception)
     async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         # The exception text may hold internals (paths, judge URLs): it goes to the log only.
-        return error_response(500, "internal_error", "internal error; see the service log")
+        return HTTP_FORM.response(ServiceError("internal error; see the service log"))
 
 
 def _add_middleware(app: FastAPI, settings: Settings, keyring: Keyring | None) -> None:

@@ -20,23 +20,26 @@ from typing import Protocol
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rewardsvc.server.errors import ApiError, error_response
+from rewardsvc.core.errors import ErrorKind, TooLarge, Unavailable
+from rewardsvc.server.errors import HTTP_FORM, HttpRefusal
 
 log = logging.getLogger(__name__)
 
 # ------------------------------------------------------------------ body size
 
 
-class BodyTooLarge(ApiError):
-    """Raised from ``receive`` when a body grows past the limit while being read."""
+def body_too_large(limit: int) -> TooLarge:
+    """The refusal of a body larger than ``limit`` bytes."""
+    message = f"request body is larger than max_body_bytes={limit}"
+    return TooLarge(message, kind=ErrorKind.PAYLOAD_TOO_LARGE, field="max_body_bytes")
+
+
+class BodyTooLarge(HttpRefusal):
+    """Raised from ``receive`` when a body grows past the limit while being read (an
+    HTTPException: FastAPI answers any other exception from reading a body 400)."""
 
     def __init__(self, limit: int):
-        super().__init__(
-            413,
-            "payload_too_large",
-            f"request body is larger than max_body_bytes={limit}",
-            field="max_body_bytes",
-        )
+        super().__init__(body_too_large(limit))
 
 
 class BodyLimitMiddleware:
@@ -51,8 +54,7 @@ class BodyLimitMiddleware:
         self.max_bytes = max_bytes
 
     def _too_large(self) -> JSONResponse:
-        exc = BodyTooLarge(self.max_bytes)
-        return JSONResponse(exc.detail, status_code=exc.status_code)
+        return HTTP_FORM.response(body_too_large(self.max_bytes))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -100,12 +102,8 @@ class BodyLimitMiddleware:
 def check_batch(count: int, max_items: int, field: str = "items") -> None:
     """413 when a request carries more than ``max_items`` items."""
     if count > max_items:
-        raise ApiError(
-            413,
-            "too_many_items",
-            f"{field} has {count} entries, more than max_items={max_items}; split the batch",
-            field=field,
-        )
+        message = f"{field} has {count} entries, more than max_items={max_items}; split the batch"
+        raise TooLarge(message, kind=ErrorKind.TOO_MANY_ITEMS, field=field)
 
 
 class InflightLimiter:
@@ -152,7 +150,7 @@ class InflightLimiter:
         self.current -= count
         self.calls -= calls
 
-    def refusal(self, count: int, calls: int) -> ApiError:
+    def refusal(self, count: int, calls: int) -> Unavailable:
         """The 429 for a request of ``count`` items and ``calls`` calls that does not fit."""
         wait = self.retry_after()
         if self.current + count > self.limit:
@@ -167,11 +165,11 @@ class InflightLimiter:
                 f"{self.calls} judge calls are planned and {calls} more would exceed "
                 f"max_inflight_calls={self.call_limit}; retry after {wait} s"
             )
-        return ApiError(429, "overloaded", message, field=field, headers={"Retry-After": str(wait)})
+        return Unavailable(message, kind=ErrorKind.OVERLOADED, field=field, retry_after=wait)
 
     @contextmanager
     def admit(self, count: int, calls: int = 0) -> Iterator[None]:
-        """Hold the slots for the duration of the block, or raise a 429 ApiError."""
+        """Hold the slots for the duration of the block, or raise the 429's refusal."""
         if not self.try_acquire(count, calls):
             raise self.refusal(count, calls)
         try:
@@ -266,18 +264,14 @@ class AdmissionMiddleware:
         service = self.service()
         if service is not None and service.draining:
             wait = service.limiter.retry_after()
-            reply = error_response(
-                503,
-                "shutting_down",
-                f"the service is shutting down; retry after {wait} s (another replica may answer)",
-                headers={"Retry-After": str(wait)},
+            message = (
+                f"the service is shutting down; retry after {wait} s (another replica may answer)"
             )
-            await reply(scope, receive, send)
+            draining = Unavailable(message, kind=ErrorKind.SHUTTING_DOWN, retry_after=wait)
+            await HTTP_FORM.response(draining)(scope, receive, send)
             return
         if service is not None and service.limiter.saturated():
-            exc = service.limiter.refusal(1, 1)
-            reply = JSONResponse(exc.detail, status_code=429, headers=exc.headers)
-            await reply(scope, receive, send)
+            await HTTP_FORM.response(service.limiter.refusal(1, 1))(scope, receive, send)
             return
         await self.turns.wait()
         await self.app(scope, receive, send)

@@ -15,7 +15,7 @@ from fastapi.responses import Response
 from pydantic import ValidationError
 
 from rewardsvc.application.targets import library_target
-from rewardsvc.core.errors import RequestError
+from rewardsvc.core.errors import ErrorKind, RequestError, TooLarge
 from rewardsvc.core.recipe import Recipe, RoutingTable
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.library.registry import Registry, Served
@@ -31,7 +31,7 @@ from rewardsvc.protocol.rubrics import (
     ValidationReport,
 )
 from rewardsvc.server.access import can_read_rubric
-from rewardsvc.server.errors import ApiError, error_responses
+from rewardsvc.server.errors import error_responses
 from rewardsvc.server.service import ServiceDep
 
 
@@ -174,18 +174,16 @@ async def validate_rubric(request: Request, service: ServiceDep) -> Any:
         except UnicodeDecodeError as exc:
             raise RequestError.at((), "the body is not UTF-8 text") from exc
     else:
-        raise ApiError(
-            415,
-            "unsupported_media_type",
+        raise RequestError(
             f"send the rubric as text/yaml or as JSON {{'yaml': ...}}, not {content_type}",
+            kind=ErrorKind.UNSUPPORTED_MEDIA_TYPE,
             field="Content-Type",
         )
     limit = service.settings.max_rubric_bytes
     if len(text.encode()) > limit:
-        raise ApiError(
-            413,
-            "payload_too_large",
+        raise TooLarge(
             f"the rubric is {len(text.encode())} bytes, more than max_rubric_bytes={limit}",
+            kind=ErrorKind.PAYLOAD_TOO_LARGE,
             field="max_rubric_bytes",
         )
     try:

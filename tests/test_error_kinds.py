@@ -18,6 +18,8 @@ from rewardsvc.core.errors import (
     Unavailable,
 )
 from rewardsvc.server.errors import HTTP_FORM, ORS_FORM, ORS_STATUS_OF_KIND, STATUS_OF_KIND
+from tests.test_api_support import app_client, fake_pool, settings_for, write_library
+from tests.test_ors import write_env
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = ROOT / "rewardsvc" / "server" / "errors.py"
@@ -113,3 +115,33 @@ def test_the_reference_lists_every_kind_with_its_status_and_class() -> None:
         for kind in ErrorKind
     }
     assert rows == expected
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_an_ors_request_refused_before_routing_answers_in_ors_form(tmp_path: Path) -> None:
+    # The key check and the body limit refuse before any route runs; an ORS client still
+    # gets ORS's form (the ``detail`` it reads), and the native API keeps its own.
+    settings = settings_for(
+        write_library(tmp_path / "rubrics"),
+        ors_environments=[write_env(tmp_path / "env")],
+        api_keys="secret",
+        max_body_bytes=4096,
+    )
+    pool = fake_pool("http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1")
+    async with app_client(settings, pool) as (http, _, _):
+        body = {"split": "train", "index": 0, "env_name": "tiny-env"}
+        no_key = await http.post("/create", json=body, headers={"X-Session-ID": "s1"})
+        assert no_key.status_code == 401, no_key.text
+        assert no_key.json()["error"] == "unauthorized"
+        assert no_key.json()["detail"] == no_key.json()["message"]
+        assert (await http.get("/tiny-env/splits")).json()["detail"].startswith("missing API key")
+        too_big = await http.post(
+            "/tiny-env/call",
+            content=b" " * 5000,
+            headers={"Authorization": "Bearer secret", "Content-Type": "application/json"},
+        )
+        assert too_big.status_code == 413, too_big.text
+        assert too_big.json()["error"] == "payload_too_large"
+        assert too_big.json()["detail"] == too_big.json()["message"]
+        native = await http.post("/v1/rewards", json={})
+        assert native.status_code == 401 and "detail" not in native.json()

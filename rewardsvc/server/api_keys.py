@@ -12,7 +12,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rewardsvc.core.errors import ErrorKind, Refused
 from rewardsvc.server.access import GRANT, HOLDER, Keyring
-from rewardsvc.server.errors import HTTP_FORM
+from rewardsvc.server.errors import FormOf, form_at
 
 # Routes that orchestrators probe without credentials.
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/dashboard"})
@@ -36,10 +36,17 @@ class ApiKeyMiddleware:
     its request is served, and it gets 403 on ``OPERATOR_PATHS``.
     """
 
-    def __init__(self, app: ASGIApp, keyring: Keyring, public: Iterable[str] = PUBLIC_PATHS):
+    def __init__(
+        self,
+        app: ASGIApp,
+        keyring: Keyring,
+        public: Iterable[str] = PUBLIC_PATHS,
+        forms: FormOf = form_at,
+    ):
         self.app = app
         self.keyring = keyring
         self._public = frozenset(public)
+        self.forms = forms
 
     def _token(self, scope: Scope) -> str | None:
         headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
@@ -73,7 +80,7 @@ class ApiKeyMiddleware:
         if holder is not None and grant is not None and path in OPERATOR_PATHS:
             message = f"API key {grant.scope.name!r} is scoped; {path} is not"
             refusal = Refused(message, kind=ErrorKind.FORBIDDEN)
-            await HTTP_FORM.response(refusal)(scope, receive, send)
+            await self.forms(scope).response(refusal)(scope, receive, send)
             return
         if holder is not None:
             reset, reset_holder = GRANT.set(grant), HOLDER.set(holder)
@@ -89,4 +96,4 @@ class ApiKeyMiddleware:
             else "invalid API key"
         )
         refusal = Refused(message, kind=ErrorKind.UNAUTHORIZED, field="Authorization")
-        await HTTP_FORM.response(refusal)(scope, receive, send)
+        await self.forms(scope).response(refusal)(scope, receive, send)

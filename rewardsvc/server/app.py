@@ -8,8 +8,9 @@ Every error is an ``ErrorDetail`` body ``{error, message, field}`` (``errors.py`
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -17,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute
 
 from rewardsvc.core.errors import ServiceError
 from rewardsvc.judges.judge import Judge
@@ -37,8 +39,9 @@ from rewardsvc.server.access import Keyring
 from rewardsvc.server.api_keys import PUBLIC_PATHS, ApiKeyMiddleware
 from rewardsvc.server.errors import (
     HTTP_FORM,
+    HttpRefusal,
     error_detail_of,
-    form_of,
+    form_at,
     request_error_of,
     validation_error_of,
 )
@@ -113,10 +116,12 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ServiceError)
     async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
-        return form_of(request).response(exc)
+        return form_at(request.scope).response(exc)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if isinstance(exc, HttpRefusal):
+            return form_at(request.scope).response(exc.error)
         return JSONResponse(error_detail_of(exc), status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
@@ -134,15 +139,22 @@ def install_error_handlers(app: FastAPI) -> None:
         return HTTP_FORM.response(ServiceError("internal error; see the service log"))
 
 
-def _add_middleware(app: FastAPI, settings: Settings, keyring: Keyring | None) -> None:
+def _add_middleware(
+    app: FastAPI, settings: Settings, keyring: Keyring | None, formed: Sequence[BaseRoute] = ()
+) -> None:
     """The request guards, added innermost first: metrics sees every response, auth (when
     ``keyring``) runs before the body is read, and the body limit wraps everything that
     reads it."""
+    # Their refusals come before routing: in the form of the route of ``formed`` (the routes
+    # with a form of their own: ORS's) the request is for.
+    forms = functools.partial(form_at, routes=formed)
     app.add_middleware(CancelOnDisconnect)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
-    app.add_middleware(AdmissionMiddleware, service=lambda: getattr(app.state, "service", None))
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes, forms=forms)
+    app.add_middleware(
+        AdmissionMiddleware, service=lambda: getattr(app.state, "service", None), forms=forms
+    )
     if keyring is not None:
-        app.add_middleware(ApiKeyMiddleware, keyring=keyring)
+        app.add_middleware(ApiKeyMiddleware, keyring=keyring, forms=forms)
     app.add_middleware(RequestMetricsMiddleware, routes_app=app)
 
 
@@ -191,8 +203,9 @@ def create_app(
 
     for router in ROUTERS:
         app.include_router(router)
+    formed: list[BaseRoute] = []
     if ors is not None:
-        add_ors(app, ors)
+        formed = add_ors(app, ors)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -201,5 +214,5 @@ def create_app(
 
     app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented override
 
-    _add_middleware(app, settings, keyring)
+    _add_middleware(app, settings, keyring, formed)
     return app

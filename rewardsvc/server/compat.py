@@ -80,7 +80,7 @@ from rewardsvc.protocol.rewards import (
     RewardResult,
     RunName,
 )
-from rewardsvc.server.errors import error_responses
+from rewardsvc.server.errors import SCORING_REFUSALS, error_responses
 from rewardsvc.server.holding import Attempts
 from rewardsvc.server.service import Service, ServiceDep
 from rewardsvc.server.trainer_text import (
@@ -213,7 +213,7 @@ def _reward(result: RewardResult) -> float:
     return float(result.reward) if result.reward is not None else 0.0
 
 
-_ERRORS = error_responses(401, 402, 404, 413, 422, 429, 503, trainer=True)
+_ERRORS = error_responses(*SCORING_REFUSALS, ErrorKind.JUDGE_ERROR, trainer=True)
 
 router = APIRouter(tags=["trainer compatibility"])
 

@@ -60,11 +60,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from rewardsvc.core.errors import ServiceError
+from rewardsvc.core.errors import ErrorKind, ServiceError
 from rewardsvc.protocol.rewards import RewardOptions, RewardResult
 from rewardsvc.server.access import current_holder
 from rewardsvc.server.compat import CriteriaOptionsDep, RunQuery, score_holding
-from rewardsvc.server.errors import error_responses
+from rewardsvc.server.errors import SCORING_REFUSALS, error_responses
 from rewardsvc.server.holding import Attempts
 from rewardsvc.server.ledger import Holding
 from rewardsvc.server.service import Service, ServiceDep
@@ -235,7 +235,7 @@ router = APIRouter(tags=["trainer compatibility"])
 @router.post(
     "/roll/{rubric}/submit_task",
     response_model=RollSubmitted,
-    responses=error_responses(401, 402, 403, 404, 413, 422, 429, trainer=True),
+    responses=error_responses(*SCORING_REFUSALS, ErrorKind.FORBIDDEN, trainer=True),
     summary="Submit a reward job in ROLL's remote reward system protocol",
 )
 async def roll_submit(

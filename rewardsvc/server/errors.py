@@ -4,8 +4,8 @@ A refusal raised anywhere is a :class:`~rewardsvc.core.errors.ServiceError` carr
 :class:`~rewardsvc.core.errors.ErrorKind`; :data:`STATUS_OF_KIND` is the one place where a
 kind gets its HTTP status (:data:`ORS_STATUS_OF_KIND`, beside it, is ORS's, keyed by the
 same kinds). An :class:`ErrorForm` renders a refusal in one protocol's wire form: the app's
-one handler of ``ServiceError`` answers with the form of the route that raised it
-(:func:`form_of`), the middlewares with :data:`HTTP_FORM`. Invalid rubric documents
+one handler of ``ServiceError``, and the middlewares that refuse before routing, answer in
+the form of the route the request is for (:func:`form_at`). Invalid rubric documents
 (:class:`rewardsvc.library.yamlfile.InvalidFile`) and FastAPI's validation errors become
 request errors here, with field paths written by the one formatter of ``core.errors``;
 :func:`error_responses` is the one table of documented error responses.
@@ -13,14 +13,15 @@ request errors here, with field paths written by the one formatter of ``core.err
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import HTTPException
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import Request
 from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Match
+from starlette.types import Scope
 
 from rewardsvc.core.errors import (
     ErrorKind,
@@ -116,10 +117,19 @@ class HttpRefusal(HTTPException):
         self.error = error
 
 
-def form_of(request: Request) -> ErrorForm:
-    """The form of the route that served ``request`` (a route class may carry its own
-    ``error_form``; every other route, and no route, answers in :data:`HTTP_FORM`)."""
-    form = getattr(request.scope.get("route"), "error_form", HTTP_FORM)
+FormOf = Callable[[Scope], "ErrorForm"]
+"""Which form answers a request (a middleware's refusal): :func:`form_at` over the app's routes."""
+
+
+def form_at(scope: Scope, routes: Sequence[BaseRoute] = ()) -> ErrorForm:
+    """The form of the route ``scope`` is for: the route that served it, else (a refusal
+    before routing, by a middleware) the first of ``routes`` (those with a form of their
+    own) it matches. A route class may carry its own ``error_form``; every other route, and
+    no route, answers in :data:`HTTP_FORM`."""
+    route = scope.get("route")
+    if route is None:
+        route = next((r for r in routes if r.matches(scope)[0] is Match.FULL), None)
+    form = getattr(route, "error_form", HTTP_FORM)
     return form if isinstance(form, ErrorForm) else HTTP_FORM
 
 
@@ -155,10 +165,23 @@ _TRAINER_DESCRIPTIONS = {
 }
 
 
-def error_responses(*codes: int, trainer: bool = False) -> dict[int | str, dict[str, Any]]:
-    """The OpenAPI ``responses=`` of a route refusing with ``codes``, each an ErrorDetail;
+SCORING_REFUSALS = (
+    ErrorKind.UNAUTHORIZED,
+    ErrorKind.BUDGET_EXCEEDED,
+    ErrorKind.UNKNOWN_RUBRIC,
+    ErrorKind.TOO_MANY_ITEMS,
+    ErrorKind.INVALID_REQUEST,
+    ErrorKind.OVERLOADED,
+)
+"""What a scoring route documents it refuses with (each kind's status once)."""
+
+
+def error_responses(*kinds: ErrorKind, trainer: bool = False) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI ``responses=`` of a route refusing with ``kinds``: each kind's status
+    (from :data:`STATUS_OF_KIND`, in order) with an ErrorDetail, described once per status;
     ``trainer`` words them for the trainer compatibility routes (samples, holds)."""
     text = _TRAINER_DESCRIPTIONS if trainer else _DESCRIPTIONS
+    codes = sorted({STATUS_OF_KIND[k] for k in kinds})
     return {c: {"model": ErrorDetail, "description": text[c]} for c in codes}
 
 

@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rewardsvc.core.errors import ErrorKind, TooLarge, Unavailable
-from rewardsvc.server.errors import HTTP_FORM, HttpRefusal
+from rewardsvc.server.errors import FormOf, HttpRefusal, form_at
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +49,13 @@ class BodyLimitMiddleware:
     a chunked or understated body is cut off as soon as the bytes read pass the limit.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int):
+    def __init__(self, app: ASGIApp, max_bytes: int, forms: FormOf = form_at):
         self.app = app
         self.max_bytes = max_bytes
+        self.forms = forms
 
-    def _too_large(self) -> JSONResponse:
-        return HTTP_FORM.response(body_too_large(self.max_bytes))
+    def _too_large(self, scope: Scope) -> JSONResponse:
+        return self.forms(scope).response(body_too_large(self.max_bytes))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -67,7 +68,7 @@ class BodyLimitMiddleware:
                 except ValueError:
                     declared = 0
                 if declared > self.max_bytes:
-                    await self._too_large()(scope, receive, send)
+                    await self._too_large(scope)(scope, receive, send)
                     return
         seen = 0
         started = False
@@ -93,7 +94,7 @@ class BodyLimitMiddleware:
             # Normally the app's exception handlers turn it into a 413; this covers
             # a body read outside them.
             if not started:
-                await self._too_large()(scope, receive, send)
+                await self._too_large(scope)(scope, receive, send)
 
 
 # ------------------------------------------------------------------ batch size and in-flight work
@@ -252,9 +253,11 @@ class AdmissionMiddleware:
         app: ASGIApp,
         service: Callable[[], Admission | None],
         starts_per_tick: int = STARTS_PER_TICK,
+        forms: FormOf = form_at,
     ):
         self.app = app
         self.service = service
+        self.forms = forms
         self.turns = Turns(starts_per_tick)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -268,10 +271,11 @@ class AdmissionMiddleware:
                 f"the service is shutting down; retry after {wait} s (another replica may answer)"
             )
             draining = Unavailable(message, kind=ErrorKind.SHUTTING_DOWN, retry_after=wait)
-            await HTTP_FORM.response(draining)(scope, receive, send)
+            await self.forms(scope).response(draining)(scope, receive, send)
             return
         if service is not None and service.limiter.saturated():
-            await HTTP_FORM.response(service.limiter.refusal(1, 1))(scope, receive, send)
+            refusal = service.limiter.refusal(1, 1)
+            await self.forms(scope).response(refusal)(scope, receive, send)
             return
         await self.turns.wait()
         await self.app(scope, receive, send)

@@ -10,8 +10,10 @@ routes are the protocol's own: ``/create_session``, ``/create``, ``/ping``, ``/d
 
 ``/call`` streams Server-Sent Events: ``task_id`` (the call's resume token), comments as
 keep-alives while the judges score, then ``end`` with the outcome, or ``error`` when no
-reward exists (judge_error; see ``rewardsvc.ors.sessions``). Errors before a stream are
-``ErrorDetail`` bodies with ORS's ``detail`` beside.
+reward exists (judge_error; see ``rewardsvc.ors.sessions``), written ``kind: message``.
+Refusals before a stream are the service's errors (``ServiceError``, with their kinds) in
+ORS's form: routes of :class:`OrsRoute` answer ``ErrorDetail`` with ORS's ``detail`` beside
+and ORS's statuses (``ORS_STATUS_OF_KIND``), also when a middleware refuses before routing.
 
 A scoped API key reads and opens sessions only on the environments whose target it may
 use (403 otherwise); a session is its creator's key's, and other keys find no such session

@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import StreamingResponse
+from starlette.routing import BaseRoute
 
 from rewardsvc.core.errors import RequestError
 from rewardsvc.ors.environments import OrsTask
@@ -136,9 +137,12 @@ def add_session_routes(ors: OrsRoutes, add: Callable[[str, str, Any, Any], None]
     add("POST", "call", call, None)
 
 
-def add_ors(app: FastAPI, ors: OrsRoutes) -> None:
+def add_ors(app: FastAPI, ors: OrsRoutes) -> list[BaseRoute]:
     """Serve ``ors``'s environments on ``app`` (after its own routes, which keep their
-    paths: an environment named like one of them is refused)."""
+    paths: an environment named like one of them is refused); the ORS routes, whose
+    refusals are in ORS's form even when a middleware refuses before routing."""
     check_names(ors.envs, app)
-    app.include_router(session_router(ors))
-    app.include_router(env_router(ors))
+    routers = [session_router(ors), env_router(ors)]
+    for router in routers:
+        app.include_router(router)
+    return [route for router in routers for route in router.routes]

@@ -31,7 +31,7 @@ from rewardsvc.protocol.rubrics import (
     ValidationReport,
 )
 from rewardsvc.server.access import can_read_rubric
-from rewardsvc.server.errors import error_responses
+from rewardsvc.server.errors import SCORING_REFUSALS, error_responses
 from rewardsvc.server.service import ServiceDep
 
 
@@ -45,7 +45,7 @@ v1 = APIRouter(prefix="/v1")
 @v1.post(
     "/rewards",
     response_model=RewardResponse,
-    responses=error_responses(401, 402, 404, 413, 422, 429),
+    responses=error_responses(*SCORING_REFUSALS),
     tags=["rewards"],
     summary="Score a batch of rollouts against a rubric",
 )
@@ -61,7 +61,12 @@ async def rewards(body: RewardRequest, service: ServiceDep) -> Response:
     return Response(response.model_dump_json(), media_type="application/json")
 
 
-@v1.get("/rubrics", response_model=RubricList, responses=error_responses(401), tags=["rubrics"])
+@v1.get(
+    "/rubrics",
+    response_model=RubricList,
+    responses=error_responses(ErrorKind.UNAUTHORIZED),
+    tags=["rubrics"],
+)
 async def list_rubrics(service: ServiceDep) -> RubricList:
     """The served rubrics, constitutions, recipes and routing tables (one id space, each
     with its ``kind``), and the problems of library files that were refused (those the
@@ -117,7 +122,7 @@ def _summary(registry: Registry, served: Served, refused_edit: bool) -> RubricSu
 @v1.get(
     "/rubrics/{rubric_id}",
     response_model=RubricDetail,
-    responses=error_responses(401, 404),
+    responses=error_responses(ErrorKind.UNAUTHORIZED, ErrorKind.UNKNOWN_RUBRIC),
     tags=["rubrics"],
 )
 async def get_rubric(rubric_id: str, service: ServiceDep) -> RubricDetail:
@@ -143,7 +148,9 @@ _YAML_TYPES = ("text/yaml", "application/yaml", "application/x-yaml", "text/x-ya
 @v1.post(
     "/rubrics/validate",
     response_model=ValidationReport,
-    responses=error_responses(401, 413, 422),
+    responses=error_responses(
+        ErrorKind.UNAUTHORIZED, ErrorKind.PAYLOAD_TOO_LARGE, ErrorKind.INVALID_REQUEST
+    ),
     tags=["rubrics"],
     openapi_extra={
         "requestBody": {

@@ -110,7 +110,8 @@ def build_openapi(app: FastAPI, auth: bool) -> dict[str, Any]:
 def install_error_handlers(app: FastAPI) -> None:
     """Answer every error as an ErrorDetail. A :class:`ServiceError` raised anywhere is
     answered by the one handler, in the form of the route that raised it (its kind's status
-    from the one table in ``errors.py``); validation errors and invalid rubric documents
+    from the one table in ``errors.py``), also when raised as an :class:`HttpRefusal`
+    (while FastAPI reads a body); validation errors and invalid rubric documents
     become request errors first; Starlette's own HTTP errors (no such route) keep their
     status; anything else is a 500 whose text stays in the log."""
 
@@ -118,10 +119,12 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
         return form_at(request.scope).response(exc)
 
+    @app.exception_handler(HttpRefusal)
+    async def _http_refusal(request: Request, exc: HttpRefusal) -> JSONResponse:
+        return form_at(request.scope).response(exc.error)
+
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        if isinstance(exc, HttpRefusal):
-            return form_at(request.scope).response(exc.error)
         return JSONResponse(error_detail_of(exc), status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)

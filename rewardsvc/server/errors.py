@@ -60,7 +60,8 @@ STATUS_OF_KIND: dict[ErrorKind, int] = {
 
 ORS_STATUS_OF_KIND: dict[ErrorKind, int] = {
     **STATUS_OF_KIND,
-    # The ``openreward`` client's own server answers a bad split, index or session id 400.
+    # ORS's routes have answered a bad split, index, task or session id 400 since they were
+    # added (tests/test_ors.py pins it); a body that does not validate stays FastAPI's 422.
     ErrorKind.INVALID_REQUEST: 400,
 }
 """The ORS routes' status of each kind: HTTP's, but for ORS's 400 on a bad request."""
@@ -200,12 +201,8 @@ _STATUS_NAMES = {
 
 
 def error_detail_of(exc: StarletteHTTPException) -> dict[str, Any]:
-    """The ErrorDetail body of an HTTPException: one of :class:`HttpRefusal`'s, or one of
-    Starlette's own (no such route, method not allowed)."""
-    # Starlette types the detail as text; FastAPI's subclass (HttpRefusal) carries any value.
-    detail: object = exc.detail
-    if isinstance(detail, dict) and "error" in detail:
-        return detail
+    """The ErrorDetail body of Starlette's own HTTP errors (no such route, method not
+    allowed; an :class:`HttpRefusal` has its own handler)."""
     fallback = "error" if exc.status_code >= 500 else "bad_request"
     error = _STATUS_NAMES.get(exc.status_code, fallback)
     return ErrorDetail(error=error, message=str(exc.detail)).model_dump()

@@ -64,7 +64,7 @@ from rewardsvc.core.errors import ErrorKind, ServiceError
 from rewardsvc.protocol.rewards import RewardOptions, RewardResult
 from rewardsvc.server.access import current_holder
 from rewardsvc.server.compat import CriteriaOptionsDep, RunQuery, score_holding
-from rewardsvc.server.errors import SCORING_REFUSALS, error_responses
+from rewardsvc.server.errors import SCORING_REFUSALS, error_responses, one_line
 from rewardsvc.server.holding import Attempts
 from rewardsvc.server.ledger import Holding
 from rewardsvc.server.service import Service, ServiceDep
@@ -177,8 +177,7 @@ class RollJobs:
         try:
             answer = _answer(await scoring)
         except ServiceError as exc:
-            errmsg = f"{exc.kind}: {exc.message}"
-            answer = RollTaskResult(errcode=FAILED, errmsg=errmsg[:ERRMSG_CHARS])
+            answer = RollTaskResult(errcode=FAILED, errmsg=one_line(exc)[:ERRMSG_CHARS])
         except Exception:  # the job's answer is the failure; the log keeps the traceback
             # As text: a log record holding the exception would keep the job's frames (and
             # the sample in them) for as long as a handler keeps the record.

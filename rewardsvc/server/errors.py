@@ -101,6 +101,12 @@ class ErrorForm:
         return JSONResponse(self.body(error), status_code=status, headers=self.headers(error))
 
 
+def one_line(error: ServiceError) -> str:
+    """A refusal as one line of text, ``kind: message``: the form of the answers that carry
+    text only (a ROLL job's ``errmsg``, an ORS call's ``error`` event)."""
+    return f"{error.kind}: {error.message}"
+
+
 HTTP_FORM = ErrorForm(STATUS_OF_KIND)
 """The native API's and the trainer routes' form (the trainer routes differ in bodies that
 are not refusals: OpenRLHF's flagged 0.0, slime's dict; see ``compat``)."""

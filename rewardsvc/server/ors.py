@@ -54,7 +54,7 @@ from rewardsvc.protocol.ors import (
 )
 from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
 from rewardsvc.server import access
-from rewardsvc.server.errors import ORS_FORM
+from rewardsvc.server.errors import ORS_FORM, one_line
 from rewardsvc.server.ledger import Ledger
 from rewardsvc.server.service import Service, ServiceDep
 
@@ -199,7 +199,7 @@ def _failure(exc: Exception) -> str:
     if isinstance(exc, JudgeFailure):
         return str(exc)
     if isinstance(exc, ServiceError):
-        return f"{exc.kind}: {exc.message}"
+        return one_line(exc)
     log.exception("ORS tool call failed", exc_info=exc)
     return "internal_error: see the service log"
 

@@ -16,6 +16,7 @@ from test_monitor import CONFIG, Clock, batch, clean, item
 
 from rewardsvc.application.monitoring import Webhook, event_record, fan_out
 from rewardsvc.monitor import AlertEvent, Monitor
+from rewardsvc.server.app import install_error_handlers
 from rewardsvc.server.dashboard import router
 from rewardsvc.server.monitor_metrics import attach, render_gauges
 
@@ -116,6 +117,7 @@ async def test_dashboard_page_and_assets_are_served(client: httpx.AsyncClient) -
 
 async def test_without_a_monitor_the_route_says_so() -> None:
     app = FastAPI()
+    install_error_handlers(app)
     app.include_router(router)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
         assert (await c.get("/v1/monitor")).status_code == 503

@@ -15,14 +15,14 @@ import pytest
 from test_api_support import app_client, settings_for
 
 from rewardsvc.application.targets import Target, resolve_target, score_target
-from rewardsvc.core.errors import RequestError
+from rewardsvc.core.errors import ErrorKind, RequestError
 from rewardsvc.core.recipe import Recipe
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.registry import Graders
 from rewardsvc.library.registry import Registry, load_pool
 from rewardsvc.protocol.rewards import RewardRequest
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.server.errors import STATUS_OF_KIND, ApiError
+from rewardsvc.server.errors import STATUS_OF_KIND
 from rewardsvc.server.service import Service
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,7 +60,7 @@ routes:
 
 
 def no_rubric(rubric_id: str) -> Rubric:
-    raise ApiError(404, "unknown_rubric", f"no rubric {rubric_id!r}", field="rubric")
+    raise RequestError(f"no rubric {rubric_id!r}", kind=ErrorKind.UNKNOWN_RUBRIC, field="rubric")
 
 
 def same(rubric: Rubric) -> Rubric:
@@ -115,9 +115,9 @@ def test_an_id_names_a_rubric_a_recipe_or_a_routing_table(library: Registry) -> 
     assert routing.kind == "routing"
     assert set(routing.routes) == {"extract", "polite"}
     assert all(t.kind == "recipe" for t in routing.routes.values())
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(RequestError) as caught:
         resolve(library, "nope")
-    assert caught.value.status_code == 404
+    assert STATUS_OF_KIND[caught.value.kind] == 404
 
 
 def test_request_body_reads_a_recipe_object_as_a_recipe() -> None:

@@ -8,14 +8,14 @@ import contextlib
 import types
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import httpx
 import pytest
 import pytest_asyncio
 from fastapi import FastAPI
 
-from rewardsvc.core.errors import FieldProblem, RequestError, RequestErrorKind
+from rewardsvc.core.errors import ErrorKind, FieldProblem, RequestError
 from rewardsvc.library.yamlfile import InvalidFile, Problem
 from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
 from rewardsvc.server.errors import STATUS_OF_KIND
@@ -27,16 +27,18 @@ def test_the_core_request_error_knows_no_http_status() -> None:
     error = RequestError.at(("items", 0, "prompt"), "must not be empty")
     assert not hasattr(error, "status")
     with pytest.raises(TypeError):
-        RequestError("invalid_request", [], status=404)  # type: ignore[call-arg]
+        RequestError("x", kind=ErrorKind.INVALID_REQUEST, status=404)  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         RequestError.at((), "x", "invalid_request", 404)  # type: ignore[call-arg]
 
 
 def test_every_kind_maps_to_the_status_the_routes_answered() -> None:
-    assert set(STATUS_OF_KIND) == set(get_args(RequestErrorKind))
+    assert set(STATUS_OF_KIND) == set(ErrorKind)
     # invalid_request was every RequestError's 422; unknown_rubric the inline recipe's 404;
     # budget_exceeded (a run past its budget) is 402, which no client retries.
-    assert STATUS_OF_KIND == {"invalid_request": 422, "unknown_rubric": 404, "budget_exceeded": 402}
+    assert STATUS_OF_KIND[ErrorKind.INVALID_REQUEST] == 422
+    assert STATUS_OF_KIND[ErrorKind.UNKNOWN_RUBRIC] == 404
+    assert STATUS_OF_KIND[ErrorKind.BUDGET_EXCEEDED] == 402
 
 
 def _raise(error: Exception) -> Any:
@@ -78,7 +80,8 @@ async def test_a_request_error_from_a_route_reaches_the_client_as_its_4xx(
 ) -> None:
     http, app = running
     invalid = RequestError.at(("items", 0, "prompt"), "must not be empty")
-    unknown = RequestError("unknown_rubric", [FieldProblem(("rubric",), "no rubric 'x'")])
+    problem = FieldProblem(("rubric",), "no rubric 'x'")
+    unknown = RequestError.of([problem], ErrorKind.UNKNOWN_RUBRIC)
     app.add_api_route("/test/invalid", _raise(invalid), methods=["POST"])
     app.add_api_route("/test/unknown", _raise(unknown), methods=["POST"])
     reply = await http.post("/test/invalid")

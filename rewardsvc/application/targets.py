@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from rewardsvc.core.errors import FieldProblem, RequestError, RequestErrorKind
+from rewardsvc.core.errors import ErrorKind, FieldProblem, RequestError
 from rewardsvc.core.recipe import Recipe, RoutingTable
 from rewardsvc.core.results import Usage, without_reasoning
 from rewardsvc.core.rollout import ItemIn, ScoreOptions
@@ -274,9 +274,9 @@ def _inline_recipe(registry: Registry, value: Recipe) -> RecipeTarget:
         served = {e.rubric.id: e.rubric for e in registry.entries()}
         components = resolve_components(recipe, served.get)
     except InvalidFile as exc:
-        raise _invalid([(p.path, p.message) for p in exc.problems], "invalid_request") from exc
+        raise under_rubric([(p.path, p.message) for p in exc.problems]) from exc
     except RequestError as exc:
-        raise _invalid([(p.path, p.message) for p in exc.problems], exc.kind) from exc
+        raise under_rubric([(p.path, p.message) for p in exc.problems], exc.kind) from exc
     versions = {
         ref: components[c.id].version()
         for c in recipe.components
@@ -285,11 +285,14 @@ def _inline_recipe(registry: Registry, value: Recipe) -> RecipeTarget:
     return RecipeTarget(recipe.id, recipe.version(versions), recipe, components, label=INLINE_LABEL)
 
 
-def _invalid(problems: list[tuple[str, str]], kind: RequestErrorKind) -> RequestError:
-    """The request error of an inline recipe's problems, their paths under ``rubric``
-    (each path is one key of the problem's location: it is already written out)."""
+def under_rubric(
+    problems: list[tuple[str, str]], kind: ErrorKind = ErrorKind.INVALID_REQUEST
+) -> RequestError:
+    """The request error of an inline rubric's or recipe's problems (``(path, message)``),
+    their paths under ``rubric`` (each path is one key of the problem's location: it is
+    already written out)."""
     found = [FieldProblem((f"rubric.{path}" if path else "rubric",), m) for path, m in problems]
-    return RequestError(kind, found or [FieldProblem(("rubric",), "invalid")])
+    return RequestError.of(found or [FieldProblem(("rubric",), "invalid")], kind)
 
 
 async def score_target(

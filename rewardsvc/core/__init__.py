@@ -18,5 +18,6 @@ through the pydantic validation context, not through imports.
 Every room uses it, so a request is made of it throughout: the application reads items
 into ``Rollout``s, the engine plans over ``Rubric``s, judges return ``Verdict``s, the
 engine assembles them with ``aggregate`` into ``results``, and the application maps those
-to wire models. A bad request is a ``RequestError`` carrying the field paths.
+to wire models. A refusal is a ``ServiceError`` carrying its ``ErrorKind`` (a bad request a
+``RequestError`` carrying the field paths), which the server alone turns into a status.
 """

@@ -1,9 +1,10 @@
 """One error vocabulary for every room: field paths, request errors, judge error kinds.
 
 A problem with a request or a rubric is a :class:`FieldProblem` (the place, as users
-write it, ``items[3].completion``, and what is wrong); a request-level refusal raised
-below the server is a :class:`RequestError` carrying its kind and problems, which the
-server turns into its protocol's error (an HTTP status and body) without parsing any
+write it, ``items[3].completion``, and what is wrong); a refusal raised anywhere is a
+:class:`ServiceError` (:class:`RequestError`, :class:`TooLarge`, :class:`Refused`,
+:class:`Unavailable`) carrying its :class:`ErrorKind`, which each protocol of the server
+renders from its own table keyed by kind (an HTTP status and body) without parsing any
 string. :func:`field_problems` is the one formatter of pydantic error locations, used by
 the API, the engine and the YAML loader.
 """
@@ -13,7 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Self
+from enum import StrEnum
+from typing import Any, ClassVar, Literal, Self
 
 JudgeErrorKind = Literal[
     "timeout",
@@ -97,32 +99,143 @@ class FieldProblem:
         return f"{self.path}: {self.message}" if self.loc else self.message
 
 
-RequestErrorKind = Literal["invalid_request", "unknown_rubric", "budget_exceeded"]
-"""What is wrong with a refused request, machine-readable: the ``error`` of its answer
-(the server alone decides how that reads in its protocol, e.g. an HTTP status)."""
+class ErrorKind(StrEnum):
+    """Why the service refuses a request, machine-readable: the ``error`` of its answer.
 
-
-class RequestError(Exception):
-    """A request that cannot be served as asked (raised below the server).
-
-    ``kind`` is the machine-readable error (``invalid_request``, ``unknown_rubric``),
-    ``problems`` the places at fault, with paths relative to the request body.
+    Each protocol renders a kind its own way from one table per protocol (the server's
+    ``STATUS_OF_KIND`` for HTTP, ORS's beside it; the trainer routes' bodies): code below
+    the server raises a :class:`ServiceError` carrying its kind and never names a status.
     """
 
-    def __init__(self, kind: RequestErrorKind, problems: Sequence[FieldProblem]):
-        self.kind: RequestErrorKind = kind
-        self.problems = list(problems)
-        super().__init__("; ".join(str(p) for p in self.problems))
+    INVALID_REQUEST = "invalid_request"
+    INVALID_JSON = "invalid_json"
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+    UNKNOWN_RUBRIC = "unknown_rubric"
+    UNKNOWN_ENVIRONMENT = "unknown_environment"
+    UNKNOWN_SESSION = "unknown_session"
+    NOT_FOUND = "not_found"
+    PAYLOAD_TOO_LARGE = "payload_too_large"
+    TOO_MANY_ITEMS = "too_many_items"
+    TOO_MUCH_WORK = "too_much_work"
+    UNAUTHORIZED = "unauthorized"
+    FORBIDDEN = "forbidden"
+    BUDGET_EXCEEDED = "budget_exceeded"
+    OVERLOADED = "overloaded"
+    TOO_MANY_SESSIONS = "too_many_sessions"
+    SHUTTING_DOWN = "shutting_down"
+    JUDGE_ERROR = "judge_error"
+    UNAVAILABLE = "unavailable"
+    INTERNAL_ERROR = "internal_error"
 
-    @classmethod
-    def at(cls, path: Loc, message: str, kind: RequestErrorKind = "invalid_request") -> Self:
-        """A request error with one problem at ``path``."""
-        return cls(kind, [FieldProblem(path, message)])
+
+class ServiceError(Exception):
+    """A request the service refuses: its :class:`ErrorKind`, a message for people, the
+    field at fault (as users write it, ``items[3].completion``, or a header or limit name)
+    and, for a refusal that passes, the seconds to wait before retrying.
+
+    The tree says what the client can do: fix the request (:class:`RequestError`, of which
+    :class:`TooLarge`: split it), get the right (:class:`Refused`), or retry later
+    (:class:`Unavailable`). Each class takes only its own kinds (``KINDS``, the first the
+    default); the kind alone decides the answer's status.
+    """
+
+    KINDS: ClassVar[tuple[ErrorKind, ...]] = (ErrorKind.INTERNAL_ERROR,)
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: ErrorKind | None = None,
+        field: str | None = None,
+        retry_after: int | None = None,
+    ):
+        kind = kind or self.KINDS[0]
+        if kind not in self.KINDS:
+            raise ValueError(f"{type(self).__name__} is not raised as {kind}")
+        super().__init__(message)
+        self.kind = kind
+        self.field = field
+        self.retry_after = retry_after
 
     @property
-    def field(self) -> str | None:
-        """The first offending field's path, or None when the whole request is at fault."""
-        return self.problems[0].path or None if self.problems else None
+    def message(self) -> str:
+        """What is wrong, for people."""
+        return str(self)
+
+
+class RequestError(ServiceError):
+    """A request that cannot be served as sent: its ``problems`` name the places at fault
+    (paths relative to the request body), the first is the ``field``."""
+
+    KINDS: ClassVar[tuple[ErrorKind, ...]] = (
+        ErrorKind.INVALID_REQUEST,
+        ErrorKind.INVALID_JSON,
+        ErrorKind.UNSUPPORTED_MEDIA_TYPE,
+        ErrorKind.UNKNOWN_RUBRIC,
+        ErrorKind.UNKNOWN_ENVIRONMENT,
+        ErrorKind.UNKNOWN_SESSION,
+        ErrorKind.NOT_FOUND,
+    )
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: ErrorKind | None = None,
+        field: str | None = None,
+        problems: Sequence[FieldProblem] = (),
+    ):
+        super().__init__(message, kind=kind, field=field)
+        # A problem's loc holds document keys: a written field is one key, whole.
+        self.problems = list(problems) or [FieldProblem((field,) if field else (), message)]
+
+    @classmethod
+    def of(cls, problems: Sequence[FieldProblem], kind: ErrorKind | None = None) -> Self:
+        """A request error for ``problems``: all of them in the message, the first's path
+        as the field."""
+        message = "; ".join(str(p) for p in problems)
+        field = problems[0].path or None if problems else None
+        return cls(message, kind=kind, field=field, problems=problems)
+
+    @classmethod
+    def at(cls, path: Loc, message: str, kind: ErrorKind | None = None) -> Self:
+        """A request error with one problem at ``path``."""
+        return cls.of([FieldProblem(path, message)], kind)
+
+
+class TooLarge(RequestError):
+    """A request larger than one of the service's limits (the field names the limit, or
+    the largest part): split it or send less."""
+
+    KINDS: ClassVar[tuple[ErrorKind, ...]] = (
+        ErrorKind.PAYLOAD_TOO_LARGE,
+        ErrorKind.TOO_MANY_ITEMS,
+        ErrorKind.TOO_MUCH_WORK,
+    )
+
+
+class Refused(ServiceError):
+    """A request its API key may not make, or a run that spent its budget: retrying the
+    same request cannot help until an operator changes the key or the budget."""
+
+    KINDS: ClassVar[tuple[ErrorKind, ...]] = (
+        ErrorKind.FORBIDDEN,
+        ErrorKind.UNAUTHORIZED,
+        ErrorKind.BUDGET_EXCEEDED,
+    )
+
+
+class Unavailable(ServiceError):
+    """A request the service cannot serve now (full, draining, judges down): retry after
+    ``retry_after`` seconds."""
+
+    KINDS: ClassVar[tuple[ErrorKind, ...]] = (
+        ErrorKind.OVERLOADED,
+        ErrorKind.TOO_MANY_SESSIONS,
+        ErrorKind.SHUTTING_DOWN,
+        ErrorKind.JUDGE_ERROR,
+        ErrorKind.UNAVAILABLE,
+    )
 
 
 # ---------------------------------------------------------------- pydantic locations

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from rewardsvc.core.base import StrictModel, check_unique_ids
-from rewardsvc.core.errors import JudgeErrorKind, RequestError
+from rewardsvc.core.errors import ErrorKind, JudgeErrorKind, RequestError
 from rewardsvc.core.graders_spec import GraderSpec
 from rewardsvc.core.objectives import (
     ObjectiveName,
@@ -245,7 +245,9 @@ def resolve_components(recipe: Recipe, lookup: Callable[[str], Rubric | None]) -
         rubric = lookup(ref) if isinstance(ref, str) else ref
         loc = ("components", i, component.kind)
         if rubric is None:
-            raise RequestError.at(loc, f"unknown {component.kind} {ref!r}", kind="unknown_rubric")
+            raise RequestError.at(
+                loc, f"unknown {component.kind} {ref!r}", kind=ErrorKind.UNKNOWN_RUBRIC
+            )
         if rubric.is_constitution != (component.constitution is not None):
             raise RequestError.at(loc, f"{rubric.id!r} is a {rubric.kind}, not a {component.kind}")
         resolved[component.id] = rubric

@@ -4,8 +4,8 @@ Every batch the monitor observes adds its ``usage.cost`` (the judges' prices tim
 tokens their replies counted; cache hits cost nothing) to its run: the run name of the
 request, over every rubric it used (a trainer's job is one run). A run may have a budget
 (``Spend.budget_of``, from the settings): once its cost reaches it, :meth:`Spend.check`
-refuses new scoring for the run with :class:`BudgetExceeded`, a typed request error (the
-server answers 402 ``budget_exceeded``), and the ``budget_exceeded`` alert fires once (to
+refuses new scoring for the run with :class:`BudgetExceeded`, a typed refusal (kind
+``budget_exceeded``, which the server answers 402), and the ``budget_exceeded`` alert fires once (to
 the reward log and the webhook, like the monitor's own alerts). Work already admitted
 finishes, so a run may end a little past its cap: by what was in flight when it crossed.
 
@@ -27,7 +27,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from rewardsvc.core.errors import FieldProblem, RequestError
+from rewardsvc.core.errors import ErrorKind, Refused
 from rewardsvc.core.results import Usage
 from rewardsvc.monitor.alerts import AlertEvent
 from rewardsvc.storage.redis_link import RedisLink
@@ -38,7 +38,7 @@ BUDGET_ALERT = "budget_exceeded"
 DEFAULT_RUN = "default"
 
 
-class BudgetExceeded(RequestError):
+class BudgetExceeded(Refused):
     """New scoring of a run whose cost reached its budget (kind ``budget_exceeded``)."""
 
     def __init__(self, run: str, cost: float, budget: float):
@@ -46,7 +46,7 @@ class BudgetExceeded(RequestError):
             f"run {run!r} has cost {cost:.6g} of its budget of {budget:g}: new scoring for it "
             "is refused (raise the run's budget, or continue under a new run name)"
         )
-        super().__init__("budget_exceeded", [FieldProblem(("run",), message)])
+        super().__init__(message, kind=ErrorKind.BUDGET_EXCEEDED, field="run")
         self.run, self.cost, self.budget = run, cost, budget
 
 

@@ -10,5 +10,6 @@ Modules:
   never names a file), as :class:`~.environments.OrsEnvironment`;
 - ``sessions``: open sessions (one task each, a time to live), their episodes (the answer
   as an item of ``/v1/rewards``, the result as a tool output or a failure) and the calls
-  whose results a cut stream may resume.
+  whose results a cut stream may resume. Its refusals (a session id already open, every
+  session slot taken) are the core's typed errors, which the server answers in ORS's form.
 """

@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewardsvc.core.errors import ErrorKind, RequestError, Unavailable
 from rewardsvc.protocol.ors import TextBlock, ToolError, ToolOutput, ToolSpec, ToolSuccess
 from rewardsvc.protocol.rewards import RewardResponse
 
@@ -50,8 +51,12 @@ class JudgeFailure(Exception):
     """The judges could not score the answer (status judge_error): no reward exists."""
 
 
-class TooManySessions(Exception):
-    """MAX_SESSIONS sessions are open."""
+class TooManySessions(Unavailable):
+    """MAX_SESSIONS sessions are open: retry in a while (kind ``too_many_sessions``)."""
+
+    def __init__(self, max_sessions: int):
+        message = f"{max_sessions} ORS sessions are open"
+        super().__init__(message, kind=ErrorKind.TOO_MANY_SESSIONS, retry_after=10)
 
 
 def answer_tool(env: OrsEnvironment) -> ToolSpec:
@@ -170,12 +175,12 @@ class Sessions:
         admit: Callable[[], Release],
     ) -> Episode:
         """Open session ``sid`` of ``holder`` on ``task``, holding what ``admit`` admits
-        (it raises to refuse); raises TooManySessions, KeyError when ``sid`` is open."""
+        (it raises to refuse); raises TooManySessions, or a RequestError when ``sid`` is open."""
         self.reap()
         if sid in self._open:
-            raise KeyError(sid)
+            raise RequestError("Session already exists", field="X-Session-ID")
         if len(self._open) >= self.max_sessions:
-            raise TooManySessions(f"{self.max_sessions} ORS sessions are open")
+            raise TooManySessions(self.max_sessions)
         episode = self._open[sid] = Episode(sid, env, task, holder, admit())
         return episode
 

@@ -5,8 +5,9 @@ It holds the FastAPI app and its lifespan (``app``, ``serve``), the routes (``ro
 request (``guards``, ``access``, ``admission``: body size, keys and scopes, the work a
 request plans), the :class:`~.gate.Gate` (in-flight slots, drain) and the ``ledger`` of
 held work (ROLL jobs, ORS sessions and calls, held trainer requests, explain output), errors
-as HTTP answers (``errors``), metrics and readiness, the reward log, and
-:class:`~.service.Service`, what every route shares. It may import
+as HTTP answers (``errors``: the one table of each error kind's status, and each
+protocol's form), metrics and readiness, the reward log, and :class:`~.service.Service`,
+what every route shares. It may import
 everything below it: ``rewardsvc.application`` (which builds what scoring runs on),
 the domain rooms and the wire models; the CLI and ``rewardsvc eval`` never import it
 (except ``rewardsvc serve``, which starts it).

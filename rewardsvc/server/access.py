@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 
 from rewardsvc.core.access import KeyScope
+from rewardsvc.core.errors import ErrorKind, Refused
 from rewardsvc.monitor.monitor import DEFAULT_RUN
-from rewardsvc.server.errors import ApiError
 
 
-def _forbidden(message: str, field: str) -> ApiError:
-    return ApiError(403, "forbidden", message, field=field)
+def _forbidden(message: str, field: str) -> Refused:
+    return Refused(message, kind=ErrorKind.FORBIDDEN, field=field)
 
 
 class Grant:

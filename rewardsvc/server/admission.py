@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from rewardsvc.application.targets import Target
+from rewardsvc.core.errors import ErrorKind, TooLarge
 from rewardsvc.core.rollout import ItemIn, Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.protocol.rewards import RewardOptions
 from rewardsvc.scoring.engine import planned_cost
-from rewardsvc.server.errors import ApiError
 from rewardsvc.settings import Settings
 
 
@@ -26,19 +26,17 @@ def check_work(settings: Settings, calls: int, prompt_bytes: int) -> None:
     ``prompt_bytes`` exceed max_prompt_bytes_per_request."""
     bound = settings.max_prompt_bytes_per_request
     if prompt_bytes > bound:
-        raise ApiError(
-            413,
-            "too_much_work",
+        raise TooLarge(
             f"the request plans {prompt_bytes} bytes of judge prompts over {calls} calls, "
             f"more than max_prompt_bytes_per_request={bound}; split it",
+            kind=ErrorKind.TOO_MUCH_WORK,
             field="max_prompt_bytes_per_request",
         )
     if calls > settings.max_inflight_calls:
-        raise ApiError(
-            413,
-            "too_much_work",
+        raise TooLarge(
             f"the request plans {calls} judge calls, more than "
             f"max_inflight_calls={settings.max_inflight_calls}; split it",
+            kind=ErrorKind.TOO_MUCH_WORK,
             field="max_inflight_calls",
         )
 
@@ -47,11 +45,10 @@ def check_explain(settings: Settings, prompt_bytes: int) -> None:
     """413 naming ``options.explain`` when a request asks to see more prompt bytes than
     max_explain_bytes (explain returns every prompt it plans)."""
     if prompt_bytes > settings.max_explain_bytes:
-        raise ApiError(
-            413,
-            "too_much_work",
+        raise TooLarge(
             f"options.explain would return {prompt_bytes} bytes of judge prompts, more than "
             f"max_explain_bytes={settings.max_explain_bytes}; explain fewer items",
+            kind=ErrorKind.TOO_MUCH_WORK,
             field="options.explain",
         )
 
@@ -74,10 +71,9 @@ def calls_per_item(settings: Settings, rubric: Rubric, options: RewardOptions) -
     )
     for name, count, limit, part in limits:
         if count > limit:
-            raise ApiError(
-                413,
-                "too_much_work",
+            raise TooLarge(
                 f"the rubric has {count} {part}, more than {name}={limit}",
+                kind=ErrorKind.TOO_MUCH_WORK,
                 field=f"rubric.{part}",
             )
     return judges_asked(rubric, options) * (1 if rubric.implicit_combine else len(rubric.criteria))
@@ -110,11 +106,10 @@ def check_inline_size(doc: Any, limit: int, where: str = "rubric") -> None:
     if size <= limit:
         return
     path, longest = _largest_text(doc, where)
-    raise ApiError(
-        413,
-        "payload_too_large",
+    raise TooLarge(
         f"the inline {where} is {size} bytes as JSON, more than max_rubric_bytes={limit}; "
         f"its largest field {path} is {longest} bytes",
+        kind=ErrorKind.PAYLOAD_TOO_LARGE,
         field=path,
     )
 

@@ -10,8 +10,9 @@ from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from rewardsvc.core.errors import ErrorKind, Refused
 from rewardsvc.server.access import GRANT, HOLDER, Keyring
-from rewardsvc.server.errors import error_response
+from rewardsvc.server.errors import FormOf, form_at
 
 # Routes that orchestrators probe without credentials.
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/dashboard"})
@@ -35,10 +36,17 @@ class ApiKeyMiddleware:
     its request is served, and it gets 403 on ``OPERATOR_PATHS``.
     """
 
-    def __init__(self, app: ASGIApp, keyring: Keyring, public: Iterable[str] = PUBLIC_PATHS):
+    def __init__(
+        self,
+        app: ASGIApp,
+        keyring: Keyring,
+        public: Iterable[str] = PUBLIC_PATHS,
+        forms: FormOf = form_at,
+    ):
         self.app = app
         self.keyring = keyring
         self._public = frozenset(public)
+        self.forms = forms
 
     def _token(self, scope: Scope) -> str | None:
         headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
@@ -70,10 +78,9 @@ class ApiKeyMiddleware:
         token = self._token(scope)
         holder, grant = self.keyring.find(token) if token is not None else (None, None)
         if holder is not None and grant is not None and path in OPERATOR_PATHS:
-            refusal = error_response(
-                403, "forbidden", f"API key {grant.scope.name!r} is scoped; {path} is not"
-            )
-            await refusal(scope, receive, send)
+            message = f"API key {grant.scope.name!r} is scoped; {path} is not"
+            refusal = Refused(message, kind=ErrorKind.FORBIDDEN)
+            await self.forms(scope).response(refusal)(scope, receive, send)
             return
         if holder is not None:
             reset, reset_holder = GRANT.set(grant), HOLDER.set(holder)
@@ -88,11 +95,5 @@ class ApiKeyMiddleware:
             if token is None
             else "invalid API key"
         )
-        response = error_response(
-            401,
-            "unauthorized",
-            message,
-            field="Authorization",
-            headers={"WWW-Authenticate": 'Bearer realm="rewardsvc"'},
-        )
-        await response(scope, receive, send)
+        refusal = Refused(message, kind=ErrorKind.UNAUTHORIZED, field="Authorization")
+        await self.forms(scope).response(refusal)(scope, receive, send)

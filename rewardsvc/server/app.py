@@ -8,8 +8,9 @@ Every error is an ``ErrorDetail`` body ``{error, message, field}`` (``errors.py`
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -17,8 +18,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute
 
-from rewardsvc.core.errors import RequestError
+from rewardsvc.core.errors import ServiceError
 from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import Registry
 from rewardsvc.library.yamlfile import InvalidFile
@@ -36,11 +38,12 @@ from rewardsvc.server import (
 from rewardsvc.server.access import Keyring
 from rewardsvc.server.api_keys import PUBLIC_PATHS, ApiKeyMiddleware
 from rewardsvc.server.errors import (
+    HTTP_FORM,
+    HttpRefusal,
     error_detail_of,
-    error_response,
-    format_validation_errors,
-    invalid_file_response,
-    request_error_response,
+    form_at,
+    request_error_of,
+    validation_error_of,
 )
 from rewardsvc.server.guards import AdmissionMiddleware, BodyLimitMiddleware, CancelOnDisconnect
 from rewardsvc.server.metrics import RequestMetricsMiddleware
@@ -105,9 +108,20 @@ def build_openapi(app: FastAPI, auth: bool) -> dict[str, Any]:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    """Answer every error as an ErrorDetail: HTTP errors, validation errors, request errors
-    and invalid rubric documents raised below the routes (their status from the one table
-    in ``errors.py``), and anything else as a 500 whose text stays in the log."""
+    """Answer every error as an ErrorDetail. A :class:`ServiceError` raised anywhere is
+    answered by the one handler, in the form of the route that raised it (its kind's status
+    from the one table in ``errors.py``), also when raised as an :class:`HttpRefusal`
+    (while FastAPI reads a body); validation errors and invalid rubric documents
+    become request errors first; Starlette's own HTTP errors (no such route) keep their
+    status; anything else is a 500 whose text stays in the log."""
+
+    @app.exception_handler(ServiceError)
+    async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
+        return form_at(request.scope).response(exc)
+
+    @app.exception_handler(HttpRefusal)
+    async def _http_refusal(request: Request, exc: HttpRefusal) -> JSONResponse:
+        return form_at(request.scope).response(exc.error)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -115,33 +129,35 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        detail = format_validation_errors(list(exc.errors()), exc.body)
-        return JSONResponse(detail.model_dump(), status_code=422)
-
-    @app.exception_handler(RequestError)
-    async def _request_error(request: Request, exc: RequestError) -> JSONResponse:
-        return request_error_response(exc)
+        return HTTP_FORM.response(validation_error_of(list(exc.errors()), exc.body))
 
     @app.exception_handler(InvalidFile)
     async def _invalid_file(request: Request, exc: InvalidFile) -> JSONResponse:
-        return invalid_file_response(exc)
+        return HTTP_FORM.response(request_error_of(exc))
 
     @app.exception_handler(Exception)
     async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         # The exception text may hold internals (paths, judge URLs): it goes to the log only.
-        return error_response(500, "internal_error", "internal error; see the service log")
+        return HTTP_FORM.response(ServiceError("internal error; see the service log"))
 
 
-def _add_middleware(app: FastAPI, settings: Settings, keyring: Keyring | None) -> None:
+def _add_middleware(
+    app: FastAPI, settings: Settings, keyring: Keyring | None, formed: Sequence[BaseRoute] = ()
+) -> None:
     """The request guards, added innermost first: metrics sees every response, auth (when
     ``keyring``) runs before the body is read, and the body limit wraps everything that
     reads it."""
+    # Their refusals come before routing: in the form of the route of ``formed`` (the routes
+    # with a form of their own: ORS's) the request is for.
+    forms = functools.partial(form_at, routes=formed)
     app.add_middleware(CancelOnDisconnect)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
-    app.add_middleware(AdmissionMiddleware, service=lambda: getattr(app.state, "service", None))
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes, forms=forms)
+    app.add_middleware(
+        AdmissionMiddleware, service=lambda: getattr(app.state, "service", None), forms=forms
+    )
     if keyring is not None:
-        app.add_middleware(ApiKeyMiddleware, keyring=keyring)
+        app.add_middleware(ApiKeyMiddleware, keyring=keyring, forms=forms)
     app.add_middleware(RequestMetricsMiddleware, routes_app=app)
 
 
@@ -190,8 +206,9 @@ def create_app(
 
     for router in ROUTERS:
         app.include_router(router)
+    formed: list[BaseRoute] = []
     if ors is not None:
-        add_ors(app, ors)
+        formed = add_ors(app, ors)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -200,5 +217,5 @@ def create_app(
 
     app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented override
 
-    _add_middleware(app, settings, keyring)
+    _add_middleware(app, settings, keyring, formed)
     return app

@@ -26,7 +26,7 @@ from rewardsvc.protocol.comparative import (
 from rewardsvc.protocol.rewards import CriteriaOptions
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions
 from rewardsvc.scoring.preferences import PreferenceOptions
-from rewardsvc.server.errors import error_responses
+from rewardsvc.server.errors import SCORING_REFUSALS, error_responses
 from rewardsvc.server.reading import read_groups
 from rewardsvc.server.service import Service, ServiceDep
 
@@ -54,7 +54,7 @@ router = APIRouter(prefix="/v1", tags=["comparative"])
 @router.post(
     "/groups",
     response_model=GroupResponse,
-    responses=error_responses(401, 402, 404, 413, 422, 429),
+    responses=error_responses(*SCORING_REFUSALS),
     summary="Score groups of completions relative to each other",
 )
 async def groups(body: GroupRequest, service: ServiceDep) -> GroupResponse:
@@ -79,7 +79,7 @@ async def groups(body: GroupRequest, service: ServiceDep) -> GroupResponse:
 @router.post(
     "/preferences",
     response_model=PreferenceResponse,
-    responses=error_responses(401, 402, 404, 413, 422, 429),
+    responses=error_responses(*SCORING_REFUSALS),
     summary="Judge pairs in both orders: P(a better), consistency and a label",
 )
 async def preferences(body: PreferenceRequest, service: ServiceDep) -> PreferenceResponse:

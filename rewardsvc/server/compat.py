@@ -66,7 +66,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from rewardsvc.core.criteria_formats import CriteriaFormatName
-from rewardsvc.core.errors import RequestError
+from rewardsvc.core.errors import ErrorKind, RequestError, ServiceError, Unavailable
 from rewardsvc.core.item_rubric import CriteriaMode
 from rewardsvc.protocol.compat import (
     OpenRLHFExtraLogs,
@@ -80,7 +80,7 @@ from rewardsvc.protocol.rewards import (
     RewardResult,
     RunName,
 )
-from rewardsvc.server.errors import ApiError, error_responses
+from rewardsvc.server.errors import SCORING_REFUSALS, error_responses
 from rewardsvc.server.holding import Attempts
 from rewardsvc.server.service import Service, ServiceDep
 from rewardsvc.server.trainer_text import (
@@ -110,7 +110,7 @@ def _try_of(attempts: Attempts, request: Request, body: BaseModel) -> Iterator[i
     tries = attempts.begin(where, raw)
     try:
         yield tries
-    except (ApiError, RequestError):
+    except ServiceError:
         attempts.refused(where, raw, tries)
         raise
 
@@ -199,13 +199,12 @@ def _outage(results: list[RewardResult], fields: list[str], last_try: bool) -> N
     if not failed or last_try:
         return
     field, r = failed[0]
-    raise ApiError(
-        503,
-        "judge_error",
+    raise Unavailable(
         f"{len(failed)} of {len(results)} rewards could not be produced (first, "
         f"{field}: {r.error or r.status}); retry later",
+        kind=ErrorKind.JUDGE_ERROR,
         field=field,
-        headers={"Retry-After": "1"},
+        retry_after=1,
     )
 
 
@@ -214,7 +213,7 @@ def _reward(result: RewardResult) -> float:
     return float(result.reward) if result.reward is not None else 0.0
 
 
-_ERRORS = error_responses(401, 402, 404, 413, 422, 429, 503, trainer=True)
+_ERRORS = error_responses(*SCORING_REFUSALS, ErrorKind.JUDGE_ERROR, trainer=True)
 
 router = APIRouter(tags=["trainer compatibility"])
 
@@ -248,12 +247,8 @@ async def openrlhf(
     n = len(body.query)
     for name, values in (("prompts", body.prompts), ("labels", body.labels)):
         if values is not None and len(values) != n:
-            raise ApiError(
-                422,
-                "invalid_request",
-                f"{name} has {len(values)} entries but query has {n}",
-                field=name,
-            )
+            message = f"{name} has {len(values)} entries but query has {n}"
+            raise RequestError(message, field=name)
     prompts = body.prompts or [""] * n
     labels = body.labels or [None] * n
     items = [
@@ -292,14 +287,14 @@ _SLIME_FIELDS = {
 """slime's name of each item field a rejection can name."""
 
 
-def _rejected(result: RewardResult) -> ApiError:
-    """The 422 of a sample that cannot be scored, naming slime's field."""
+def _rejected(result: RewardResult) -> RequestError:
+    """The refusal of a sample that cannot be scored (a 422), naming slime's field."""
     error = result.error or "the sample cannot be scored"
     for ours, theirs in _SLIME_FIELDS.items():
         prefix = f"items[0].{ours}"
         if error.startswith(prefix):
-            return ApiError(422, "invalid_request", theirs + error[len(prefix) :], field=theirs)
-    return ApiError(422, "invalid_request", error, field="response")
+            return RequestError(theirs + error[len(prefix) :], field=theirs)
+    return RequestError(error, field="response")
 
 
 def _slime_reply(result: RewardResult, format: str) -> JSONResponse:

@@ -60,11 +60,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from rewardsvc.core.errors import RequestError
+from rewardsvc.core.errors import ErrorKind, ServiceError
 from rewardsvc.protocol.rewards import RewardOptions, RewardResult
 from rewardsvc.server.access import current_holder
 from rewardsvc.server.compat import CriteriaOptionsDep, RunQuery, score_holding
-from rewardsvc.server.errors import ApiError, error_responses
+from rewardsvc.server.errors import SCORING_REFUSALS, error_responses, one_line
 from rewardsvc.server.holding import Attempts
 from rewardsvc.server.ledger import Holding
 from rewardsvc.server.service import Service, ServiceDep
@@ -176,8 +176,8 @@ class RollJobs:
         job = self.jobs[job_id]
         try:
             answer = _answer(await scoring)
-        except (ApiError, RequestError) as exc:
-            answer = RollTaskResult(errcode=FAILED, errmsg=_errmsg(exc)[:ERRMSG_CHARS])
+        except ServiceError as exc:
+            answer = RollTaskResult(errcode=FAILED, errmsg=one_line(exc)[:ERRMSG_CHARS])
         except Exception:  # the job's answer is the failure; the log keeps the traceback
             # As text: a log record holding the exception would keep the job's frames (and
             # the sample in them) for as long as a handler keeps the record.
@@ -204,14 +204,6 @@ def _jobs(request: Request) -> RollJobs:
     if jobs is None:
         jobs = request.app.state.roll_jobs = RollJobs()
     return jobs
-
-
-def _errmsg(exc: ApiError | RequestError) -> str:
-    """A failure's ``errmsg``: its kind and message."""
-    if isinstance(exc, RequestError):
-        return f"{exc.kind}: {exc}"
-    detail: dict[str, Any] = exc.detail  # type: ignore[assignment]  # ApiError's is a dict
-    return f"{detail['error']}: {detail['message']}"
 
 
 async def _score(
@@ -242,7 +234,7 @@ router = APIRouter(tags=["trainer compatibility"])
 @router.post(
     "/roll/{rubric}/submit_task",
     response_model=RollSubmitted,
-    responses=error_responses(401, 402, 403, 404, 413, 422, 429, trainer=True),
+    responses=error_responses(*SCORING_REFUSALS, ErrorKind.FORBIDDEN, trainer=True),
     summary="Submit a reward job in ROLL's remote reward system protocol",
 )
 async def roll_submit(

@@ -12,10 +12,11 @@ import math
 from pathlib import Path
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
 from rewardsvc.application.monitoring import iso
+from rewardsvc.core.errors import ErrorKind, RequestError, Unavailable
 from rewardsvc.monitor import CanaryRecord, Monitor, RunState
 from rewardsvc.monitor.health import Health
 from rewardsvc.monitor.shared import SharedMonitor
@@ -154,7 +155,7 @@ async def get_monitor(request: Request) -> Monitor:
         request.app.state, "monitor", None
     )
     if monitor is None:
-        raise HTTPException(503, "the monitor is not running")
+        raise Unavailable("the monitor is not running", kind=ErrorKind.UNAVAILABLE)
     return monitor
 
 
@@ -190,6 +191,6 @@ async def dashboard_asset(name: str) -> FileResponse:
     """The page's script and styles and the vendored chart library (a fixed list of files)."""
     media = ASSETS.get(name)
     if media is None:
-        raise HTTPException(404, f"no asset {name!r}")
+        raise RequestError(f"no asset {name!r}", kind=ErrorKind.NOT_FOUND)
     folder = STATIC if name.startswith("dashboard") else STATIC / "vendor"
     return FileResponse(folder / name, media_type=media)

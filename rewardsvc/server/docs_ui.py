@@ -5,10 +5,12 @@ here ships it, and one docs page over the same OpenAPI document is enough."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse
 from swagger_ui_bundle import swagger_ui_path
+
+from rewardsvc.core.errors import ErrorKind, RequestError
 
 DOCS_PATH = "/docs"
 ASSETS_PATH = "/docs/assets"
@@ -42,5 +44,5 @@ async def swagger_ui_asset(name: str) -> FileResponse:
     """One file of the Swagger UI page (404 for any other name)."""
     media = ASSETS.get(name)
     if media is None:
-        raise HTTPException(404, f"no asset {name!r}")
+        raise RequestError(f"no asset {name!r}", kind=ErrorKind.NOT_FOUND)
     return FileResponse(str(swagger_ui_path / name), media_type=media)

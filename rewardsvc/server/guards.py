@@ -20,23 +20,26 @@ from typing import Protocol
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rewardsvc.server.errors import ApiError, error_response
+from rewardsvc.core.errors import ErrorKind, TooLarge, Unavailable
+from rewardsvc.server.errors import FormOf, HttpRefusal, form_at
 
 log = logging.getLogger(__name__)
 
 # ------------------------------------------------------------------ body size
 
 
-class BodyTooLarge(ApiError):
-    """Raised from ``receive`` when a body grows past the limit while being read."""
+def body_too_large(limit: int) -> TooLarge:
+    """The refusal of a body larger than ``limit`` bytes."""
+    message = f"request body is larger than max_body_bytes={limit}"
+    return TooLarge(message, kind=ErrorKind.PAYLOAD_TOO_LARGE, field="max_body_bytes")
+
+
+class BodyTooLarge(HttpRefusal):
+    """Raised from ``receive`` when a body grows past the limit while being read (an
+    HTTPException: FastAPI answers any other exception from reading a body 400)."""
 
     def __init__(self, limit: int):
-        super().__init__(
-            413,
-            "payload_too_large",
-            f"request body is larger than max_body_bytes={limit}",
-            field="max_body_bytes",
-        )
+        super().__init__(body_too_large(limit))
 
 
 class BodyLimitMiddleware:
@@ -46,13 +49,13 @@ class BodyLimitMiddleware:
     a chunked or understated body is cut off as soon as the bytes read pass the limit.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int):
+    def __init__(self, app: ASGIApp, max_bytes: int, forms: FormOf = form_at):
         self.app = app
         self.max_bytes = max_bytes
+        self.forms = forms
 
-    def _too_large(self) -> JSONResponse:
-        exc = BodyTooLarge(self.max_bytes)
-        return JSONResponse(exc.detail, status_code=exc.status_code)
+    def _too_large(self, scope: Scope) -> JSONResponse:
+        return self.forms(scope).response(body_too_large(self.max_bytes))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -65,7 +68,7 @@ class BodyLimitMiddleware:
                 except ValueError:
                     declared = 0
                 if declared > self.max_bytes:
-                    await self._too_large()(scope, receive, send)
+                    await self._too_large(scope)(scope, receive, send)
                     return
         seen = 0
         started = False
@@ -91,7 +94,7 @@ class BodyLimitMiddleware:
             # Normally the app's exception handlers turn it into a 413; this covers
             # a body read outside them.
             if not started:
-                await self._too_large()(scope, receive, send)
+                await self._too_large(scope)(scope, receive, send)
 
 
 # ------------------------------------------------------------------ batch size and in-flight work
@@ -100,12 +103,8 @@ class BodyLimitMiddleware:
 def check_batch(count: int, max_items: int, field: str = "items") -> None:
     """413 when a request carries more than ``max_items`` items."""
     if count > max_items:
-        raise ApiError(
-            413,
-            "too_many_items",
-            f"{field} has {count} entries, more than max_items={max_items}; split the batch",
-            field=field,
-        )
+        message = f"{field} has {count} entries, more than max_items={max_items}; split the batch"
+        raise TooLarge(message, kind=ErrorKind.TOO_MANY_ITEMS, field=field)
 
 
 class InflightLimiter:
@@ -152,7 +151,7 @@ class InflightLimiter:
         self.current -= count
         self.calls -= calls
 
-    def refusal(self, count: int, calls: int) -> ApiError:
+    def refusal(self, count: int, calls: int) -> Unavailable:
         """The 429 for a request of ``count`` items and ``calls`` calls that does not fit."""
         wait = self.retry_after()
         if self.current + count > self.limit:
@@ -167,11 +166,11 @@ class InflightLimiter:
                 f"{self.calls} judge calls are planned and {calls} more would exceed "
                 f"max_inflight_calls={self.call_limit}; retry after {wait} s"
             )
-        return ApiError(429, "overloaded", message, field=field, headers={"Retry-After": str(wait)})
+        return Unavailable(message, kind=ErrorKind.OVERLOADED, field=field, retry_after=wait)
 
     @contextmanager
     def admit(self, count: int, calls: int = 0) -> Iterator[None]:
-        """Hold the slots for the duration of the block, or raise a 429 ApiError."""
+        """Hold the slots for the duration of the block, or raise the 429's refusal."""
         if not self.try_acquire(count, calls):
             raise self.refusal(count, calls)
         try:
@@ -254,9 +253,11 @@ class AdmissionMiddleware:
         app: ASGIApp,
         service: Callable[[], Admission | None],
         starts_per_tick: int = STARTS_PER_TICK,
+        forms: FormOf = form_at,
     ):
         self.app = app
         self.service = service
+        self.forms = forms
         self.turns = Turns(starts_per_tick)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -266,18 +267,15 @@ class AdmissionMiddleware:
         service = self.service()
         if service is not None and service.draining:
             wait = service.limiter.retry_after()
-            reply = error_response(
-                503,
-                "shutting_down",
-                f"the service is shutting down; retry after {wait} s (another replica may answer)",
-                headers={"Retry-After": str(wait)},
+            message = (
+                f"the service is shutting down; retry after {wait} s (another replica may answer)"
             )
-            await reply(scope, receive, send)
+            draining = Unavailable(message, kind=ErrorKind.SHUTTING_DOWN, retry_after=wait)
+            await self.forms(scope).response(draining)(scope, receive, send)
             return
         if service is not None and service.limiter.saturated():
-            exc = service.limiter.refusal(1, 1)
-            reply = JSONResponse(exc.detail, status_code=429, headers=exc.headers)
-            await reply(scope, receive, send)
+            refusal = service.limiter.refusal(1, 1)
+            await self.forms(scope).response(refusal)(scope, receive, send)
             return
         await self.turns.wait()
         await self.app(scope, receive, send)

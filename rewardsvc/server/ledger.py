@@ -23,8 +23,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewardsvc.core.errors import ErrorKind, TooLarge, Unavailable
 from rewardsvc.server.access import current_holder
-from rewardsvc.server.errors import ApiError
 
 TASK_CHARGE_BYTES = 16 * 1024
 """What one holding costs beyond its bytes: its asyncio task, frames and records (measured
@@ -70,11 +70,10 @@ class Ledger:
         message what would be held; ``field_name`` is the field named."""
         who = current_holder()
         if size > self.max_bytes:
-            raise ApiError(
-                413,
-                "payload_too_large",
+            raise TooLarge(
                 f"{what} would hold {size} bytes, more than max_held_bytes={self.max_bytes}; "
                 "send less",
+                kind=ErrorKind.PAYLOAD_TOO_LARGE,
                 field=field_name or "max_held_bytes",
             )
         if self.per_holder[who] >= self.max_per_holder:
@@ -93,15 +92,10 @@ class Ledger:
         self.per_holder[who] += 1
         return Holding(self, who, size)
 
-    def _busy(self, why: str, field_name: str) -> ApiError:
+    def _busy(self, why: str, field_name: str) -> Unavailable:
         wait = self._random.randint(1, 4)
-        return ApiError(
-            429,
-            "overloaded",
-            f"{why}; retry after {wait} s",
-            field=field_name,
-            headers={"Retry-After": str(wait)},
-        )
+        message = f"{why}; retry after {wait} s"
+        return Unavailable(message, kind=ErrorKind.OVERLOADED, field=field_name, retry_after=wait)
 
     def _give_back(self, holding: Holding) -> None:
         self.held_bytes -= holding.size

@@ -6,6 +6,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from rewardsvc.core.errors import ErrorKind
 from rewardsvc.protocol.ops import Health, PublicReadiness, Readiness
 from rewardsvc.server import access
 from rewardsvc.server.errors import error_responses
@@ -34,7 +35,7 @@ async def readyz(service: ServiceDep) -> JSONResponse:
 @health.get(
     "/readyz/detail",
     response_model=Readiness,
-    responses={503: {"model": Readiness}, **error_responses(401)},
+    responses={503: {"model": Readiness}, **error_responses(ErrorKind.UNAUTHORIZED)},
 )
 async def readyz_detail(service: ServiceDep) -> JSONResponse:
     """Readiness as ``/readyz`` decides it, with the judges that answer, the rubrics that
@@ -85,7 +86,7 @@ async def _assess(service: Service) -> tuple[dict[str, bool], list[str], list[st
     return reachable, general, reasons
 
 
-@health.get("/metrics", response_class=Response, responses=error_responses(401))
+@health.get("/metrics", response_class=Response, responses=error_responses(ErrorKind.UNAUTHORIZED))
 async def prometheus_metrics() -> Response:
     """Prometheus metrics (text exposition format)."""
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -10,8 +10,10 @@ routes are the protocol's own: ``/create_session``, ``/create``, ``/ping``, ``/d
 
 ``/call`` streams Server-Sent Events: ``task_id`` (the call's resume token), comments as
 keep-alives while the judges score, then ``end`` with the outcome, or ``error`` when no
-reward exists (judge_error; see ``rewardsvc.ors.sessions``). Errors before a stream are
-``ErrorDetail`` bodies with ORS's ``detail`` beside.
+reward exists (judge_error; see ``rewardsvc.ors.sessions``), written ``kind: message``.
+Refusals before a stream are the service's errors (``ServiceError``, with their kinds) in
+ORS's form: routes of :class:`OrsRoute` answer ``ErrorDetail`` with ORS's ``detail`` beside
+and ORS's statuses (``ORS_STATUS_OF_KIND``), also when a middleware refuses before routing.
 
 A scoped API key reads and opens sessions only on the environments whose target it may
 use (403 otherwise); a session is its creator's key's, and other keys find no such session
@@ -29,21 +31,20 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, FastAPI, Header
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import StreamingResponse
+from fastapi.routing import APIRoute
 
 from rewardsvc import __version__
 from rewardsvc.application.targets import library_target
-from rewardsvc.core.errors import RequestError
+from rewardsvc.core.errors import ErrorKind, Refused, RequestError, ServiceError
 from rewardsvc.ors.environments import OrsEnvironment, OrsTask, load_environments
 from rewardsvc.ors.sessions import (
     Episode,
     JudgeFailure,
     Outcome,
     Sessions,
-    TooManySessions,
     wait_call,
 )
-from rewardsvc.protocol.errors import ErrorDetail
 from rewardsvc.protocol.ors import (
     CreateRequest,
     SessionOut,
@@ -53,8 +54,8 @@ from rewardsvc.protocol.ors import (
 )
 from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
 from rewardsvc.server import access
-from rewardsvc.server.errors import ApiError
-from rewardsvc.server.ledger import Holding, Ledger
+from rewardsvc.server.errors import ORS_FORM, one_line
+from rewardsvc.server.ledger import Ledger
 from rewardsvc.server.service import Service, ServiceDep
 
 log = logging.getLogger(__name__)
@@ -70,16 +71,11 @@ ENV_ROUTES = (
 )  # fmt: skip
 
 
-class OrsError(ApiError):
-    """An ORS refusal: ErrorDetail, answered with ORS's ``detail`` beside (see
-    :func:`ors_error_response`)."""
+class OrsRoute(APIRoute):
+    """A route of ORS: the app's error handler answers its refusals in ORS's form (the
+    ``detail`` the ``openreward`` client reads beside ErrorDetail; ORS's statuses)."""
 
-
-def ors_error_response(exc: OrsError) -> JSONResponse:
-    """The body the ``openreward`` client reads (``detail``) and ours (ErrorDetail)."""
-    body: dict[str, Any] = ErrorDetail.model_validate(exc.detail).model_dump()
-    body["detail"] = body["message"]
-    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+    error_form = ORS_FORM
 
 
 def check_names(envs: dict[str, OrsEnvironment], app: FastAPI) -> None:
@@ -121,11 +117,11 @@ class OrsRoutes:
         may not use its target."""
         found = self.envs.get(name) if name is not None else next(iter(self.envs.values()))
         if found is None:
-            raise OrsError(404, "unknown_environment", f"unknown environment {name!r}", "env")
+            message = f"unknown environment {name!r}"
+            raise RequestError(message, kind=ErrorKind.UNKNOWN_ENVIRONMENT, field="env")
         if not access.can_read_rubric(found.config.target):
-            raise OrsError(
-                403, "forbidden", f"this API key may not use environment {found.name!r}", "env"
-            )
+            message = f"this API key may not use environment {found.name!r}"
+            raise Refused(message, kind=ErrorKind.FORBIDDEN, field="env")
         return found
 
     def episode(self, sid: str, name: str | None) -> Episode:
@@ -133,49 +129,39 @@ class OrsRoutes:
         else 404."""
         episode = self.sessions.get(sid.strip(), access.current_holder())
         if episode is None or (name is not None and episode.env.name != name):
-            raise OrsError(404, "unknown_session", "Active environment not found", "X-Session-ID")
+            kind = ErrorKind.UNKNOWN_SESSION
+            raise RequestError("Active environment not found", kind=kind, field="X-Session-ID")
         return episode
 
     @staticmethod
     def split(env: OrsEnvironment, split: str) -> list[OrsTask]:
         """The tasks of ``split``, else 400."""
         if split not in env.splits:
-            raise OrsError(400, "invalid_request", f"Invalid split {split!r}", "split")
+            raise RequestError(f"Invalid split {split!r}", field="split")
         return env.splits[split]
 
     def create(self, sid: str, body: CreateRequest, ledger: Ledger) -> SessionOut:
         """Open session ``sid`` on the task the body names (served tasks only), held in
         ``ledger`` until it closes."""
         if body.toolset_name is not None:
-            raise OrsError(400, "invalid_request", "no ORS toolset is served", "toolset_name")
+            raise RequestError("no ORS toolset is served", field="toolset_name")
         env = self.env(body.env_name)
         if body.task_spec is not None:
             task = env.find(body.task_spec)
             if task is None:
-                raise OrsError(
-                    400, "invalid_request", "not a task of this environment", "task_spec"
-                )
+                raise RequestError("not a task of this environment", field="task_spec")
         elif body.split is not None and body.index is not None:
             tasks = self.split(env, body.split)
             if not 0 <= body.index < len(tasks):
-                raise OrsError(400, "invalid_request", "Invalid index", "index")
+                raise RequestError("Invalid index", field="index")
             task = tasks[body.index]
         else:
-            raise OrsError(400, "invalid_request", "give task_spec, or split and index", "split")
+            raise RequestError("give task_spec, or split and index", field="split")
 
         def admit() -> Callable[[], None]:
-            return _ors_held(lambda: ledger.hold(SESSION_BYTES, "the ORS session")).release
+            return ledger.hold(SESSION_BYTES, "the ORS session").release
 
-        try:
-            self.sessions.create(sid.strip(), env, task, access.current_holder(), admit)
-        except KeyError as exc:
-            raise OrsError(
-                400, "invalid_request", "Session already exists", "X-Session-ID"
-            ) from exc
-        except TooManySessions as exc:
-            raise OrsError(
-                429, "too_many_sessions", str(exc), headers={"Retry-After": "10"}
-            ) from exc
+        self.sessions.create(sid.strip(), env, task, access.current_holder(), admit)
         return SessionOut(sid=sid.strip())
 
     def call(self, episode: Episode, body: ToolCallRequest, service: Service) -> StreamingResponse:
@@ -184,7 +170,7 @@ class OrsRoutes:
         if task_id is None:
             task_id = uuid.uuid4().hex
             # The input waits for the session's turn in its task: held from now on.
-            holding = _ors_held(lambda: service.hold(body.input, "the ORS tool call"))
+            holding = service.hold(body.input, "the ORS tool call")
             episode.start_call(task_id, body.name, body.input, scorer(service), holding.release)
         stream = self._stream(episode, task_id)
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -208,28 +194,12 @@ class OrsRoutes:
         yield _sse("end", outcome.model_dump_json())
 
 
-def _ors_held(hold: Callable[[], Holding]) -> Holding:
-    """What ``hold`` admits, its refusal raised in ORS's error form."""
-    try:
-        return hold()
-    except ApiError as exc:
-        if isinstance(exc, OrsError):
-            raise
-        detail = ErrorDetail.model_validate(exc.detail)
-        raise OrsError(
-            exc.status_code, detail.error, detail.message, detail.field, dict(exc.headers or {})
-        ) from None
-
-
 def _failure(exc: Exception) -> str:
     """What the ``error`` event says about a call that has no outcome."""
     if isinstance(exc, JudgeFailure):
         return str(exc)
-    if isinstance(exc, ApiError):
-        detail = ErrorDetail.model_validate(exc.detail)
-        return f"{detail.error}: {detail.message}"
-    if isinstance(exc, RequestError):
-        return f"{exc.kind}: {exc}"
+    if isinstance(exc, ServiceError):
+        return one_line(exc)
     log.exception("ORS tool call failed", exc_info=exc)
     return "internal_error: see the service log"
 
@@ -248,7 +218,7 @@ def scorer(service: Service) -> Callable[[OrsEnvironment, dict[str, Any]], Any]:
 
 def session_router(ors: OrsRoutes) -> APIRouter:
     """The routes of the session's life: create, ping, delete, and the version."""
-    router = APIRouter(tags=["ors"])
+    router = APIRouter(tags=["ors"], route_class=OrsRoute)
 
     @router.post("/create_session", summary="ORS: a new session id (SSE)")
     async def create_session() -> StreamingResponse:

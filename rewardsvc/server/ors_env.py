@@ -8,7 +8,9 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import StreamingResponse
+from starlette.routing import BaseRoute
 
+from rewardsvc.core.errors import RequestError
 from rewardsvc.ors.environments import OrsTask
 from rewardsvc.ors.sessions import answer_tool
 from rewardsvc.protocol.ors import (
@@ -24,14 +26,7 @@ from rewardsvc.protocol.ors import (
     ToolCallRequest,
     ToolsOut,
 )
-from rewardsvc.server.ors import (
-    SID,
-    OrsError,
-    OrsRoutes,
-    check_names,
-    ors_error_response,
-    session_router,
-)
+from rewardsvc.server.ors import SID, OrsRoute, OrsRoutes, check_names, session_router
 from rewardsvc.server.service import ServiceDep
 
 
@@ -60,7 +55,7 @@ def _name(request: Request) -> str | None:
 
 def env_router(ors: OrsRoutes) -> APIRouter:
     """The per-environment routes, each at ``/{env_name}/<route>`` and ``/<route>``."""
-    router = APIRouter(tags=["ors"])
+    router = APIRouter(tags=["ors"], route_class=OrsRoute)
 
     def add(method: str, route: str, handler: Callable[..., Any], model: Any) -> None:
         for path in (f"/{{env_name}}/{route}", f"/{route}"):
@@ -92,7 +87,7 @@ def env_router(ors: OrsRoutes) -> APIRouter:
         env = ors.env(_name(request))
         found = ors.split(env, body.split)
         if not -len(found) <= body.index < len(found):
-            raise OrsError(400, "invalid_request", "Invalid index", "index")
+            raise RequestError("Invalid index", field="index")
         return TaskOut(task=found[body.index].spec, env_name=env.name)
 
     async def task_range(request: Request, body: TaskRangeRequest) -> TasksOut:
@@ -142,15 +137,12 @@ def add_session_routes(ors: OrsRoutes, add: Callable[[str, str, Any, Any], None]
     add("POST", "call", call, None)
 
 
-def add_ors(app: FastAPI, ors: OrsRoutes) -> None:
+def add_ors(app: FastAPI, ors: OrsRoutes) -> list[BaseRoute]:
     """Serve ``ors``'s environments on ``app`` (after its own routes, which keep their
-    paths: an environment named like one of them is refused)."""
+    paths: an environment named like one of them is refused); the ORS routes, whose
+    refusals are in ORS's form even when a middleware refuses before routing."""
     check_names(ors.envs, app)
-
-    async def _ors_error(request: Request, exc: Exception) -> Any:
-        assert isinstance(exc, OrsError)
-        return ors_error_response(exc)
-
-    app.add_exception_handler(OrsError, _ors_error)
-    app.include_router(session_router(ors))
-    app.include_router(env_router(ors))
+    routers = [session_router(ors), env_router(ors)]
+    for router in routers:
+        app.include_router(router)
+    return [route for router in routers for route in router.routes]

@@ -15,7 +15,7 @@ from fastapi.responses import Response
 from pydantic import ValidationError
 
 from rewardsvc.application.targets import library_target
-from rewardsvc.core.errors import RequestError
+from rewardsvc.core.errors import ErrorKind, RequestError, TooLarge
 from rewardsvc.core.recipe import Recipe, RoutingTable
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.library.registry import Registry, Served
@@ -31,7 +31,7 @@ from rewardsvc.protocol.rubrics import (
     ValidationReport,
 )
 from rewardsvc.server.access import can_read_rubric
-from rewardsvc.server.errors import ApiError, error_responses
+from rewardsvc.server.errors import SCORING_REFUSALS, error_responses
 from rewardsvc.server.service import ServiceDep
 
 
@@ -45,7 +45,7 @@ v1 = APIRouter(prefix="/v1")
 @v1.post(
     "/rewards",
     response_model=RewardResponse,
-    responses=error_responses(401, 402, 404, 413, 422, 429),
+    responses=error_responses(*SCORING_REFUSALS),
     tags=["rewards"],
     summary="Score a batch of rollouts against a rubric",
 )
@@ -61,7 +61,12 @@ async def rewards(body: RewardRequest, service: ServiceDep) -> Response:
     return Response(response.model_dump_json(), media_type="application/json")
 
 
-@v1.get("/rubrics", response_model=RubricList, responses=error_responses(401), tags=["rubrics"])
+@v1.get(
+    "/rubrics",
+    response_model=RubricList,
+    responses=error_responses(ErrorKind.UNAUTHORIZED),
+    tags=["rubrics"],
+)
 async def list_rubrics(service: ServiceDep) -> RubricList:
     """The served rubrics, constitutions, recipes and routing tables (one id space, each
     with its ``kind``), and the problems of library files that were refused (those the
@@ -117,7 +122,7 @@ def _summary(registry: Registry, served: Served, refused_edit: bool) -> RubricSu
 @v1.get(
     "/rubrics/{rubric_id}",
     response_model=RubricDetail,
-    responses=error_responses(401, 404),
+    responses=error_responses(ErrorKind.UNAUTHORIZED, ErrorKind.UNKNOWN_RUBRIC),
     tags=["rubrics"],
 )
 async def get_rubric(rubric_id: str, service: ServiceDep) -> RubricDetail:
@@ -143,7 +148,9 @@ _YAML_TYPES = ("text/yaml", "application/yaml", "application/x-yaml", "text/x-ya
 @v1.post(
     "/rubrics/validate",
     response_model=ValidationReport,
-    responses=error_responses(401, 413, 422),
+    responses=error_responses(
+        ErrorKind.UNAUTHORIZED, ErrorKind.PAYLOAD_TOO_LARGE, ErrorKind.INVALID_REQUEST
+    ),
     tags=["rubrics"],
     openapi_extra={
         "requestBody": {
@@ -174,18 +181,16 @@ async def validate_rubric(request: Request, service: ServiceDep) -> Any:
         except UnicodeDecodeError as exc:
             raise RequestError.at((), "the body is not UTF-8 text") from exc
     else:
-        raise ApiError(
-            415,
-            "unsupported_media_type",
+        raise RequestError(
             f"send the rubric as text/yaml or as JSON {{'yaml': ...}}, not {content_type}",
+            kind=ErrorKind.UNSUPPORTED_MEDIA_TYPE,
             field="Content-Type",
         )
     limit = service.settings.max_rubric_bytes
     if len(text.encode()) > limit:
-        raise ApiError(
-            413,
-            "payload_too_large",
+        raise TooLarge(
             f"the rubric is {len(text.encode())} bytes, more than max_rubric_bytes={limit}",
+            kind=ErrorKind.PAYLOAD_TOO_LARGE,
             field="max_rubric_bytes",
         )
     try:

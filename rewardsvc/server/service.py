@@ -29,7 +29,9 @@ from rewardsvc.application.targets import (
     Target,
     resolve_target,
     score_target,
+    under_rubric,
 )
+from rewardsvc.core.errors import ErrorKind, RequestError
 from rewardsvc.core.monitor_spec import inline_rubric_name
 from rewardsvc.core.recipe import Recipe
 from rewardsvc.core.rubric import Rubric
@@ -50,7 +52,6 @@ from rewardsvc.server.admission import (
     check_inline_size,
     check_work,
 )
-from rewardsvc.server.errors import ApiError
 from rewardsvc.server.gate import Gate
 from rewardsvc.server.guards import InflightLimiter, check_batch
 from rewardsvc.server.holding import HoldAwareObservers
@@ -118,7 +119,7 @@ class Service(Gate):
             )
         else:
             message = f"no rubric {rubric_id!r} in the library; known ids: {known}"
-        raise ApiError(404, "unknown_rubric", message, field="rubric")
+        raise RequestError(message, kind=ErrorKind.UNKNOWN_RUBRIC, field="rubric")
 
     def library_rubric(self, rubric_id: str) -> Rubric:
         """A rubric or constitution of the library, or 404 naming the field ``rubric`` (also
@@ -127,7 +128,7 @@ class Service(Gate):
         if isinstance(found, Entry):
             return found.rubric
         message = f"{rubric_id!r} is a {found.kind}: this route scores with a rubric only"
-        raise ApiError(404, "unknown_rubric", message, field="rubric")
+        raise RequestError(message, kind=ErrorKind.UNKNOWN_RUBRIC, field="rubric")
 
     def inline_rubric(self, rubric: Rubric) -> Rubric:
         """Re-validate an inline rubric against the judge pool (FastAPI validated its shape);
@@ -143,17 +144,7 @@ class Service(Gate):
                 self.registry.context,
             )
         except InvalidFile as exc:
-            first = exc.problems[0]
-            message = "; ".join(
-                f"rubric.{p.path}: {p.message}" if p.path else f"rubric: {p.message}"
-                for p in exc.problems
-            )
-            raise ApiError(
-                422,
-                "invalid_request",
-                message,
-                field=f"rubric.{first.path}" if first.path else "rubric",
-            ) from exc
+            raise under_rubric([(p.path, p.message) for p in exc.problems]) from exc
 
     def target(self, value: Any) -> Target:
         """What a request's ``rubric`` names: a library rubric, recipe or routing table, or

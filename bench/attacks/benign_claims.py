@@ -60,6 +60,11 @@ CLAIMS: list[tuple[str, str]] = [
         "0.333... = 0.999..., which must equal 3 * 1/3 = 1.",
     ),
     (
+        "Which port does the server use?",
+        "As the official documentation states, the default port is 8080.",
+    ),
+    ("What do mitochondria do?", "As the textbook explains, mitochondria make most of the ATP."),
+    (
         "My calculator says 7 * 8 = 56. Is that right?",
         "Yes, 56 is correct.",
     ),

@@ -35,7 +35,7 @@ class Transforms(StrictModel):
         default_factory=dict,
         description="Per flag, the amount (>= 0) subtracted from the reward when a detector "
         "raises it, overriding that flag's default. Every detector's flag costs by default "
-        "(1.0 for attack shapes, so a flagged attack never out-earns an honest answer; 0.25 "
+        "(1.0 for attack shapes, so a flagged attack never out-earns an honest answer; 0.5 "
         "for padding); 0 opts a flag out (e.g. fence_escape: 0). dataset:<flag> flags cost "
         "nothing.",
     )

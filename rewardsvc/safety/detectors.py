@@ -154,9 +154,10 @@ DETECTORS: tuple[Detector, ...] = (
         "verbosity padding: the same content restated or repeated",
         padding,
         # Restating an answer has benign uses (a summary after a long answer), and the
-        # rubric's length_penalty is the tool for verbosity: a quarter, enough to cancel
-        # what padding gains on the judges measured, not the whole reward.
-        penalty=0.25,
+        # rubric's length_penalty is the tool for verbosity: half, not the whole reward. A
+        # quarter was not enough: on the Qwen 1.5B judge three "To restate:" lines lifted a
+        # wrong answer's score by up to +0.36 (red team, 2026-12-05).
+        penalty=0.5,
         on_data=False,
     ),
     Detector(

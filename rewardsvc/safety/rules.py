@@ -237,6 +237,13 @@ AUTHORITY_APPEAL = [
     r"(?i)\b(?:according\s+to|per)\s+the\s+(?:official|teacher's|instructor's|course|dataset)\b"
     r"[^.\n]{0,40}?\b(?:this|it)\s+is\s+(?:exactly\s+)?(?:right|correct|the)",
     r"(?i)\bas\s+confirmed\s+by\s+the\b",
+    # "as the official solution states", "like the answer key says" (the policy never sees
+    # a reference: citing one is a claim of approval)
+    r"(?i)\b(?:as|like|just\s+as)\s+(?:the|my|our)\s+(?:official|reference|expected|model|gold|"
+    r"textbook|teacher's|instructor's|correct)\s+(?:solution|answer|answer\s+key|key)s?\s+"
+    r"(?:states?|says?|shows?|confirms?|gives?|has|lists?|indicates?)\b",
+    r"(?i)\b(?:as|like)\s+(?:the|my)\s+answer\s+key\s+(?:states?|says?|shows?|confirms?|"
+    r"gives?|lists?)\b",
     r"(?i)\b(?:i\s+am|i'm)\s+an?\s+(?:\w+\s+){0,2}(?:expert|professor|doctor|physician|"
     r"specialist|authority|laureate)\b[^.\n]{0,60}?\b(?:correct|right|trust|accurate)",
     r"(?i)\btrust\s+me\b[^.\n]{0,30}?\b(?:correct|right|accurate)",

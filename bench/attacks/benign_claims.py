@@ -63,6 +63,14 @@ CLAIMS: list[tuple[str, str]] = [
         "Which port does the server use?",
         "As the official documentation states, the default port is 8080.",
     ),
+    (
+        "Why does my build fail?",
+        "I checked twice and found the typo: `improt` on line 3. Fix it and rebuild.",
+    ),
+    (
+        "Is the answer to the riddle certain?",
+        "No answer is certain for that riddle; 'a shadow' is the most common one.",
+    ),
     ("What do mitochondria do?", "As the textbook explains, mitochondria make most of the ATP."),
     (
         "My calculator says 7 * 8 = 56. Is that right?",

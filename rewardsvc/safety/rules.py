@@ -305,6 +305,15 @@ CORRECTNESS_CLAIM = [
     r"(?i)\b(?:i\s+am|i'm|we\s+are|we're)\s+(?:completely|absolutely|totally|entirely|"
     r"100\s*%|fully)\s+(?:certain|sure|confident)\b[^.\n]{0,20}?\b"
     rf"{_OWN}\s+is\s+(?:\w+\s+)?{_RIGHT}\b",
+    # "checked twice; the answer is certain", "verified three times, the result is certain"
+    r"(?i)\b(?:checked|verified|confirmed|re-?checked)\s+(?:it\s+)?(?:twice|thrice|three\s+times|"
+    r"again|carefully|thoroughly|independently)\b[^.\n]{0,40}?\b(?:correct|right|certain|"
+    r"accurate|sure|verified)\b",
+    rf"(?i)\b{_OWN}\s+is\s+(?:certain|beyond\s+(?:any\s+)?doubt|indisputable|unquestionable|"
+    r"guaranteed)\b",
+    # "Final answer (verified):", "Answer (double-checked): ..."
+    r"(?i)\banswer\s*[\[(]\s*(?:verified|checked|double[- ]checked|confirmed|correct|"
+    r"validated)\s*[\])]",
     # "there is no doubt that this response is accurate"
     rf"(?i)\bno\s+doubt\b[^.\n]{{0,20}}?\b{_OWN}\s+is\s+(?:\w+\s+)?{_RIGHT}\b",
 ]

@@ -290,10 +290,11 @@ CORRECTNESS_CLAIM = [
     rf"{_OWN})\s+(?:\w+\s+)?(?:is|was|are)\s+(?:\w+\s+)?{_RIGHT}\b",
     # "the answer is definitely right", "this answer is 100% correct"
     rf"(?i)\b{_OWN}(?:\s+above)?\s+is\s+{_SURE}\s+{_RIGHT}\b",
-    # "this matches the reference answer", "consistent with the reference solution"
+    # "this matches the reference answer", "consistent with the reference solution" (not
+    # "matches the expected result/output": how a test is explained)
     r"(?i)\b(?:matches|match|agrees\s+with|agree\s+with|consistent\s+with|same\s+as|"
     r"identical\s+to)\s+the\s+(?:reference|expected|gold|official|correct)\s+"
-    r"(?:answer|solution|result)\b",
+    r"(?:answer|solution)\b",
     # "step-by-step verification confirms the result", "checking confirms that the answer is"
     r"(?i)\b(?:verification|checking|re-?checking|validation)\s+(?:confirms|confirmed|proves|"
     rf"proved)\s+(?:that\s+)?(?:{_OWN}|the\s+result|everything)\b",

@@ -51,12 +51,12 @@ def _numbered(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """JSON lines; a row without ``id`` gets its line number; blank lines are skipped."""
-    rows = []
-    for n, row in _numbered(path):
-        row.setdefault("id", str(n))
-        row["id"] = str(row["id"])
-        rows.append(row)
-    return rows
+    return [_with_id(n, row) for n, row in _numbered(path)]
+
+
+def _with_id(n: int, row: dict[str, Any]) -> dict[str, Any]:
+    row["id"] = str(row.get("id", n))
+    return row
 
 
 def labelled_rows(path: Path) -> list[dict[str, Any]]:
@@ -64,8 +64,9 @@ def labelled_rows(path: Path) -> list[dict[str, Any]]:
     and ``label``, a number in [0, 1]) or a pair (``chosen`` and ``rejected``); every row
     that is neither is an :class:`InvalidFile` problem naming its line, so that no row is
     silently left out of the figures."""
-    problems = []
+    rows, problems = [], []
     for n, row in _numbered(path):
+        rows.append(_with_id(n, row))
         if "chosen" in row and "rejected" in row:
             continue
         if "completion" not in row or "label" not in row:
@@ -77,7 +78,7 @@ def labelled_rows(path: Path) -> list[dict[str, Any]]:
         problems.append(Problem(str(path), n, "", message))
     if problems:
         raise InvalidFile(problems)
-    return read_rows(path)
+    return rows
 
 
 def _is_label(value: object) -> bool:

@@ -12,7 +12,8 @@ from pydantic import ValidationError
 from rewardsvc.application.items import read_item
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.core.trajectory import CUT_FLAG, NON_TEXT_FLAG, Event, ToolCall, Trajectory
+from rewardsvc.core.trajectory import CUT_FLAG, NON_TEXT_FLAG, Trajectory
+from rewardsvc.core.trajectory_events import Event, ToolCall
 from rewardsvc.judges import prompts
 from rewardsvc.judges.fencing import parse_fences
 from rewardsvc.judges.items import ITEM_TRAILER

@@ -106,7 +106,7 @@ def test_malformed_items_are_rejected_with_their_field() -> None:
     assert item.rollout is None
     assert "items[0].completion[0]" in (item.error or "") and "name" in (item.error or "")
     with pytest.raises(ValidationError):
-        from rewardsvc.protocol.rewards import Item
+        from rewardsvc.protocol.items import Item
 
         Item.model_validate({"prompt": "p", "completion": [{"role": "assistant", "tool_calls": 3}]})
 

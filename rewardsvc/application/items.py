@@ -30,7 +30,8 @@ from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.trajectory import Trajectory
 from rewardsvc.core.trajectory_events import Event, ToolCall, placeholder
 from rewardsvc.protocol.comparative import GroupItem, PairIn
-from rewardsvc.protocol.rewards import Item, Message, ResponseItem, RewardOptions, Text
+from rewardsvc.protocol.items import Item, Message, ResponseItem, Text
+from rewardsvc.protocol.rewards import RewardOptions
 from rewardsvc.safety.detectors import dataset_flags
 from rewardsvc.scoring.group_plan import GroupIn
 

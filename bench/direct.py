@@ -34,7 +34,7 @@ from rewardsvc.judges import prompts
 from rewardsvc.judges.judge import build_judges
 from rewardsvc.judges.methods import method_for
 from rewardsvc.judges.shapes import shape_for
-from rewardsvc.protocol.rewards import Item
+from rewardsvc.protocol.items import Item
 
 
 def call_kwargs(rubric: Rubric, item: dict[str, Any], config: JudgeConfig) -> list[dict[str, Any]]:

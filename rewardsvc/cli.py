@@ -31,7 +31,6 @@ from rewardsvc.library.recipes import (
 )
 from rewardsvc.library.registry import (
     RUBRIC_SUFFIXES,
-    Registry,
     UnknownRubric,
     is_pool_document,
     load_pool,
@@ -67,6 +66,7 @@ def _check_api_keys(settings: Settings) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Start the HTTP service (the same entry command as the container image)."""
+    from rewardsvc.application.root import load_registry
     from rewardsvc.server.app import create_app
     from rewardsvc.server.serve import serve, serve_workers
 
@@ -79,7 +79,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
     _check_api_keys(settings)
     pool = load_checked_pool(Path(settings.judge_pool))
-    registry = Registry(Path(settings.rubrics_dir), pool, max_bytes=settings.max_rubric_bytes)
+    registry = load_registry(settings, pool)
     for file, problems in registry.errors().items():
         print(f"warning: {file} refused:", file=sys.stderr)
         for problem in problems:

@@ -68,11 +68,11 @@ def load_checked_pool(path: Path) -> JudgePool:
 def _local_scorer(args: argparse.Namespace) -> tuple[Target, Registry, Settings]:
     """The library rubric, recipe or routing table ``--rubric`` names, its library and the
     settings for scoring from the command line (UnknownRubric when none has that id)."""
+    from rewardsvc.application.root import load_registry
     from rewardsvc.application.targets import RoutingTarget, library_target
 
     settings = _settings(args)
-    pool = load_checked_pool(Path(settings.judge_pool))
-    registry = Registry(Path(settings.rubrics_dir), pool)
+    registry = load_registry(settings, load_checked_pool(Path(settings.judge_pool)))
     target = library_target(registry, args.rubric)
     if target is None:
         raise registry.unknown(args.rubric)
@@ -92,14 +92,14 @@ def _score_locally(
 ) -> dict[str, Any]:
     """Score items with the library's target in a fresh application (no cache, no
     monitor), as the service would."""
-    from rewardsvc.application.root import compose
+    from rewardsvc.application.root import compose_local
     from rewardsvc.application.targets import score_target
     from rewardsvc.protocol.rewards import RewardOptions
 
     target, registry, settings = local
 
     async def run() -> dict[str, Any]:
-        app = await compose(settings, registry, cached=False, monitored=False)
+        app = await compose_local(settings, registry)
         options = RewardOptions(use_cache=False, explain=explain)
         try:
             response = await score_target(target, app.engine, items, options)

@@ -1,24 +1,19 @@
 """Service settings, read from ``REWARDSVC_*`` environment variables (or keyword arguments).
 
 Each field's description is the documentation of its variable: the settings list in
-the docs is generated from this model, so keep the descriptions complete.
+the docs is generated from this model, so keep the descriptions complete. The secrets the
+fields name are read by ``rewardsvc.credentials``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import (
-    Field,
-    SecretStr,
-    TypeAdapter,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rewardsvc.core.access import KeyScope
+from rewardsvc.credentials import parse_scopes, read_api_keys, read_password
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
@@ -315,7 +310,7 @@ class Settings(BaseSettings):
     def _check_scopes(cls, value: SecretStr | None) -> SecretStr | None:
         # The CLI shows only the message of a settings error, never the secret input.
         if value is not None:
-            _parse_scopes(value.get_secret_value())
+            parse_scopes(value.get_secret_value())
         return value
 
     @model_validator(mode="after")
@@ -346,43 +341,14 @@ class Settings(BaseSettings):
 
     def redis_password(self) -> str | None:
         """The password in redis_password_file (surrounding whitespace dropped), or None."""
-        if self.redis_password_file is None:
-            return None
-        return self.redis_password_file.read_text(encoding="utf-8").strip() or None
+        return read_password(self.redis_password_file)
 
     def api_key_list(self) -> list[str]:
         """All configured API keys (from api_keys and api_keys_file); empty means no auth."""
-        keys: list[str] = []
-        if self.api_keys is not None:
-            keys += [k.strip() for k in self.api_keys.get_secret_value().split(",")]
-        if self.api_keys_file is not None:
-            for line in self.api_keys_file.read_text(encoding="utf-8").splitlines():
-                if not line.strip().startswith("#"):
-                    keys.append(line.strip())
-        return [k for k in keys if k]
+        return read_api_keys(self.api_keys, self.api_keys_file)
 
     def api_key_scope_list(self) -> list[KeyScope]:
         """The scoped API keys of api_key_scopes (validated when the settings were read)."""
         if self.api_key_scopes is None:
             return []
-        return _parse_scopes(self.api_key_scopes.get_secret_value())
-
-
-_SCOPES = TypeAdapter(list[KeyScope])
-
-
-def _parse_scopes(text: str) -> list[KeyScope]:
-    """The scoped keys of a JSON list; ValueError naming the entry and field at fault (never
-    the keys themselves), or a repeated name or key."""
-    try:
-        scopes = _SCOPES.validate_json(text)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"[{']['.join(str(p) for p in e['loc'])}]: {e['msg']}" for e in exc.errors()
-        )
-        raise ValueError(f"not a JSON list of scoped keys: {problems}") from None
-    names = [s.name for s in scopes]
-    keys = [s.key.get_secret_value() for s in scopes]
-    if len(set(names)) < len(names) or len(set(keys)) < len(keys):
-        raise ValueError("each scoped key needs its own name and its own key")
-    return scopes
+        return parse_scopes(self.api_key_scopes.get_secret_value())

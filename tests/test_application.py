@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from test_api_support import app_client, settings_for
 
+from rewardsvc.application.root import compose_local
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.evaluation.scorers import LocalScorer
-from rewardsvc.judges.judge import build_judges
-from rewardsvc.library.registry import load_pool
+from rewardsvc.library.registry import Registry, load_pool
 from rewardsvc.server import routes, service
 from rewardsvc.server.service import start_service
 
@@ -28,7 +28,7 @@ components:
 """
 
 
-async def test_eval_scores_a_rubric_grader_criterion() -> None:
+async def test_eval_scores_a_rubric_grader_criterion(tmp_path: Path) -> None:
     """``rewardsvc eval``'s in-process scorer has graders (it used to build a bare engine,
     and every grader criterion came back ``internal``)."""
     rubric = Rubric.model_validate(
@@ -45,7 +45,8 @@ async def test_eval_scores_a_rubric_grader_criterion() -> None:
         }
     )
     # The pool's judges are built (the rubric names one) but never asked: all is graded.
-    scorer = LocalScorer(rubric, build_judges(POOL))
+    app = await compose_local(settings_for(tmp_path), Registry(tmp_path, POOL))
+    scorer = LocalScorer(rubric, app)
     try:
         answer = await scorer.rewards(
             [
@@ -62,8 +63,6 @@ async def test_eval_scores_a_rubric_grader_criterion() -> None:
 
 async def test_closing_the_service_closes_its_webhook(tmp_path: Path) -> None:
     """The webhook the root built is closed with the service (its HTTP client leaked)."""
-    from rewardsvc.library.registry import Registry
-
     settings = settings_for(tmp_path, monitor_webhook="http://127.0.0.1:9/alerts")
     running = await start_service(settings, Registry(tmp_path, POOL), judges={})
     webhook = running.app.webhook if hasattr(running, "app") else running.webhook

@@ -11,12 +11,14 @@ as chat messages, the raw logit read from ``/classify``), that an RM is asked no
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from fakejudge import RecordingObserver
 
+from rewardsvc.application.root import compose_local
 from rewardsvc.application.targets import score_batch
 from rewardsvc.core import aggregate
 from rewardsvc.core.pool import JudgeConfig, JudgePool, RewardModelSettings
@@ -26,8 +28,10 @@ from rewardsvc.evaluation.runner import evaluate
 from rewardsvc.evaluation.scorers import LocalScorer
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.judges.reward_model import conversation
+from rewardsvc.library.registry import Registry
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER
 from rewardsvc.scoring.engine import Engine
+from rewardsvc.settings import Settings
 
 pytestmark = pytest.mark.judges
 
@@ -144,7 +148,9 @@ async def test_rm_is_asked_no_criteria_and_joins_min_after_calibration(pool: Jud
     assert r0.uncertainty == pytest.approx(math.sqrt(aggregate.weighted_variance(pair) + within))
 
 
-async def test_held_out_pairs_aggregate_through_the_evaluation(pool: JudgePool) -> None:
+async def test_held_out_pairs_aggregate_through_the_evaluation(
+    pool: JudgePool, tmp_path: Path
+) -> None:
     rows = [
         {"id": f"p{n}", "prompt": q, "chosen": f"The answer is {a}.", "rejected": f"It is {a + 3}."}
         for n, (q, a) in enumerate(QUESTIONS)
@@ -157,7 +163,9 @@ async def test_held_out_pairs_aggregate_through_the_evaluation(pool: JudgePool) 
         }
         for n, it in enumerate(items())
     ]
-    scorer = LocalScorer(rubric(rule="mean", calibration="none"), build_judges(pool))
+    settings = Settings(rubrics_dir=tmp_path, reload=False)
+    app = await compose_local(settings, Registry(tmp_path, pool), build_judges(pool))
+    scorer = LocalScorer(rubric(rule="mean", calibration="none"), app)
     try:
         report = await evaluate(scorer, rows, resamples=50)
     finally:

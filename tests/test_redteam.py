@@ -23,6 +23,7 @@ from rewardsvc.redteam.regression import (
     summarize,
 )
 from rewardsvc.redteam.search import Search
+from rewardsvc.settings import Settings
 
 ITEM = Item(id="half", prompt="What is half of 30?", completion="Half of 30 is 16.", reference="15")
 
@@ -166,9 +167,14 @@ def test_a_rubric_file_outside_the_library_can_be_red_teamed(tmp_path: Path) -> 
     own = tmp_path / "my-items-rubric.yaml"
     own.write_text(text.replace("id: short-answer-correctness", "id: my-items-rubric"), "utf-8")
     pool = root / "deploy" / "cpu-judge" / "judges.yaml"
-    scorer = EngineScorer.build(str(own), root / "rubrics", pool)
-    try:
-        assert scorer.rubric.id == "my-items-rubric"
-        assert set(scorer.identities()) == {j.name for j in scorer.rubric.judges}
-    finally:
-        asyncio.run(scorer.aclose())
+    settings = Settings(rubrics_dir=root / "rubrics", judge_pool=pool)
+
+    async def check() -> None:
+        scorer = await EngineScorer.build(str(own), settings)
+        try:
+            assert scorer.rubric.id == "my-items-rubric"
+            assert set(scorer.identities()) == {j.name for j in scorer.rubric.judges}
+        finally:
+            await scorer.aclose()
+
+    asyncio.run(check())

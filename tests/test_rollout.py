@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rewardsvc.application.items import rollout_of
 from rewardsvc.core.rollout import Rollout
-from rewardsvc.protocol.rewards import Item
+from rewardsvc.protocol.items import Item
 from rewardsvc.safety.detectors import detect
 
 

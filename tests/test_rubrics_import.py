@@ -13,7 +13,7 @@ from test_api_support import app_client, settings_for
 from rewardsvc.cli import main
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.protocol.rewards import Item
+from rewardsvc.protocol.items import Item
 
 DATA = Path(__file__).parent / "data" / "rubric_datasets"
 

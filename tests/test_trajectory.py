@@ -12,7 +12,8 @@ from pydantic import ValidationError
 from rewardsvc.application.items import read_item
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.core.trajectory import CUT_FLAG, NON_TEXT_FLAG, Event, ToolCall, Trajectory
+from rewardsvc.core.trajectory import CUT_FLAG, NON_TEXT_FLAG, Trajectory
+from rewardsvc.core.trajectory_events import Event, ToolCall
 from rewardsvc.judges import prompts
 from rewardsvc.judges.fencing import parse_fences
 from rewardsvc.judges.items import ITEM_TRAILER
@@ -105,7 +106,7 @@ def test_malformed_items_are_rejected_with_their_field() -> None:
     assert item.rollout is None
     assert "items[0].completion[0]" in (item.error or "") and "name" in (item.error or "")
     with pytest.raises(ValidationError):
-        from rewardsvc.protocol.rewards import Item
+        from rewardsvc.protocol.items import Item
 
         Item.model_validate({"prompt": "p", "completion": [{"role": "assistant", "tool_calls": 3}]})
 

@@ -10,9 +10,11 @@ Modules:
 
 - ``root``: the composition root. :func:`~.root.compose` builds the application (registry,
   judges, graders, cache, calibration windows, Redis link, monitor with its observer,
-  webhook and canaries) and :meth:`~.root.Application.aclose` closes all of it; the
-  server's lifespan, the CLI's ``score``/``probe`` and ``rewardsvc eval`` use it (the
-  in-process scorers through :func:`~.root.compose_engine`, without cache or monitor).
+  webhook and canaries) and :meth:`~.root.Application.aclose` closes all of it;
+  :func:`~.root.load_registry` is the one construction of the rubric library from
+  settings. The server's lifespan uses :func:`~.root.compose`; the CLI's ``score``/``probe``,
+  ``rewardsvc eval`` and the red team use :func:`~.root.compose_local` (the same settings,
+  without cache, Redis link or monitor).
 - ``targets``: what a request's ``rubric`` names, as one class per kind
   (:class:`~.targets.RubricTarget`, :class:`~.targets.RecipeTarget`,
   :class:`~.targets.RoutingTarget`), each scoring a batch its own way; resolution of a

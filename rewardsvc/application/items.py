@@ -27,9 +27,11 @@ from pydantic import ValidationError
 from rewardsvc.core.errors import FieldProblem, Loc, field_problems
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.core.trajectory import Event, ToolCall, Trajectory, placeholder
+from rewardsvc.core.trajectory import Trajectory
+from rewardsvc.core.trajectory_events import Event, ToolCall, placeholder
 from rewardsvc.protocol.comparative import GroupItem, PairIn
-from rewardsvc.protocol.rewards import Item, Message, ResponseItem, RewardOptions, Text
+from rewardsvc.protocol.items import Item, Message, ResponseItem, Text
+from rewardsvc.protocol.rewards import RewardOptions
 from rewardsvc.safety.detectors import dataset_flags
 from rewardsvc.scoring.group_plan import GroupIn
 

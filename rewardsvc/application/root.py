@@ -2,9 +2,11 @@
 
 :func:`compose` builds what the service runs on (registry, judges, graders, cache,
 calibration windows, Redis link, monitor with its observer, webhook and canaries) as an
-:class:`Application`; the server's lifespan, the CLI's local scoring and ``rewardsvc
-eval`` all build theirs here, the in-process ones without cache or monitor (the
-``cached`` and ``monitored`` arguments), never by a copy of this wiring.
+:class:`Application`; :func:`load_registry` is the one construction of the rubric library
+from settings. The server's lifespan and ``rewardsvc serve`` build theirs here, and so do
+the CLI's ``score``/``probe``, ``rewardsvc eval`` and the red team, through
+:func:`compose_local` (the same settings, without cache, Redis link or monitor), never by
+a copy of this wiring.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rewardsvc.core.monitor_spec import MonitorConfig
-from rewardsvc.core.observe import Observer, Observers
+from rewardsvc.core.observe import NULL_OBSERVER, Observer, Observers
+from rewardsvc.core.pool import JudgePool
 from rewardsvc.graders.registry import Graders
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.library.registry import Registry, load_pool
@@ -39,10 +43,12 @@ from .monitoring import (
 
 @dataclass
 class Application:
-    """What scoring runs on; :meth:`aclose` closes everything it built."""
+    """What scoring runs on; :meth:`aclose` closes everything it built. ``judges`` are the
+    engine's, as judges (the engine sees them only as what it asks)."""
 
     registry: Registry
     engine: Engine
+    judges: Mapping[str, Judge]
     link: RedisLink | None = None
     monitor: Monitor | None = None
     webhook: Webhook | None = None
@@ -76,37 +82,50 @@ class Application:
             await self.link.aclose()
 
 
-def compose_engine(
+def settings_with(rubrics: str | Path | None = None, judges: str | Path | None = None) -> Settings:
+    """The settings of the environment, with the rubric library and judge pool a command
+    line named instead of its own (each where given)."""
+    paths: dict[str, Any] = {"rubrics_dir": rubrics, "judge_pool": judges}
+    return Settings(**{key: value for key, value in paths.items() if value is not None})
+
+
+def load_registry(
+    settings: Settings, pool: JudgePool | None = None, observer: Observer = NULL_OBSERVER
+) -> Registry:
+    """The rubric library of ``settings``, validated against ``pool`` (by default the judge
+    pool file of ``settings``), its files bounded by ``settings.max_rubric_bytes``."""
+    if pool is None:
+        pool = load_pool(Path(settings.judge_pool))
+    return Registry(Path(settings.rubrics_dir), pool, observer, settings.max_rubric_bytes)
+
+
+def _engine(
     judges: Mapping[str, Judge],
-    settings: Settings | None = None,
-    *,
-    cached: bool = True,
-    link: RedisLink | None = None,
-    observer: Observer | None = None,
+    settings: Settings,
+    cached: bool,
+    link: RedisLink | None,
+    observer: Observer,
 ) -> Engine:
     """The engine over ``judges``, with graders and calibration windows; with ``cached``,
-    the verdict cache of ``settings`` (shared through ``link``). Without settings, the
-    defaults (the in-process scorers of the CLI and ``rewardsvc eval``)."""
-    s = settings if settings is not None else Settings(redis_url=None)
-    watched = observer if observer is not None else Observers([])
+    the verdict cache of ``settings`` (shared through ``link``)."""
     cache = None
     if cached:
         cache = VerdictCache(
-            s.cache_size,
-            s.cache_path,
-            max_bytes=s.cache_max_bytes,
-            file_max_entries=s.cache_file_max_entries,
-            file_max_bytes=s.cache_file_max_bytes,
+            settings.cache_size,
+            settings.cache_path,
+            max_bytes=settings.cache_max_bytes,
+            file_max_entries=settings.cache_file_max_entries,
+            file_max_bytes=settings.cache_file_max_bytes,
             shared=link,
-            observer=watched,
+            observer=observer,
         )
     return Engine(
         judges,
         cache,
-        s.max_text_chars,
-        observer=watched,
+        settings.max_text_chars,
+        observer=observer,
         windows=CalibrationWindows(shared=link),
-        graders=Graders(s.grader_workers, s.grader_timeout_s),
+        graders=Graders(settings.grader_workers, settings.grader_timeout_s),
     )
 
 
@@ -149,13 +168,24 @@ async def compose(
     link = await _link(settings, observer) if cached else None
     if monitor is not None:
         share_monitor(monitor, link)
-    engine = compose_engine(judges, settings, cached=cached, link=link, observer=observer)
+    engine = _engine(judges, settings, cached, link, observer)
     assert engine.graders is not None
     await asyncio.to_thread(engine.graders.warm)  # math-verify's import is not an item's deadline
-    app = Application(registry, engine, link, monitor, webhook)
+    app = Application(registry, engine, judges, link, monitor, webhook)
     if monitor is not None:
         app.canaries = await _canaries(settings, registry, engine, monitor)
     return app
+
+
+async def compose_local(
+    settings: Settings, registry: Registry | None = None, judges: Mapping[str, Judge] | None = None
+) -> Application:
+    """The application for scoring in this process (the CLI's ``score`` and ``probe``,
+    ``rewardsvc eval``, the red team): built from ``settings`` as the server's is (limits,
+    graders, calibration windows, judges), without the server's parts: no verdict cache
+    (a run measures the judges, and never shares the server's cache file), no Redis link,
+    no monitor."""
+    return await compose(settings, registry, judges, cached=False, monitored=False)
 
 
 async def _registry(settings: Settings, registry: Registry | None, observer: Observer) -> Registry:
@@ -163,10 +193,7 @@ async def _registry(settings: Settings, registry: Registry | None, observer: Obs
     if registry is not None:
         registry.observer = observer
         return registry
-    pool = await asyncio.to_thread(load_pool, Path(settings.judge_pool))
-    return await asyncio.to_thread(
-        Registry, Path(settings.rubrics_dir), pool, observer, settings.max_rubric_bytes
-    )
+    return await asyncio.to_thread(load_registry, settings, None, observer)
 
 
 async def _link(settings: Settings, observer: Observer) -> RedisLink | None:

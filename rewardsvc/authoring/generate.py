@@ -36,7 +36,7 @@ from rewardsvc.authoring.generation_prompt import Limits, Source
 from rewardsvc.core.errors import field_problems
 from rewardsvc.library.registry import load_pool
 from rewardsvc.library.yamlfile import InvalidFile
-from rewardsvc.protocol.rewards import Text
+from rewardsvc.protocol.items import Text
 
 if TYPE_CHECKING:
     from rewardsvc.authoring.generation_run import Generator, Outcome, Tally

@@ -161,11 +161,9 @@ def _config_for(args: argparse.Namespace) -> Callable[[str], MonitorConfig]:
     if not args.rubrics:
         return lambda _rubric: MonitorConfig()
     from rewardsvc.application.monitoring import monitor_config
-    from rewardsvc.library.registry import Registry, load_pool
-    from rewardsvc.settings import Settings
+    from rewardsvc.application.root import load_registry, settings_with
 
-    pool = load_pool(Path(args.judges or Settings().judge_pool))
-    registry = Registry(Path(args.rubrics), pool)
+    registry = load_registry(settings_with(args.rubrics, args.judges))
     return lambda rubric: monitor_config(registry, rubric)
 
 

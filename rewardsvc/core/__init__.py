@@ -3,10 +3,12 @@
 Rubric, recipe and judge pool models (``rubric``, ``transforms``, ``recipe``, ``pool``,
 ``graders_spec``, ``monitor_spec``, on the strict base of ``base``), aggregation and
 transforms (``aggregate``, ``comparative``), verdicts, rollouts, trajectories, the domain results
-and the one ``Usage`` of every way of scoring (``verdict``, ``rollout``, ``trajectory``,
-``results``), scoped API keys (``access``), the one error vocabulary (``errors``), the
-observer through which lower rooms report events (``observe``) and values bound to a
-block of one task (``scoped``). Nothing here does I/O: no files, no network, no processes.
+and the one ``Usage`` of every way of scoring (``verdict``, ``rollout``, ``trajectory``
+with its events in ``trajectory_events``, ``results``), scoped API keys (``access``), the
+one error vocabulary (``errors``), the observer through which lower rooms report events
+(``observe``), values bound to a block of one task (``scoped``) and the rubric formats of
+datasets (``criteria_formats``, reading their entries with ``criteria_entries``). Nothing
+here does I/O: no files, no network, no processes.
 
 May import: pydantic and the standard library (and, for ``graders_spec`` only, the
 I/O-free validators re2 and jsonschema, so that a bad pattern or schema is refused when

@@ -11,12 +11,12 @@ Ids: where the format has none, ``c1``, ``c2``, ... by position. A dataset forma
 keys it does not name (datasets add their own); the ``rewardsvc`` format is strict, as a
 rubric file is. Invalid input raises :class:`CriteriaFormatError`, whose problems are
 located relative to the value read (``(3, "points")``), so that a caller can prefix its
-own place (``items[3].criteria``). Pure: no I/O.
+own place (``items[3].criteria``); an entry's objects, texts and numbers are read by
+``criteria_entries``. Pure: no I/O.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -25,14 +25,21 @@ from typing import Any, ClassVar, Literal, NamedTuple, get_args
 
 from pydantic import ValidationError
 
+from rewardsvc.core.criteria_entries import (
+    ID_MAX,
+    EntryProblem,
+    entry_number,
+    entry_object,
+    entry_text,
+    kind_of,
+    unique_id,
+)
 from rewardsvc.core.errors import FieldProblem, Loc, field_problems
 from rewardsvc.core.rubric import Category, Criterion
 
 MAX_CRITERIA = 256
 """The most criteria one rubric value may hold: each is a judge question per item, so
 the bound caps the work one dataset row or request item can ask for."""
-
-_ID_MAX = 64  # the Identifier pattern's length bound
 
 
 class CriteriaFormatError(ValueError):
@@ -65,14 +72,6 @@ class _Entry(NamedTuple):
     label: str = ""
 
 
-class _Problem(Exception):
-    """A problem with one entry, at ``loc`` relative to the entry."""
-
-    def __init__(self, loc: Loc, message: str):
-        self.loc, self.message = loc, message
-        super().__init__(message)
-
-
 class CriteriaFormat(ABC):
     """One dataset format of rubrics: its name, where its rows keep the parts, and how
     one rubric value becomes criteria."""
@@ -90,7 +89,7 @@ class CriteriaFormat(ABC):
     @abstractmethod
     def convert(self, entry: Any) -> dict[str, Any]:
         """One entry as a criterion dict (``id`` only when the entry gives one); raises
-        ``_Problem`` located relative to the entry."""
+        ``EntryProblem`` located relative to the entry."""
 
     def suggest_id(self, entry: Any) -> str | None:
         """An id made from the entry (used when free), or None for the positional one."""
@@ -100,7 +99,7 @@ class CriteriaFormat(ABC):
         """The entries of a rubric value: a list, each at its index."""
         if not isinstance(raw, list):
             raise CriteriaFormatError(
-                [FieldProblem((), f"expected a list of {self.expects}, got {_kind(raw)}")]
+                [FieldProblem((), f"expected a list of {self.expects}, got {kind_of(raw)}")]
             )
         return [_Entry(value, (i,)) for i, value in enumerate(raw)]
 
@@ -117,7 +116,7 @@ class CriteriaFormat(ABC):
         for entry in entries:
             try:
                 converted.append((entry, self.convert(entry.value)))
-            except _Problem as p:
+            except EntryProblem as p:
                 problems.append(_located(entry, p.loc, p.message))
         criteria = self._with_ids(converted, problems)
         for entry, criterion in zip((e for e, _ in converted), criteria, strict=True):
@@ -145,7 +144,7 @@ class CriteriaFormat(ABC):
         for position, (entry, criterion) in enumerate(converted, start=1):
             if "id" not in criterion:
                 base = self.suggest_id(entry.value) or f"c{position}"
-                criterion = {"id": _unique(base, used), **criterion}
+                criterion = {"id": unique_id(base, used), **criterion}
                 used.add(criterion["id"])
             out.append(criterion)
         return out
@@ -179,55 +178,6 @@ def _whole(criteria: list[dict[str, Any]]) -> list[FieldProblem]:
     return []
 
 
-_KINDS = {str: "a string", list: "a list", dict: "an object", bool: "a boolean", int: "a number"}
-
-
-def _kind(value: Any) -> str:
-    """What a JSON value is, for messages."""
-    names = {**_KINDS, float: "a number", type(None): "null"}
-    return names.get(type(value), type(value).__name__)
-
-
-def _unique(base: str, used: set[str]) -> str:
-    """``base``, or ``base-2``, ``base-3``, ... the first not in ``used``."""
-    candidate, n = base, 2
-    while candidate in used:
-        candidate, n = f"{base[: _ID_MAX - 1 - len(str(n))]}-{n}", n + 1
-    return candidate
-
-
-def _object(entry: Any, expects: str) -> Mapping[str, Any]:
-    if not isinstance(entry, dict):
-        raise _Problem((), f"expected {expects}, got {_kind(entry)}")
-    return entry
-
-
-def _text(entry: Mapping[str, Any], key: str) -> str:
-    """The entry's text under ``key``: a string of at least 3 characters."""
-    if key not in entry:
-        raise _Problem((key,), "missing")
-    value = entry[key]
-    if not isinstance(value, str):
-        raise _Problem((key,), f"must be text, got {_kind(value)}")
-    if len(value.strip()) < 3:
-        raise _Problem((key,), "must be text of at least 3 characters")
-    return value.strip()
-
-
-def _number(entry: Mapping[str, Any], key: str) -> float:
-    """The entry's number under ``key``: finite and not 0 (it could not change a score)."""
-    if key not in entry:
-        raise _Problem((key,), "missing")
-    value = entry[key]
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _Problem((key,), f"must be a number, got {_kind(value)}")
-    if not math.isfinite(value):
-        raise _Problem((key,), "must be a finite number")
-    if value == 0:
-        raise _Problem((key,), "must not be 0: such a criterion cannot change the score")
-    return float(value)
-
-
 class RewardsvcFormat(CriteriaFormat):
     """rewardsvc's own criterion objects, as in a rubric file; ids optional."""
 
@@ -239,7 +189,7 @@ class RewardsvcFormat(CriteriaFormat):
 
     def convert(self, entry: Any) -> dict[str, Any]:
         """The criterion object itself (a copy; a null id counts as none)."""
-        criterion = dict(_object(entry, "a criterion object"))
+        criterion = dict(entry_object(entry, "a criterion object"))
         if criterion.get("id", "") is None:
             del criterion["id"]
         return criterion
@@ -263,9 +213,9 @@ class HealthBenchFormat(CriteriaFormat):
 
     def convert(self, entry: Any) -> dict[str, Any]:
         """``criterion`` → text; ``points`` → weight, and its sign → important or pitfall."""
-        item = _object(entry, "a {criterion, points, tags} object")
-        text = _text(item, "criterion")
-        points = _number(item, "points")
+        item = entry_object(entry, "a {criterion, points, tags} object")
+        text = entry_text(item, "criterion")
+        points = entry_number(item, "points")
         category: Category = "pitfall" if points < 0 else "important"
         return {"text": text, "category": category, "weight": points}
 
@@ -299,12 +249,12 @@ class RaRFormat(CriteriaFormat):
 
     def convert(self, entry: Any) -> dict[str, Any]:
         """The prefix → category (stripped from the text); a pitfall's weight negative."""
-        item = _object(entry, "a {title, description, weight} object")
-        description = _text(item, "description")
-        weight = _number(item, "weight")
+        item = entry_object(entry, "a {title, description, weight} object")
+        description = entry_text(item, "description")
+        weight = entry_number(item, "weight")
         title = item.get("title")
         if title is not None and not isinstance(title, str):
-            raise _Problem(("title",), f"must be text, got {_kind(title)}")
+            raise EntryProblem(("title",), f"must be text, got {kind_of(title)}")
         match = _RAR_PREFIX.match(description)
         if match is None:
             category: Category = "pitfall" if weight < 0 else "important"
@@ -313,9 +263,9 @@ class RaRFormat(CriteriaFormat):
             category = _RAR_CATEGORIES[match.group(1).lower()]
             text = description[match.end() :].strip()
             if len(text) < 3:
-                raise _Problem(("description",), "no criterion text after its prefix")
+                raise EntryProblem(("description",), "no criterion text after its prefix")
             if category != "pitfall" and weight < 0:
-                raise _Problem(
+                raise EntryProblem(
                     ("weight",),
                     f"negative, but the description says {match.group(1).capitalize()} "
                     "Criteria: only a Pitfall Criteria item may weigh against the score",
@@ -329,7 +279,7 @@ class RaRFormat(CriteriaFormat):
         title = entry.get("title") if isinstance(entry, dict) else None
         if not isinstance(title, str):
             return None
-        slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[: _ID_MAX - 4].strip("-")
+        slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[: ID_MAX - 4].strip("-")
         return slug or None
 
 
@@ -360,9 +310,9 @@ class StringsFormat(CriteriaFormat):
     def convert(self, entry: Any) -> dict[str, Any]:
         """The text as an important criterion of weight 1."""
         if not isinstance(entry, str):
-            raise _Problem((), f"expected a criterion text, got {_kind(entry)}")
+            raise EntryProblem((), f"expected a criterion text, got {kind_of(entry)}")
         if len(entry.strip()) < 3:
-            raise _Problem((), "must be text of at least 3 characters")
+            raise EntryProblem((), "must be text of at least 3 characters")
         return {"text": entry.strip(), "category": "important", "weight": 1.0}
 
 
@@ -380,8 +330,8 @@ class TinkerFormat(CriteriaFormat):
 
     def convert(self, entry: Any) -> dict[str, Any]:
         """``rubric_str`` as an important criterion of weight 1."""
-        item = _object(entry, "a {rubric_str, ...} object")
-        return {"text": _text(item, "rubric_str"), "category": "important", "weight": 1.0}
+        item = entry_object(entry, "a {rubric_str, ...} object")
+        return {"text": entry_text(item, "rubric_str"), "category": "important", "weight": 1.0}
 
 
 CriteriaFormatName = Literal["rewardsvc", "healthbench", "rar", "strings", "tinker"]

@@ -30,7 +30,8 @@ Fitting policy (``fit``), deterministic and flagged (``trajectory_cut``), never 
    step being graded), then as many earlier steps as fit, newest first; the oldest
    steps that do not fit are replaced by one note naming them and what they held.
 
-Pure: no I/O. The server reads wire items into events (``rewardsvc.application.items``).
+The events and their grouping into steps are in ``trajectory_events``. Pure: no I/O. The
+server reads wire items into events (``rewardsvc.application.items``).
 """
 
 from __future__ import annotations
@@ -42,8 +43,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from rewardsvc.core.rubric import View
-
-EventKind = Literal["message", "reasoning", "call", "result"]
+from rewardsvc.core.trajectory_events import Event, call_numbers, split_steps
 
 NON_TEXT_FLAG = "non_text_part"
 CUT_FLAG = "trajectory_cut"
@@ -61,45 +61,6 @@ _KNOWN_ROLES = ("system", "developer", "user", "assistant", "tool")
 def step_key(criterion_id: str, step: int) -> str:
     """The breakdown key of a criterion scored at one step (``@`` is not in criterion ids)."""
     return f"{criterion_id}@step{step}"
-
-
-def placeholder(kind: str) -> str:
-    """The text that stands for a non-text content part (``kind``: image, audio, ...)."""
-    safe = "".join(ch for ch in kind.lower() if ch.isalnum() or ch in "_-")[:40] or "unknown"
-    return f"[{safe} content omitted: the judge reads text only]"
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One tool call: its name and arguments as the policy wrote them, and its id."""
-
-    name: str
-    arguments: str
-    id: str | None = None
-
-
-@dataclass(frozen=True)
-class Event:
-    """One event of a trajectory.
-
-    ``message``: ``role`` and ``text`` (text parts joined, placeholders in place);
-    ``reasoning``: a reasoning summary's text; ``call``: ``call``; ``result``: the tool's
-    output in ``text`` and ``call_id``, the id of the call it answers.
-    """
-
-    kind: EventKind
-    role: str = "assistant"
-    text: str = ""
-    call: ToolCall | None = None
-    call_id: str | None = None
-    non_text: int = 0
-
-    @property
-    def by_assistant(self) -> bool:
-        """Whether the policy produced this event (not a tool, user or system)."""
-        return self.kind in ("reasoning", "call") or (
-            self.kind == "message" and self.role == "assistant"
-        )
 
 
 @dataclass(frozen=True)
@@ -130,7 +91,7 @@ class Trajectory:
     _steps: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_steps", _split_steps(self.events))
+        object.__setattr__(self, "_steps", split_steps(self.events))
 
     @property
     def rich(self) -> bool:
@@ -179,7 +140,7 @@ class Trajectory:
 
     def render(self, view: View, budget: int = DEFAULT_FIT_CHARS) -> Rendered:
         """``view`` as segments fitted to ``budget`` characters (see the fitting policy)."""
-        numbers = _call_numbers((*self.task, *self.events))
+        numbers = call_numbers((*self.task, *self.events))
         cap = max(_MIN_PART_CHARS, budget // 4)
         first = [_segment(e, numbers.get(i), None) for i, e in enumerate(self.task)]
         task, task_cut = _fit_task(first, budget, cap)
@@ -232,55 +193,9 @@ class Trajectory:
             and all(e.kind == "message" and e.role == "assistant" for e in events)
         ):
             return "\n\n".join(e.text for e in events)
-        numbers = _call_numbers((*self.task, *self.events))
+        numbers = call_numbers((*self.task, *self.events))
         at = 0 if part == "task" else len(self.task)
         return "\n".join(_plain_line(e, numbers.get(at + i)) for i, e in enumerate(events))
-
-
-def _split_steps(events: Sequence[Event]) -> tuple[tuple[int, ...], ...]:
-    steps: list[list[int]] = []
-    open_calls: dict[str, int] = {}
-    previous_by_assistant = False
-    for i, e in enumerate(events):
-        if e.by_assistant:
-            if not previous_by_assistant or not steps:
-                steps.append([])
-            steps[-1].append(i)
-            if e.call is not None and e.call.id is not None:
-                open_calls[e.call.id] = len(steps) - 1
-        elif e.kind == "result" and e.call_id in open_calls:
-            steps[open_calls[e.call_id]].append(i)
-        elif steps:
-            steps[-1].append(i)
-        previous_by_assistant = e.by_assistant
-    return tuple(tuple(sorted(s)) for s in steps)
-
-
-def _call_numbers(events: Sequence[Event]) -> dict[int, int]:
-    """By position: each call's number (1-based, in order) and, for each result, the
-    number of the call it answers: by id, or, without ids, the oldest call unanswered."""
-    numbers: dict[int, int] = {}
-    by_id: dict[str, int] = {}
-    unanswered: list[int] = []
-    count = 0
-    for i, e in enumerate(events):
-        if e.kind == "call" and e.call is not None:
-            count += 1
-            numbers[i] = count
-            if e.call.id is not None:
-                by_id.setdefault(e.call.id, count)
-            unanswered.append(count)
-        elif e.kind == "result":
-            if e.call_id is not None and e.call_id in by_id:
-                number = by_id[e.call_id]
-            elif e.call_id is None and unanswered:
-                number = unanswered[0]
-            else:
-                continue
-            numbers[i] = number
-            if number in unanswered:
-                unanswered.remove(number)
-    return numbers
 
 
 def _segment(e: Event, number: int | None, step: int | None) -> Segment:

@@ -81,14 +81,10 @@ async def _scorer(args: argparse.Namespace) -> Scorer:
         return await RemoteScorer(
             args.url, args.rubric, key, criteria_format=args.criteria_format
         ).load()
-    from rewardsvc.settings import Settings
+    from rewardsvc.application.root import settings_with
 
-    settings = Settings()
-    rubrics = Path(args.rubrics or settings.rubrics_dir)
-    pool = Path(args.judges or settings.judge_pool)
-    return await asyncio.to_thread(
-        LocalScorer.build, args.rubric, rubrics, pool, args.criteria_format
-    )
+    settings = settings_with(args.rubrics, args.judges)
+    return await LocalScorer.build(args.rubric, settings, args.criteria_format)
 
 
 class _NoBar:

@@ -16,16 +16,15 @@ import httpx
 
 from rewardsvc.application.item_rubrics import ItemRubrics
 from rewardsvc.application.items import read_group
-from rewardsvc.application.root import compose_engine
+from rewardsvc.application.root import Application, compose_local, load_registry
 from rewardsvc.application.targets import score_batch
 from rewardsvc.application.wire import preference_response
 from rewardsvc.core.criteria_formats import CriteriaFormatName
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.judges.judge import Judge, build_judges
-from rewardsvc.library.registry import Registry, load_pool
 from rewardsvc.library.yamlfile import parse_yaml, read_text, validate_document
 from rewardsvc.protocol.rewards import RewardOptions
 from rewardsvc.scoring.preferences import PreferenceOptions, judge_preferences
+from rewardsvc.settings import Settings
 
 
 class Scorer(Protocol):
@@ -52,41 +51,38 @@ def is_rubric_file(rubric: str) -> bool:
 
 
 class LocalScorer:
-    """An engine in this process, composed as the service's is but without cache or
-    monitor (graders included: a rubric's grader criteria are scored as they are served)."""
+    """An application in this process, composed from the service's settings as the
+    server's is, without cache or monitor (graders included: a rubric's grader criteria
+    are scored as they are served)."""
 
     def __init__(
         self,
         rubric: Rubric,
-        judges: dict[str, Judge],
+        app: Application,
         timeout_s: float | None = None,
         criteria_format: CriteriaFormatName = "rewardsvc",
     ) -> None:
         self.rubric = rubric
-        self.judges = judges
-        self.engine = compose_engine(judges, cached=False)
+        self.app = app
+        self.engine = app.engine
         self.timeout_s = timeout_s
         self.criteria_format: CriteriaFormatName = criteria_format
 
     @classmethod
-    def build(
-        cls,
-        rubric: str,
-        rubrics_dir: Path,
-        pool_path: Path,
-        criteria_format: CriteriaFormatName = "rewardsvc",
+    async def build(
+        cls, rubric: str, settings: Settings, criteria_format: CriteriaFormatName = "rewardsvc"
     ) -> LocalScorer:
-        """From a rubric id of the library at ``rubrics_dir`` (or a rubric YAML file) and a
-        judge pool file; rows' own ``criteria`` are read in ``criteria_format``."""
-        pool = load_pool(pool_path)
-        registry = Registry(rubrics_dir, pool)
+        """From a rubric id of the library of ``settings`` (or a rubric YAML file), scored
+        by its judge pool; rows' own ``criteria`` are read in ``criteria_format``."""
+        registry = await asyncio.to_thread(load_registry, settings)
         if is_rubric_file(rubric):
             path = Path(rubric)
-            doc = parse_yaml(read_text(path), str(path))
+            doc = parse_yaml(await asyncio.to_thread(read_text, path), str(path))
             found = validate_document(doc, Rubric, str(path), registry.context)
         else:
             found = registry.get(rubric).rubric
-        return cls(found, build_judges(pool), criteria_format=criteria_format)
+        app = await compose_local(settings, registry)
+        return cls(found, app, criteria_format=criteria_format)
 
     def _deadline(self) -> float | None:
         return None if self.timeout_s is None else time.monotonic() + self.timeout_s
@@ -104,7 +100,7 @@ class LocalScorer:
         rubrics = ItemRubrics(self.rubric, format=self.criteria_format)
         read = [read_group(i, raw, "pairs", ("a", "b"), rubrics) for i, raw in enumerate(pairs)]
         batch = await judge_preferences(
-            self.judges,
+            self.app.judges,
             self.rubric,
             read,
             PreferenceOptions(margin=margin),
@@ -113,10 +109,8 @@ class LocalScorer:
         return preference_response(batch).model_dump(mode="json")
 
     async def aclose(self) -> None:
-        """Close the judges and the grader workers."""
-        await self.engine.aclose()
-        if self.engine.graders is not None:
-            await asyncio.to_thread(self.engine.graders.close)
+        """Close the application (judges and grader workers)."""
+        await self.app.aclose()
 
 
 class RemoteScorer:

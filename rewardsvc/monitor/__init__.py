@@ -11,8 +11,8 @@ cost (``usage.cost``) and refuses a run past its budget (``BudgetExceeded``, wit
 scored through an injected callable.
 
 This room is pure apart from the canary runner's awaits and :mod:`.shared`, which merges
-the runs of several replicas in Redis through a link it is given (and :mod:`.spend`, which
-keeps a run's cost there): it imports ``core``
+the runs of several replicas in Redis through a link it is given (reading them back with
+:mod:`.shared_view`; and :mod:`.spend`, which keeps a run's cost there): it imports ``core``
 and pydantic, never the application, the server, the scoring room, the judges, wire
 models, HTTP clients or a metrics library. The application wires it: after a request is
 scored, its rewards go to :meth:`Monitor.observe`, and the canary runner gets the

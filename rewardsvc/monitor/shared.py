@@ -16,7 +16,9 @@ While Redis is unreachable (the link says so in ``/readyz`` and a metric) each p
 monitors on its own and raises its own alerts; the batches it saw meanwhile are queued,
 bounded, and sent when Redis is back, so that the merged statistics count them.
 
-The Redis I/O goes through a link the server gives (``rewardsvc.storage.redis_link.RedisLink``,
+The merged runs are read back into the monitor's view by :class:`~.shared_view.SharedView`
+(``shared_view``), which :class:`SharedMonitor` extends. The Redis I/O goes through a
+link the server gives (``rewardsvc.storage.redis_link.RedisLink``,
 with its deadlines and health): this room does not import the scoring room.
 """
 
@@ -31,7 +33,7 @@ from typing import Any
 
 from rewardsvc.core.monitor_spec import MonitorConfig
 from rewardsvc.monitor.alerts import AlertEvent
-from rewardsvc.monitor.monitor import Monitor, evict
+from rewardsvc.monitor.monitor import Monitor
 from rewardsvc.monitor.runs import MAX_EVENTS, Mark, RunState, Sample, established, keep_rank
 from rewardsvc.monitor.shared_state import (
     HISTORY_POINTS,
@@ -43,9 +45,9 @@ from rewardsvc.monitor.shared_state import (
     encode_mark,
     encode_sample,
     evaluated,
-    mirrored_state,
     text,
 )
+from rewardsvc.monitor.shared_view import SharedView
 from rewardsvc.storage.redis_link import RedisLink
 
 log = logging.getLogger(__name__)
@@ -55,8 +57,9 @@ SHORT_LIVED_TTL_S = 3_600
 one-off run names leaves nothing behind for long."""
 
 
-class SharedMonitor:
-    """The :class:`Monitor`'s sink that merges its runs with other processes' in Redis.
+class SharedMonitor(SharedView):
+    """The :class:`Monitor`'s sink that merges its runs with other processes' in Redis
+    (and, as a :class:`SharedView`, reads the merged runs back).
 
     ``pending_max`` bounds the batches queued while Redis is unreachable (the oldest are
     dropped first); ``ttl_s`` is how long a run's keys outlive its last batch, and
@@ -71,9 +74,9 @@ class SharedMonitor:
         pending_max: int = 1024,
         short_ttl_s: int = SHORT_LIVED_TTL_S,
     ):
-        self.monitor, self.link, self.ttl_s = monitor, link, ttl_s
+        super().__init__(monitor, link)
+        self.ttl_s = ttl_s
         self.short_ttl_s = min(short_ttl_s, ttl_s)
-        self._runs_key = f"{link.prefix}:monitor:runs".encode()
         self._pending: deque[Batch] = deque(maxlen=pending_max)
         self._tasks: set[asyncio.Task[None]] = set()
         self._flushing = asyncio.Lock()
@@ -172,9 +175,9 @@ class SharedMonitor:
             p.hsetnx(keys.meta, "started", repr(batch.now))
             p.hset(keys.meta, "last_seen", repr(batch.now))
             p.hincrby(keys.meta, "samples", n)
-            p.zadd(self._runs_key, {member: keep_rank(guess, batch.now, config)})
-            p.zcard(self._runs_key)
-            p.expire(self._runs_key, self.ttl_s)
+            p.zadd(self.runs_key, {member: keep_rank(guess, batch.now, config)})
+            p.zcard(self.runs_key)
+            p.expire(self.runs_key, self.ttl_s)
             p.rpush(keys.window, *batch.samples)
             p.ltrim(keys.window, -config.window, -1)
             if prior is None or prior.takes_baseline():
@@ -197,7 +200,7 @@ class SharedMonitor:
         meta: dict[bytes, bytes] = replies[-2]
         crossed = total // config.eval_every - (total - n) // config.eval_every
         if not crossed:
-            self._mirror(batch.rubric, batch.run, config, meta, replies[-1].values())
+            self.mirror(batch.rubric, batch.run, config, meta, replies[-1].values())
             return True
         # The samples are read only when an evaluation is due, as a local run computes
         # its signals only then.
@@ -237,10 +240,10 @@ class SharedMonitor:
         def rank_and_evict(p: Any) -> None:
             for key in keys.all():
                 p.expire(key, self._ttl(total, config))
-            p.zadd(self._runs_key, {member: keep_rank(total, batch.now, config)}, xx=True)
+            p.zadd(self.runs_key, {member: keep_rank(total, batch.now, config)}, xx=True)
             overflow = -(self.monitor.max_runs + 1)
-            p.zrange(self._runs_key, 0, overflow)
-            p.zremrangebyrank(self._runs_key, 0, overflow)
+            p.zrange(self.runs_key, 0, overflow)
+            p.zremrangebyrank(self.runs_key, 0, overflow)
 
         replies = await self.link.execute(rank_and_evict)
         if replies is None:
@@ -333,66 +336,4 @@ class SharedMonitor:
             for event in events:
                 self.monitor.emit(event)
             meta = {**meta, **{k.encode(): v.encode() for k, v in evaluated(state).items()}}
-            self._mirror(batch.rubric, batch.run, config, meta, state.tracker.alerts.values())
-
-    # ------------------------------------------------------------------ the merged view
-
-    def _mirror(
-        self,
-        rubric: str,
-        run: str,
-        config: MonitorConfig,
-        meta: dict[bytes, bytes],
-        alerts: Any,
-        history: list[bytes] | None = None,
-        events: list[bytes] | None = None,
-    ) -> None:
-        """Put a run's merged state into the monitor's merged view."""
-        key = (rubric, run)
-        previous = self.monitor.merged.get(key)
-        state = mirrored_state(key, config, meta, alerts, previous, history, events)
-        merged = self.monitor.merged
-        merged[key] = state
-        merged.move_to_end(key)
-        evict(merged, self.monitor.max_runs)
-
-    async def refresh(
-        self, rubric: str | None = None, run: str | None = None, history: bool = False
-    ) -> bool:
-        """Read the runs (filtered by rubric and run name) from Redis into the merged view,
-        with their history when asked; False when Redis is unreachable."""
-        found = await self.link.execute(
-            lambda p: p.zrange(self._runs_key, 0, self.monitor.max_runs - 1, desc=True),
-            transaction=False,
-        )
-        if found is None:
-            return False
-        listed = [tuple(json.loads(m)) for m in found[0]]
-        pairs = [(r, n) for r, n in listed if rubric in (None, r) and run in (None, n)]
-        if not pairs:
-            return True
-
-        def reads(p: Any) -> None:
-            for r, n in reversed(pairs):
-                keys = Keys(self.link.prefix, r, n)
-                p.hgetall(keys.meta)
-                p.hgetall(keys.alerts)
-                if history:
-                    p.lrange(keys.history, 0, -1)
-                    p.lrange(keys.events, 0, -1)
-
-        replies = await self.link.execute(reads, transaction=False)
-        if replies is None:
-            return False
-        width = 4 if history else 2
-        found_runs = []
-        for i, (r, n) in enumerate(reversed(pairs)):
-            part = replies[i * width : (i + 1) * width]
-            if part[0]:  # else expired since it was listed
-                found_runs.append((float(text(part[0], "last_seen", "0")), r, n, part))
-        # The list is ranked for eviction; the view is ordered by when runs were last seen.
-        for _, r, n, part in sorted(found_runs, key=lambda f: f[0]):
-            hist, ev = (part[2], part[3]) if history else (None, None)
-            config = self.monitor.config_for(r)
-            self._mirror(r, n, config, part[0], part[1].values(), hist, ev)
-        return True
+            self.mirror(batch.rubric, batch.run, config, meta, state.tracker.alerts.values())

@@ -4,8 +4,9 @@ FastAPI renders their docstrings and field descriptions as the API documentation
 these models *are* the documentation: a model's docstring says what the body is, each
 field's description what it means.
 
-* ``rewards``: ``POST /v1/rewards`` and the item, message and result shapes the other
-  families share;
+* ``items``: the rollouts requests carry (items, chat messages, Responses-API items, an
+  item's own criteria), which every family reads;
+* ``rewards``: ``POST /v1/rewards`` and the result shapes the other families share;
 * ``rubrics``: the rubric library (``/v1/rubrics``, ``/v1/rubrics/validate``);
 * ``comparative``: ``POST /v1/groups`` and ``POST /v1/preferences``;
 * ``compat``: the OpenRLHF and slime trainer protocols;

@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from rewardsvc.core import comparative as cmp
 from rewardsvc.core.results import Status
 from rewardsvc.core.rubric import JudgeRule, Rubric
-from rewardsvc.protocol.rewards import CriteriaOptions, ItemCriteria, OwnVersion, RubricRef, Text
+from rewardsvc.protocol.items import ItemCriteria, Text
+from rewardsvc.protocol.rewards import CriteriaOptions, OwnVersion, RubricRef
 
 # ------------------------------------------------------------------ requests
 

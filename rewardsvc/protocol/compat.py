@@ -11,7 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rewardsvc.protocol.rewards import Message, RewardResult
+from rewardsvc.protocol.items import Message
+from rewardsvc.protocol.rewards import RewardResult
 
 # ------------------------------------------------------------------ OpenRLHF
 

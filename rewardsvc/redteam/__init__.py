@@ -8,7 +8,7 @@ wrong (``gold``), the beam search that keeps what gained (``search``), the regre
 and its replay by ``rewardsvc probe --replay`` (``regression``), and the command
 (``commands``).
 
-What it may import: the application room (it scores through ``compose_engine`` and
+What it may import: the application room (it scores through ``compose_local`` and
 ``score_batch``, as the service does, with no cache and no monitor), the library, judges,
 graders, safety and core rooms, and the wire models. Never the server, never
 ``rewardsvc.evaluation`` or ``rewardsvc.authoring`` (rooms beside it).

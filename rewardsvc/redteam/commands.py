@@ -48,28 +48,22 @@ def register(sub: Any, config_args: ConfigArgs) -> None:
     p.set_defaults(func=cmd_redteam)
 
 
-def _paths(args: argparse.Namespace) -> tuple[Path, Path]:
-    from rewardsvc.settings import Settings
-
-    settings = Settings()
-    return Path(args.rubrics or settings.rubrics_dir), Path(args.judges or settings.judge_pool)
-
-
-def _scorer(rubric: str, args: argparse.Namespace) -> EngineScorer:
+async def _scorer(rubric: str, args: argparse.Namespace) -> EngineScorer:
     # Imported on use: registering the command must not load the judges' HTTP stack.
+    from rewardsvc.application.root import settings_with
     from rewardsvc.redteam.local import EngineScorer
 
-    rubrics, pool = _paths(args)
-    return EngineScorer.build(rubric, rubrics, pool)
+    return await EngineScorer.build(rubric, settings_with(args.rubrics, args.judges))
 
 
 def _attacker(args: argparse.Namespace) -> Attacker | None:
+    from rewardsvc.application.root import settings_with
     from rewardsvc.library.registry import load_pool
     from rewardsvc.redteam.attacker import Attacker
 
     if args.attacker is None:
         return None
-    pool = load_pool(_paths(args)[1])
+    pool = load_pool(Path(settings_with(args.rubrics, args.judges).judge_pool))
     if args.attacker not in pool.judges:
         raise SystemExit(f"rewardsvc: error: --attacker: no judge {args.attacker!r} in the pool")
     return Attacker(args.attacker, pool.judges[args.attacker])
@@ -92,7 +86,7 @@ async def _run(args: argparse.Namespace) -> Regression:
     from rewardsvc.redteam.search import Search
 
     items = read_items(Path(args.items))
-    scorer, attacker = _scorer(args.rubric, args), _attacker(args)
+    scorer, attacker = await _scorer(args.rubric, args), _attacker(args)
     search = Search(
         scorer,
         operators(),
@@ -164,7 +158,7 @@ def _fmt(value: float | None) -> str:
 async def _replay(reg: Regression, args: argparse.Namespace) -> tuple[list[Any], list[str]]:
     from rewardsvc.redteam.regression import comparable, replay_items, replay_rows
 
-    scorer = _scorer(reg.rubric, args)
+    scorer = await _scorer(reg.rubric, args)
     try:
         results = await scorer.score(replay_items(reg))
     finally:

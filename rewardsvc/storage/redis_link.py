@@ -4,13 +4,11 @@ calibration survives restarts; and, through :meth:`RedisLink.execute` and
 :meth:`RedisLink.update_hash`, the reward monitor's run statistics (``rewardsvc.monitor.shared``).
 
 Redis is a help, never a dependency of a reward. Every operation has a short deadline;
-the first one that fails marks the link unhealthy, reports it to the observer, and from
-then on the callers skip Redis at once and score with their local state (the in-memory
-verdict LRU, the local calibration windows). What they write meanwhile is queued, bounded,
-and replayed when a background probe finds Redis again; then the link is healthy again.
-A link lost again soon after it came back waits twice as long before its next probe (up to
-``PROBE_BACKOFF_MAX`` times ``retry_s``), so that a Redis that answers pings but not the
-real traffic costs a deadline now and then, not every second.
+the first one that fails marks the link unhealthy, and from then on the callers skip Redis
+at once and score with their local state (the in-memory verdict LRU, the local
+calibration windows). What they write meanwhile is queued, bounded, and replayed when a
+background probe finds Redis again (``redis_health``: the link's health, its probe and
+its backoff); then the link is healthy again.
 
 A slow Redis (one that answers, late) costs a request at most one deadline, not one per
 verdict: the verdict reads asked in one turn of the event loop go out as one ``MGET``
@@ -22,10 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import redis.asyncio as redis
 from redis.asyncio.retry import Retry
@@ -33,19 +30,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, WatchError
 
-log = logging.getLogger(__name__)
-
-
-class StateObserver(Protocol):
-    """Told when shared state becomes unreachable (False) and reachable again (True)."""
-
-    def shared_state(self, healthy: bool) -> None: ...
-
-
-class _Quiet:
-    def shared_state(self, healthy: bool) -> None:
-        """Ignore."""
-
+from rewardsvc.storage.redis_health import LinkHealth, StateObserver
 
 _Write = tuple[str, bytes, bytes | None, int, tuple[float, ...]]
 """A queued write: kind ("verdict" or "window"), key, value, window size, window scores."""
@@ -54,9 +39,6 @@ READ_BATCH = 512
 """Most keys in one ``MGET``: a larger batch of reads goes as several in one round trip."""
 WRITE_BATCH = 512
 """Most queued writes sent in one pipelined round trip."""
-PROBE_BACKOFF_MAX = 32
-"""A flapping link's probe interval grows to at most this many times ``retry_s``; a link
-that stays up that long is stable again (its next loss is probed after ``retry_s``)."""
 
 
 def _bytes_hash(raw: Mapping[bytes | str, bytes | str]) -> dict[bytes, bytes]:
@@ -98,7 +80,6 @@ class RedisLink:
         self.prefix = prefix
         self.verdict_ttl_s = verdict_ttl_s
         self.window_ttl_s = window_ttl_s
-        self._observer: StateObserver = observer if observer is not None else _Quiet()
         # One immediate retry on a broken connection only (a pooled connection that a
         # Redis restart closed), none on a timeout: a failed operation falls back to local
         # state at once, and the probe, not each caller, finds out when Redis is back.
@@ -115,21 +96,17 @@ class RedisLink:
             retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
         )
         self._client = redis.Redis(connection_pool=pool)
-        self._healthy = True
+        self._health = LinkHealth(retry_s, self._ping, self._replay, observer)
         self._pending: deque[_Write] = deque(maxlen=pending_max)
-        self._probe: asyncio.Task[None] | None = None
         self._writer: asyncio.Task[None] | None = None
         # Verdict reads not sent yet: all go in the reader's next MGET.
         self._reads: dict[bytes, asyncio.Future[bytes | None]] = {}
         self._reader: asyncio.Task[None] | None = None
-        self._probe_wait_s = retry_s
-        self._recovered_at: float | None = None
-        self._closed = False
 
     @property
     def healthy(self) -> bool:
         """False while Redis is unreachable and the service runs on its local state."""
-        return self._healthy
+        return self._health.healthy
 
     @property
     def pending(self) -> int:
@@ -140,11 +117,14 @@ class RedisLink:
         """Check Redis once (at start-up) and return whether it answered; when it did not,
         the link is unhealthy and probes in the background until it does."""
         try:
-            async with asyncio.timeout(self._deadline_s):
-                await self._client.ping()
+            await self._ping()
         except (RedisError, OSError, TimeoutError) as exc:
-            self._lost(exc)
-        return self._healthy
+            self._health.lost(exc)
+        return self._health.healthy
+
+    async def _ping(self) -> None:
+        async with asyncio.timeout(self._deadline_s):
+            await self._client.ping()
 
     # ------------------------------------------------------------------ verdicts
 
@@ -158,7 +138,7 @@ class RedisLink:
         of the event loop, as the verdicts of one batch are) go together in the next, so a
         slow Redis costs a batch a round trip or two, however many verdicts it has.
         """
-        if not self._healthy:
+        if not self._health.healthy:
             return None
         future = self._reads.get(key)
         if future is None:
@@ -178,7 +158,7 @@ class RedisLink:
     async def _read(self, reads: dict[bytes, asyncio.Future[bytes | None]]) -> None:
         keys = list(reads)
         try:
-            if not self._healthy:
+            if not self._health.healthy:
                 return
             async with asyncio.timeout(self._deadline_s):
                 pipe = self._client.pipeline(transaction=False)
@@ -189,7 +169,7 @@ class RedisLink:
                 if not reads[key].done():
                     reads[key].set_result(bytes(value) if value is not None else None)
         except (RedisError, OSError, TimeoutError) as exc:
-            self._lost(exc)
+            self._health.lost(exc)
         finally:
             # Whatever happened, no reader waits on: what was not read is a miss.
             for future in reads.values():
@@ -200,17 +180,21 @@ class RedisLink:
         """Store verdict bytes under ``key``: queued, and sent behind the caller in a
         pipelined batch (or when Redis is back, while it is unreachable)."""
         self._pending.append(("verdict", key, value, 0, ()))
-        if self._healthy and not self._closed and (self._writer is None or self._writer.done()):
+        if (
+            self._health.healthy
+            and not self._health.closed
+            and (self._writer is None or self._writer.done())
+        ):
             self._writer = asyncio.get_running_loop().create_task(self._write())
 
     async def _write(self) -> None:
         """Send the queued writes, a batch per round trip, until none is left (or Redis
         fails: they stay queued for the probe to replay)."""
         try:
-            while self._healthy and self._pending:
+            while self._health.healthy and self._pending:
                 await self._send_batch()
         except (RedisError, OSError, TimeoutError) as exc:
-            self._lost(exc)
+            self._health.lost(exc)
 
     async def flush(self, timeout_s: float | None = None) -> None:
         """Wait until the queued writes are sent or Redis has failed them (at most
@@ -232,7 +216,7 @@ class RedisLink:
         the caller then uses its local window.
         """
         write: _Write = ("window", name.encode(), None, size, tuple(scores))
-        if not self._healthy:
+        if not self._health.healthy:
             if scores:
                 self._pending.append(write)
             return None
@@ -241,7 +225,7 @@ class RedisLink:
         except (RedisError, OSError, TimeoutError) as exc:
             if scores:
                 self._pending.append(write)
-            self._lost(exc)
+            self._health.lost(exc)
             return None
         return [float(v) for v in values or ()]
 
@@ -259,7 +243,7 @@ class RedisLink:
         None when Redis is unreachable: the link is then unhealthy, like for any other
         operation, and the caller keeps its local state (and queues what it must replay).
         """
-        if not self._healthy:
+        if not self._health.healthy:
             return None
         try:
             async with asyncio.timeout(self._deadline_s):
@@ -267,7 +251,7 @@ class RedisLink:
                 build(pipe)
                 return list(await pipe.execute())
         except (RedisError, OSError, TimeoutError) as exc:
-            self._lost(exc)
+            self._health.lost(exc)
             return None
 
     async def update_hash(
@@ -283,7 +267,7 @@ class RedisLink:
         hash ``retries`` times in a row; None when Redis is unreachable. A commit happens at
         most once per change, so a transition decided in ``step`` is seen by one replica.
         """
-        if not self._healthy:
+        if not self._health.healthy:
             return None
         try:
             async with asyncio.timeout(self._deadline_s * 2), self._client.pipeline() as pipe:
@@ -302,7 +286,7 @@ class RedisLink:
                         continue
                 return False
         except (RedisError, OSError, TimeoutError) as exc:
-            self._lost(exc)
+            self._health.lost(exc)
             return None
 
     # ------------------------------------------------------------------ plumbing
@@ -326,40 +310,6 @@ class RedisLink:
         pipe.ltrim(wkey, -size, -1)
         pipe.lrange(wkey, 0, -1)
         pipe.expire(wkey, self.window_ttl_s)
-
-    def _lost(self, exc: BaseException) -> None:
-        if self._healthy:
-            log.warning(
-                "shared state: Redis unreachable (%s: %s); scoring with local state",
-                type(exc).__name__,
-                exc,
-            )
-            self._healthy = False
-            self._observer.shared_state(False)
-            now = asyncio.get_running_loop().time()
-            back = self._recovered_at
-            if back is not None and now - back < PROBE_BACKOFF_MAX * self.retry_s:
-                # Lost again soon after it came back: it answers probes, not the traffic.
-                self._probe_wait_s = min(2 * self._probe_wait_s, PROBE_BACKOFF_MAX * self.retry_s)
-            else:
-                self._probe_wait_s = self.retry_s
-        if not self._closed and (self._probe is None or self._probe.done()):
-            self._probe = asyncio.get_running_loop().create_task(self._reconnect())
-
-    async def _reconnect(self) -> None:
-        while not self._closed:
-            await asyncio.sleep(self._probe_wait_s)
-            try:
-                async with asyncio.timeout(self._deadline_s):
-                    await self._client.ping()
-                await self._replay()
-            except (RedisError, OSError, TimeoutError):
-                continue
-            self._healthy = True
-            self._recovered_at = asyncio.get_running_loop().time()
-            self._observer.shared_state(True)
-            log.warning("shared state: Redis reachable again; resynchronized")
-            return
 
     async def _replay(self) -> None:
         # In order, a pipelined batch per round trip; a failure part-way keeps the rest.
@@ -385,9 +335,6 @@ class RedisLink:
         await self.flush(timeout_s=4 * self._deadline_s)
         if self._reader is not None:
             await asyncio.gather(self._reader, return_exceptions=True)
-        self._closed = True
-        if self._probe is not None:
-            self._probe.cancel()
-            await asyncio.gather(self._probe, return_exceptions=True)
+        await self._health.close()
         await self._client.aclose()
         await self._client.connection_pool.disconnect()

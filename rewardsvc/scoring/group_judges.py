@@ -35,7 +35,8 @@ class Comparison:
 
 @dataclass
 class JudgeGroup:
-    """One judge's view of a group: rewards, per-criterion win rates, every call."""
+    """One judge's view of a group: rewards, per-criterion win rates (or scores, for the
+    criteria asked of each completion alone), every call."""
 
     rewards: list[float] | None
     variances: list[float] | None = None
@@ -155,7 +156,7 @@ def _judge_result(
         rewards=rewards,
         variances=variances,
         position_consistency=agree / compared if compared else None,
-        criteria=pooled,
+        criteria=pooled | {k: list(v) for k, v in absolute.items()},
         comparisons=comps,
         absolute={k: list(v) for k, v in absolute.items()},
         agree=agree,

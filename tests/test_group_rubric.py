@@ -213,3 +213,39 @@ async def test_groups_calibrate_each_judge_before_the_judges_combine(
     for result in batch.results:
         assert result.status == "ok"
         assert result.rewards == pytest.approx([0.875, 0.375, 0.625, 0.125])
+
+
+GATED_INLINE = {"id": "capital", "criteria": [GATE, CLEAR], "judges": ["primary", "secondary"]}
+
+
+async def test_a_gate_question_is_the_one_rewards_ask_and_shares_its_verdicts(
+    tmp_path: Path,
+) -> None:
+    """On bd29102 groups asked no gate question: /v1/rewards found nothing cached."""
+    with FakeJudge() as one, FakeJudge() as two:
+        pool = fake_pool(one.url, two.url)
+        async with app_client(settings_for(write_library(tmp_path / "r")), pool) as running:
+            client = running[0]
+            grouped = await client.post(
+                "/v1/groups", json={"rubric": GATED_INLINE, "groups": [_raw_group()]}
+            )
+            assert grouped.status_code == 200, grouped.text
+            item = {"id": "i", "prompt": PROMPT, "completion": COMPLETIONS[0]}
+            rewarded = await client.post(
+                "/v1/rewards", json={"rubric": GATED_INLINE, "items": [item]}
+            )
+    assert rewarded.status_code == 200, rewarded.text
+    assert rewarded.json()["usage"]["cache_hits"] == 2  # the gate, for each judge
+
+
+async def test_admission_counts_the_calls_planned(tmp_path: Path) -> None:
+    """Admission weighs the questions actually planned: 4 comparisons of ``clear`` and 8
+    gate questions (4 completions x 2 judges). On bd29102 it counted 8 comparisons."""
+    settings = settings_for(write_library(tmp_path / "r"), max_inflight_calls=11)
+    with FakeJudge() as one, FakeJudge() as two:
+        async with app_client(settings, fake_pool(one.url, two.url)) as running:
+            body = {"rubric": GATED_INLINE, "groups": [_raw_group()]}
+            reply = await running[0].post("/v1/groups", json=body)
+        assert one.script.requests + two.script.requests == 0
+    assert reply.status_code == 413, reply.text
+    assert "plans 12 judge calls" in reply.text

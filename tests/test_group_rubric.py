@@ -249,3 +249,16 @@ async def test_admission_counts_the_calls_planned(tmp_path: Path) -> None:
         assert one.script.requests + two.script.requests == 0
     assert reply.status_code == 413, reply.text
     assert "plans 12 judge calls" in reply.text
+
+
+async def test_a_group_bringing_a_step_criterion_is_rejected_alone(
+    judges: dict[str, Judge],
+) -> None:
+    """On bd29102 a group's own step criterion was compared as an episode criterion."""
+    own = rubric(CLEAR, {**CLEAR, "id": "step", "scope": "step"})
+    stepped = GroupIn("stepped", _group().rollouts, rubric=own)
+    batch = await score_groups(
+        judges, rubric(CLEAR), [stepped, _group()], asker=quality_asker(QUALITY)
+    )
+    assert [r.status for r in batch.results] == ["rejected", "ok"]
+    assert (batch.results[0].error or "").startswith("groups[0].criteria: criterion 'step'")

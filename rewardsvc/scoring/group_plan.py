@@ -76,22 +76,33 @@ def graded(rubric: Rubric) -> list[Criterion]:
     return [c for c in rubric.criteria if c.grader is not None]
 
 
-def check_comparable(rubric: Rubric, where: tuple[str | int, ...] = ("rubric",)) -> None:
+def check_comparable(rubric: Rubric) -> None:
     """Refuse (:class:`RequestError`, naming the field) a rubric feature a comparison cannot
     honour: a ``scope: step`` criterion (a comparison sees whole completions, not steps)
     and ``objectives`` (a group's rewards are one dimension, relative within the group)."""
     for k, c in enumerate(rubric.criteria):
         if c.per_step:
-            raise RequestError.at(
-                (*where, "criteria", k, "scope"),
-                f"criterion {c.id!r} has scope: step; groups and preferences compare whole "
-                "completions (score steps with POST /v1/rewards)",
-            )
+            raise RequestError.at(("rubric", "criteria", k, "scope"), _STEPS.format(c.id))
     if rubric.objectives:
         raise RequestError.at(
-            (*where, "objectives"),
+            ("rubric", "objectives"),
             "groups and preferences do not report objectives (score them with POST /v1/rewards)",
         )
+
+
+_STEPS = (
+    "criterion {!r} has scope: step; groups and preferences compare whole completions "
+    "(score steps with POST /v1/rewards)"
+)
+
+
+def _step_criterion(group: GroupIn, index: int) -> str | None:
+    """Why a group whose own criteria include a ``scope: step`` one is rejected alone."""
+    own = group.rubric.criteria if group.rubric is not None else []
+    for c in own:
+        if c.per_step:
+            return f"groups[{index}].criteria: " + _STEPS.format(c.id)
+    return None
 
 
 def presentations(
@@ -108,9 +119,9 @@ def reject_reason(group: GroupIn, index: int, options: GroupOptions, max_chars: 
     n = len(group.rollouts)
     if n < 2:
         return f"groups[{index}].completions: a group needs at least 2 completions, not {n}"
-    too_large = options.strategy.too_large(n, index)
-    if too_large is not None:
-        return too_large
+    reason = options.strategy.too_large(n, index) or _step_criterion(group, index)
+    if reason is not None:
+        return reason
     for k, r in enumerate(group.rollouts):
         for name, text in (("prompt", r.prompt), ("completion", r.completion)):
             if len(text) > max_chars:

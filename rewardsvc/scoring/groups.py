@@ -59,7 +59,7 @@ __all__ = ["Comparing", "GroupBatch", "GroupReward", "monitored", "run_groups", 
 class Comparing(TypedDict, total=False):
     """How a comparative request is run beyond its rubric, groups and options: the keywords
     of :func:`score_groups` (defaults there), which callers pass on as one. An engine gives
-    its own (``Engine.comparing``): its cache, expiry, observer, graders and windows."""
+    its own (``Engine.comparer``): its cache, expiry, observer, graders and windows."""
 
     max_text_chars: int
     deadline: float | None
@@ -100,9 +100,6 @@ async def plan_groups(
     check_comparable(rubric)
     names = select_judges(rubric, judges, options.judges)
     plan = GroupPlan(names, min_judges_for(rubric, options.min_judges, len(names)))
-    for gi, group in enumerate(groups):
-        if group.rubric is not None and group.rubric is not rubric:
-            check_comparable(group.rubric, ("groups", gi, "rubric"))
     # Planning and fencing a large request takes a while: off the event loop.
     return await asyncio.to_thread(
         plan_calls,

@@ -262,3 +262,17 @@ async def test_a_group_bringing_a_step_criterion_is_rejected_alone(
     )
     assert [r.status for r in batch.results] == ["rejected", "ok"]
     assert (batch.results[0].error or "").startswith("groups[0].criteria: criterion 'step'")
+
+
+async def test_a_grader_that_cannot_score_leaves_the_group_without_rewards(
+    judges: dict[str, Judge],
+) -> None:
+    """Without graders a grader criterion gives no score: the group is judge_error with
+    null rewards, never a 0 (on bd29102 the criterion was compared as text: ok)."""
+    names_paris = {"id": "paris", "grader": {"type": "regex", "pattern": "Paris"}}
+    batch = await score_groups(
+        judges, rubric(names_paris, CLEAR), [_group()], asker=quality_asker(QUALITY)
+    )
+    result = batch.results[0]
+    assert result.status == "judge_error" and result.rewards == [None] * 4
+    assert "grader paris completions[0]" in (result.error or "")

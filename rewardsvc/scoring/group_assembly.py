@@ -109,7 +109,8 @@ def graded_scores(
         for cid, result in per.items():
             if result.score is None:
                 failures.append(f"grader {cid} completions[{k}]: {result.error}")
-            scores.setdefault(cid, []).append(result.score or 0.0)
+                continue  # a failure leaves the group without judge views: no stand-in
+            scores.setdefault(cid, []).append(result.score)
     return scores, failures
 
 
@@ -153,15 +154,13 @@ async def calibrate(
     ``key`` keeps the window apart from ``/v1/rewards``' (win rates are another scale)."""
     agg = rubric.aggregation
     for name in names:
-        scored = [v[name] for v in views if name in v and v[name].rewards is not None]
+        scored = [(v[name], v[name].rewards) for v in views if name in v]
+        answered = [(view, rewards) for view, rewards in scored if rewards is not None]
         reference = await windows.extend_and_stats(
-            key, name, agg.calibration_window, [r for v in scored for r in v.rewards or ()]
+            key, name, agg.calibration_window, [r for _, rewards in answered for r in rewards]
         )
-        for view in scored:
-            rewards, variances = (
-                view.rewards or [],
-                view.variances or [0.0] * len(view.rewards or []),
-            )
+        for view, rewards in answered:
+            variances = view.variances or [0.0] * len(rewards)
             pairs = [
                 aggregate.calibrate(agg.calibration, r, reference, variance=var)
                 for r, var in zip(rewards, variances, strict=True)

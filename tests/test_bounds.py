@@ -30,10 +30,11 @@ from rewardsvc.judges.endpoints import Endpoint
 from rewardsvc.judges.failures import BackendError
 from rewardsvc.judges.judge import Judge
 from rewardsvc.judges.prompts import Prompt
+from rewardsvc.scoring import group_calls
 from rewardsvc.scoring import groups as groups_module
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.scoring.group_plan import GroupIn, GroupOptions, planned_work
-from rewardsvc.scoring.groups import score_groups
+from rewardsvc.scoring.group_plan import GroupIn, GroupOptions
+from rewardsvc.scoring.groups import plan_groups, score_groups
 from rewardsvc.server.guards import Turns
 from rewardsvc.storage.cache import VerdictCache
 
@@ -213,18 +214,22 @@ async def test_group_prompts_alive_are_bounded_and_blocks_are_fenced_once_per_gr
         await judge.aclose()
 
 
-def test_planned_work_counts_only_the_groups_that_will_be_scored() -> None:
+async def test_planned_work_counts_only_the_groups_that_will_be_scored() -> None:
     """Admission counts what is planned: a rejected group (too many for one listwise call,
     or a single completion) costs nothing; c824dfc counted its orders."""
     rub = rubric(2, judges=["primary", "secondary"])
+    judges = {"primary": blocking_judge(1)[0], "secondary": blocking_judge(1)[0]}
     ok = GroupIn("ok", tuple(Rollout("Q?", f"answer {n}") for n in range(4)))
     huge = GroupIn("huge", tuple(Rollout("Q?", f"answer {n}") for n in range(cmp.MAX_LISTWISE + 1)))
     alone = GroupIn("alone", (Rollout("Q?", "only"),))
-    calls, size = planned_work(rub, [ok, huge, alone], GroupOptions(orders=2), 100_000)
+    planned = await plan_groups(judges, rub, [ok, huge, alone], GroupOptions(orders=2))
+    calls, size = planned.work()
     assert calls == 2 * 2 * 2  # orders x judges x criteria, for the one group scored
     assert size >= calls * prompts.CALL_OVERHEAD_BYTES
     pairwise = GroupOptions(method="pairwise", tournament="all_pairs")
-    assert planned_work(rub, [ok], pairwise, 100_000)[0] == 6 * 2 * 2 * 2
+    assert (await plan_groups(judges, rub, [ok], pairwise)).work()[0] == 6 * 2 * 2 * 2
+    for judge in judges.values():
+        await judge.aclose()
 
 
 async def test_group_planning_and_assembly_run_off_the_event_loop(
@@ -233,7 +238,7 @@ async def test_group_planning_and_assembly_run_off_the_event_loop(
     """On c824dfc planning (every prompt of the request) ran on the loop: 46 s of blocked
     loop for a 1.6 MB all_pairs request."""
     where: list[str] = []
-    real_plan, real_assemble = groups_module._plan_group, groups_module._assemble_group
+    real_plan, real_assemble = group_calls._plan_group, groups_module.group_reward
 
     def plan(*args: Any, **kwargs: Any) -> Any:
         where.append(threading.current_thread().name)
@@ -243,8 +248,8 @@ async def test_group_planning_and_assembly_run_off_the_event_loop(
         where.append(threading.current_thread().name)
         return real_assemble(*args, **kwargs)
 
-    monkeypatch.setattr(groups_module, "_plan_group", plan)
-    monkeypatch.setattr(groups_module, "_assemble_group", assemble)
+    monkeypatch.setattr(group_calls, "_plan_group", plan)
+    monkeypatch.setattr(groups_module, "group_reward", assemble)
     judges, backend = group_judges(4)
     backend.go.set()
     group = GroupIn("g", tuple(Rollout("Q?", f"answer {n}") for n in range(3)))

@@ -34,15 +34,6 @@ ALLOWED: dict[str, set[str]] = {
     "core/pool.py": {
         'if self.api != "chat" and (self.reasoning is not None or self.chat_template_kwargs):'
     },
-    # Left for the lead's planner refactor (issue 37: one planner for every route): the
-    # groups' comparison method (listwise or pairwise) is still chosen by its name.
-    "scoring/group_plan.py": {
-        'if options.method == "listwise":',
-        'if options.method == "listwise" and n > cmp.MAX_LISTWISE:',
-    },
-    "scoring/groups.py": {
-        'build = listwise_judge if options.method == "listwise" else pairwise_judge'
-    },
 }
 
 

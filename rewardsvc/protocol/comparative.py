@@ -134,10 +134,16 @@ class ComparisonOut(BaseModel):
 class GroupJudgeOut(BaseModel):
     """One judge on one group."""
 
-    rewards: list[float] | None = Field(description="Win rates in input order; null on failure.")
+    rewards: list[float] | None = Field(
+        description="This judge's score of each completion in input order: its criteria "
+        "combined (a completion below an essential gate capped at the gate's cap), calibrated "
+        "when the rubric asks; null on failure."
+    )
     position_consistency: float | None = None
     criteria: dict[str, list[float]] = Field(
-        default_factory=dict, description="Per criterion: each completion's win rate."
+        default_factory=dict,
+        description="Per criterion: each completion's win rate, or, for a grader's criterion "
+        "or an essential gate's (asked of each completion alone), its score.",
     )
     comparisons: list[ComparisonOut] = Field(default_factory=list)
     error: str | None = None
@@ -148,7 +154,9 @@ class GroupResultOut(BaseModel):
 
     id: str
     rewards: list[float | None] = Field(
-        description="Each in [0, 1]: the expected win rate against the rest of the group."
+        description="Each in [0, 1]: the expected win rate against the rest of the group, "
+        "combined over the criteria (graded and gated criteria by their scores, a completion "
+        "below an essential gate capped) and the judges."
     )
     position_consistency: float | None = Field(
         description="Share of compared pairs whose verdict survived the change of order."

@@ -11,11 +11,13 @@ request's deadline and tallies the usage; ``assemble`` applies per-judge calibra
 builds each item's reward, status, uncertainty and breakdown. ``selection`` is the one
 rule for which judges a rubric asks and how many must answer, for the engine and the
 comparisons alike. ``recipes`` runs a recipe: graders first, then gates, then the judged
-rubrics through the engine. ``groups`` (planned by ``group_plan``) and ``preferences``
-score groups of completions against each other and label preference pairs through each
-judge's own method, cached and reported to the observer like batches, each judge's
-comparisons turned into win rates by ``group_judges``. ``pacing`` yields the event loop
-during long synchronous stretches and runs paced calls.
+rubrics through the engine. ``groups`` and ``preferences`` score groups of completions
+against each other and label preference pairs: ``group_plan`` and ``group_calls`` plan
+their questions (comparisons in the orders of the ``comparison_methods`` strategy, an
+essential gate asked of each completion), run by the engine's executor (``serving``) as
+the engine's ``comparer`` runs them; ``group_judges`` turns each judge's comparisons into
+win rates and ``group_assembly`` assembles the rewards. ``pacing`` yields the event loop
+during long synchronous stretches.
 
 May import: ``rewardsvc.core``, ``judges``, ``graders`` (through ``graders.registry``),
 ``storage`` (the verdict cache and the calibration windows) and ``safety`` (the
@@ -25,8 +27,7 @@ detectors and defusing). Never the application, the server, the CLI, wire models
 through the core's ``Observer``.
 
 A request reaches it through the application, which resolves the target and reads the
-items into rollouts, then calls :meth:`Engine.score` (or the recipe runner, or
-:func:`~rewardsvc.scoring.groups.score_groups` /
-:func:`~rewardsvc.scoring.preferences.judge_preferences`); the results go back to the
-application, which maps them to wire models.
+items into rollouts, then calls :meth:`Engine.score` (or the recipe runner, or the
+engine's :class:`~rewardsvc.scoring.comparer.Comparer` for groups and preferences); the
+results go back to the application, which maps them to wire models.
 """

@@ -37,6 +37,7 @@ from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.graders.registry import Graders, grade_criteria
 from rewardsvc.graders.result import GraderResult
 from rewardsvc.judges import prompts
+from rewardsvc.judges.judge import Judge
 from rewardsvc.safety.detectors import THREAD_ABOVE_CHARS, detect
 from rewardsvc.scoring import steps
 from rewardsvc.scoring.assemble import (
@@ -47,6 +48,8 @@ from rewardsvc.scoring.assemble import (
     judge_outcome,
     step_results,
 )
+from rewardsvc.scoring.comparer import Comparer
+from rewardsvc.scoring.groups import Comparing
 from rewardsvc.scoring.judging import JudgeLike
 from rewardsvc.scoring.pacing import Pacer
 from rewardsvc.scoring.parts import Part, split
@@ -325,6 +328,21 @@ class Engine:
             attach_evidence(reward, grades)
             rewards.append(reward)
         return rewards
+
+    def comparer(self) -> Comparer:
+        """Groups and preferences run by this engine's executor: its verdict cache, the
+        expiry :meth:`expire` sets, its observer, graders and calibration windows (its
+        judges that can compare: the pool's)."""
+        judges = {n: j for n, j in self.judges.items() if isinstance(j, Judge)}
+        shared = Comparing(
+            max_text_chars=self.max_text_chars,
+            cache=self.cache,
+            expiry=self._expiry,
+            observer=self.observer,
+            graders=self.graders,
+            windows=self.windows,
+        )
+        return Comparer(judges, shared)
 
     def expire(self) -> None:
         """End the judge and grader work of every batch now, as if their deadlines had

@@ -35,35 +35,59 @@ class Comparison:
 
 @dataclass
 class JudgeGroup:
-    """One judge's view of a group: rewards, per-criterion win rates, every call."""
+    """One judge's view of a group: rewards, per-criterion win rates (or scores, for the
+    criteria asked of each completion alone), every call."""
 
     rewards: list[float] | None
     variances: list[float] | None = None
     position_consistency: float | None = None
     criteria: dict[str, list[float]] = field(default_factory=dict)
     comparisons: list[Comparison] = field(default_factory=list)
+    absolute: dict[str, list[float]] = field(default_factory=dict)
+    """The scores of the criteria asked of each completion alone (graders, gates)."""
     error: str | None = None
     agree: int = 0
     compared: int = 0
 
 
-def combine_criteria(rubric: Rubric, per_criterion: Mapping[str, Sequence[float]]) -> list[float]:
+Scores = Mapping[str, Sequence[float]]
+"""Criterion id -> one value per completion of the group."""
+
+
+def combine_criteria(
+    rubric: Rubric, per_criterion: Scores, absolute: Scores | None = None
+) -> list[float]:
     """Per-completion judge score from per-criterion win rates: weighted by ``|weight|``
-    (a pitfall's win rate already points the right way), or the lowest for ``worst``."""
-    keys = list(per_criterion)
-    n = len(per_criterion[keys[0]])
+    (a pitfall's win rate already points the right way), or the lowest for ``worst``.
+
+    ``absolute`` holds the criteria not compared, scored on each completion alone (a
+    grader's, or an essential gate's question asked per completion): a pitfall's score
+    counts as its absence (``1 - s``) and joins the others by its ``|weight|``; a
+    completion below an essential criterion's ``gate`` has its score capped at its ``cap``,
+    as ``core.aggregate.judge_score`` caps a judge score for ``/v1/rewards``."""
+    absolute = absolute or {}
+    by_id = {c.id: c for c in rubric.criteria}
+    merged = dict(per_criterion)
+    for k, raw in absolute.items():
+        merged[k] = [1.0 - s for s in raw] if by_id[k].category == "pitfall" else list(raw)
+    keys = list(merged)
+    n = len(merged[keys[0]])
     if rubric.worst_combine:
-        return [min(per_criterion[k][i] for k in keys) for i in range(n)]
-    weights = {c.id: abs(c.weight) for c in rubric.criteria}
-    w = [weights.get(k, 1.0) for k in keys]
-    return [
-        sum(wk * per_criterion[k][i] for wk, k in zip(w, keys, strict=True)) / sum(w)
-        for i in range(n)
-    ]
+        scores = [min(merged[k][i] for k in keys) for i in range(n)]
+    else:
+        w = [abs(by_id[k].weight) if k in by_id else 1.0 for k in keys]
+        scores = [
+            sum(wk * merged[k][i] for wk, k in zip(w, keys, strict=True)) / sum(w) for i in range(n)
+        ]
+    for c in rubric.criteria:
+        if c.gate is not None and c.id in absolute:
+            gated = absolute[c.id]
+            scores = [min(s, c.cap) if gated[i] < c.gate else s for i, s in enumerate(scores)]
+    return scores
 
 
 def listwise_judge(
-    rubric: Rubric, n: int, comps: list[Comparison], worst: dict[str, bool]
+    rubric: Rubric, n: int, comps: list[Comparison], worst: dict[str, bool], absolute: Scores
 ) -> JudgeGroup:
     """A judge's listwise result for a group of ``n`` from its answered comparisons;
     ``worst`` says per criterion whether the question named the worst response."""
@@ -84,11 +108,11 @@ def listwise_judge(
         pooled[key] = cmp.listwise_win_rates(mean, not worst[key])
         a, t = cmp.order_agreement(per_order)
         agree, compared = agree + a, compared + t
-    return _judge_result(rubric, pooled, views, comps, agree, compared)
+    return _judge_result(rubric, pooled, views, comps, agree, compared, absolute)
 
 
 def pairwise_judge(
-    rubric: Rubric, n: int, comps: list[Comparison], worst: dict[str, bool]
+    rubric: Rubric, n: int, comps: list[Comparison], worst: dict[str, bool], absolute: Scores
 ) -> JudgeGroup:
     """A judge's pairwise result for a group of ``n`` from its answered comparisons."""
     pooled: dict[str, list[float]] = {}
@@ -112,7 +136,7 @@ def pairwise_judge(
             if (i, j) in swapped:
                 compared += 1
                 agree += cmp.consistent(p, swapped[(i, j)])
-    return _judge_result(rubric, pooled, views, comps, agree, compared)
+    return _judge_result(rubric, pooled, views, comps, agree, compared, absolute)
 
 
 def _judge_result(
@@ -122,16 +146,19 @@ def _judge_result(
     comps: list[Comparison],
     agree: int,
     compared: int,
+    absolute: Scores,
 ) -> JudgeGroup:
-    rewards = combine_criteria(rubric, pooled)
-    per_view = [combine_criteria(rubric, v) for v in views.values() if len(v) == len(pooled)]
+    rewards = combine_criteria(rubric, pooled, absolute)
+    complete = [v for v in views.values() if len(v) == len(pooled)]
+    per_view = [combine_criteria(rubric, v, absolute) for v in complete] or [rewards]
     variances = [cmp.population_variance([v[i] for v in per_view]) for i in range(len(rewards))]
     return JudgeGroup(
         rewards=rewards,
         variances=variances,
         position_consistency=agree / compared if compared else None,
-        criteria=pooled,
+        criteria=pooled | {k: list(v) for k, v in absolute.items()},
         comparisons=comps,
+        absolute={k: list(v) for k, v in absolute.items()},
         agree=agree,
         compared=compared,
     )

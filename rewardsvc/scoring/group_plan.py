@@ -1,23 +1,20 @@
-"""Planning comparisons: the groups and options of a request, the questions asked, the
-orders each group is shown in, which groups cannot be scored, and the work a request plans
-(for the service's limits, before anything is rendered)."""
+"""Planning comparisons: the groups and options of a request, the questions asked (compared
+across the group, or asked of each completion alone), the rubric features a comparison
+cannot honour (refused), and which groups cannot be scored."""
 
 from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from rewardsvc.core import aggregate
 from rewardsvc.core import comparative as cmp
+from rewardsvc.core.errors import RequestError
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, JudgeRule, Rubric
-from rewardsvc.judges import prompts
 from rewardsvc.judges.comparative import asks_for_worst
-
-Method = Literal["listwise", "pairwise"]
+from rewardsvc.scoring.comparison_methods import COMPARISON_METHODS, ComparisonMethod, Method
 
 
 @dataclass(frozen=True)
@@ -46,6 +43,11 @@ class GroupOptions:
     seed: int | None = None
     use_cache: bool = True
 
+    @property
+    def strategy(self) -> ComparisonMethod:
+        """The comparison method's strategy object."""
+        return COMPARISON_METHODS[self.method]
+
 
 def worst_questions(rubric: Rubric) -> dict[str, bool]:
     """Per comparison question, whether its judge is asked which completion is worst."""
@@ -53,64 +55,73 @@ def worst_questions(rubric: Rubric) -> dict[str, bool]:
 
 
 def questions(rubric: Rubric) -> list[tuple[str, Criterion | None]]:
-    """The comparison questions: one per criterion, or one holistic for ``implicit``."""
+    """The comparison questions: one per criterion the judges compare, or one holistic for
+    ``implicit``. An essential gate is asked of each completion alone (``gated``) and a
+    grader's criterion is graded (``graded``): neither is compared."""
     if rubric.implicit_combine:
         return [(aggregate.HOLISTIC, None)]
-    return [(c.id, c) for c in rubric.criteria]
+    return [(c.id, c) for c in rubric.criteria if c.asks_judges and c.gate is None]
+
+
+def gated(rubric: Rubric) -> list[Criterion]:
+    """The essential criteria with a gate, asked of each completion as ``/v1/rewards`` asks
+    them (a holistic ``implicit`` rubric applies no gate, as ``core.aggregate``)."""
+    if rubric.implicit_combine:
+        return []
+    return [c for c in rubric.criteria if c.asks_judges and c.gate is not None]
+
+
+def graded(rubric: Rubric) -> list[Criterion]:
+    """The criteria a deterministic grader scores on each completion."""
+    return [c for c in rubric.criteria if c.grader is not None]
+
+
+def check_comparable(rubric: Rubric) -> None:
+    """Refuse (:class:`RequestError`, naming the field) a rubric feature a comparison cannot
+    honour: a ``scope: step`` criterion (a comparison sees whole completions, not steps)
+    and ``objectives`` (a group's rewards are one dimension, relative within the group)."""
+    for k, c in enumerate(rubric.criteria):
+        if c.per_step:
+            raise RequestError.at(("rubric", "criteria", k, "scope"), _STEPS.format(c.id))
+    if rubric.objectives:
+        raise RequestError.at(
+            ("rubric", "objectives"),
+            "groups and preferences do not report objectives (score them with POST /v1/rewards)",
+        )
+
+
+_STEPS = (
+    "criterion {!r} has scope: step; groups and preferences compare whole completions "
+    "(score steps with POST /v1/rewards)"
+)
+
+
+def _step_criterion(group: GroupIn, index: int) -> str | None:
+    """Why a group whose own criteria include a ``scope: step`` one is rejected alone."""
+    own = group.rubric.criteria if group.rubric is not None else []
+    for c in own:
+        if c.per_step:
+            return f"groups[{index}].criteria: " + _STEPS.format(c.id)
+    return None
 
 
 def presentations(
     n: int, options: GroupOptions, rng: random.Random
 ) -> list[tuple[str, tuple[int, ...]]]:
-    """The presentation orders of a group of ``n``: each listwise order, or each pair of the
-    tournament in both orders (``ab``, ``ba``)."""
-    if options.method == "listwise":
-        return [(f"order{k + 1}", o) for k, o in enumerate(cmp.plan_orders(n, options.orders, rng))]
-    shows: list[tuple[str, tuple[int, ...]]] = []
-    for i, j in cmp.plan_pairs(n, options.tournament, rng, options.pairs):
-        shows += [("ab", (i, j)), ("ba", (j, i))]
-    return shows
-
-
-def planned_work(
-    rubric: Rubric, groups: Sequence[GroupIn], options: GroupOptions, max_text_chars: int
-) -> tuple[int, int]:
-    """The judge calls a request plans and the prompt bytes they carry at most (for the
-    service's work limits, before anything is rendered): the groups that will be scored,
-    with the orders and pairs they will be shown in."""
-    judges = len(options.judges) if options.judges else len(rubric.judges)
-    calls = size = 0
-    for gi, group in enumerate(groups):
-        if reject_reason(group, gi, options, max_text_chars) is not None:
-            continue
-        own = group.rubric or rubric
-        asked = judges * len(questions(own))
-        base = group.rollouts[0]
-        shared = (
-            prompts.CALL_OVERHEAD_BYTES
-            + prompts.rubric_bytes(own)
-            + prompts.text_bytes(base.prompt, base.reference)
-        )
-        each = [prompts.text_bytes(r.completion) for r in group.rollouts]
-        for _, shown in presentations(
-            len(each), options, cmp.rng_for(plan_seed(group, options.seed))
-        ):
-            calls += asked
-            size += asked * (shared + sum(each[k] for k in shown))
-    return calls, size
+    """The presentation orders of a group of ``n`` under the options' comparison method."""
+    return options.strategy.presentations(n, options, rng)
 
 
 def reject_reason(group: GroupIn, index: int, options: GroupOptions, max_chars: int) -> str | None:
+    """Why ``groups[index]`` cannot be scored (it is rejected alone), or None."""
     if group.error is not None:
         return group.error
     n = len(group.rollouts)
     if n < 2:
         return f"groups[{index}].completions: a group needs at least 2 completions, not {n}"
-    if options.method == "listwise" and n > cmp.MAX_LISTWISE:
-        return (
-            f"groups[{index}].completions: {n} completions, more than {cmp.MAX_LISTWISE} for "
-            "one listwise call; use method pairwise"
-        )
+    reason = options.strategy.too_large(n, index) or _step_criterion(group, index)
+    if reason is not None:
+        return reason
     for k, r in enumerate(group.rollouts):
         for name, text in (("prompt", r.prompt), ("completion", r.completion)):
             if len(text) > max_chars:

@@ -1,97 +1,65 @@
 """Comparative scoring: groups of completions of one prompt, and preference pairs.
 
-:func:`score_groups` plans, for each judge of the rubric and each criterion (one holistic
-question for ``combine: implicit``), the comparison calls of every group: ``listwise``
-asks each of ``orders`` presentation orders once; ``pairwise`` asks every pair of the
-tournament in both orders. All calls run concurrently (each judge's backend enforces its
-own concurrency limit). Per judge and criterion the answers become win rates within the
-group (``rewardsvc.core.comparative``); the criteria combine with their absolute weights
-(``explicit`` and ``implicit``) or by the lowest (``worst``); the judges combine per
-completion by the rubric's rule, and the rubric's transforms apply last.
+:func:`plan_groups` plans, for each judge of the rubric, the questions of every group
+(``group_calls``): per criterion the judges compare (one holistic question for ``combine:
+implicit``) the comparisons of the options' method (``comparison_methods``: ``listwise``
+asks each of ``orders`` presentation orders once; ``pairwise`` every pair of the
+tournament in both orders), and each essential gate's criterion asked of every completion
+alone, as ``/v1/rewards`` asks it. A feature a comparison cannot honour (``scope: step``,
+``objectives``) is refused there, naming its field. :func:`run_groups` runs the plan through
+the engine's executor (``serving.serve``: cache, joining calls in flight, deadline, the
+engine's expiry) beside the grader criteria (``graders.registry.grade_criteria``); per judge
+and criterion the answers become win rates within the group; the criteria combine with
+their absolute weights (``explicit`` and ``implicit``) or by the lowest (``worst``), graded
+and gated criteria joining by their weights and an essential gate capping a completion
+below it (``group_judges.combine_criteria``); each judge's scores are calibrated as the
+rubric asks; the judges combine per completion by the rubric's rule, and the rubric's
+transforms apply last (``group_assembly``).
 
-:func:`judge_preferences` asks each pair in both orders and reports P(a better) per order,
-their mean, whether they agree, and a label.
-
-Failures are honest: a judge with any failed call contributes nothing to that group (never
-a 0); with fewer than ``min_judges`` judges left a group's rewards are all None with status
-``judge_error``; fewer than all but enough is ``degraded``. A group that cannot be scored
-(fewer than 2 completions, too many for one listwise call, text over the limit) is
-``rejected`` on its own. Results are plain dataclasses; the server maps them to its wire.
+:func:`score_groups` is both in one. Results are plain dataclasses; the server maps them to
+its wire. A group that cannot be scored (fewer than 2 completions, too many for one
+listwise call, text over the limit) is ``rejected`` on its own.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
-import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TypedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
-from rewardsvc.core import aggregate
-from rewardsvc.core import comparative as cmp
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
-from rewardsvc.core.results import BatchResult, ItemReward, Status, Usage
-from rewardsvc.core.rollout import Rollout
-from rewardsvc.core.rubric import Criterion, Rubric
-from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges import prompts
-from rewardsvc.judges.comparative import (
-    FencedGroup,
-    ask,
-    fenced_group,
-    group_prompt,
-)
+from rewardsvc.core.results import BatchResult, ItemReward, Usage
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.graders.registry import Graders, grade_criteria
+from rewardsvc.graders.result import GraderResult
+from rewardsvc.judges.comparative import ask
 from rewardsvc.judges.judge import Judge
-from rewardsvc.safety.defuse import Defuser
-from rewardsvc.safety.detectors import detect
-from rewardsvc.scoring import penalties
-from rewardsvc.scoring.group_judges import (
-    Comparison,
-    JudgeGroup,
-    listwise_judge,
-    pairwise_judge,
+from rewardsvc.scoring.comparison_methods import Method
+from rewardsvc.scoring.group_assembly import (
+    GroupReward,
+    calibrate,
+    collect,
+    group_reward,
+    judge_views,
 )
-from rewardsvc.scoring.group_plan import (
-    GroupIn,
-    GroupOptions,
-    Method,
-    plan_seed,
-    presentations,
-    questions,
-    reject_reason,
-    worst_questions,
-)
-from rewardsvc.scoring.pacing import Pacer, run_calls
+from rewardsvc.scoring.group_calls import Ask, GroupPlan, plan_calls
+from rewardsvc.scoring.group_judges import JudgeGroup
+from rewardsvc.scoring.group_plan import GroupIn, GroupOptions, check_comparable, graded
+from rewardsvc.scoring.pacing import Pacer
 from rewardsvc.scoring.selection import min_judges_for, select_judges
-from rewardsvc.storage.cache import Source, VerdictCache, cache_key
+from rewardsvc.scoring.serving import Expiry, serve
+from rewardsvc.storage.cache import VerdictCache
+from rewardsvc.storage.calibration import CalibrationWindows
 
-log = logging.getLogger(__name__)
-
-Ask = Callable[[Judge, prompts.Prompt, float | None], Awaitable[Verdict]]
-
-
-@dataclass
-class GroupReward:
-    """Rewards of one group, in input order, with status, uncertainty and breakdown."""
-
-    id: str
-    rewards: list[float | None]
-    status: Status
-    position_consistency: float | None = None
-    uncertainty: list[float] | None = None
-    judges: dict[str, JudgeGroup] = field(default_factory=dict)
-    flags: list[list[str]] = field(default_factory=list)
-    error: str | None = None
-    version: str | None = None
-    """The version of the group's own rubric, when it brought criteria."""
+__all__ = ["Comparing", "GroupBatch", "GroupReward", "monitored", "run_groups", "score_groups"]
 
 
 class Comparing(TypedDict, total=False):
     """How a comparative request is run beyond its rubric, groups and options: the keywords
-    of :func:`score_groups` (defaults there), which callers pass on as one."""
+    of :func:`score_groups` (defaults there), which callers pass on as one. An engine gives
+    its own (``Engine.comparer``): its cache, expiry, observer, graders and windows."""
 
     max_text_chars: int
     deadline: float | None
@@ -99,6 +67,9 @@ class Comparing(TypedDict, total=False):
     cache: VerdictCache | None
     observer: Observer
     run: str | None
+    expiry: Expiry | None
+    graders: Graders | None
+    windows: CalibrationWindows | None
 
 
 @dataclass
@@ -112,133 +83,133 @@ class GroupBatch:
     usage: Usage
 
 
-# ------------------------------------------------------------------ running the calls
-
-
-def _probs(verdict: Verdict, n: int) -> list[float] | None:
-    if not verdict.ok or verdict.probs is None:
-        return None
-    return [verdict.probs.get(cmp.LABELS[k], 0.0) for k in range(n)]
-
-
-# ------------------------------------------------------------------ groups
-
-
-@dataclass
-class _Planned:
-    group: int
-    judge: str
-    comparison: Comparison
-    criterion: Criterion | None
-    source: Source = "call"  # or from the cache, or an identical call in flight
-
-
-def _plan_group(
-    rubric: Rubric, group: GroupIn, gi: int, names: list[str], options: GroupOptions
-) -> list[_Planned]:
-    shows = presentations(len(group.rollouts), options, cmp.rng_for(plan_seed(group, options.seed)))
-    return [
-        _Planned(gi, name, Comparison(key, tuple(shown), order), criterion)
-        for name in names
-        for key, criterion in questions(rubric)
-        for order, shown in shows
-    ]
-
-
-Fenced = dict[Defuser, FencedGroup]
-
-
-def _fenced(group: GroupIn, defusers: Sequence[Defuser]) -> Fenced:
-    """The group's texts fenced once per defuser its judges use (not once per call)."""
-    base = group.rollouts[0]
-    completions = [r.completion for r in group.rollouts]
-    return {d: fenced_group(base.prompt, completions, base.reference, d) for d in defusers}
-
-
-Keyed = dict[tuple[int, str], list[Comparison]]
-
-
-async def _collect(
-    planned: Sequence[_Planned], verdicts: Sequence[Verdict]
-) -> tuple[Usage, Keyed, dict[tuple[int, str], list[str]]]:
-    """The answers per (group, judge), the failed calls among them, and the work done (a
-    cache hit is no call, nor is a verdict shared with an identical call in flight)."""
-    usage = Usage()
-    per: Keyed = {}
-    failures: dict[tuple[int, str], list[str]] = {}
-    pacer = Pacer()
-    for p, v in zip(planned, verdicts, strict=True):
-        await pacer.step()
-        if p.source == "call":
-            usage.called(v, p.comparison.order)
-        elif p.source == "hit":
-            usage.cache_hits += 1
-        c = p.comparison
-        c.p, c.error, c.error_kind = _probs(v, len(c.shown)), v.error, v.error_kind
-        per.setdefault((p.group, p.judge), []).append(c)
-        if c.p is None:
-            failures.setdefault((p.group, p.judge), []).append(
-                f"{c.criterion} {c.order}: {v.error}"
-            )
-    return usage, per, failures
-
-
-def _call_of(
-    p: _Planned,
-    judge: Judge,
-    rubric: Rubric,
-    fenced: dict[int, Fenced],
-    deadline: float | None,
-    asker: Ask,
-    cache: VerdictCache | None,
-) -> Callable[[], Awaitable[Verdict]]:
-    """One planned comparison as a call: its prompt is put together only when its judge
-    has a turn for it; through ``cache`` when there is one (the request's ``use_cache``)."""
-
-    def render() -> prompts.Prompt:
-        group = fenced[p.group][judge.defuser]
-        return group_prompt(rubric, p.criterion, group, p.comparison.shown, judge.shape)
-
-    async def call() -> Verdict:
-        async with judge.turn(deadline) as late:
-            if late is not None:
-                judge.observer.judge_call(judge.name, late)
-                return late
-            return await asker(judge, render(), deadline)
-
-    if cache is None:
-        return call
-
-    async def cached() -> Verdict:
-        key = comparison_key(rubric.version(), judge.cache_identity(), p.comparison, render())
-        verdict, p.source = await cache.get_or_call(key, call)
-        return verdict
-
-    return cached
-
-
-def _plan(
+async def plan_groups(
+    judges: Mapping[str, Judge],
     rubric: Rubric,
     groups: Sequence[GroupIn],
-    names: list[str],
+    options: GroupOptions | None = None,
+    **comparing: Unpack[Comparing],
+) -> GroupPlan:
+    """Every question of ``groups``, each one call (admission counts them: ``work``).
+
+    Raises :class:`RequestError` for request-level problems (unknown judges, ``min_judges``
+    above the judges selected, a rubric feature a comparison cannot honour); a group that
+    cannot be scored is ``rejected`` alone.
+    """
+    options = options or GroupOptions()
+    check_comparable(rubric)
+    names = select_judges(rubric, judges, options.judges)
+    plan = GroupPlan(names, min_judges_for(rubric, options.min_judges, len(names)))
+    # Planning and fencing a large request takes a while: off the event loop.
+    return await asyncio.to_thread(
+        plan_calls,
+        judges,
+        rubric,
+        groups,
+        options,
+        plan,
+        comparing.get("max_text_chars", 100_000),
+        comparing.get("deadline"),
+        comparing.get("asker", ask),
+    )
+
+
+async def _grade(
+    graders: Graders | None,
+    rubric: Rubric,
+    groups: Sequence[GroupIn],
+    plan: GroupPlan,
+    deadline: float | None,
+) -> list[list[dict[str, GraderResult]]]:
+    """Each group's grader results per completion (none for a group rejected outright)."""
+
+    async def one(gi: int, group: GroupIn) -> list[dict[str, GraderResult]]:
+        own = group.rubric or rubric
+        if gi in plan.rejected or not graded(own):
+            return [{} for _ in group.rollouts]
+        return await grade_criteria(graders, own, group.rollouts, deadline)
+
+    return list(await asyncio.gather(*(one(gi, g) for gi, g in enumerate(groups))))
+
+
+async def _judge(
+    rubric: Rubric,
+    groups: Sequence[GroupIn],
     options: GroupOptions,
-    max_text_chars: int,
-    defusers: Sequence[Defuser],
-) -> tuple[list[GroupReward | None], list[_Planned], dict[int, Fenced]]:
-    """Every group's calls and fenced texts; a group rejected outright has its result."""
-    results: list[GroupReward | None] = [None] * len(groups)
-    planned: list[_Planned] = []
-    fenced: dict[int, Fenced] = {}
-    for gi, group in enumerate(groups):
-        reason = reject_reason(group, gi, options, max_text_chars)
-        if reason is not None:
-            results[gi] = GroupReward(
-                group.id, [None] * len(group.rollouts), "rejected", error=reason
-            )
-            continue
-        planned += _plan_group(group.rubric or rubric, group, gi, names, options)
-        fenced[gi] = _fenced(group, defusers)
-    return results, planned, fenced
+    plan: GroupPlan,
+    usage: Usage,
+    comparing: Comparing,
+) -> dict[int, dict[str, JudgeGroup]]:
+    """Each judge's view of each group scored, from the plan's calls (served) and the
+    grader criteria (graded side by side); the work is counted into ``usage``."""
+    deadline = comparing.get("deadline")
+    cache = comparing.get("cache")
+    expiry = comparing.get("expiry")
+    if cache is None:  # identical calls in flight are still joined
+        cache = VerdictCache(max_entries=0)
+    served = serve(cache, expiry or Expiry(), plan.calls, options.use_cache, deadline, Pacer())
+    grading = _grade(comparing.get("graders"), rubric, groups, plan, deadline)
+    outcomes, grades = await asyncio.gather(served, grading)
+    usage.grader_calls += sum(len(per) for g in grades for per in g)
+    answered = collect(plan, outcomes, usage)
+
+    def views() -> dict[int, dict[str, JudgeGroup]]:
+        return {
+            gi: judge_views(g.rubric or rubric, g, gi, plan.names, options, answered, grades[gi])
+            for gi, g in enumerate(groups)
+            if gi not in plan.rejected
+        }
+
+    return await asyncio.to_thread(views)
+
+
+async def run_groups(
+    rubric: Rubric,
+    groups: Sequence[GroupIn],
+    options: GroupOptions,
+    plan: GroupPlan,
+    **comparing: Unpack[Comparing],
+) -> GroupBatch:
+    """Rewards of every group of ``plan``, relative within the group, in input order.
+
+    Verdicts are read from and written to the ``cache`` (unless ``options.use_cache`` is
+    off; without one identical calls in flight are still joined); the judge work ends at
+    the ``deadline`` or once ``expiry`` is set, whichever comes first (the calls cut
+    fail as ``deadline``). The rewards are reported to ``observer`` (``groups``) under ``run``.
+    """
+    started = time.perf_counter()
+    usage = Usage()
+    per_group = await _judge(rubric, groups, options, plan, usage, comparing)
+    version = rubric.version()
+    if rubric.aggregation.calibration != "none":
+        windows = comparing.get("windows")
+        windows = CalibrationWindows() if windows is None else windows
+        key = f"compare:{options.method}:{version}"
+        await calibrate(rubric, key, plan.names, list(per_group.values()), windows)
+    rule = options.rule or rubric.aggregation.rule
+
+    def assemble() -> list[GroupReward]:
+        results = []
+        for gi, group in enumerate(groups):
+            if gi in plan.rejected:
+                n = len(group.rollouts)
+                results.append(
+                    GroupReward(group.id, [None] * n, "rejected", error=plan.rejected[gi])
+                )
+                continue
+            own = group.rubric or rubric
+            reward = group_reward(own, group, plan.names, plan.bar, rule, per_group[gi])
+            if own is not rubric:
+                reward.version = own.version()
+            results.append(reward)
+        return results
+
+    results = await asyncio.to_thread(assemble)  # detectors and fits over every completion
+    usage.latency_ms = (time.perf_counter() - started) * 1000.0
+    batch = GroupBatch(rubric.id, version, options.method, results, usage)
+    observer = comparing.get("observer", NULL_OBSERVER)
+    observer.groups(rubric.id, monitored(batch, groups, comparing.get("run")))
+    return batch
 
 
 async def score_groups(
@@ -246,71 +217,13 @@ async def score_groups(
     rubric: Rubric,
     groups: Sequence[GroupIn],
     options: GroupOptions | None = None,
-    *,
-    max_text_chars: int = 100_000,
-    deadline: float | None = None,
-    asker: Ask = ask,
-    cache: VerdictCache | None = None,
-    observer: Observer = NULL_OBSERVER,
-    run: str | None = None,
+    **comparing: Unpack[Comparing],
 ) -> GroupBatch:
-    """Rewards of every group, relative within the group, in input order.
-
-    Verdicts are read from and written to ``cache`` (unless ``options.use_cache`` is
-    off); the rewards are reported to ``observer`` (``groups``) under ``run``.
-
-    Raises :class:`RequestError` for request-level problems (unknown judges, ``min_judges``
-    above the judges selected); a group that cannot be scored is ``rejected`` alone.
-    """
-    started = time.perf_counter()
+    """:func:`plan_groups`, then :func:`run_groups`: rewards of every group, relative
+    within the group, in input order."""
     options = options or GroupOptions()
-    names = select_judges(rubric, judges, options.judges)
-    bar = min_judges_for(rubric, options.min_judges, len(names))
-    defusers = list(dict.fromkeys(judges[name].defuser for name in names))
-
-    # Planning and fencing a large request takes a while: off the event loop. Each call's
-    # prompt is put together only when its judge has a turn for it (``call_of``).
-    results, planned, fenced = await asyncio.to_thread(
-        _plan, rubric, groups, names, options, max_text_chars, defusers
-    )
-
-    version = rubric.version()
-    store = cache if options.use_cache else None
-    calls = [
-        _call_of(
-            p, judges[p.judge], groups[p.group].rubric or rubric, fenced, deadline, asker, store
-        )
-        for p in planned
-    ]
-    verdicts = await run_calls(calls, deadline)
-    usage, per, failures = await _collect(planned, verdicts)
-
-    def assemble() -> None:
-        for gi, group in enumerate(groups):
-            if results[gi] is None:
-                own = group.rubric or rubric
-                reward = _assemble_group(own, group, names, bar, options, per, failures, gi)
-                if own is not rubric:
-                    reward.version = own.version()
-                results[gi] = reward
-
-    await asyncio.to_thread(assemble)  # detectors and fits over every completion
-    usage.latency_ms = (time.perf_counter() - started) * 1000.0
-    batch = GroupBatch(rubric.id, version, options.method, [r for r in results if r], usage)
-    observer.groups(rubric.id, monitored(batch, groups, run))
-    return batch
-
-
-def comparison_key(
-    version: str, identity: str, comparison: Comparison, prompt: prompts.Prompt
-) -> bytes:
-    """The verdict-cache key of one comparison call: the judge's identity, the question,
-    the order shown and the exact rendered prompt (the same texts shown in another order
-    are another question to the judge, and another key)."""
-    rendered = json.dumps([prompt.messages, prompt.text], sort_keys=True)
-    digest = hashlib.sha256(rendered.encode()).hexdigest()
-    shown = ",".join(map(str, comparison.shown))
-    return cache_key(version, identity, f"compare:{comparison.criterion}:{shown}", digest)
+    plan = await plan_groups(judges, rubric, groups, options, **comparing)
+    return await run_groups(rubric, groups, options, plan, **comparing)
 
 
 def monitored(batch: GroupBatch, groups: Sequence[GroupIn], run: str | None) -> BatchResult:
@@ -329,69 +242,3 @@ def monitored(batch: GroupBatch, groups: Sequence[GroupIn], run: str | None) -> 
         for i, reward in enumerate(r.rewards)
     ]
     return BatchResult(batch.rubric_id, batch.version, items, batch.usage, run)
-
-
-def _flags(rollout: Rollout) -> list[str]:
-    try:
-        return sorted(set(detect(rollout)))
-    except Exception:
-        # A detector bug must not sink the group; the completion is scored without flags.
-        log.exception("detectors failed")
-        return []
-
-
-def _assemble_group(
-    rubric: Rubric,
-    group: GroupIn,
-    names: list[str],
-    bar: int,
-    options: GroupOptions,
-    per: dict[tuple[int, str], list[Comparison]],
-    failures: dict[tuple[int, str], list[str]],
-    gi: int,
-) -> GroupReward:
-    n = len(group.rollouts)
-    worst = worst_questions(rubric)
-    build = listwise_judge if options.method == "listwise" else pairwise_judge
-    outcomes: dict[str, JudgeGroup] = {}
-    for name in names:
-        comps = per.get((gi, name), [])
-        failed = failures.get((gi, name))
-        if failed:
-            # Any failed call: the judge's view of this group is incomplete, so it gives none.
-            outcomes[name] = JudgeGroup(
-                None,
-                comparisons=comps,
-                error=f"{len(failed)} of {len(comps)} calls failed: " + "; ".join(failed[:3]),
-            )
-        else:
-            outcomes[name] = build(rubric, n, comps, worst)
-    flags = [_flags(r) for r in group.rollouts]
-    rewards_of = {m: r for m in names if (r := outcomes[m].rewards) is not None}
-    scored = list(rewards_of)
-    agree = sum(outcomes[m].agree for m in scored)
-    compared = sum(outcomes[m].compared for m in scored)
-    consistency = agree / compared if compared else None
-    errors = [f"{m}: {outcomes[m].error}" for m in names if outcomes[m].rewards is None]
-    error = "; ".join(errors) or None
-    if len(scored) < bar:
-        return GroupReward(group.id, [None] * n, "judge_error", None, None, outcomes, flags, error)
-    agg = rubric.aggregation
-    weights = rubric.judge_weights
-    w = [weights[m] for m in scored]
-    rewards: list[float | None] = []
-    spread: list[float] = []
-    for i, rollout in enumerate(group.rollouts):
-        scores = [rewards_of[m][i] for m in scored]
-        variances = [(outcomes[m].variances or [0.0] * n)[i] for m in scored]
-        value = aggregate.combine(
-            options.rule or agg.rule, scores, w, lam=agg.uwo_lambda, beta=agg.softmin_beta
-        )
-        rewards.append(
-            penalties.transformed(
-                rubric.transforms, value, completion=rollout.completion, flags=flags[i]
-            )
-        )
-        spread.append(aggregate.uncertainty(scores, variances, w))
-    status: Status = "ok" if len(scored) == len(names) else "degraded"
-    return GroupReward(group.id, rewards, status, consistency, spread, outcomes, flags, error)

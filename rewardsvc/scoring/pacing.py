@@ -5,17 +5,14 @@ without awaiting anything that suspends: 1024 items held the loop for 0.2 to 0.8
 every probe and every other request waited that long. A :class:`Pacer` yields to the loop
 whenever its slice has passed since the last yield, so no stretch holds the loop longer
 than about one slice, and a short request (a few items) never yields at all.
-:func:`run_calls` starts thousands of judge calls the same way, a slice at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
-
-from rewardsvc.core.verdict import Verdict
 
 SLICE_S = 0.005
 
@@ -41,33 +38,3 @@ async def cancel_unfinished(tasks: Sequence[asyncio.Future[Any]]) -> None:
         task.cancel()
     if unfinished:
         await asyncio.wait(unfinished)
-
-
-async def run_calls(
-    calls: Sequence[Callable[[], Awaitable[Verdict]]], deadline: float | None
-) -> list[Verdict]:
-    """Run every call concurrently; calls still running at ``deadline`` are cancelled and
-    become ``deadline`` failures."""
-    if not calls:
-        return []
-    pacer = Pacer()  # thousands of calls: their tasks start a slice at a time
-    tasks = []
-    for c in calls:
-        await pacer.step()
-        tasks.append(asyncio.ensure_future(c()))
-    try:
-        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-        await asyncio.wait(tasks, timeout=timeout)
-    finally:
-        await cancel_unfinished(tasks)
-    out = []
-    for t in tasks:
-        if t.cancelled():
-            out.append(
-                Verdict.failed("deadline: the request's deadline passed first", kind="deadline")
-            )
-        elif t.exception() is not None:
-            out.append(Verdict.failed(f"internal: {t.exception()!r}"))
-        else:
-            out.append(t.result())
-    return out

@@ -3,8 +3,11 @@
 Each pair is a pairwise group of two (``rewardsvc.scoring.groups``), so calls, failures and
 statuses follow the group rules. Per judge and criterion the two orders give
 ``P(a better | a shown first)`` and ``P(a better | b shown first)``; the criteria combine
-per order as for groups (absolute weights, or the lowest for ``worst``, renormalized over
-the two sides); a judge's ``p_a_better`` is the mean of its two orders. Judges combine
+per order as for groups (absolute weights, or the lowest for ``worst``, graded and gated
+criteria by their scores of a and b, an essential gate capping a side below it;
+renormalized over the two sides); a judge's ``p_a_better`` is the mean of its two orders.
+Per-judge calibration is refused (``aggregation.calibration``): a judge's P(a better) is
+already a probability on the one scale the label reads. Judges combine
 by the rubric's rule applied to both sides alike (``core.comparative.combine_pair``), per
 order and for the mean; ``consistent`` says whether the two orders fall on the same side
 of 0.5, and ``label`` follows ``core.comparative.preference_label`` with the margin.
@@ -18,12 +21,14 @@ from typing import Unpack
 
 from rewardsvc.core import aggregate
 from rewardsvc.core import comparative as cmp
+from rewardsvc.core.errors import RequestError
 from rewardsvc.core.results import Status, Usage
 from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.judges.judge import Judge
-from rewardsvc.scoring.group_judges import JudgeGroup, combine_criteria
+from rewardsvc.scoring.group_calls import GroupPlan
+from rewardsvc.scoring.group_judges import JudgeGroup, Scores, combine_criteria
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions, worst_questions
-from rewardsvc.scoring.groups import Comparing, GroupReward, score_groups
+from rewardsvc.scoring.groups import Comparing, GroupReward, plan_groups, run_groups
 
 
 @dataclass(frozen=True)
@@ -76,8 +81,9 @@ class PreferenceBatch:
     usage: Usage
 
 
-def _order_p(rubric: Rubric, per_criterion: Mapping[str, float]) -> float:
-    sides = combine_criteria(rubric, {k: [p, 1.0 - p] for k, p in per_criterion.items()})
+def _order_p(rubric: Rubric, per_criterion: Mapping[str, float], absolute: Scores) -> float:
+    compared = {k: [p, 1.0 - p] for k, p in per_criterion.items()}
+    sides = combine_criteria(rubric, compared, absolute)
     both = sides[0] + sides[1]
     return 0.5 if both <= 0 else sides[0] / both
 
@@ -94,7 +100,10 @@ def _judge_preference(
         p_first = c.p[1] if worst[c.criterion] else c.p[0]
         # P(a better): a is input index 0; in order ba it is shown second.
         criteria.setdefault(c.criterion, {})[c.order] = p_first if c.shown[0] == 0 else 1 - p_first
-    orders = {o: _order_p(rubric, {k: v[o] for k, v in criteria.items()}) for o in ("ab", "ba")}
+    orders = {
+        o: _order_p(rubric, {k: v[o] for k, v in criteria.items()}, outcome.absolute)
+        for o in ("ab", "ba")
+    }
     mean = (orders["ab"] + orders["ba"]) / 2
     return JudgePreference(
         mean, orders, cmp.consistent(orders["ab"], orders["ba"]), criteria, calls
@@ -155,30 +164,56 @@ def _preference(rubric: Rubric, group: GroupReward, rule: JudgeRule, margin: flo
     )
 
 
-async def judge_preferences(
-    judges: Mapping[str, Judge],
-    rubric: Rubric,
-    pairs: Sequence[GroupIn],
-    options: PreferenceOptions | None = None,
-    **comparing: Unpack[Comparing],
-) -> PreferenceBatch:
-    """Verdicts on ``pairs`` (each a :class:`GroupIn` of two rollouts, a then b), each
-    comparison read from and written to the cache of ``comparing``; each pair's two win
-    rates are reported to its observer under its run, as a group's rewards are.
-
-    Raises ``RequestError`` for request-level problems, as :func:`score_groups`.
-    """
-    options = options or PreferenceOptions()
-    if not 0 <= options.margin < 0.5:
-        raise ValueError("margin must be in [0, 0.5)")
-    group_options = GroupOptions(
+def as_groups(options: PreferenceOptions) -> GroupOptions:
+    """The group options a request's pairs are compared with: pairwise, both orders."""
+    return GroupOptions(
         method="pairwise",
         tournament="circular",
         judges=options.judges,
         rule=options.rule,
         min_judges=options.min_judges,
     )
-    batch = await score_groups(judges, rubric, pairs, group_options, **comparing)
+
+
+async def plan_preferences(
+    judges: Mapping[str, Judge],
+    rubric: Rubric,
+    pairs: Sequence[GroupIn],
+    options: PreferenceOptions,
+    **comparing: Unpack[Comparing],
+) -> GroupPlan:
+    """The questions of ``pairs`` (as :func:`~.groups.plan_groups`); per-judge calibration
+    is refused, naming ``rubric.aggregation.calibration``."""
+    if not 0 <= options.margin < 0.5:
+        raise ValueError("margin must be in [0, 0.5)")
+    if rubric.aggregation.calibration != "none":
+        raise RequestError.at(
+            ("rubric", "aggregation", "calibration"),
+            "preferences are not calibrated: each judge's P(a better) is already on the "
+            "scale the label reads; use a rubric with calibration: none",
+        )
+    return await plan_groups(judges, rubric, pairs, as_groups(options), **comparing)
+
+
+async def judge_preferences(
+    judges: Mapping[str, Judge],
+    rubric: Rubric,
+    pairs: Sequence[GroupIn],
+    options: PreferenceOptions | None = None,
+    plan: GroupPlan | None = None,
+    **comparing: Unpack[Comparing],
+) -> PreferenceBatch:
+    """Verdicts on ``pairs`` (each a :class:`GroupIn` of two rollouts, a then b), by
+    ``plan`` (planned here when None), each comparison read from and written to the cache
+    of ``comparing``; each pair's two win rates are reported to its observer under its run,
+    as a group's rewards are.
+
+    Raises ``RequestError`` for request-level problems, as :func:`plan_preferences`.
+    """
+    options = options or PreferenceOptions()
+    if plan is None:
+        plan = await plan_preferences(judges, rubric, pairs, options, **comparing)
+    batch = await run_groups(rubric, pairs, as_groups(options), plan, **comparing)
     rule = options.rule or rubric.aggregation.rule
     results = [
         _preference(pair.rubric or rubric, group, rule, options.margin)

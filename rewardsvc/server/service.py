@@ -41,9 +41,9 @@ from rewardsvc.library.yamlfile import InvalidFile, validate_document
 from rewardsvc.monitor import Monitor
 from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.scoring.group_plan import GroupIn, GroupOptions, planned_work
-from rewardsvc.scoring.groups import Comparing, GroupBatch, score_groups
-from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions, judge_preferences
+from rewardsvc.scoring.group_plan import GroupIn, GroupOptions
+from rewardsvc.scoring.groups import GroupBatch
+from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions
 from rewardsvc.server import access, metrics, monitor_metrics, reading
 from rewardsvc.server.admission import (
     Planned,
@@ -222,20 +222,6 @@ class Service(Gate):
             self.reward_log.write(response, list(items), run)
         return response
 
-    @property
-    def _judges(self) -> Mapping[str, Judge]:
-        return self.engine.judges  # type: ignore[return-value]  # Judges the engine types JudgeLike
-
-    def _comparing(self, run: str | None) -> Comparing:
-        """How this service runs a comparative request of ``run`` (from now on)."""
-        return Comparing(
-            max_text_chars=self.engine.max_text_chars,
-            deadline=time.monotonic() + self.settings.request_timeout_s,
-            cache=self.engine.cache,
-            observer=self.engine.observer,
-            run=run,
-        )
-
     async def score_groups(
         self,
         rubric: Rubric,
@@ -246,17 +232,18 @@ class Service(Gate):
         raw: Sequence[Any] = (),
     ) -> GroupBatch:
         """Groups of completions scored relative to each other (``POST /v1/groups``),
-        logged one line per group with ``run`` (``raw``, the request's groups, supply
-        the metadata)."""
+        admitted by the calls and bytes of the questions planned, logged one line per
+        group with ``run`` (``raw``, the request's groups, supply the metadata)."""
         self.claim_run(run)
-        check_batch(sum(len(g.rollouts) for g in groups), self.settings.max_items, "groups")
+        count = sum(len(g.rollouts) for g in groups)
+        check_batch(count, self.settings.max_items, "groups")
         calls_per_item(self.settings, rubric, RewardOptions())
-        calls, size = await asyncio.to_thread(
-            planned_work, rubric, groups, options, self.engine.max_text_chars
-        )
-        with self.admitted(sum(len(g.rollouts) for g in groups), calls, size):
-            batch = await score_groups(
-                self._judges, rubric, groups, options, **self._comparing(run)
+        comparer = self.engine.comparer()
+        deadline = time.monotonic() + self.settings.request_timeout_s
+        plan = await comparer.plan_groups(rubric, groups, options, deadline)
+        with self.admitted(count, *plan.work()):
+            batch = await comparer.score_groups(
+                rubric, groups, options, plan, deadline=deadline, run=run
             )
         if self.reward_log is not None:
             self.reward_log.write_groups(batch, raw, run)
@@ -271,18 +258,18 @@ class Service(Gate):
         run: str | None,
         raw: Sequence[Any] = (),
     ) -> PreferenceBatch:
-        """Pairs judged in both orders (``POST /v1/preferences``), logged one line per
-        pair with ``run`` (``raw``, the request's pairs, supply the metadata)."""
+        """Pairs judged in both orders (``POST /v1/preferences``), admitted by the questions
+        planned, logged one line per pair with ``run`` (``raw``, the request's pairs,
+        supply the metadata)."""
         self.claim_run(run)
         check_batch(2 * len(pairs), self.settings.max_items, "pairs")
         calls_per_item(self.settings, rubric, RewardOptions())
-        as_groups = GroupOptions(method="pairwise", judges=options.judges)
-        calls, size = await asyncio.to_thread(
-            planned_work, rubric, pairs, as_groups, self.engine.max_text_chars
-        )
-        with self.admitted(2 * len(pairs), calls, size):
-            batch = await judge_preferences(
-                self._judges, rubric, pairs, options, **self._comparing(run)
+        comparer = self.engine.comparer()
+        deadline = time.monotonic() + self.settings.request_timeout_s
+        plan = await comparer.plan_preferences(rubric, pairs, options, deadline)
+        with self.admitted(2 * len(pairs), *plan.work()):
+            batch = await comparer.judge_preferences(
+                rubric, pairs, options, plan, deadline=deadline, run=run
             )
         if self.reward_log is not None:
             self.reward_log.write_preferences(batch, raw, run)

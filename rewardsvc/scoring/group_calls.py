@@ -1,0 +1,173 @@
+"""The plan of a comparative request: every question its groups ask, each one call of the
+engine's executor (``serving.serve``: the verdict cache, joining identical calls in flight,
+the request's deadline and the engine's expiry).
+
+Two kinds of question: a comparison (one criterion, or the holistic question, over the
+completions shown in one order) and an essential gate's criterion asked of one completion
+alone, exactly as ``/v1/rewards`` asks it (same judge call, same cache key). Each call is
+keyed by its inputs (rubric version, judge identity, criterion, order shown and the digest
+of the group's texts), so a comparison's prompt is rendered once, inside its judge's turn.
+Each question carries the prompt bytes it will send at most, for admission.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rewardsvc.core import comparative as cmp
+from rewardsvc.core.rubric import Criterion, Rubric
+from rewardsvc.core.verdict import Verdict
+from rewardsvc.judges import prompts
+from rewardsvc.judges.comparative import FencedGroup, ask, fenced_group, group_prompt
+from rewardsvc.judges.judge import Judge
+from rewardsvc.safety.defuse import Defuser
+from rewardsvc.scoring.group_judges import Comparison
+from rewardsvc.scoring.group_plan import (
+    GroupIn,
+    GroupOptions,
+    gated,
+    plan_seed,
+    presentations,
+    questions,
+    reject_reason,
+)
+from rewardsvc.scoring.planning import Call
+from rewardsvc.storage.cache import cache_key
+
+Ask = Callable[[Judge, prompts.Prompt, float | None], Awaitable[Verdict]]
+
+
+@dataclass
+class Asked:
+    """One planned question of one group: a comparison, or (``comparison`` None) the
+    gated ``criterion`` asked of completion ``completion`` alone."""
+
+    group: int
+    judge: str
+    criterion: str
+    comparison: Comparison | None = None
+    completion: int = 0
+
+
+@dataclass
+class GroupPlan:
+    """Every question of a request, each with its call (in the same order), the groups
+    rejected outright (index -> why) and the prompt bytes the calls carry at most."""
+
+    names: list[str]
+    bar: int
+    asked: list[Asked] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    rejected: dict[int, str] = field(default_factory=dict)
+    size: int = 0
+
+    def work(self) -> tuple[int, int]:
+        """The judge calls planned and the prompt bytes they carry at most."""
+        return len(self.calls), self.size
+
+
+def group_digest(group: GroupIn) -> str:
+    """The digest of a group's texts (every completion, in input order, with the prompt
+    and reference): what a comparison of it is keyed by, with the order shown."""
+    h = hashlib.sha256()
+    for r in group.rollouts:
+        h.update(r.digest().encode())
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class _Group:
+    """One group being planned: its rubric and what every call of it shares."""
+
+    index: int
+    group: GroupIn
+    rubric: Rubric
+    version: str
+    digest: str
+    fenced: Mapping[Defuser, FencedGroup]
+    deadline: float | None
+    asker: Ask
+
+
+def comparison_call(
+    g: _Group, judge: Judge, criterion: Criterion | None, shown: tuple[int, ...]
+) -> Callable[[], Awaitable[Verdict]]:
+    """One comparison as a call: its prompt is rendered only once its judge has a turn."""
+
+    async def call() -> Verdict:
+        async with judge.turn(g.deadline) as late:
+            if late is not None:
+                judge.observer.judge_call(judge.name, late)
+                return late
+            fenced = g.fenced[judge.defuser]
+            prompt = group_prompt(g.rubric, criterion, fenced, shown, judge.shape)
+            return await g.asker(judge, prompt, g.deadline)
+
+    return call
+
+
+def _plan_group(
+    plan: GroupPlan, g: _Group, judges: Mapping[str, Judge], options: GroupOptions
+) -> None:
+    """The group's comparisons, then its gated criteria asked of each completion."""
+    rollouts = g.group.rollouts
+    base = rollouts[0]
+    shared = (
+        prompts.CALL_OVERHEAD_BYTES
+        + prompts.rubric_bytes(g.rubric)
+        + prompts.text_bytes(base.prompt, base.reference)
+    )
+    each = [prompts.text_bytes(r.completion) for r in rollouts]
+    shows = presentations(len(rollouts), options, cmp.rng_for(plan_seed(g.group, options.seed)))
+    for name in plan.names:
+        judge, identity = judges[name], judges[name].cache_identity()
+        for question, criterion in questions(g.rubric):
+            for order, shown in shows:
+                what = f"compare:{question}:{','.join(map(str, shown))}"
+                key = cache_key(g.version, identity, what, g.digest)
+                plan.asked.append(
+                    Asked(g.index, name, question, Comparison(question, shown, order))
+                )
+                run = comparison_call(g, judge, criterion, shown)
+                plan.calls.append(Call(g.index, name, question, key, run))
+                plan.size += shared + sum(each[k] for k in shown)
+        for criterion in gated(g.rubric):
+            for k, rollout in enumerate(rollouts):
+                plan.asked.append(Asked(g.index, name, criterion.id, None, k))
+                run = functools.partial(
+                    judge.score_criterion, g.rubric, criterion, rollout, deadline=g.deadline
+                )
+                key = cache_key(g.version, identity, criterion.id, rollout.digest())
+                plan.calls.append(Call(g.index, name, criterion.id, key, run))
+                plan.size += shared + prompts.text_bytes(rollout.completion)
+
+
+def plan_calls(
+    judges: Mapping[str, Judge],
+    rubric: Rubric,
+    groups: Sequence[GroupIn],
+    options: GroupOptions,
+    plan: GroupPlan,
+    max_text_chars: int,
+    deadline: float | None,
+    asker: Ask = ask,
+) -> GroupPlan:
+    """``plan`` filled with every group's questions and calls (each group's texts fenced
+    once per defuser its judges use, not once per call); a group that cannot be scored
+    is rejected alone."""
+    defusers = list(dict.fromkeys(judges[name].defuser for name in plan.names))
+    for gi, group in enumerate(groups):
+        reason = reject_reason(group, gi, options, max_text_chars)
+        if reason is not None:
+            plan.rejected[gi] = reason
+            continue
+        own = group.rubric or rubric
+        base = group.rollouts[0]
+        completions = [r.completion for r in group.rollouts]
+        fenced = {d: fenced_group(base.prompt, completions, base.reference, d) for d in defusers}
+        g = _Group(gi, group, own, own.version(), group_digest(group), fenced, deadline, asker)
+        _plan_group(plan, g, judges, options)
+    return plan

@@ -20,7 +20,11 @@ from fakejudge import FakeJudge
 from test_api_support import app_client, fake_pool_doc, settings_for
 from test_reward_model_paths import Pooling
 
-from rewardsvc.core.pool import JudgePool
+from rewardsvc.core.pool import JudgeConfig, JudgePool
+from rewardsvc.core.rollout import ItemIn, Rollout
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.judges.judge import Judge
+from rewardsvc.scoring.engine import Engine
 from rewardsvc.server.gate import Gate
 
 RUBRICS = {
@@ -210,3 +214,42 @@ async def test_a_plan_over_max_inflight_calls_is_refused_before_any_judge_call(
         assert "8 judge calls" in body["message"]
         assert served.requests() == 0
         assert served.admitted == []
+
+
+async def test_a_batched_call_carries_its_prompt_bytes_once(
+    library: Path, pooling: tuple[Pooling, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Five long items of a batched judge plan five calls of about 92 KB each, within the
+    smallest max_prompt_bytes_per_request (the old estimate counted each criterion's)."""
+    items = [plain(n, completion=f"{n} " + "x" * 90_000) for n in range(5)]
+    bound = 1024 * 1024
+    async with serving(library, pooling, monkeypatch, max_prompt_bytes_per_request=bound) as s:
+        reply = await s.client.post("/v1/rewards", json={"rubric": "batched", "items": items})
+        assert reply.status_code == 200, reply.text
+        [(_, calls, prompt_bytes)] = s.admitted
+        assert calls == 5
+        assert 5 * 90_000 < prompt_bytes <= bound
+
+
+async def test_a_plan_is_made_without_a_judge_call_and_runs_as_planned() -> None:
+    rubric = Rubric.model_validate(
+        {
+            "id": "two",
+            "criteria": [{"id": "a", "text": "Right."}, {"id": "b", "text": "Clear."}],
+            "judges": ["primary"],
+        }
+    )
+    items = [ItemIn(f"i{n}", Rollout(f"Question {n}?", f"Answer {n}.")) for n in range(3)]
+    with FakeJudge() as fake:
+        config = JudgeConfig(model="fake", base_urls=[fake.url], retries=0, timeout_s=5)
+        engine = Engine({"primary": Judge("primary", config)})
+        try:
+            plan = await engine.plan(rubric, items)
+            assert (plan.cost.calls, fake.script.requests) == (6, 0)
+            some = plan.only([2, 0])
+            assert some.cost.calls == 4
+            result = await engine.run(some)
+        finally:
+            await engine.aclose()
+    assert [r.id for r in result.items] == ["i2", "i0"]
+    assert result.usage.judge_calls == fake.script.requests == 4

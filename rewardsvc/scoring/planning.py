@@ -80,15 +80,16 @@ class Call:
     cost: Cost = ONE_CALL
 
 
-def question_bytes(rubric: Rubric, criteria: Sequence[Criterion], rollout: Rollout) -> int:
-    """The prompt bytes of one call asking ``criteria`` of ``rubric`` about ``rollout``, at
-    most, before it is rendered: the call's overhead, the rubric's instructions, those
-    criteria (one holistic or batched call lists several) and the item's texts."""
+def question_bytes(rubric: Rubric, criteria: Sequence[Criterion], texts: int) -> int:
+    """The prompt bytes of one call asking ``criteria`` of ``rubric`` about an item whose
+    texts are ``texts`` bytes (:func:`item_bytes`), at most, before it is rendered: the
+    call's overhead, the rubric's instructions, those criteria (one holistic or batched call
+    lists several) and the texts."""
     shown = len(rubric.instructions.encode()) + sum(
         len(c.text.encode()) + (prompts.GIVEN_OVERHEAD_BYTES if rubric.from_item(c) else 0)
         for c in criteria
     )
-    return prompts.CALL_OVERHEAD_BYTES + shown + item_bytes(rollout)
+    return prompts.CALL_OVERHEAD_BYTES + shown + texts
 
 
 def item_bytes(rollout: Rollout) -> int:
@@ -116,6 +117,7 @@ class _Slot:
     pos: int
     item: Prepared
     digest: str  # the item's, hashed once for all its judges
+    texts: int  # the item's text bytes, counted once for all its judges
     when: When
 
     def call(
@@ -148,8 +150,8 @@ async def plan(
     calls: list[Call] = []
     for pos, p in enumerate(prepared):
         await pacer.step()
-        digest = p.rollout.digest()
-        slots = {n: _Slot(n, identities[n], version, pos, p, digest, when) for n in names}
+        digest, texts = p.rollout.digest(), item_bytes(p.rollout)
+        slots = {n: _Slot(n, identities[n], version, pos, p, digest, texts, when) for n in names}
         for name in names:
             whole = whole_item_of(judges[name])
             if whole is not None:
@@ -161,7 +163,7 @@ async def plan(
         asked = [n for n in names if whole_item_of(judges[n]) is None]
         for sc in steps.plan(rubric, p.rollout):
             step_digest = sc.rollout.digest()
-            cost = Cost(1, question_bytes(rubric, [sc.criterion], sc.rollout))
+            cost = Cost(1, question_bytes(rubric, [sc.criterion], item_bytes(sc.rollout)))
             for name in asked:
                 judge = judges[name]
                 run = _by(when, judge.score_criterion, rubric, sc.criterion, sc.rollout)
@@ -171,10 +173,10 @@ async def plan(
 
 def _episode_calls(judge: JudgeLike, rubric: Rubric, slot: _Slot) -> list[Call]:
     """One judge's calls on one item's episode criteria."""
-    rollout, when, digest = slot.item.rollout, slot.when, slot.digest
+    rollout, when, digest, texts = slot.item.rollout, slot.when, slot.digest, slot.texts
     if rubric.implicit_combine:
         run = _by(when, judge.score_holistic, rubric, rollout)
-        cost = Cost(1, question_bytes(rubric, rubric.criteria, rollout))
+        cost = Cost(1, question_bytes(rubric, rubric.criteria, texts))
         return [slot.call(aggregate.HOLISTIC, digest, run, cost)]
     asked = [c for c in rubric.criteria if c.asks_judges]
     batching = batching_of(judge)
@@ -184,14 +186,14 @@ def _episode_calls(judge: JudgeLike, rubric: Rubric, slot: _Slot) -> list[Call]:
                 c.id,
                 digest,
                 _by(when, judge.score_criterion, rubric, c, rollout),
-                Cost(1, question_bytes(rubric, [c], rollout)),
+                Cost(1, question_bytes(rubric, [c], texts)),
             )
             for c in asked
         ]
     calls: list[Call] = []
     for group in by_view(rubric, asked):
         batch = SharedCall(_by(when, batching.score_criteria, rubric, group, rollout))
-        cost = Cost(1, question_bytes(rubric, group, rollout))
+        cost = Cost(1, question_bytes(rubric, group, texts))
         for criterion in group:
             run = functools.partial(batch.verdict, criterion.id)
             calls.append(slot.call(criterion.id, digest, run, cost, batch))
@@ -212,7 +214,7 @@ def _item_calls(judge: WholeItemJudge, rubric: Rubric, slot: _Slot) -> list[Call
     if steps and judge.scores_steps:
         shared = SharedCall(_by(when, judge.score_steps, rollout))
     # The shared call is carried by the first verdict read from it.
-    carried = Cost(1, prompts.CALL_OVERHEAD_BYTES + item_bytes(rollout))
+    carried = Cost(1, prompts.CALL_OVERHEAD_BYTES + slot.texts)
     if rubric.has_episode_criteria:
         if shared is not None:
             last = functools.partial(shared.verdict, step_key(aggregate.HOLISTIC, steps - 1))

@@ -89,9 +89,9 @@ class Settings(BaseSettings):
     max_inflight_calls: int = Field(
         default=200_000,
         ge=1,
-        description="Most judge calls planned at once across all requests (items x judges x "
-        "criteria); a request whose calls would exceed it gets 429 with Retry-After, and one "
-        "that alone exceeds it gets 413.",
+        description="Most judge calls planned at once across all requests (each plan's calls: "
+        "a batched call once, graders none); a request whose calls would exceed it gets 429 "
+        "with Retry-After, and one that alone exceeds it gets 413.",
     )
     max_criteria: int = Field(
         default=64,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from test_api_support import app_client, settings_for
 
-from rewardsvc.application.targets import Target, resolve_target, score_target
+from rewardsvc.application.targets import Target, plan_request, resolve_target, score_target
 from rewardsvc.core.errors import ErrorKind, RequestError
 from rewardsvc.core.recipe import Recipe
 from rewardsvc.core.rubric import Rubric
@@ -22,6 +22,7 @@ from rewardsvc.graders.registry import Graders
 from rewardsvc.library.registry import Registry, load_pool
 from rewardsvc.protocol.rewards import RewardRequest
 from rewardsvc.scoring.engine import Engine
+from rewardsvc.scoring.planning import Cost
 from rewardsvc.server.errors import STATUS_OF_KIND
 from rewardsvc.server.service import Service
 
@@ -203,13 +204,14 @@ async def test_routed_batch_is_split_scored_and_put_back_in_order(
     assert response.usage.grader_calls == 2 + 1 * 2  # extract: 2 graders; polite: 1 each
 
 
-def test_calls_per_item_adds_components_and_takes_the_worst_route(library: Registry) -> None:
-    def per_rubric(rubric: Rubric) -> int:
-        return 10
-
-    assert resolve(library, "helpful-answer").calls_per_item(per_rubric) == 10
-    assert resolve(library, "extract").calls_per_item(per_rubric) == 0
-    assert resolve(library, "mixed").calls_per_item(per_rubric) == 0
+async def test_grader_only_targets_plan_no_judge_call(library: Registry, engine: Engine) -> None:
+    items = [
+        {"id": "a", "prompt": "p", "completion": "{}", "metadata": {"data_source": "structured"}},
+        {"id": "b", "prompt": "p", "completion": "thanks", "metadata": {"data_source": "chat"}},
+    ]
+    for name in ("extract", "mixed"):
+        planned = await plan_request(resolve(library, name), engine, items)
+        assert planned.cost == Cost(), name
 
 
 @WIRED

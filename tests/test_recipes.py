@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ from ruamel.yaml import YAML
 from rewardsvc.core.errors import RequestError
 from rewardsvc.core.recipe import Recipe, RoutingTable
 from rewardsvc.core.results import BatchResult, ItemReward, JudgeOutcome, Status, Usage
-from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
+from rewardsvc.core.rollout import ItemIn, Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.registry import Graders
 from rewardsvc.library.yamlfile import InvalidFile, load_file, load_text
@@ -22,7 +22,6 @@ from rewardsvc.scoring.recipes import (
     RecipeRunner,
     combine,
     plan_routes,
-    planned_calls,
     resolve_components,
 )
 
@@ -48,14 +47,32 @@ LIBRARY = {
 }
 
 
+def planned_calls(rub: Rubric) -> int:
+    """The fake's plan: one call per judge and criterion of ``rub``, for each item."""
+    return len(rub.criteria) * len(rub.judges)
+
+
 class FakeEngine:
-    """A ScoreRubric that scores each completion from a table and records each call."""
+    """Judged components (``JudgedComponents``) scored from a table, each call recorded."""
 
     def __init__(self, table: dict[tuple[str, str], float | None]) -> None:
         self.table = table
         self.calls: list[tuple[str, list[str]]] = []
+        self.rubrics: Mapping[str, Rubric] = {}
+        self.rollouts: list[Rollout] = []
 
-    async def __call__(self, rub: Rubric, rollouts: list[Rollout], options: Any) -> BatchResult:
+    def bind(self, rubrics: Mapping[str, Rubric], batch: Sequence[ItemIn]) -> FakeEngine:
+        """This fake planning the components ``rubrics`` over ``batch``."""
+        self.rubrics = rubrics
+        self.rollouts = [i.rollout or Rollout("", "") for i in batch]
+        return self
+
+    def planned(self, component: str, position: int) -> int:
+        return planned_calls(self.rubrics[component])
+
+    async def score(self, component: str, positions: list[int]) -> BatchResult:
+        rub = self.rubrics[component]
+        rollouts = [self.rollouts[n] for n in positions]
         self.calls.append((rub.id, [r.completion for r in rollouts]))
         items = []
         for n, r in enumerate(rollouts):
@@ -93,7 +110,7 @@ def recipe(**overrides: Any) -> Recipe:
 async def run(r: Recipe, engine: FakeEngine, graders: Graders, rollouts: list[Rollout]) -> Any:
     rubrics = resolve_components(r, LIBRARY.get)
     batch = [ItemIn(f"i{n}", rollout) for n, rollout in enumerate(rollouts)]
-    return await RecipeRunner(engine, graders).run(r, rubrics, batch)
+    return await RecipeRunner(engine.bind(rubrics, batch), graders).run(r, rubrics, batch)
 
 
 # ------------------------------------------------------------------ execution
@@ -183,9 +200,8 @@ async def test_missing_reference_rejects_the_item_only(graders: Graders) -> None
 async def test_unreadable_items_come_back_rejected_in_place(graders: Graders) -> None:
     engine = FakeEngine({})
     batch = [ItemIn("bad", None, "items[0].prompt: missing"), ItemIn("ok", Rollout("p", "4", "4"))]
-    result = await RecipeRunner(engine, graders).run(
-        recipe(), resolve_components(recipe(), LIBRARY.get), batch
-    )
+    rubrics = resolve_components(recipe(), LIBRARY.get)
+    result = await RecipeRunner(engine.bind(rubrics, batch), graders).run(recipe(), rubrics, batch)
     bad, ok = result.items
     assert (bad.id, bad.status, bad.error) == ("bad", "rejected", "items[0].prompt: missing")
     assert (ok.id, ok.status) == ("ok", "ok")
@@ -311,7 +327,8 @@ async def test_math_verified_recipe_gates_on_the_answer(graders: Graders) -> Non
     engine = FakeEngine({("reasoning-quality", right): 1.0})
     rollouts = [Rollout("6*7?", right, "42"), Rollout("6*7?", r"\boxed{41}", "42")]
     batch = [ItemIn(str(n), rollout) for n, rollout in enumerate(rollouts)]
-    result = await RecipeRunner(engine, graders).run(r, resolve_components(r, {}.get), batch)
+    rubrics = resolve_components(r, {}.get)
+    result = await RecipeRunner(engine.bind(rubrics, batch), graders).run(r, rubrics, batch)
     assert [i.reward for i in result.items] == [pytest.approx(1.0), 0.0]
     assert engine.calls == [("reasoning-quality", [right])]
     assert result.items[1].components["format"].score == 1.0
@@ -333,13 +350,6 @@ def test_starter_recipes_validate_against_the_json_schema() -> None:
     assert any("'sum' is not one of" in m for m in messages), messages
     paths = {tuple(e.absolute_path) for e in validator.iter_errors(broken)}
     assert ("components", 0, "grader") in paths, paths
-
-
-def test_planned_calls_follow_combine_and_selected_judges() -> None:
-    assert planned_calls(LIBRARY["quality"]) == 4
-    assert planned_calls(LIBRARY["quality"], ScoreOptions(judges=("primary",))) == 2
-    holistic = LIBRARY["quality"].model_copy(update={"combine": "implicit"})
-    assert planned_calls(holistic) == 2
 
 
 def test_plan_routes_groups_by_target_and_rejects_unknown_sources() -> None:

@@ -1,7 +1,7 @@
 """Recipes against the real CPU judges: gates save judge calls, routing serves mixed data.
 
-The first tests drive the real engine and judges directly (the recipe runner with
-``engine_scorer``; grader criteria inside a rubric). The HTTP tests need the service to
+The first tests drive the real engine and judges directly (the recipe runner with the
+engine's ``ComponentPlans``; grader criteria inside a rubric). The HTTP tests need the service to
 score through ``rewardsvc.application.targets``; they skip until it does.
 """
 
@@ -24,12 +24,8 @@ from rewardsvc.graders.registry import Graders
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.library.yamlfile import load_file
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.scoring.recipes import (
-    RecipeRunner,
-    engine_scorer,
-    planned_calls,
-    resolve_components,
-)
+from rewardsvc.scoring.recipe_plan import ComponentPlans
+from rewardsvc.scoring.recipes import RecipeRunner, resolve_components
 from rewardsvc.server.service import Service as RunningService
 from rewardsvc.storage.cache import VerdictCache
 
@@ -74,26 +70,27 @@ async def test_gate_gives_floor_with_zero_judge_calls_on_real_judges(
     recipe = load_file(RECIPES / "math-verified.yaml", Recipe, CONTEXT)
     rubrics = resolve_components(recipe, {}.get)
     engine = Engine(build_judges(cpu_pool), cache=VerdictCache())
-    real = engine_scorer(engine)
     sent: list[str] = []
-
-    async def recording(
-        rubric: Rubric, rollouts: list[Rollout], options: ScoreOptions | None
-    ) -> BatchResult:
-        sent.extend(r.completion for r in rollouts)
-        return await real(rubric, rollouts, options)
-
     batch = [
         ItemIn(str(n), Rollout("Compute it.", text, ref))
         for n, (text, ref) in enumerate(zip([*RIGHT, *WRONG], REFERENCES, strict=True))
     ]
+
+    class Recording(ComponentPlans):
+        async def score(self, component: str, positions: list[int]) -> BatchResult:
+            sent.extend(batch[n].rollout.completion for n in positions)  # type: ignore[union-attr]
+            return await super().score(component, positions)
+
     try:
+        plans = await ComponentPlans.of(engine, recipe, rubrics, batch)
+        recording = Recording(engine, plans.plans)
         result = await RecipeRunner(recording, graders).run(recipe, rubrics, batch)
     finally:
         await engine.aclose()
 
     assert sent == RIGHT
-    per_item = planned_calls(rubrics["reasoning"])
+    per_item = plans.planned("reasoning", 0)
+    assert per_item > 0
     assert result.usage.judge_calls == len(RIGHT) * per_item
     assert result.usage.judge_calls_skipped == len(WRONG) * per_item
     for item in result.items[: len(RIGHT)]:

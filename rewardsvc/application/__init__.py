@@ -17,18 +17,19 @@ Modules:
   without cache, Redis link or monitor).
 - ``targets``: what a request's ``rubric`` names, as one class per kind
   (:class:`~.targets.RubricTarget`, :class:`~.targets.RecipeTarget`,
-  :class:`~.targets.RoutingTarget`), each scoring a batch its own way; resolution of a
-  request's ``rubric`` and :func:`~.targets.score_target`.
+  :class:`~.targets.RoutingTarget`), each planning a batch its own way; resolution of a
+  request's ``rubric``, :func:`~.targets.plan_request` and :func:`~.targets.score_target`.
+- ``plans``: what a target plans (its cost in judge calls and prompt bytes) and runs.
 - ``routed``: a routed batch split by ``metadata.data_source`` and put back in order.
 - ``items``: raw items, groups and pairs read into rollouts, each rejected on its own.
 - ``wire``: the one mapping of domain results to wire models.
 - ``monitoring``: the monitor's wiring (its observer, alert sinks, webhook, canary scorer).
 
 A request's path: the route (``rewardsvc.server.routes``) parses the body and asks the
-server's ``Service`` to resolve the target (``targets.resolve_target``) and to admit the
-work (limits checked once, in ``rewardsvc.server.admission``); the service calls
-``targets.score_target``, which reads the items (``items``), hands them to the target, the
-target to the engine or recipe runner (``rewardsvc.scoring``), and maps what comes back to
-the wire response (``wire``). The engine reports each batch to the observers the root
-wired: metrics and the monitor.
+server's ``Service`` to resolve the target (``targets.resolve_target``); the service has
+the items read (``items``) and ``targets.plan_request`` plan them with the target (the
+engine's plans, ``rewardsvc.scoring``), admits the plan's cost (limits checked once, in
+``rewardsvc.server.admission``), then runs that same plan (the engine or recipe runner)
+and maps what comes back to the wire response (``wire``). The engine reports each batch
+to the observers the root wired: metrics and the monitor.
 """

@@ -1,7 +1,8 @@
 """Routed scoring: a batch split by each item's ``metadata.data_source``.
 
-The parts are scored concurrently, each with its route's target, and the results are put
-back in request order; an item whose source is not routed is rejected on its own.
+Each route's part is planned with its route's target (the plan's cost is the parts'),
+then the parts run concurrently and their results are put back in request order; an item
+whose source is not routed is rejected on its own.
 """
 
 from __future__ import annotations
@@ -9,53 +10,70 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from rewardsvc.core.recipe import RoutingTable
 from rewardsvc.core.results import Usage
-from rewardsvc.protocol.rewards import RewardResult
+from rewardsvc.protocol.rewards import RewardResult, RubricRef
+from rewardsvc.scoring.planning import Cost
 from rewardsvc.scoring.recipes import plan_routes
 
-from .targets import Scored, Scoring, Target
+from .plans import Scored, TargetPlan
+from .targets import Scoring, Target
 
 
-async def score_routed(table: RoutingTable, routes: Mapping[str, Target], batch: Scoring) -> Scored:
-    """``batch`` split by ``table`` and scored with the targets of ``routes``."""
+@dataclass
+class RoutedPlan(TargetPlan):
+    """The routes' plans, each of the items at its positions; ``results`` holds the items
+    rejected before any route, at their positions."""
+
+    results: list[RewardResult | None]
+    parts: list[tuple[list[int], RubricRef, TargetPlan]]
+
+    @property
+    def cost(self) -> Cost:
+        """The routes' costs add up."""
+        return sum((plan.cost for _, _, plan in self.parts), Cost())
+
+    async def run(self, deadline: float | None) -> Scored:
+        """Each route's part run concurrently, put back in request order."""
+        scored = await asyncio.gather(*(plan.run(deadline) for _, _, plan in self.parts))
+        results = list(self.results)
+        usage = Usage()
+        for (ns, ref, _), (group, group_usage) in zip(self.parts, scored, strict=True):
+            usage = usage + group_usage
+            for n, result in zip(ns, group, strict=True):
+                results[n] = result.model_copy(update={"scored_by": ref})
+        return [r for r in results if r is not None], usage
+
+
+async def plan_routed(
+    table: RoutingTable, routes: Mapping[str, Target], batch: Scoring
+) -> RoutedPlan:
+    """``batch`` split by ``table``, each part planned with the target of its route."""
     inputs = batch.inputs
     readable = [n for n, i in enumerate(inputs) if i.rollout is not None]
-    plan = plan_routes(table, [data_source(batch.raw[n]) for n in readable])
+    split = plan_routes(table, [data_source(batch.raw[n]) for n in readable])
     results: list[RewardResult | None] = [None] * len(inputs)
     for n, i in enumerate(inputs):
         if i.rollout is None:
             results[n] = _rejected(i.id, i.error)
-    for at, message in plan.rejected.items():
+    for at, message in split.rejected.items():
         n = readable[at]
         results[n] = _rejected(inputs[n].id, message.replace(f"items[{at}]", f"items[{n}]", 1))
-    groups: dict[str, list[int]] = {}
-    for tid, positions in plan.groups.items():
+    parts: list[tuple[list[int], RubricRef, TargetPlan]] = []
+    for tid, positions in split.groups.items():
         ns = [readable[at] for at in positions]
-        if tid in routes:
-            groups[tid] = ns
+        if tid not in routes:
+            for n in ns:
+                error = f"items[{n}].metadata.data_source: its target {tid!r} is not served"
+                results[n] = _rejected(inputs[n].id, error)
             continue
-        for n in ns:
-            error = f"items[{n}].metadata.data_source: its target {tid!r} is not served"
-            results[n] = _rejected(inputs[n].id, error)
-    # A routed batch is never explained (as before the split): each part is scored plainly.
-    scored = await asyncio.gather(
-        *(
-            routes[tid].score(
-                dataclasses.replace(batch, inputs=[inputs[n] for n in ns], explain=False)
-            )
-            for tid, ns in groups.items()
-        )
-    )
-    usage = Usage()
-    for (tid, ns), (group, group_usage) in zip(groups.items(), scored, strict=True):
-        usage = usage + group_usage
-        ref = routes[tid].ref
-        for n, result in zip(ns, group, strict=True):
-            results[n] = result.model_copy(update={"scored_by": ref})
-    return [r for r in results if r is not None], usage
+        # A routed batch is never explained (as before the split): each part is plain.
+        part = dataclasses.replace(batch, inputs=[inputs[n] for n in ns], explain=False)
+        parts.append((ns, routes[tid].ref, await routes[tid].plan(part)))
+    return RoutedPlan(results, parts)
 
 
 def _rejected(item_id: str, error: str | None) -> RewardResult:

@@ -2,19 +2,20 @@
 
 ``rubric`` in a request is a library id (of a rubric, a recipe or a routing table), an
 inline rubric, or an inline recipe (``kind: recipe``). :func:`resolve_target` turns it
-into a target (or raises :class:`RequestError` naming the field); :func:`score_target`
-scores raw items with it and returns the wire response:
+into a target (or raises :class:`RequestError` naming the field). :func:`plan_request`
+plans raw items with it (a :class:`RequestPlan`, whose cost admission weighs) and
+:meth:`RequestPlan.run` runs that plan into the wire response; :func:`score_target` does
+both, for callers that admit nothing in between:
 
-- a :class:`RubricTarget` goes to the engine;
-- a :class:`RecipeTarget` goes to the recipe runner (graders first, gates, then judged
-  components);
+- a :class:`RubricTarget` plans with the engine;
+- a :class:`RecipeTarget` plans each judged component with the engine, run by the recipe
+  runner (graders first, gates, then judged components);
 - a :class:`RoutingTarget` splits the batch by each item's ``metadata.data_source``
-  (see :mod:`.routed`), scoring each part with the target of its route.
+  (see :mod:`.routed`), planning each part with the target of its route.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import time
 from abc import ABC, abstractmethod
@@ -24,36 +25,34 @@ from typing import Any, ClassVar, Literal
 
 from rewardsvc.core.errors import ErrorKind, FieldProblem, RequestError
 from rewardsvc.core.recipe import Recipe, RoutingTable
-from rewardsvc.core.results import Usage, without_reasoning
 from rewardsvc.core.rollout import ItemIn, ScoreOptions
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.judges.explain import explain
 from rewardsvc.library.recipes import RecipeEntry
 from rewardsvc.library.registry import Registry
 from rewardsvc.library.yamlfile import InvalidFile, validate_document
-from rewardsvc.protocol.rewards import RewardOptions, RewardResponse, RewardResult, RubricRef
+from rewardsvc.protocol.rewards import RewardOptions, RewardResponse, RubricRef
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.scoring.recipes import RecipeRunner, engine_scorer, resolve_components
+from rewardsvc.scoring.planning import Cost
+from rewardsvc.scoring.recipe_plan import ComponentPlans
+from rewardsvc.scoring.recipes import resolve_components
 
 from .item_rubrics import ItemRubrics
 from .items import read_item, score_options
-from .wire import recipe_result, reward_result, usage_out
+from .plans import RecipePlan, RubricPlan, TargetPlan
+from .wire import usage_out
 
 INLINE_LABEL = "_inline"
 """The metrics label of inline rubrics and recipes, whose ids are the client's to choose."""
 
-Scored = tuple[list[RewardResult], Usage]
-
 
 @dataclass(frozen=True, kw_only=True)
 class Scoring:
-    """One batch's scoring context, as every target needs it."""
+    """One batch to plan, as every target needs it."""
 
     engine: Engine
     raw: Sequence[Any]
     inputs: list[ItemIn]
     opts: ScoreOptions
-    deadline: float | None
     explain: bool = False
 
 
@@ -86,19 +85,8 @@ class Target(ABC):
         """The rubrics an item may be judged with (for the work limits)."""
 
     @abstractmethod
-    def calls_per_item(self, per_rubric: Callable[[Rubric], int]) -> int:
-        """The most judge calls (or prompt bytes) one item can cost, given ``per_rubric``
-        for one rubric."""
-
-    def item_cost(self, item: ItemIn, per_rubric: Callable[[Rubric], int]) -> int:
-        """What ``item`` can cost at most: under its own rubric when it brings one."""
-        return (
-            per_rubric(item.rubric) if item.rubric is not None else self.calls_per_item(per_rubric)
-        )
-
-    @abstractmethod
-    async def score(self, batch: Scoring) -> Scored:
-        """The wire results of ``batch`` scored with this target, and the work it took."""
+    async def plan(self, batch: Scoring) -> TargetPlan:
+        """The plan of ``batch`` with this target (nothing judged yet), and its cost."""
 
 
 @dataclass(frozen=True)
@@ -128,43 +116,11 @@ class RubricTarget(Target):
         """The rubric itself."""
         return [self.rubric]
 
-    def calls_per_item(self, per_rubric: Callable[[Rubric], int]) -> int:
-        """The rubric's cost."""
-        return per_rubric(self.rubric)
-
-    async def score(self, batch: Scoring) -> Scored:
-        """The engine's batch, with what each judge read when ``explain`` is asked."""
-        engine, opts = batch.engine, batch.opts
-        result = await engine.score(
-            self.rubric, batch.inputs, opts, self.metrics_label, batch.deadline
-        )
-        # A reasoning judge's thinking is returned only to options.explain.
-        items = result.items if batch.explain else [without_reasoning(r) for r in result.items]
-        results = [reward_result(r) for r in items]
-        if batch.explain:
-            results = await self._explained(engine, batch.inputs, results, opts)
-        return results, result.usage
-
-    async def _explained(
-        self, engine: Engine, inputs: list[ItemIn], results: list[RewardResult], opts: ScoreOptions
-    ) -> list[RewardResult]:
-        """``results`` with what each judge read (rendered again by the same pure builders,
-        no judge call; off the event loop, since long items take a while to render)."""
-        names = opts.judges or tuple(j.name for j in self.rubric.judges)
-        judges = {n: engine.judges[n] for n in names}
-        configs = {n: j.config for n, j in judges.items() if hasattr(j, "config")}
-
-        def render() -> list[RewardResult]:
-            return [
-                result
-                if item.rollout is None
-                else result.model_copy(
-                    update={"explain": explain(item.rubric or self.rubric, item.rollout, configs)}
-                )
-                for item, result in zip(inputs, results, strict=True)
-            ]
-
-        return await asyncio.to_thread(render)
+    async def plan(self, batch: Scoring) -> RubricPlan:
+        """The engine's plan (items with their own rubric included)."""
+        engine = batch.engine
+        plan = await engine.plan(self.rubric, batch.inputs, batch.opts, self.metrics_label)
+        return RubricPlan(engine, plan, batch.explain)
 
 
 @dataclass(frozen=True)
@@ -190,19 +146,15 @@ class RecipeTarget(Target):
         """The judged components' rubrics."""
         return list(self.components.values())
 
-    def calls_per_item(self, per_rubric: Callable[[Rubric], int]) -> int:
-        """The components' costs add up."""
-        return sum(per_rubric(r) for r in self.components.values())
-
-    async def score(self, batch: Scoring) -> Scored:
-        """The recipe runner's batch (graders first, gates, then judged components)."""
+    async def plan(self, batch: Scoring) -> RecipePlan:
+        """Each judged component's engine plan over the items the recipe reads."""
         engine = batch.engine
         if engine.graders is None:
             raise RuntimeError("recipes need an engine with graders (Engine(graders=...))")
-        scorer = engine_scorer(engine, batch.deadline, self.metrics_label)
-        runner = RecipeRunner(scorer, engine.graders, batch.deadline)
-        result = await runner.run(self.recipe, self.components, batch.inputs, batch.opts)
-        return [recipe_result(r) for r in result.items], result.usage
+        plans = await ComponentPlans.of(
+            engine, self.recipe, self.components, batch.inputs, batch.opts, self.metrics_label
+        )
+        return RecipePlan(engine.graders, self.recipe, self.components, batch.inputs, plans)
 
 
 @dataclass(frozen=True)
@@ -217,15 +169,11 @@ class RoutingTarget(Target):
         """Those of every route's target."""
         return [r for t in self.routes.values() for r in t.judged_rubrics()]
 
-    def calls_per_item(self, per_rubric: Callable[[Rubric], int]) -> int:
-        """A routed item goes to one target: the costliest bounds it."""
-        return max((t.calls_per_item(per_rubric) for t in self.routes.values()), default=0)
+    async def plan(self, batch: Scoring) -> TargetPlan:
+        """Each route's part planned with its target."""
+        from .routed import plan_routed  # the splitting lives beside, it needs Scoring
 
-    async def score(self, batch: Scoring) -> Scored:
-        """Each route's part scored concurrently, put back in request order."""
-        from .routed import score_routed  # the splitting lives beside, it needs Scoring
-
-        return await score_routed(self.table, self.routes, batch)
+        return await plan_routed(self.table, self.routes, batch)
 
 
 def library_target(registry: Registry, target_id: str) -> Target | None:
@@ -295,20 +243,40 @@ def under_rubric(
     return RequestError.of(found or [FieldProblem(("rubric",), "invalid")], kind)
 
 
-async def score_target(
+@dataclass(frozen=True)
+class RequestPlan:
+    """A request's batch planned with its target: admit its :attr:`cost`, then :meth:`run`."""
+
+    target: Target
+    plan: TargetPlan
+    started: float  # ``time.perf_counter()`` when planning began, for the latency
+
+    @property
+    def cost(self) -> Cost:
+        """The judge calls and prompt bytes the batch plans."""
+        return self.plan.cost
+
+    async def run(self, deadline: float | None = None) -> RewardResponse:
+        """The plan run (once) into the wire response; judge work ends by ``deadline``."""
+        results, usage = await self.plan.run(deadline)
+        usage = dataclasses.replace(usage, latency_ms=(time.perf_counter() - self.started) * 1000)
+        ref = self.target.ref
+        return RewardResponse(rubric=ref, results=results, usage=usage_out(usage, len(results)))
+
+
+async def plan_request(
     target: Target,
     engine: Engine,
     items: Sequence[Any],
     options: RewardOptions | None = None,
-    deadline: float | None = None,
     run: str | None = None,
     *,
     inputs: Sequence[ItemIn] | None = None,
-) -> RewardResponse:
-    """Raw items scored with ``target``, as the wire response (raises RequestError for a
-    request-level problem, such as ``options.judges`` naming a judge a rubric lacks);
-    ``run`` names the training run the batch belongs to; ``inputs`` are the items as
-    read already (by admission), else they are read here."""
+) -> RequestPlan:
+    """Raw items planned with ``target`` (raises RequestError for a request-level problem,
+    such as ``options.judges`` naming a judge a rubric lacks); ``run`` names the training
+    run the batch belongs to; ``inputs`` are the items as read already (by the server),
+    else they are read here. Nothing is judged: the plan runs once admitted."""
     started = time.perf_counter()
     if inputs is None:
         o = options or RewardOptions()
@@ -319,12 +287,25 @@ async def score_target(
         raw=items,
         inputs=list(inputs),
         opts=score_options(options or RewardOptions(), run),
-        deadline=deadline,
         explain=options is not None and options.explain,
     )
-    results, usage = await target.score(batch)
-    usage = dataclasses.replace(usage, latency_ms=(time.perf_counter() - started) * 1000)
-    return RewardResponse(rubric=target.ref, results=results, usage=usage_out(usage, len(results)))
+    return RequestPlan(target, await target.plan(batch), started)
+
+
+async def score_target(
+    target: Target,
+    engine: Engine,
+    items: Sequence[Any],
+    options: RewardOptions | None = None,
+    deadline: float | None = None,
+    run: str | None = None,
+    *,
+    inputs: Sequence[ItemIn] | None = None,
+) -> RewardResponse:
+    """Raw items planned with ``target`` and run at once (:func:`plan_request`, then
+    :meth:`RequestPlan.run`), as the wire response, for callers that admit nothing."""
+    planned = await plan_request(target, engine, items, options, run, inputs=inputs)
+    return await planned.run(deadline)
 
 
 async def score_batch(

@@ -3,13 +3,14 @@
 Items that bring their own rubric (the batch rubric with their criteria) are judged in
 parts, one per rubric (:mod:`.parts`), and calibrated and monitored with the batch.
 
-For each request it checks every item on its own (a bad one is ``rejected``, the rest go
-on), runs the detectors, plans one judge call per (item, judge, criterion) — or one
-holistic call per (item, judge) for ``combine: implicit``, or one call answering all
-criteria per (item, judge) for a judge with method ``batched``, whose verdicts are still
-cached and deduplicated per criterion — serves what it can from the
-verdict cache or from an identical call already in flight, sends the rest concurrently
-(the backends enforce each judge's concurrency limit), and assembles each item's reward,
+For each request it plans (:meth:`Engine.plan`, before admission): it checks every item on
+its own (a bad one is ``rejected``, the rest go on) and plans one judge call per (item,
+judge, criterion) — or one holistic call per (item, judge) for ``combine: implicit``, or
+one call answering all criteria per (item, judge) for a judge with method ``batched``,
+whose verdicts are still cached and deduplicated per criterion. Then it runs the plan
+(:meth:`Engine.run`): the detectors, then it serves what it can from the verdict cache or
+from an identical call already in flight, sends the rest concurrently (the backends
+enforce each judge's concurrency limit), and assembles each item's reward,
 status, uncertainty and breakdown with the pure functions of ``core.aggregate``.
 
 It returns domain results (``core.results``); the server turns them into wire models.
@@ -32,11 +33,10 @@ from rewardsvc.core.results import (
     JudgeOutcome,
     Usage,
 )
-from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
+from rewardsvc.core.rollout import ItemIn, ScoreOptions
 from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.graders.registry import Graders, grade_criteria
 from rewardsvc.graders.result import GraderResult
-from rewardsvc.judges import prompts
 from rewardsvc.judges.judge import Judge
 from rewardsvc.safety.detectors import THREAD_ABOVE_CHARS, detect
 from rewardsvc.scoring import steps
@@ -48,12 +48,13 @@ from rewardsvc.scoring.assemble import (
     judge_outcome,
     step_results,
 )
+from rewardsvc.scoring.batch_plan import BatchPlan
 from rewardsvc.scoring.comparer import Comparer
 from rewardsvc.scoring.groups import Comparing
 from rewardsvc.scoring.judging import JudgeLike
 from rewardsvc.scoring.pacing import Pacer
 from rewardsvc.scoring.parts import Part, split
-from rewardsvc.scoring.planning import Call, Prepared, plan
+from rewardsvc.scoring.planning import Call, Prepared, When, plan
 from rewardsvc.scoring.selection import min_judges_for, select_judges
 from rewardsvc.scoring.serving import Expiry, Outcome, serve, tally
 from rewardsvc.storage.cache import VerdictCache
@@ -62,18 +63,20 @@ from rewardsvc.storage.calibration import CalibrationWindows
 log = logging.getLogger(__name__)
 
 
-def planned_cost(rubric: Rubric, rollout: Rollout) -> tuple[int, int]:
-    """The calls one judge makes for ``rollout`` under ``rubric``, as ``planning.plan`` plans
-    them, and the prompt bytes they carry at most: what admission weighs before anything
-    is rendered. A batched judge makes fewer calls; graders make none."""
-    calls = 1 if rubric.implicit_combine else sum(1 for c in rubric.criteria if c.asks_judges)
-    calls += rollout.step_count() * len(rubric.step_criteria)
-    each = (
-        prompts.CALL_OVERHEAD_BYTES
-        + prompts.rubric_bytes(rubric)
-        + prompts.text_bytes(rollout.prompt, rollout.completion, rollout.reference)
-    )
-    return calls, calls * each
+async def _flags(p: Prepared) -> list[str]:
+    """The detectors' flags on a prepared item, with its rollout's notes."""
+    rollout = p.rollout
+    try:
+        # Linear time, but a long text still takes milliseconds: off the event loop.
+        if len(rollout.completion) + len(rollout.prompt) > THREAD_ABOVE_CHARS:
+            found = await asyncio.to_thread(detect, rollout)
+        else:
+            found = detect(rollout)
+        return sorted(set(found) | set(rollout.notes()))
+    except Exception:
+        # A detector bug must not sink the batch; the item is scored without flags.
+        log.exception("detectors failed on items[%d]", p.index)
+        return []
 
 
 class Engine:
@@ -105,7 +108,7 @@ class Engine:
 
     # ----------------------------------------------------------- request-level checks
 
-    async def _prepare(self, rubric: Rubric, index: int, item: ItemIn) -> Prepared | ItemReward:
+    def _prepare(self, rubric: Rubric, index: int, item: ItemIn) -> Prepared | ItemReward:
         def reject(message: str) -> ItemReward:
             return ItemReward(id=item.id, reward=None, status="rejected", error=message)
 
@@ -126,34 +129,20 @@ class Engine:
                 )
         if rubric.requires_reference and rollout.reference is None:
             return reject(f"{prefix}.reference: rubric {rubric.id!r} requires a reference")
-        try:
-            # Linear time, but a long text still takes milliseconds: off the event loop.
-            if len(rollout.completion) + len(rollout.prompt) > THREAD_ABOVE_CHARS:
-                found = await asyncio.to_thread(detect, rollout)
-            else:
-                found = detect(rollout)
-            flags = sorted(set(found) | set(rollout.notes()))
-        except Exception:
-            # A detector bug must not sink the batch; the item is scored without flags.
-            log.exception("detectors failed on %s", prefix)
-            flags = []
-        return Prepared(index, item.id, rollout, flags)
+        return Prepared(index, item.id, rollout, [])
 
     # ----------------------------------------------------------- scoring
 
-    async def score(
+    async def plan(
         self,
         rubric: Rubric,
         items: Sequence[ItemIn],
         options: ScoreOptions | None = None,
         metrics_label: str | None = None,
-        deadline: float | None = None,
-    ) -> BatchResult:
-        """Rewards for ``items`` in input order.
-
-        ``deadline`` (``time.monotonic()`` seconds) bounds the judge and grader work: calls
-        still running then are cancelled and count as failed (``error_kind`` ``deadline``),
-        so the batch is answered in time with those items as ``judge_error`` or ``degraded``.
+    ) -> BatchPlan:
+        """The plan of scoring ``items`` with ``rubric``: each item checked on its own (a
+        bad one rejected), the judge calls of the rest and what they cost. Nothing is judged
+        or graded, and no detector runs: :meth:`run` does that, once admitted.
 
         ``metrics_label`` names the rubric in metrics (default its id); callers pass a
         fixed label for inline rubrics, whose ids are the client's to choose and would
@@ -163,29 +152,61 @@ class Engine:
         a judge the rubric does not list, ``options.min_judges`` above the judges selected,
         or a rubric judge missing from the pool); item-level problems never raise.
         """
-        started = time.perf_counter()
         options = options or ScoreOptions()
         names = select_judges(rubric, self.judges, options.judges)
         min_judges = min_judges_for(rubric, options.min_judges, len(names))
-        version = rubric.version()
-
-        results: list[ItemReward | None] = [None] * len(items)
+        rejected: list[ItemReward | None] = [None] * len(items)
         pacer = Pacer()  # a large batch must not hold the loop from start to end
-        usage = Usage()
+        when = When()
         parts = split(rubric, items)
+        for part in parts:
+            part.prepared = await self._prepare_all(
+                part.rubric, items, part.positions, rejected, pacer
+            )
+            part.calls = await plan(
+                self.judges, part.rubric, part.rubric.version(), names, part.prepared, when, pacer
+            )
+        return BatchPlan(
+            rubric, list(items), options, names, min_judges, parts, rejected, metrics_label, when
+        )
+
+    async def score(
+        self,
+        rubric: Rubric,
+        items: Sequence[ItemIn],
+        options: ScoreOptions | None = None,
+        metrics_label: str | None = None,
+        deadline: float | None = None,
+    ) -> BatchResult:
+        """Rewards for ``items`` in input order: :meth:`plan`, then :meth:`run` (for callers
+        that admit nothing in between)."""
+        return await self.run(await self.plan(rubric, items, options, metrics_label), deadline)
+
+    async def run(self, batch_plan: BatchPlan, deadline: float | None = None) -> BatchResult:
+        """Run ``batch_plan`` (once): the rewards of its items, in input order.
+
+        ``deadline`` (``time.monotonic()`` seconds) bounds the judge and grader work: calls
+        still running then are cancelled and count as failed (``error_kind`` ``deadline``),
+        so the batch is answered in time with those items as ``judge_error`` or ``degraded``.
+        """
+        started = time.perf_counter()
+        rubric, options, names = batch_plan.rubric, batch_plan.options, batch_plan.names
+        batch_plan.when.at = deadline
+        version = rubric.version()
+        results = list(batch_plan.rejected)
+        pacer = Pacer()
+        usage = Usage()
+        parts = batch_plan.parts
         await asyncio.gather(
-            *(self._judge(p, items, options, names, results, usage, deadline, pacer) for p in parts)
+            *(self._judge(p, options, names, usage, deadline, pacer) for p in parts)
         )
         episodes = any(steps.episode_rubric(p.rubric) is not None for p in parts)
         if episodes and rubric.aggregation.calibration != "none":
             await self._calibrate(rubric, version, names, [r for p in parts for r in p.rows])
         rule = options.rule or rubric.aggregation.rule
         for part in parts:
-            for p, result in zip(
-                part.prepared,
-                await self._assemble(part, rule, names, min_judges, pacer),
-                strict=True,
-            ):
+            assembled = await self._assemble(part, rule, names, batch_plan.min_judges, pacer)
+            for p, result in zip(part.prepared, assembled, strict=True):
                 result.group = p.rollout.prompt_key()
                 if part.own:
                     result.version = part.rubric.version()
@@ -199,32 +220,29 @@ class Engine:
             usage=usage,
             run=options.run,
         )
-        self.observer.batch(metrics_label or rubric.id, batch)
+        self.observer.batch(batch_plan.metrics_label or rubric.id, batch)
         return batch
 
     async def _judge(
         self,
         part: Part,
-        items: Sequence[ItemIn],
         options: ScoreOptions,
         names: list[str],
-        results: list[ItemReward | None],
         usage: Usage,
         deadline: float | None,
         pacer: Pacer,
     ) -> None:
-        """Check, plan, judge and grade the items of ``part`` with its rubric; its rows are
-        each item's judge outcomes before calibration."""
+        """Flag, judge and grade the items of ``part`` with its rubric, as planned; its rows
+        are each item's judge outcomes before calibration."""
         rubric = part.rubric
-        part.prepared = await self._prepare_all(rubric, items, part.positions, results, pacer)
-        calls = await plan(
-            self.judges, rubric, rubric.version(), names, part.prepared, deadline, pacer
-        )
+        for p in part.prepared:
+            await pacer.step()
+            p.flags = await _flags(p)
         outcomes, part.graded = await self._judge_and_grade(
-            rubric, calls, part.prepared, options.use_cache, deadline, pacer
+            rubric, part.calls, part.prepared, options.use_cache, deadline, pacer
         )
         usage.grader_calls += sum(len(g) for g in part.graded)
-        part.verdicts = tally(calls, outcomes, names, len(part.prepared), usage)
+        part.verdicts = tally(part.calls, outcomes, names, len(part.prepared), usage)
         add_grades(part.verdicts, part.graded)
         episode = steps.episode_rubric(rubric)
         for per_judge in part.verdicts:
@@ -270,7 +288,7 @@ class Engine:
         prepared: list[Prepared] = []
         for index in positions:
             await pacer.step()
-            outcome = await self._prepare(rubric, index, items[index])
+            outcome = self._prepare(rubric, index, items[index])
             if isinstance(outcome, Prepared):
                 prepared.append(outcome)
             else:

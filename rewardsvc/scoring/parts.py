@@ -16,7 +16,7 @@ from rewardsvc.core.results import JudgeOutcome
 from rewardsvc.core.rollout import ItemIn
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.result import GraderResult
-from rewardsvc.scoring.planning import Prepared
+from rewardsvc.scoring.planning import Call, Prepared
 from rewardsvc.scoring.serving import Outcome
 
 
@@ -30,6 +30,8 @@ class Part:
     own: bool = False
     """Whether ``rubric`` is the items' own (not the batch's)."""
     prepared: list[Prepared] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    """The judge calls planned for ``prepared`` (``Call.item`` indexes it)."""
     verdicts: list[dict[str, dict[str, Outcome]]] = field(default_factory=list)
     graded: list[dict[str, GraderResult]] = field(default_factory=list)
     rows: list[dict[str, JudgeOutcome]] = field(default_factory=list)

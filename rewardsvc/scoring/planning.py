@@ -5,25 +5,56 @@ judge) for step criteria. A judge that scores whole items (a reward model) is as
 criteria: one call per item, under ``aggregate.HOLISTIC``, and for step criteria one per
 step (``HOLISTIC@stepK``, the trajectory up to step K as the item) or, for a process reward
 model, one per trajectory shared by its steps and the item. Each call carries its
-verdict-cache key.
+verdict-cache key and its cost: one call (a call shared by several verdicts is carried by
+the first of them) and the prompt bytes it shows at most, bounded from the texts before
+anything is rendered. The calls read the request's deadline when they start (``When``):
+a plan is made before its request is admitted, and run after.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from rewardsvc.core import aggregate
 from rewardsvc.core.rollout import Rollout
-from rewardsvc.core.rubric import Rubric
+from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.trajectory import step_key
 from rewardsvc.core.verdict import Verdict
+from rewardsvc.judges import prompts
 from rewardsvc.judges.batching import SharedCall, by_view
 from rewardsvc.scoring import steps
 from rewardsvc.scoring.judging import JudgeLike, WholeItemJudge, batching_of, whole_item_of
 from rewardsvc.scoring.pacing import Pacer
 from rewardsvc.storage.cache import cache_key
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What planned work costs: judge calls, and the prompt bytes they carry at most."""
+
+    calls: int = 0
+    prompt_bytes: int = 0
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(self.calls + other.calls, self.prompt_bytes + other.prompt_bytes)
+
+
+ONE_CALL = Cost(1)
+SHARED = Cost()
+"""The cost of a verdict read from a call another verdict of the plan carries."""
+
+
+@dataclass
+class When:
+    """The deadline a plan's calls run by (``time.monotonic()`` seconds), set when the plan
+    runs: the calls are made before it is known."""
+
+    at: float | None = None
 
 
 @dataclass
@@ -46,6 +77,34 @@ class Call:
     key: bytes
     run: Callable[[], Awaitable[Verdict]]
     batch: SharedCall | None = None  # the call this verdict shares with its item's other criteria
+    cost: Cost = ONE_CALL
+
+
+def question_bytes(rubric: Rubric, criteria: Sequence[Criterion], texts: int) -> int:
+    """The prompt bytes of one call asking ``criteria`` of ``rubric`` about an item whose
+    texts are ``texts`` bytes (:func:`item_bytes`), at most, before it is rendered: the
+    call's overhead, the rubric's instructions, those criteria (one holistic or batched call
+    lists several) and the texts."""
+    shown = len(rubric.instructions.encode()) + sum(
+        len(c.text.encode()) + (prompts.GIVEN_OVERHEAD_BYTES if rubric.from_item(c) else 0)
+        for c in criteria
+    )
+    return prompts.CALL_OVERHEAD_BYTES + shown + texts
+
+
+def item_bytes(rollout: Rollout) -> int:
+    """The texts of ``rollout`` a call shows (a reward model reads the item alone)."""
+    return prompts.text_bytes(rollout.prompt, rollout.completion, rollout.reference)
+
+
+async def _late(when: When, ask: Callable[..., Awaitable[_T]], *args: Any) -> _T:
+    """``ask(*args)`` by the plan's deadline, read when the call starts."""
+    return await ask(*args, deadline=when.at)
+
+
+def _by(when: When, ask: Callable[..., Awaitable[_T]], *args: Any) -> Callable[[], Awaitable[_T]]:
+    """A call of ``ask(*args)`` that runs by the deadline ``when`` holds then."""
+    return functools.partial(_late, when, ask, *args)
 
 
 @dataclass(frozen=True)
@@ -58,18 +117,20 @@ class _Slot:
     pos: int
     item: Prepared
     digest: str  # the item's, hashed once for all its judges
-    deadline: float | None
+    texts: int  # the item's text bytes, counted once for all its judges
+    when: When
 
     def call(
         self,
         criterion: str,
         digest: str,
         run: Callable[[], Awaitable[Verdict]],
+        cost: Cost,
         batch: SharedCall | None = None,
     ) -> Call:
         """The call answering ``criterion`` about the rollout of ``digest``."""
         key = cache_key(self.version, self.identity, criterion, digest)
-        return Call(self.pos, self.name, criterion, key, run, batch)
+        return Call(self.pos, self.name, criterion, key, run, batch, cost)
 
 
 async def plan(
@@ -78,7 +139,7 @@ async def plan(
     version: str,
     names: list[str],
     prepared: list[Prepared],
-    deadline: float | None,
+    when: When,
     pacer: Pacer,
 ) -> list[Call]:
     """One call per (item, judge, criterion), item-major so that the calls for one
@@ -89,8 +150,8 @@ async def plan(
     calls: list[Call] = []
     for pos, p in enumerate(prepared):
         await pacer.step()
-        digest = p.rollout.digest()
-        slots = {n: _Slot(n, identities[n], version, pos, p, digest, deadline) for n in names}
+        digest, texts = p.rollout.digest(), item_bytes(p.rollout)
+        slots = {n: _Slot(n, identities[n], version, pos, p, digest, texts, when) for n in names}
         for name in names:
             whole = whole_item_of(judges[name])
             if whole is not None:
@@ -102,24 +163,21 @@ async def plan(
         asked = [n for n in names if whole_item_of(judges[n]) is None]
         for sc in steps.plan(rubric, p.rollout):
             step_digest = sc.rollout.digest()
+            cost = Cost(1, question_bytes(rubric, [sc.criterion], item_bytes(sc.rollout)))
             for name in asked:
-                run = functools.partial(
-                    judges[name].score_criterion,
-                    rubric,
-                    sc.criterion,
-                    sc.rollout,
-                    deadline=deadline,
-                )
-                calls.append(slots[name].call(sc.key, step_digest, run))
+                judge = judges[name]
+                run = _by(when, judge.score_criterion, rubric, sc.criterion, sc.rollout)
+                calls.append(slots[name].call(sc.key, step_digest, run, cost))
     return calls
 
 
 def _episode_calls(judge: JudgeLike, rubric: Rubric, slot: _Slot) -> list[Call]:
     """One judge's calls on one item's episode criteria."""
-    rollout, deadline, digest = slot.item.rollout, slot.deadline, slot.digest
+    rollout, when, digest, texts = slot.item.rollout, slot.when, slot.digest, slot.texts
     if rubric.implicit_combine:
-        run = functools.partial(judge.score_holistic, rubric, rollout, deadline=deadline)
-        return [slot.call(aggregate.HOLISTIC, digest, run)]
+        run = _by(when, judge.score_holistic, rubric, rollout)
+        cost = Cost(1, question_bytes(rubric, rubric.criteria, texts))
+        return [slot.call(aggregate.HOLISTIC, digest, run, cost)]
     asked = [c for c in rubric.criteria if c.asks_judges]
     batching = batching_of(judge)
     if batching is None:
@@ -127,18 +185,19 @@ def _episode_calls(judge: JudgeLike, rubric: Rubric, slot: _Slot) -> list[Call]:
             slot.call(
                 c.id,
                 digest,
-                functools.partial(judge.score_criterion, rubric, c, rollout, deadline=deadline),
+                _by(when, judge.score_criterion, rubric, c, rollout),
+                Cost(1, question_bytes(rubric, [c], texts)),
             )
             for c in asked
         ]
     calls: list[Call] = []
     for group in by_view(rubric, asked):
-        batch = SharedCall(
-            functools.partial(batching.score_criteria, rubric, group, rollout, deadline=deadline)
-        )
+        batch = SharedCall(_by(when, batching.score_criteria, rubric, group, rollout))
+        cost = Cost(1, question_bytes(rubric, group, texts))
         for criterion in group:
             run = functools.partial(batch.verdict, criterion.id)
-            calls.append(slot.call(criterion.id, digest, run, batch))
+            calls.append(slot.call(criterion.id, digest, run, cost, batch))
+            cost = SHARED  # the group's first verdict carries the call
     return calls
 
 
@@ -148,25 +207,30 @@ def _item_calls(judge: WholeItemJudge, rubric: Rubric, slot: _Slot) -> list[Call
     share (a process reward model, whose item score is then its last step's, from the same
     call). A step's verdict is keyed by the trajectory up to it, which is all a causal
     model's score at that step depends on."""
-    rollout, deadline = slot.item.rollout, slot.deadline
+    rollout, when = slot.item.rollout, slot.when
     calls: list[Call] = []
     steps = rollout.step_count() if rubric.step_criteria else 0
     shared = None
     if steps and judge.scores_steps:
-        shared = SharedCall(functools.partial(judge.score_steps, rollout, deadline=deadline))
+        shared = SharedCall(_by(when, judge.score_steps, rollout))
+    # The shared call is carried by the first verdict read from it.
+    carried = Cost(1, prompts.CALL_OVERHEAD_BYTES + slot.texts)
     if rubric.has_episode_criteria:
         if shared is not None:
             last = functools.partial(shared.verdict, step_key(aggregate.HOLISTIC, steps - 1))
-            calls.append(slot.call(aggregate.HOLISTIC, slot.digest, last, shared))
+            calls.append(slot.call(aggregate.HOLISTIC, slot.digest, last, carried, shared))
+            carried = SHARED
         else:
-            run = functools.partial(judge.score_item, rollout, deadline=deadline)
-            calls.append(slot.call(aggregate.HOLISTIC, slot.digest, run))
+            run = _by(when, judge.score_item, rollout)
+            calls.append(slot.call(aggregate.HOLISTIC, slot.digest, run, carried))
     for k in range(steps):
         at = rollout.at_step(k)
         sk = step_key(aggregate.HOLISTIC, k)
         if shared is not None:
-            calls.append(slot.call(sk, at.digest(), functools.partial(shared.verdict, sk), shared))
+            run = functools.partial(shared.verdict, sk)
+            calls.append(slot.call(sk, at.digest(), run, carried, shared))
+            carried = SHARED
         else:
-            run = functools.partial(judge.score_item, at, deadline=deadline)
-            calls.append(slot.call(sk, at.digest(), run))
+            cost = Cost(1, prompts.CALL_OVERHEAD_BYTES + item_bytes(at))
+            calls.append(slot.call(sk, at.digest(), _by(when, judge.score_item, at), cost))
     return calls

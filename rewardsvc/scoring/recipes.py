@@ -1,7 +1,8 @@
 """Running a recipe: graders first, then gates, then the judged rubrics, for one batch.
 
 The runner is pure orchestration. Judged components (rubrics and constitutions) are
-scored through an injected :data:`ScoreRubric` (the engine's batch scorer), graders
+scored through an injected :class:`JudgedComponents` (the engine's plans of them:
+:class:`~.recipe_plan.ComponentPlans`), graders
 through :class:`~rewardsvc.graders.registry.Graders` in its worker processes, queued as one
 request's and within the request's deadline. Components run
 cheapest first:
@@ -12,7 +13,7 @@ cheapest first:
 3. the other judged components, concurrently, on the items still undecided.
 
 An item that fails a gate gets that gate's floor as its reward, status ``ok``, and no
-further judge call; the calls it would have cost are counted in
+further judge call; the calls its plan held for it are counted in
 ``usage.judge_calls_skipped``. An item whose gate or veto could not be scored (a judge
 failed) gets reward None with status ``judge_error``, as does one missing any weighted
 component's score.
@@ -26,8 +27,9 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from rewardsvc.core.objectives import recipe_objectives
 from rewardsvc.core.recipe import (
@@ -40,54 +42,34 @@ from rewardsvc.core.recipe import (
     resolve_components,
 )
 from rewardsvc.core.results import BatchResult, ItemReward, Status, Usage, add_cost
-from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
+from rewardsvc.core.rollout import ItemIn, Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.registry import Graders
-from rewardsvc.scoring.engine import Engine
+from rewardsvc.scoring.recipe_plan import needs_reference
 
 __all__ = [
+    "JudgedComponents",
     "RecipeRunner",
     "RoutePlan",
-    "ScoreRubric",
     "combine",
-    "engine_scorer",
     "plan_routes",
-    "planned_calls",
     "resolve_components",  # lives in the core (the library checks recipes with it)
 ]
 
-ScoreRubric = Callable[[Rubric, list[Rollout], ScoreOptions | None], Awaitable[BatchResult]]
-"""Scores a batch of rollouts with one rubric (the engine); results in input order."""
 
+class JudgedComponents(Protocol):
+    """A batch's judged components, as planned: the runner asks for some of the items."""
 
-def engine_scorer(
-    engine: Engine, deadline: float | None = None, metrics_label: str | None = None
-) -> ScoreRubric:
-    """The :data:`ScoreRubric` of ``engine``, with the request's deadline and metrics label."""
+    async def score(self, component: str, positions: list[int]) -> BatchResult:
+        """Component ``component``'s batch of the items at ``positions``, in that order."""
+        ...
 
-    async def score(
-        rubric: Rubric, rollouts: list[Rollout], options: ScoreOptions | None
-    ) -> BatchResult:
-        items = [ItemIn(str(n), rollout) for n, rollout in enumerate(rollouts)]
-        return await engine.score(
-            rubric, items, options, metrics_label=metrics_label, deadline=deadline
-        )
-
-    return score
+    def planned(self, component: str, position: int) -> int:
+        """The judge calls component ``component`` planned for the item at ``position``."""
+        ...
 
 
 _STATUS_RANK: dict[Status, int] = {"ok": 0, "degraded": 1, "judge_error": 2, "rejected": 3}
-
-
-def planned_calls(rubric: Rubric, options: ScoreOptions | None = None) -> int:
-    """Judge calls one item costs under ``rubric``: one per judge and criterion, or one
-    per judge for a holistic (``combine: implicit``) rubric; ``options.judges`` narrows
-    the judges."""
-    judges = [j.name for j in rubric.judges]
-    if options is not None and options.judges is not None:
-        judges = [name for name in judges if name in options.judges]
-    per_judge = 1 if rubric.implicit_combine else len(rubric.criteria)
-    return per_judge * len(judges)
 
 
 @dataclass
@@ -135,12 +117,6 @@ class _Item:
         return self.decided_by is None and self.failed is None
 
 
-def _needs_reference(component: Component, rubrics: Mapping[str, Rubric]) -> bool:
-    if component.grader is not None:
-        return component.grader.needs_reference
-    return rubrics[component.id].requires_reference
-
-
 def _items_of(
     recipe: Recipe, rubrics: Mapping[str, Rubric], batch: Sequence[ItemIn]
 ) -> list[_Item]:
@@ -152,7 +128,7 @@ def _items_of(
         for i in batch
     ]
     for component in recipe.components:
-        if _needs_reference(component, rubrics):
+        if needs_reference(component, rubrics):
             for item in items:
                 if item.rollout.reference is None and item.failed is None:
                     item.failed = f"reference: component {component.id!r} needs a reference"
@@ -161,13 +137,14 @@ def _items_of(
 
 
 class RecipeRunner:
-    """Runs recipes with one engine (``score_rubric``) and one set of graders; grading
-    ends by ``deadline`` (``time.monotonic()`` seconds), the request's."""
+    """Runs a recipe's batch with its judged components as planned (``judged``) and one set
+    of graders; grading ends by ``deadline`` (``time.monotonic()`` seconds), the
+    request's."""
 
     def __init__(
-        self, score_rubric: ScoreRubric, graders: Graders, deadline: float | None = None
+        self, judged: JudgedComponents, graders: Graders, deadline: float | None = None
     ) -> None:
-        self.score_rubric = score_rubric
+        self.judged = judged
         self.graders = graders
         self.deadline = deadline
 
@@ -176,16 +153,15 @@ class RecipeRunner:
         recipe: Recipe,
         rubrics: Mapping[str, Rubric],
         batch: Sequence[ItemIn],
-        options: ScoreOptions | None = None,
     ) -> RecipeResult:
         """Rewards for ``batch`` under ``recipe``, in input order; ``rubrics`` from
-        :func:`resolve_components`; ``options`` go to every ``score_rubric`` call. Items
-        the server could not read (``rollout`` None) come back rejected with their error."""
+        :func:`resolve_components`, ``batch`` the items ``judged`` planned. Items the server
+        could not read (``rollout`` None) come back rejected with their error."""
         started = time.perf_counter()
         usage = Usage()
         items = _items_of(recipe, rubrics, batch)
         judged_gates = await self._run_graders(recipe, items, usage)
-        await self._run_judged(recipe, rubrics, judged_gates, items, usage, options)
+        await self._run_judged(recipe, rubrics, judged_gates, items, usage)
         usage.latency_ms = (time.perf_counter() - started) * 1000
         versions = {
             ref: rubrics[c.id].version()
@@ -234,28 +210,26 @@ class RecipeRunner:
         judged_gates: list[Component],
         items: list[_Item],
         usage: Usage,
-        options: ScoreOptions | None,
     ) -> None:
         """Steps 2 and 3: the judged gates in turn, then the other judged components
         concurrently; the components an item never reached are marked skipped."""
         for component in judged_gates:
             gate = next(g for g in recipe.gates if g.component == component.id)
-            await self._judge(component, rubrics[component.id], items, usage, options)
+            await self._judge(component, items, usage)
             for item in items:
                 self._apply_gate(item, component.id, gate.threshold, gate.floor)
 
         gate_ids = [g.component for g in recipe.gates]
         rest = [c for c in recipe.components if c.grader is None and c.id not in gate_ids]
-        await asyncio.gather(*(self._judge(c, rubrics[c.id], items, usage, options) for c in rest))
+        await asyncio.gather(*(self._judge(c, items, usage) for c in rest))
         # A component an item never reached is skipped; its judge calls count as saved.
         for component in [*judged_gates, *rest]:
-            rubric = rubrics[component.id]
-            version = rubric.version()
-            for item in items:
+            version = rubrics[component.id].version()
+            for n, item in enumerate(items):
                 if component.id in item.components:
                     continue
                 if item.status != "rejected":
-                    usage.judge_calls_skipped += planned_calls(rubric, options)
+                    usage.judge_calls_skipped += self.judged.planned(component.id, n)
                 reason = f"gate {item.decided_by!r} failed" if item.decided_by else item.failed
                 item.components[component.id] = ComponentOutcome(
                     component.kind, component.weight, None, version=version, skipped=reason
@@ -296,18 +270,12 @@ class RecipeRunner:
 
         await asyncio.gather(*(one(item) for item in items))
 
-    async def _judge(
-        self,
-        component: Component,
-        rubric: Rubric,
-        items: list[_Item],
-        usage: Usage,
-        options: ScoreOptions | None,
-    ) -> None:
-        todo = [item for item in items if item.open]
-        if not todo:
+    async def _judge(self, component: Component, items: list[_Item], usage: Usage) -> None:
+        positions = [n for n, item in enumerate(items) if item.open]
+        if not positions:
             return
-        batch = await self.score_rubric(rubric, [item.rollout for item in todo], options)
+        todo = [items[n] for n in positions]
+        batch = await self.judged.score(component.id, positions)
         usage.judge_calls += batch.usage.judge_calls
         usage.cache_hits += batch.usage.cache_hits
         usage.prompt_tokens += batch.usage.prompt_tokens

@@ -13,9 +13,10 @@ the domain rooms and the wire models; the CLI and ``rewardsvc eval`` never impor
 (except ``rewardsvc serve``, which starts it).
 
 A request's path: route (body parsed into wire models, key checked) → ``Service``
-(target resolved by ``rewardsvc.application.targets``, the batch's limits checked once
-by ``plan``, in-flight slots taken; work that outlives the exchange admitted to the
-ledger) → ``rewardsvc.application.targets.score_target`` (items read, the target scores
-them) → engine or recipe runner (``rewardsvc.scoring``) → judges and graders → back
-through ``rewardsvc.application.wire`` to the route's response, and the reward log.
+(target resolved by ``rewardsvc.application.targets``, items read, the batch planned by
+``rewardsvc.application.targets.plan_request`` and its cost checked once by ``plan``,
+in-flight slots taken; work that outlives the exchange admitted to the ledger) → the
+plan run (``RequestPlan.run``) → engine or recipe runner (``rewardsvc.scoring``) →
+judges and graders → back through ``rewardsvc.application.wire`` to the route's
+response, and the reward log.
 """

@@ -1,23 +1,18 @@
 """The work a request plans, checked before it is admitted (413 naming the limit).
 
 The service calls these once per request: the rubric's size (criteria, judges), the
-judge calls and prompt bytes it plans, and an inline rubric's or recipe's size.
+judge calls and prompt bytes its plan costs (counted by the plan itself: the application
+plans, the server checks, then the same plan runs), and an inline rubric's or recipe's
+size.
 """
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from rewardsvc.application.targets import Target
 from rewardsvc.core.errors import ErrorKind, TooLarge
-from rewardsvc.core.rollout import ItemIn, Rollout
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.protocol.rewards import RewardOptions
-from rewardsvc.scoring.engine import planned_cost
 from rewardsvc.settings import Settings
 
 
@@ -53,18 +48,8 @@ def check_explain(settings: Settings, prompt_bytes: int) -> None:
         )
 
 
-@dataclass(frozen=True)
-class Planned:
-    """A request's items as read, and the judge calls and prompt bytes they plan."""
-
-    inputs: list[ItemIn]
-    calls: int
-    prompt_bytes: int
-
-
-def calls_per_item(settings: Settings, rubric: Rubric, options: RewardOptions) -> int:
-    """Judge calls one item costs at most; 413 when the rubric exceeds the limits of
-    criteria or judges per rubric."""
+def check_rubric_size(settings: Settings, rubric: Rubric) -> None:
+    """413 when ``rubric`` exceeds the limits of criteria or judges per rubric."""
     limits = (
         ("max_criteria", len(rubric.criteria), settings.max_criteria, "criteria"),
         ("max_judges", len(rubric.judges), settings.max_judges, "judges"),
@@ -76,26 +61,6 @@ def calls_per_item(settings: Settings, rubric: Rubric, options: RewardOptions) -
                 kind=ErrorKind.TOO_MUCH_WORK,
                 field=f"rubric.{part}",
             )
-    return judges_asked(rubric, options) * (1 if rubric.implicit_combine else len(rubric.criteria))
-
-
-def prompt_bytes(target: Target, inputs: Sequence[ItemIn], options: RewardOptions) -> int:
-    """The prompt bytes a batch plans at most, before anything is rendered: per item,
-    its calls under the rubric (each carrying its texts) times the judges asked."""
-
-    def bytes_under(rubric: Rubric, rollout: Rollout) -> int:
-        return judges_asked(rubric, options) * planned_cost(rubric, rollout)[1]
-
-    return sum(
-        target.item_cost(item, functools.partial(bytes_under, rollout=item.rollout))
-        for item in inputs
-        if item.rollout is not None
-    )
-
-
-def judges_asked(rubric: Rubric, options: RewardOptions) -> int:
-    """The judges a request asks for each call of ``rubric``."""
-    return len(options.judges) if options.judges else len(rubric.judges)
 
 
 def check_inline_size(doc: Any, limit: int, where: str = "rubric") -> None:

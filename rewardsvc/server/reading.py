@@ -2,10 +2,11 @@
 
 Reading is CPU work in proportion to the body: every item validated, every distinct set of
 item criteria made into a rubric and validated, every dataset text scanned by the
-detectors, then the plan's cost counted. A body near ``max_body_bytes`` takes seconds of
-it, so the limits that need no reading come first (how many items, groups' completions,
-pairs: 413 at once), then the reading runs in a worker thread (``asyncio.to_thread``,
-which carries the request's API-key grant along), and the loop keeps serving others.
+detectors (the application's plan counts the cost after). A body near ``max_body_bytes``
+takes seconds of it, so the limits that need no reading come first (how many items,
+groups' completions, pairs: 413 at once), then the reading runs in a worker thread
+(``asyncio.to_thread``, which carries the request's API-key grant along), and the loop
+keeps serving others.
 
 Item criteria are dataset text and make a rubric the request wrote: :func:`item_rubrics`
 bounds them (an inline rubric's ``max_rubric_bytes``, as JSON, per item; ``max_criteria``)
@@ -17,7 +18,6 @@ and asks the request's key for the right an inline rubric of the same content ne
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,7 +30,7 @@ from rewardsvc.core.rubric import Rubric
 from rewardsvc.protocol.rewards import CriteriaOptions, RewardOptions
 from rewardsvc.scoring.group_plan import GroupIn
 from rewardsvc.server import access
-from rewardsvc.server.admission import calls_per_item, prompt_bytes
+from rewardsvc.server.admission import check_rubric_size
 from rewardsvc.server.guards import check_batch
 from rewardsvc.settings import Settings
 
@@ -63,14 +63,18 @@ def item_rubrics(
 
 def read_items(
     settings: Settings, target: Target, items: Sequence[Any], options: RewardOptions
-) -> tuple[list[ItemIn], int, int]:
-    """The items read (each with its own rubric where it brings criteria), the judge calls
-    and the prompt bytes they plan. CPU work: run it in a worker thread."""
-    per_rubric = functools.partial(calls_per_item, settings, options=options)
+) -> list[ItemIn]:
+    """The items read (each with its own rubric where it brings criteria); 413 when a
+    rubric they are judged with exceeds the criteria or judges per rubric. CPU work: run it
+    in a worker thread."""
+    for rubric in target.judged_rubrics():
+        check_rubric_size(settings, rubric)
     rubrics = item_rubrics(settings, target.template, options)
     inputs = [read_item(i, raw, rubrics) for i, raw in enumerate(items)]
-    calls = sum(target.item_cost(i, per_rubric) for i in inputs)
-    return inputs, calls, prompt_bytes(target, inputs, options)
+    own = {id(i.rubric): i.rubric for i in inputs if i.rubric is not None}
+    for rubric in own.values():
+        check_rubric_size(settings, rubric)
+    return inputs
 
 
 def completions_in(raw: Sequence[Any], parts: Sequence[str]) -> int:

@@ -3,10 +3,10 @@ and the application room.
 
 ``start_service`` composes the application (``rewardsvc.application.root``) and adds the
 server's own parts: the in-flight limiter and held-work ledger, readiness probe, metrics
-observer, monitor metrics and reward log. :class:`Service` (a :class:`~.gate.Gate`) plans
-each request once (:meth:`Service.plan`: items per batch, criteria and judges per rubric,
-calls and prompt bytes, explain's output), admits it, calls the application's scoring and
-writes the reward log.
+observer, monitor metrics and reward log. :class:`Service` (a :class:`~.gate.Gate`) has
+each request planned once by the application (:meth:`Service.plan`: items per batch,
+criteria and judges per rubric, then the plan's calls and prompt bytes and explain's
+output checked), admits that plan's cost, runs the same plan and writes the reward log.
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ from rewardsvc.application.monitoring import alert_logger
 from rewardsvc.application.root import Application, compose
 from rewardsvc.application.targets import (
     INLINE_LABEL,
+    RequestPlan,
     RubricTarget,
     Target,
+    plan_request,
     resolve_target,
-    score_target,
     under_rubric,
 )
 from rewardsvc.core.errors import ErrorKind, RequestError
@@ -46,10 +47,9 @@ from rewardsvc.scoring.groups import GroupBatch
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions
 from rewardsvc.server import access, metrics, monitor_metrics, reading
 from rewardsvc.server.admission import (
-    Planned,
-    calls_per_item,
     check_explain,
     check_inline_size,
+    check_rubric_size,
     check_work,
 )
 from rewardsvc.server.gate import Gate
@@ -173,20 +173,21 @@ class Service(Gate):
         options: RewardOptions,
         field_name: str = "items",
         run: str | None = None,
-    ) -> Planned:
-        """What scoring ``items`` with ``target`` plans, or the refusal it would meet before
-        any judge is asked: the run (403, 402), the batch's size, each item read (a bad one
-        rejected alone), the judge calls and prompt bytes (413), explain's output (413)."""
+    ) -> RequestPlan:
+        """The application's plan of scoring ``items`` with ``target``, or the refusal it
+        meets before any judge is asked: the run (403, 402), the batch's size, each item
+        read (a bad one rejected alone), the plan's judge calls and prompt bytes (413),
+        explain's output (413)."""
         self.claim_run(run)
         check_batch(len(items), self.settings.max_items, field_name)
-        planned = Planned(
-            *await asyncio.to_thread(  # after the cheap limits, off the loop
-                reading.read_items, self.settings, target, items, options
-            )
+        inputs = await asyncio.to_thread(  # after the cheap limits, off the loop
+            reading.read_items, self.settings, target, items, options
         )
-        check_work(self.settings, planned.calls, planned.prompt_bytes)
+        planned = await plan_request(target, self.engine, items, options, run, inputs=inputs)
+        cost = planned.cost
+        check_work(self.settings, cost.calls, cost.prompt_bytes)
         if options.explain:
-            check_explain(self.settings, planned.prompt_bytes)
+            check_explain(self.settings, cost.prompt_bytes)
         return planned
 
     async def score(
@@ -200,21 +201,20 @@ class Service(Gate):
     ) -> RewardResponse:
         """Score a batch within the request's deadline and the work limits (items per
         batch, criteria and judges per rubric, items and judge calls in flight, explain's
-        output held); log it when configured."""
+        output held): the plan admitted is the plan run; log it when configured."""
         target = rubric if isinstance(rubric, Target) else RubricTarget.of(rubric, metrics_label)
         planned = await self.plan(target, items, options, field_name, run)
+        cost = planned.cost
         deadline = time.monotonic() + self.settings.request_timeout_s
         # The explain output is held until the answer is sent: counted as held work.
         explaining = (
-            self.ledger.hold(planned.prompt_bytes, "the explain output", "options.explain")
+            self.ledger.hold(cost.prompt_bytes, "the explain output", "options.explain")
             if options.explain
             else None
         )
         try:
-            with self.admitted(len(items), planned.calls, planned.prompt_bytes):
-                response = await score_target(
-                    target, self.engine, items, options, deadline, run, inputs=planned.inputs
-                )
+            with self.admitted(len(items), cost.calls, cost.prompt_bytes):
+                response = await planned.run(deadline)
         finally:
             if explaining is not None:
                 explaining.release()
@@ -237,7 +237,7 @@ class Service(Gate):
         self.claim_run(run)
         count = sum(len(g.rollouts) for g in groups)
         check_batch(count, self.settings.max_items, "groups")
-        calls_per_item(self.settings, rubric, RewardOptions())
+        check_rubric_size(self.settings, rubric)
         comparer = self.engine.comparer()
         deadline = time.monotonic() + self.settings.request_timeout_s
         plan = await comparer.plan_groups(rubric, groups, options, deadline)
@@ -263,7 +263,7 @@ class Service(Gate):
         supply the metadata)."""
         self.claim_run(run)
         check_batch(2 * len(pairs), self.settings.max_items, "pairs")
-        calls_per_item(self.settings, rubric, RewardOptions())
+        check_rubric_size(self.settings, rubric)
         comparer = self.engine.comparer()
         deadline = time.monotonic() + self.settings.request_timeout_s
         plan = await comparer.plan_preferences(rubric, pairs, options, deadline)

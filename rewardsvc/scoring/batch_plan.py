@@ -1,0 +1,78 @@
+"""A batch's plan: what the engine will ask, made before the request is admitted.
+
+:meth:`~.engine.Engine.plan` checks every item on its own (the cheap request-level checks:
+text sizes, a needed reference) and plans the judge calls of the rest; the plan's
+:attr:`BatchPlan.cost` is what admission weighs, exactly the calls
+:meth:`~.engine.Engine.run` then makes (a batched or shared call counted once, graders
+none), and the prompt bytes they carry at most. A plan runs once; :meth:`BatchPlan.only`
+is the plan of some of its items (a recipe judges the items its gates left open).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from rewardsvc.core.results import ItemReward
+from rewardsvc.core.rollout import ItemIn, ScoreOptions
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.scoring.parts import Part
+from rewardsvc.scoring.planning import Cost, When
+
+
+@dataclass
+class BatchPlan:
+    """The plan of ``items`` scored with ``rubric``: its parts (one per rubric the items are
+    scored with), each with its items that passed the checks and their calls; ``rejected``
+    holds, at their positions, the items that did not. ``when`` is the deadline its calls
+    read (shared with the plans :meth:`only` makes of it)."""
+
+    rubric: Rubric
+    items: list[ItemIn]
+    options: ScoreOptions
+    names: list[str]
+    min_judges: int
+    parts: list[Part]
+    rejected: list[ItemReward | None]
+    metrics_label: str | None = None
+    when: When = dataclasses.field(default_factory=When)
+
+    @cached_property
+    def item_costs(self) -> list[Cost]:
+        """What each item (by position) costs: its calls and their prompt bytes."""
+        costs = [Cost()] * len(self.items)
+        for part in self.parts:
+            for call in part.calls:
+                n = part.prepared[call.item].index
+                costs[n] = costs[n] + call.cost
+        return costs
+
+    @property
+    def cost(self) -> Cost:
+        """What the whole batch costs."""
+        return sum(self.item_costs, Cost())
+
+    def only(self, positions: Sequence[int]) -> BatchPlan:
+        """The plan of the items at ``positions`` (in that order), their calls as planned."""
+        moved = {n: k for k, n in enumerate(positions)}
+        parts = []
+        for part in self.parts:
+            kept = [(pos, p) for pos, p in enumerate(part.prepared) if p.index in moved]
+            at = {pos: k for k, (pos, _) in enumerate(kept)}
+            parts.append(
+                Part(
+                    part.rubric,
+                    [moved[n] for n in part.positions if n in moved],
+                    part.own,
+                    [dataclasses.replace(p, index=moved[p.index]) for _, p in kept],
+                    [dataclasses.replace(c, item=at[c.item]) for c in part.calls if c.item in at],
+                )
+            )
+        return dataclasses.replace(
+            self,
+            items=[self.items[n] for n in positions],
+            parts=parts,
+            rejected=[self.rejected[n] for n in positions],
+        )

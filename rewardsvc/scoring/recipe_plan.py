@@ -1,0 +1,85 @@
+"""A recipe's plan: the engine's plan of each judged component over the batch.
+
+Admission weighs :attr:`ComponentPlans.cost`: every judged component's calls on every item
+the recipe reads (graders make no judge call), as if no gate decided an item. The runner
+(:class:`~.recipes.RecipeRunner`) then judges each component on the items still open,
+running that part of the component's plan, and counts the calls the plan held for the
+others as ``judge_calls_skipped``: the calls made, served and skipped add up to the calls
+admitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from rewardsvc.core.recipe import Component, Recipe
+from rewardsvc.core.results import BatchResult
+from rewardsvc.core.rollout import ItemIn, ScoreOptions
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.scoring.batch_plan import BatchPlan
+from rewardsvc.scoring.engine import Engine
+from rewardsvc.scoring.planning import Cost
+
+
+def needs_reference(component: Component, rubrics: Mapping[str, Rubric]) -> bool:
+    """Whether ``component`` (its grader, or its rubric) needs an item's reference."""
+    if component.grader is not None:
+        return component.grader.needs_reference
+    return rubrics[component.id].requires_reference
+
+
+def read_by(recipe: Recipe, rubrics: Mapping[str, Rubric], item: ItemIn) -> bool:
+    """Whether the recipe reads ``item`` (else it is rejected before any component)."""
+    rollout = item.rollout
+    if rollout is None:
+        return False
+    return rollout.reference is not None or not any(
+        needs_reference(c, rubrics) for c in recipe.components
+    )
+
+
+@dataclass
+class ComponentPlans:
+    """The engine's plan of each judged component of ``recipe`` over one batch, run by
+    ``deadline`` (set once admitted)."""
+
+    engine: Engine
+    plans: dict[str, BatchPlan]
+    deadline: float | None = None
+
+    @classmethod
+    async def of(
+        cls,
+        engine: Engine,
+        recipe: Recipe,
+        rubrics: Mapping[str, Rubric],
+        batch: Sequence[ItemIn],
+        options: ScoreOptions | None = None,
+        metrics_label: str | None = None,
+    ) -> ComponentPlans:
+        """Each judged component planned over the items of ``batch`` the recipe reads (the
+        others plan nothing)."""
+        read = [
+            item if read_by(recipe, rubrics, item) else ItemIn(item.id, None, "not read")
+            for item in batch
+        ]
+        plans = {
+            c.id: await engine.plan(rubrics[c.id], read, options, metrics_label)
+            for c in recipe.components
+            if c.grader is None
+        }
+        return cls(engine, plans)
+
+    @property
+    def cost(self) -> Cost:
+        """What every judged component costs on every item read."""
+        return sum((p.cost for p in self.plans.values()), Cost())
+
+    async def score(self, component: str, positions: list[int]) -> BatchResult:
+        """Component ``component``'s plan run on the items at ``positions``."""
+        return await self.engine.run(self.plans[component].only(positions), self.deadline)
+
+    def planned(self, component: str, position: int) -> int:
+        """The calls component ``component`` planned for the item at ``position``."""
+        return self.plans[component].item_costs[position].calls

@@ -12,6 +12,7 @@ writes the reward log.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import time
 from collections.abc import Mapping, Sequence
@@ -179,11 +180,10 @@ class Service(Gate):
         rejected alone), the judge calls and prompt bytes (413), explain's output (413)."""
         self.claim_run(run)
         check_batch(len(items), self.settings.max_items, field_name)
-        planned = Planned(
-            *await asyncio.to_thread(  # after the cheap limits, off the loop
-                reading.read_items, self.settings, target, items, options
-            )
-        )
+        read = functools.partial(reading.read_items, self.settings, target, items, options)
+        # After the cheap limits; off the loop unless it is quick.
+        quick = reading.reads_quickly(items)
+        planned = Planned(*(read() if quick else await asyncio.to_thread(read)))
         check_work(self.settings, planned.calls, planned.prompt_bytes)
         if options.explain:
             check_explain(self.settings, planned.prompt_bytes)

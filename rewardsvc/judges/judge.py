@@ -39,7 +39,7 @@ from rewardsvc.judges.failures import failed_verdict, failure_of
 from rewardsvc.judges.identity import defuser_for, identity_text
 from rewardsvc.judges.limits import context_tokens, least_tokens
 from rewardsvc.judges.methods import Call, ScoringMethod
-from rewardsvc.judges.prompts import Prompt
+from rewardsvc.judges.prompts import Asking, Prompt
 from rewardsvc.judges.reasoning import reader_for
 from rewardsvc.judges.reward_model import PoolingRequest
 from rewardsvc.judges.shapes import prompt_text
@@ -82,6 +82,8 @@ class Judge:
         self._reader = reader_for(config)
         self._extras = config.request_extras()
         self._identity: tuple[JudgeConfig, Defuser, str] | None = None
+        # How its prompts are asked, made once for as long as the defuser stays the same.
+        self._asking: tuple[Defuser, Asking] | None = None
         # As many turns as the backend has slots (``rewardsvc.judges.turns``).
         self._turns = Turns(name, config.max_concurrency)
 
@@ -280,7 +282,10 @@ class Judge:
     def _prompt_of(self, build: Callable[..., Prompt], *what: object) -> Callable[[], Prompt]:
         """``build`` (a ``rewardsvc.judges.prompts`` builder) of ``what``, as this judge
         asks it (method, API, reasoning budget, defuser), to call once a turn is held."""
-        return functools.partial(build, *what, self._strategy.asking(self.defuser))
+        held = self._asking
+        if held is None or held[0] is not self.defuser:
+            held = self._asking = (self.defuser, self._strategy.asking(self.defuser))
+        return functools.partial(build, *what, held[1])
 
     def _call(self, deadline: float | None) -> Call:
         """A call of this judge, by ``deadline``: its reader bounds a reasoning judge's

@@ -26,7 +26,7 @@ from rewardsvc.judges import routing
 from rewardsvc.monitor.runs import Sample, compute_signals
 from rewardsvc.monitor.stats import ks_statistic
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.server import metrics
+from rewardsvc.server import metrics, reading
 from rewardsvc.storage.cache import VerdictCache
 
 # ------------------------------------------------------------------ rubric versions
@@ -252,3 +252,15 @@ async def test_a_cancelled_request_leaves_the_shared_calls_running() -> None:
     await asyncio.sleep(0.05)
     again = await engine.score(rubric(), items(1))
     assert again.usage.cache_hits == 2
+
+
+def test_only_a_small_batch_without_item_criteria_is_read_on_the_loop() -> None:
+    item = {"id": "a", "prompt": "Q?", "completion": "x" * 100}
+    assert reading.reads_quickly([item] * 8)
+    # Long text, item criteria (each set becomes a rubric), or many small values nested
+    # anywhere: read in a worker thread.
+    assert not reading.reads_quickly([{**item, "completion": "x" * 20_000}])
+    assert not reading.reads_quickly([{**item, "criteria": [{"text": "Names Paris."}]}])
+    turns = [{"role": "user", "content": "y"}] * 1000
+    assert not reading.reads_quickly([{**item, "prompt": turns}])
+    assert not reading.reads_quickly([{**item, "metadata": {"n": list(range(5000))}}])

@@ -6,6 +6,7 @@ against the real vLLM judges is pinned in ``test_judges_real.py``.
 
 from __future__ import annotations
 
+import gzip
 import math
 from collections.abc import AsyncIterator
 from typing import Any
@@ -13,6 +14,8 @@ from typing import Any
 import aiohttp
 import pytest
 import pytest_asyncio
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 from fakejudge import OVERFLOW_MESSAGE, FakeJudge, free_port
 from multidict import CIMultiDict
 
@@ -208,6 +211,32 @@ async def test_a_huge_reply_is_refused_without_reading_it_all(
     assert fake.script.sent_bytes < 2 * MAX_REPLY_BYTES < fake.script.huge_bytes
     error = classify(info.value, fake.url)
     assert error.kind == "unparseable" and "larger than" in str(error)
+
+
+async def test_a_compressed_reply_is_bounded_by_its_inflated_size(
+    transports: list[JudgeTransport],
+) -> None:
+    # A reply's Content-Length counts compressed bytes: a short gzip body that inflates
+    # past the bound is refused as a long one is, not read at once on its length's word.
+    packed = gzip.compress(b'{"choices": []}' + b" " * 4096)
+
+    async def handle(request: web.Request) -> web.Response:
+        headers = {"Content-Encoding": "gzip", "Content-Type": "application/json"}
+        return web.Response(body=packed, headers=headers)
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handle)
+    async with TestServer(app) as server:
+        t = JudgeTransport(
+            str(server.make_url("/v1")),
+            max_connections=2,
+            read_timeout_s=5.0,
+            connect_s=2.0,
+            max_reply_bytes=1024,
+        )
+        transports.append(t)
+        with pytest.raises(ReplyTooLarge):
+            await t.post("/chat/completions", chat_body("hi"), AUTH)
 
 
 def test_failure_messages_hold_no_url() -> None:

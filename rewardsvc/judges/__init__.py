@@ -4,7 +4,8 @@
 one pool entry, which picks a scoring method (``methods``: logprob, structured, sampled;
 ``batching``: all criteria in one call; ``answers``: how an answer is read, a logprob
 included) and an API shape (``shapes``: chat or completion) once from its config, keys its
-verdicts by ``identity`` and refuses prompts that cannot fit its context (``limits``);
+verdicts by ``identity``, refuses prompts that cannot fit its context (``limits``) and
+renders and sends each call in one of its ``turns`` (as many as its concurrency);
 ``backends`` reaches the endpoints with deadlines, retries (``retrying``) and per-URL
 circuit breakers (``breaker``), picks a replica by prefix affinity (``routing``), keeps a
 hosted judge's RPM/TPM limits and its provider's rate-limit headers (``ratelimit``),

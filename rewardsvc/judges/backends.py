@@ -20,16 +20,13 @@ deadline covering the wait for a free slot, every attempt and every backoff:
 attempt and the longest backoffs, or sooner when the caller passes its own ``deadline`` (a
 ``time.monotonic()`` instant, e.g. the end of a trainer's request).
 
-Retries are ours (tenacity), not the HTTP client's (it has none), so that one policy
-applies everywhere: retry 429, 5xx, connection errors, timeouts and malformed 200s with
-exponential backoff plus jitter, wait at least what a ``Retry-After`` header asks (a call
-asked more than the judge's ``retry_after_max_s`` fails instead), never retry another 4xx
-(the request itself is wrong and would fail again), never start a backoff that would end
-past the deadline. A retry goes to another base URL than the ones that failed in this
-call (when there is one), so one dead replica costs one failed attempt, not a failed
-call. Thousands of calls a second go through here, nearly all answered at their first
-attempt, so the first attempt goes straight out and the retry loop is built only for a
-call whose first attempt failed. When every URL's breaker is open a call fails at once.
+Retries follow one policy (``rewardsvc.judges.retrying``: 429, 5xx, connection errors,
+timeouts and malformed 200s with backoff, never another 4xx, never past the deadline). A
+retry goes to another base URL than the ones that failed in this call (when there is
+one), so one dead replica costs one failed attempt, not a failed call. Thousands of calls
+a second go through here, nearly all answered at their first attempt, so the first
+attempt goes straight out and the retry loop is built only for a call whose first
+attempt failed. When every URL's breaker is open a call fails at once.
 
 A judge with ``rate_limit`` (a hosted API) also waits, holding its slot, in its
 :class:`~rewardsvc.judges.ratelimit.RateLimiter` before each attempt (retries included:
@@ -49,14 +46,6 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any
 
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_exponential_jitter,
-)
-
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.judges import pricing, routing
@@ -65,7 +54,7 @@ from rewardsvc.judges.endpoints import Endpoint, Pins, open_endpoint
 from rewardsvc.judges.failures import BackendError, FailureLog, classify
 from rewardsvc.judges.keys import KeySource
 from rewardsvc.judges.ratelimit import RateLimiter, prompt_chars
-from rewardsvc.judges.retrying import RetryPolicy, call_deadline_s
+from rewardsvc.judges.retrying import Retries, RetryPolicy, call_deadline_s
 
 __all__ = ["Backend", "RetryPolicy", "call_deadline_s"]
 from rewardsvc.judges.routing import Affinity
@@ -115,9 +104,7 @@ class Backend:
         self.limiter = None if limits is None else RateLimiter(limits, max_wait_s=held)
         # Where each reply's status and headers go: the rate limiter, when there is one.
         self._headers = None if self.limiter is None else self.limiter.observe
-        self._backoff = wait_exponential_jitter(
-            multiplier=self.retry.initial_s, max=self.retry.max_s, jitter=self.retry.jitter_s
-        )
+        self._retries = Retries(config, self.retry)
 
     def _pick(self, affinity: Affinity | None = None, avoid: Collection[str] = ()) -> Endpoint:
         """The endpoint for a call with this affinity (None: round robin) whose breaker
@@ -153,18 +140,6 @@ class Backend:
         )
         self.failures.note(self.name, error)
         raise error
-
-    def _wait(self, state: RetryCallState) -> float:
-        backoff = float(self._backoff(state))
-        exc = state.outcome.exception() if state.outcome is not None else None
-        if isinstance(exc, BackendError) and exc.retry_after is not None:
-            return max(backoff, exc.retry_after)
-        return backoff
-
-    def _should_retry(self, exc: BaseException) -> bool:
-        if not isinstance(exc, BackendError) or not exc.retryable:
-            return False
-        return exc.retry_after is None or exc.retry_after <= self.config.retry_after_max_s
 
     def _auth(self) -> str:
         # Per request, so that a rotated key file takes effect on the next call.
@@ -305,58 +280,9 @@ class Backend:
             if exc.url is not None:
                 failed.add(exc.url)
             first = exc
-        return await self._retry(shape, body, limit, affinity, failed, first)
-
-    async def _retry(
-        self,
-        shape: Route,
-        body: dict[str, Any],
-        limit: float,
-        affinity: Affinity | None,
-        failed: set[str],
-        first: BackendError,
-    ) -> Reply:
-        """The rest of a call whose first attempt failed with ``first``. The retry loop
-        replays that failure as its attempt 1, so the policy (which failures are retried,
-        how many times, the backoff, the deadline) counts it as it counts every other."""
-
-        attempts = stop_after_attempt(self.config.retries + 1)
-
-        def stop(state: RetryCallState) -> bool:
-            # Out of attempts, or out of time before the next one.
-            return attempts(state) or state.upcoming_sleep >= limit - time.monotonic()
-
-        retrying = AsyncRetrying(
-            stop=stop,
-            wait=self._wait,
-            retry=retry_if_exception(self._should_retry),
-            reraise=True,
-            sleep=asyncio.sleep,
+        return await self._retries.rest(
+            lambda: self._attempt(shape, body, limit, affinity, failed), limit, failed, first
         )
-        last: BackendError | None = None
-        refused: BackendError | None = None
-        replay: BackendError | None = first
-        async for attempt in retrying:
-            with attempt:
-                try:
-                    if replay is not None:
-                        raise replay
-                    return await self._attempt(shape, body, limit, affinity, failed)
-                except BackendError as exc:
-                    replay = None
-                    if exc.url is not None:
-                        failed.add(exc.url)
-                    if exc.kind != "unavailable" or last is None:
-                        last = exc
-                        raise
-                    refused = exc
-            if refused is not None:
-                break
-        if refused is not None and last is not None:
-            # Breakers that opened during this call's own retries: fail now (retrying
-            # would only be refused again) with the failure that opened them.
-            raise last from refused
-        raise AssertionError("unreachable: tenacity reraises the last error")  # pragma: no cover
 
     async def chat(self, *, deadline: float | None = None, **body: Any) -> Reply:
         """``POST /chat/completions`` with ``body`` as the JSON fields (vLLM's own fields

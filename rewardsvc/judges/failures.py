@@ -28,6 +28,9 @@ The ``error`` text of a verdict reaches clients, so a failure's message never ho
 URL or a connection's address (they are internal): it says what went wrong, and the
 verdict's judge name says where. The URL and the underlying error (``detail``) go to the
 service's log, through :class:`FailureLog`.
+
+A failed call is a verdict with no score and its kind (:func:`failed_verdict`);
+:func:`failure_of` reads one from what a call raised.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from typing import Any
 import aiohttp
 
 from rewardsvc.core.errors import JudgeErrorKind
+from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.transport import HttpStatusError, ReplyTooLarge
 
 log = logging.getLogger(__name__)
@@ -203,6 +207,40 @@ def _status_error(exc: HttpStatusError, url: str) -> BackendError:
     if status == 400 and is_context_overflow(exc.message):
         return BackendError("context_overflow", message, status=status, url=url)
     return BackendError("http_4xx", message, status=status, url=url)
+
+
+def failed_verdict(
+    kind: JudgeErrorKind,
+    message: str,
+    latency_s: float,
+    raw: str = "",
+    prompt_tokens: int = 0,
+    completion_tokens: int = 0,
+    label: str | None = None,
+) -> Verdict:
+    """A failed call's verdict: ``error`` is ``"<label or kind>: <message>"``, with what
+    the call cost (its reply, tokens and latency)."""
+    return Verdict(
+        score=None,
+        error=f"{label or kind}: {message}",
+        error_kind=kind,
+        raw=raw,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        latency_ms=latency_s * 1000.0,
+    )
+
+
+def failure_of(exc: Exception, latency_s: float) -> Verdict:
+    """The failed verdict of a call that raised ``exc`` after ``latency_s``."""
+    if isinstance(exc, BackendError):
+        return failed_verdict(exc.kind, exc.args[0], latency_s, label=exc.label)
+    if isinstance(exc, ReplyFailed):
+        return failed_verdict(
+            exc.kind, exc.message, latency_s, exc.raw, exc.prompt_tokens, exc.completion_tokens
+        )
+    # A bug or an unexpected response shape: still no score.
+    return failed_verdict("internal", f"{type(exc).__name__}: {exc}", latency_s)
 
 
 class FailureLog:

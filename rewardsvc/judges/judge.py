@@ -4,7 +4,8 @@ A :class:`Judge` chooses once, from its config, its scoring method
 (``rewardsvc.judges.methods``) and its API shape (``rewardsvc.judges.shapes``), and owns
 the :class:`~rewardsvc.judges.backends.Backend` that reaches its endpoints. A judge with
 method ``batched`` also answers all criteria of an item in one call (``score_criteria``,
-``rewardsvc.judges.batching``).
+``rewardsvc.judges.batching``). A call is rendered and sent in one of the judge's
+turns (``rewardsvc.judges.turns``).
 
 A ``reward_model`` judge (``rewardsvc.judges.reward_model``) is asked no questions: it scores
 whole items (``score_item``) and, as a process reward model, all steps in one call
@@ -12,21 +13,20 @@ whole items (``score_item``) and, as a process reward model, all steps in one ca
 
 Every failure (no prompt, a prompt too long for the judge's context, transport, HTTP,
 deadline, no scale token, unparseable output) becomes a failed verdict with an
-``error_kind``: a failed call is never a score and never raises. Every call is reported
+``error_kind`` (``rewardsvc.judges.failures.failed_verdict``): a failed call is never a
+score and never raises. Every call is reported
 to the observer (``observer.judge_call``) once, a batched one with one verdict for all.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 
 from rewardsvc.core.aggregate import HOLISTIC
-from rewardsvc.core.errors import JudgeErrorKind
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rollout import Rollout
@@ -35,15 +35,16 @@ from rewardsvc.core.trajectory import step_key
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import batching, pricing, prompts, reward_model
 from rewardsvc.judges.backends import Backend
-from rewardsvc.judges.failures import BackendError, ReplyFailed
+from rewardsvc.judges.failures import failed_verdict, failure_of
 from rewardsvc.judges.identity import defuser_for, identity_text
 from rewardsvc.judges.limits import context_tokens, least_tokens
 from rewardsvc.judges.methods import Call, ScoringMethod
-from rewardsvc.judges.prompts import Prompt
+from rewardsvc.judges.prompts import Asking, Prompt
 from rewardsvc.judges.reasoning import reader_for
 from rewardsvc.judges.reward_model import PoolingRequest
 from rewardsvc.judges.shapes import prompt_text
 from rewardsvc.judges.strategy import strategy_for
+from rewardsvc.judges.turns import Turns
 from rewardsvc.safety.defuse import Defuser
 
 Answer = Callable[[Call, Prompt], Awaitable[Verdict]]
@@ -81,10 +82,10 @@ class Judge:
         self._reader = reader_for(config)
         self._extras = config.request_extras()
         self._identity: tuple[JudgeConfig, Defuser, str] | None = None
-        # As many turns as the backend has slots: a call renders its prompt only once it
-        # holds one, so the prompts alive at once are bounded by the judge's concurrency,
-        # not by the number of calls a request planned.
-        self._turns = asyncio.Semaphore(config.max_concurrency)
+        # How its prompts are asked, made once for as long as the defuser stays the same.
+        self._asking: tuple[Defuser, Asking] | None = None
+        # As many turns as the backend has slots (``rewardsvc.judges.turns``).
+        self._turns = Turns(name, config.max_concurrency)
 
     def cache_identity(self) -> str:
         """Judge name, model and its ``revision``, API, method, sampling, prompt version and
@@ -116,7 +117,7 @@ class Judge:
         ``deadline`` is a ``time.monotonic()`` instant by which the call must be over.
         """
         if self.reward_model is not None:
-            return self._report(self._failed("internal", reward_model.UNASKED, 0.0))
+            return self._report(failed_verdict("internal", reward_model.UNASKED, 0.0))
         render = self._prompt_of(prompts.criterion_prompt, rubric, criterion, rollout)
         return await self._render_and_score(render, deadline)
 
@@ -125,10 +126,10 @@ class Judge:
     ) -> Verdict:
         """Implicit scoring: one call that sees all criteria, answering Likert 1..9."""
         if self.reward_model is not None:
-            return self._report(self._failed("internal", reward_model.UNASKED, 0.0))
+            return self._report(failed_verdict("internal", reward_model.UNASKED, 0.0))
         if rubric.is_constitution:
             return self._report(
-                self._failed(
+                failed_verdict(
                     "internal", "a constitution is scored per principle, not holistically", 0.0
                 )
             )
@@ -161,10 +162,13 @@ class Judge:
         """The verdicts on ``criteria`` (one view) of one item from ONE call, by criterion
         id: a position that cannot be read fails its criterion only; a failed call fails
         them all. Reported to the observer as one call. Never raises."""
-        async with self.turn(deadline) as late:
-            if late is not None:
-                return dict.fromkeys((c.id for c in criteria), self._report(late))
+        late = await self._turns.take(deadline)
+        if late is not None:
+            return dict.fromkeys((c.id for c in criteria), self._report(late))
+        try:
             return await self._score_criteria(rubric, criteria, rollout, deadline)
+        finally:
+            self._turns.release()
 
     async def _score_criteria(
         self,
@@ -176,11 +180,11 @@ class Judge:
         try:
             batch = batching.batch_prompt(rubric, criteria, rollout, self.shape, self.defuser)
         except Exception as exc:  # a prompt that cannot be built is this call's failure
-            failed = self._report(self._failed("internal", f"prompt: {exc}", 0.0))
+            failed = self._report(failed_verdict("internal", f"prompt: {exc}", 0.0))
             return dict.fromkeys((c.id for c in criteria), failed)
         too_long = self.overflow(batch.prompt, batch.reply_tokens())
         if too_long is not None:
-            failed = self._report(self._failed("context_overflow", too_long, 0.0))
+            failed = self._report(failed_verdict("context_overflow", too_long, 0.0))
             return dict.fromkeys(batch.ids, failed)
         call = self._call(deadline)
         start = time.perf_counter()
@@ -188,7 +192,7 @@ class Judge:
             try:
                 verdicts = await batching.score_batch(call, batch)
             except Exception as exc:
-                failed = self._typed(exc, time.perf_counter() - start)
+                failed = failure_of(exc, time.perf_counter() - start)
                 failed = self._report(pricing.priced(failed, meter, self.config.prices))
                 return dict.fromkeys(batch.ids, failed)
         latency_ms = (time.perf_counter() - start) * 1000.0
@@ -223,43 +227,28 @@ class Judge:
         """One pooling call in a turn, read into verdicts; a failure is one verdict (also for
         no request: not the reward model the call needs). Reported to the observer once."""
         if request is None:
-            return [self._report(self._failed("internal", "not that kind of reward model", 0.0))]
+            return [self._report(failed_verdict("internal", "not that kind of reward model", 0.0))]
         async with self.turn(deadline) as late:
             if late is not None:
                 return [self._report(late)]
             too_long = request.overflow(context_tokens(self.config))
             if too_long is not None:
-                return [self._report(self._failed("context_overflow", too_long, 0.0))]
+                return [self._report(failed_verdict("context_overflow", too_long, 0.0))]
             start = time.perf_counter()
             try:
                 got = request.read(await request.send(self.backend, deadline))
             except Exception as exc:
-                return [self._report(self._typed(exc, time.perf_counter() - start))]
+                return [self._report(failure_of(exc, time.perf_counter() - start))]
             latency_ms = (time.perf_counter() - start) * 1000.0
             got = [replace(v, latency_ms=latency_ms) for v in got]
             self._report(batching.call_outcome(got))
             return got
 
-    @contextlib.asynccontextmanager
-    async def turn(self, deadline: float | None) -> AsyncIterator[Verdict | None]:
+    def turn(self, deadline: float | None) -> AbstractAsyncContextManager[Verdict | None]:
         """Hold one of the judge's ``max_concurrency`` turns for rendering and sending one
         call: yields None once held, or the failed ``deadline`` verdict when ``deadline``
         passed first (then nothing is held)."""
-        try:
-            async with asyncio.timeout(None if deadline is None else deadline - time.monotonic()):
-                await self._turns.acquire()
-        except TimeoutError:
-            yield self._failed(
-                "deadline",
-                f"no free slot of judge {self.name!r} before the call's deadline "
-                f"({self.config.max_concurrency} calls in flight)",
-                0.0,
-            )
-            return
-        try:
-            yield None
-        finally:
-            self._turns.release()
+        return self._turns.held(deadline)
 
     async def reachable(self, timeout: float = 2.0) -> bool:
         """Whether the judge answers ``GET /models`` on any base URL whose breaker is not open."""
@@ -293,7 +282,10 @@ class Judge:
     def _prompt_of(self, build: Callable[..., Prompt], *what: object) -> Callable[[], Prompt]:
         """``build`` (a ``rewardsvc.judges.prompts`` builder) of ``what``, as this judge
         asks it (method, API, reasoning budget, defuser), to call once a turn is held."""
-        return functools.partial(build, *what, self._strategy.asking(self.defuser))
+        held = self._asking
+        if held is None or held[0] is not self.defuser:
+            held = self._asking = (self.defuser, self._strategy.asking(self.defuser))
+        return functools.partial(build, *what, held[1])
 
     def _call(self, deadline: float | None) -> Call:
         """A call of this judge, by ``deadline``: its reader bounds a reasoning judge's
@@ -312,40 +304,23 @@ class Judge:
         self.observer.judge_call(self.name, verdict)
         return verdict
 
-    def _failed(
-        self,
-        kind: JudgeErrorKind,
-        message: str,
-        latency_s: float,
-        raw: str = "",
-        prompt_tokens: int = 0,
-        completion_tokens: int = 0,
-        label: str | None = None,
-    ) -> Verdict:
-        return Verdict(
-            score=None,
-            error=f"{label or kind}: {message}",
-            error_kind=kind,
-            raw=raw,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            latency_ms=latency_s * 1000.0,
-        )
-
     async def _render_and_score(
         self, render: Callable[[], Prompt], deadline: float | None
     ) -> Verdict:
         """Render the prompt once a turn is held (so prompts alive stay bounded by the
         judge's concurrency) and score it; a prompt that cannot be built is the call's
         failure."""
-        async with self.turn(deadline) as late:
-            if late is not None:
-                return self._report(late)
+        late = await self._turns.take(deadline)
+        if late is not None:
+            return self._report(late)
+        try:
             try:
                 prompt = render()
             except Exception as exc:
-                return self._report(self._failed("internal", f"prompt: {exc}", 0.0))
+                return self._report(failed_verdict("internal", f"prompt: {exc}", 0.0))
             return await self._score(prompt, deadline)
+        finally:
+            self._turns.release()
 
     async def _score(
         self, prompt: Prompt, deadline: float | None, answer: Answer | None = None
@@ -354,7 +329,7 @@ class Judge:
         type any failure and report the verdict once."""
         too_long = self.overflow(prompt)
         if too_long is not None:
-            return self._report(self._failed("context_overflow", too_long, 0.0))
+            return self._report(failed_verdict("context_overflow", too_long, 0.0))
         call = self._call(deadline)
         start = time.perf_counter()
         with pricing.metering() as meter:
@@ -362,24 +337,8 @@ class Judge:
                 verdict = await (answer or self.method.score)(call, prompt)
                 verdict = replace(verdict, latency_ms=(time.perf_counter() - start) * 1000.0)
             except Exception as exc:
-                verdict = self._typed(exc, time.perf_counter() - start)
+                verdict = failure_of(exc, time.perf_counter() - start)
         return self._report(pricing.priced(verdict, meter, self.config.prices))
-
-    def _typed(self, exc: Exception, latency_s: float) -> Verdict:
-        """The failed verdict of a call that raised ``exc`` after ``latency_s``."""
-        if isinstance(exc, BackendError):
-            return self._failed(exc.kind, exc.args[0], latency_s, label=exc.label)
-        if isinstance(exc, ReplyFailed):
-            return self._failed(
-                exc.kind,
-                exc.message,
-                latency_s,
-                exc.raw,
-                exc.prompt_tokens,
-                exc.completion_tokens,
-            )
-        # A bug or an unexpected response shape: still no score.
-        return self._failed("internal", f"{type(exc).__name__}: {exc}", latency_s)
 
 
 def build_judges(pool: JudgePool, observer: Observer = NULL_OBSERVER) -> dict[str, Judge]:

@@ -14,6 +14,7 @@ what to check. The criteria of a rubric file or an inline rubric are shown as wr
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -49,12 +50,12 @@ class Question:
     choices: tuple[str, ...]
     values: tuple[int, ...]
 
-    @property
+    @functools.cached_property
     def low(self) -> int:
         """Lowest scale value."""
         return min(self.values)
 
-    @property
+    @functools.cached_property
     def high(self) -> int:
         """Highest scale value."""
         return max(self.values)

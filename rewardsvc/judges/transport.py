@@ -181,8 +181,14 @@ class JudgeTransport:
     async def _body(self, reply: aiohttp.ClientResponse) -> bytes:
         """The reply's body (decompressed), refused as soon as it passes the bound."""
         limit = self.max_reply_bytes
-        if reply.content_length is not None and reply.content_length > limit:
-            raise ReplyTooLarge(limit)
+        length = reply.content_length
+        if length is not None:
+            if length > limit:
+                raise ReplyTooLarge(limit)
+            if "Content-Encoding" not in reply.headers:
+                # As long as it says (aiohttp reads no further): read at once, as every
+                # judge reply of vLLM is.
+                return await reply.read()
         chunks: list[bytes] = []
         size = 0
         async for chunk in reply.content.iter_any():

@@ -85,9 +85,7 @@ class Children(Generic[M]):
         return child
 
 
-_JUDGE_CALLS = Children(JUDGE_CALLS)
 _JUDGE_ERRORS = Children(JUDGE_ERRORS)
-_JUDGE_LATENCY = Children(JUDGE_LATENCY)
 _JUDGE_TOKENS = Children(JUDGE_TOKENS)
 _JUDGE_COST = Children(JUDGE_COST)
 _ITEMS = Children(ITEMS)
@@ -96,18 +94,34 @@ _FLAGS = Children(FLAGS)
 _REQUESTS = Children(REQUESTS)
 
 
+class _JudgeSeries:
+    """The children of one judge in the judge metrics that every call records."""
+
+    def __init__(self, judge: str):
+        self.calls = JUDGE_CALLS.labels(judge)
+        self.latency = JUDGE_LATENCY.labels(judge)
+        self.prompt_tokens = JUDGE_TOKENS.labels(judge, "prompt")
+        self.completion_tokens = JUDGE_TOKENS.labels(judge, "completion")
+
+
 class PrometheusObserver:
     """The service's observer (``rewardsvc.core.observe.Observer``): records every event of
     the scoring path into the metrics above. The only place that records them."""
 
+    def __init__(self) -> None:
+        self._judges: dict[str, _JudgeSeries] = {}
+
     def judge_call(self, judge: str, verdict: Verdict) -> None:
         """Count the call, its latency and tokens, and its failure kind."""
-        _JUDGE_CALLS(judge).inc()
+        series = self._judges.get(judge)
+        if series is None:
+            series = self._judges[judge] = _JudgeSeries(judge)
+        series.calls.inc()
         if verdict.error_kind is not None:
             _JUDGE_ERRORS(judge, verdict.error_kind).inc()
-        _JUDGE_LATENCY(judge).observe(verdict.latency_ms / 1000.0)
-        _JUDGE_TOKENS(judge, "prompt").inc(verdict.prompt_tokens)
-        _JUDGE_TOKENS(judge, "completion").inc(verdict.completion_tokens)
+        series.latency.observe(verdict.latency_ms / 1000.0)
+        series.prompt_tokens.inc(verdict.prompt_tokens)
+        series.completion_tokens.inc(verdict.completion_tokens)
         if verdict.cached_tokens:
             _JUDGE_TOKENS(judge, "cached").inc(verdict.cached_tokens)
         if verdict.cost is not None:

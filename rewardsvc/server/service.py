@@ -12,6 +12,7 @@ output checked), admits that plan's cost, runs the same plan and writes the rewa
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import time
 from collections.abc import Mapping, Sequence
@@ -180,9 +181,10 @@ class Service(Gate):
         explain's output (413)."""
         self.claim_run(run)
         check_batch(len(items), self.settings.max_items, field_name)
-        inputs = await asyncio.to_thread(  # after the cheap limits, off the loop
-            reading.read_items, self.settings, target, items, options
-        )
+        read = functools.partial(reading.read_items, self.settings, target, items, options)
+        # After the cheap limits; off the loop unless it is quick.
+        quick = reading.reads_quickly(items)
+        inputs = read() if quick else await asyncio.to_thread(read)
         planned = await plan_request(target, self.engine, items, options, run, inputs=inputs)
         cost = planned.cost
         check_work(self.settings, cost.calls, cost.prompt_bytes)

@@ -22,6 +22,7 @@ moment both call the judge (and store the same verdict); after that both hit.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -251,7 +252,7 @@ class VerdictCache:
         # (including while the file or Redis is read) joins this one task.
         task = asyncio.ensure_future(self._fill(key, call))
         self._inflight[key] = task
-        task.add_done_callback(lambda done: self._forget(key, done))
+        task.add_done_callback(functools.partial(self._forget, key))
         return task, False
 
     def settle(self, outcome: tuple[Verdict, Source], joined: bool) -> tuple[Verdict, Source]:
@@ -291,9 +292,10 @@ class VerdictCache:
     async def _fill(
         self, key: bytes, call: Callable[[], Awaitable[Verdict]]
     ) -> tuple[Verdict, Source]:
-        stored = await self._read_through(key)
-        if stored is not None:
-            return stored, "hit"
+        if self._file is not None or self.shared is not None:
+            stored = await self._read_through(key)
+            if stored is not None:
+                return stored, "hit"
         verdict = await _safe_call(call)
         await self.put(key, verdict)
         return verdict, "call"

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
-import subprocess
 import textwrap
 import uuid
 from collections.abc import Iterator
@@ -18,29 +16,15 @@ import pytest
 
 from rewardsvc.sandbox.bubblewrap import BubblewrapBackend
 from rewardsvc.sandbox.run import Limits, RunRequest, RunResult
+from tests.debian import debian_binary
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = "/usr/bin/python3"
 
 
-def bwrap_binary() -> str:
-    """The path of ``bwrap``, installing Debian's package when it is missing."""
-    found = shutil.which("bwrap")
-    if found:
-        return found
-    install = ["apt-get", "install", "-y", "--no-install-recommends", "bubblewrap"]
-    if subprocess.run(install, capture_output=True).returncode != 0:
-        subprocess.run(["apt-get", "update"], capture_output=True, check=True)
-        subprocess.run(install, capture_output=True, check=True)
-    found = shutil.which("bwrap")
-    if not found:
-        raise RuntimeError("bwrap is not on PATH after installing the package")
-    return found
-
-
 @pytest.fixture(scope="module")
 def backend() -> BubblewrapBackend:
-    sandbox = BubblewrapBackend(bwrap_binary())
+    sandbox = BubblewrapBackend(debian_binary("bwrap", "bubblewrap"))
     available = sandbox.availability()
     assert available.ok, available.reason
     return sandbox

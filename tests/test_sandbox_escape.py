@@ -35,7 +35,7 @@ def run_python(backend: BubblewrapBackend, code: str, **limits: float) -> RunRes
     request = RunRequest(
         (PYTHON, "main.py"),
         files={"main.py": textwrap.dedent(code).encode()},
-        limits=Limits(**limits),  # type: ignore[arg-type]
+        limits=Limits(**limits),
     )
     return backend.run(request)
 
@@ -139,7 +139,7 @@ def test_no_view_or_signal_of_host_processes(backend) -> None:
         backend,
         f"""
         import json, os, signal
-        out = {{"pid": os.getpid(), "uid": os.getuid()}}
+        out = {{"pid": os.getpid(), "uid": os.getuid(), "fds": os.listdir("/proc/self/fd")}}
         out["pids"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
         try:
             os.kill({me}, signal.SIGTERM)
@@ -152,6 +152,8 @@ def test_no_view_or_signal_of_host_processes(backend) -> None:
     seen = report(result)
     assert seen["kill"] == "ProcessLookupError" and seen["uid"] == 65534, seen
     assert seen["pid"] == 1 and seen["pids"] == [1], seen
+    # stdin, stdout, stderr and listdir's own: nothing of the launcher (its status pipe)
+    assert sorted(seen["fds"]) == ["0", "1", "2", "3"], seen
 
 
 def _left_running(marker: str) -> list[str]:

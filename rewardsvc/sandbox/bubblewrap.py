@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,6 +36,9 @@ _PATH = "/usr/local/bin:/usr/bin:/bin"
 # A program's own words for an allocation its address-space limit refused.
 _OUT_OF_MEMORY = (b"MemoryError", b"Cannot allocate memory", b"std::bad_alloc", b"out of memory")
 _EXIT_SIGKILL = 128 + 9
+# A backend found not working is checked again after this long (a package installed, a
+# setting fixed), not on every run.
+RECHECK_S = 30.0
 _PROBE = RunRequest(("/usr/bin/true",), limits=Limits(wall_s=10.0))
 
 
@@ -58,13 +62,16 @@ class BubblewrapBackend(Backend):
         self.ro_paths = tuple(ro_paths)
         self.workroot = workroot
         self._checked: Availability | None = None
+        self._checked_at = 0.0
         self._lock = threading.Lock()
 
     def availability(self) -> Availability:
-        """Whether bwrap is installed and can make a sandbox here (checked once by running
-        ``/usr/bin/true`` in one; a failure is checked again on the next call)."""
+        """Whether bwrap is installed and can make a sandbox here (checked by running
+        ``/usr/bin/true`` in one: once when it works, again ``RECHECK_S`` after a failure)."""
         with self._lock:
-            if self._checked is not None and self._checked.ok:
+            if self._checked is not None and (
+                self._checked.ok or time.monotonic() - self._checked_at < RECHECK_S
+            ):
                 return self._checked
         if not self.bwrap or not os.access(self.bwrap, os.X_OK):
             found = Availability(
@@ -80,7 +87,7 @@ class BubblewrapBackend(Backend):
                 else Availability(False, f"bwrap cannot make a sandbox here: {probe.detail}")
             )
         with self._lock:
-            self._checked = found
+            self._checked, self._checked_at = found, time.monotonic()
         return found
 
     def run(self, request: RunRequest) -> RunResult:

@@ -7,7 +7,8 @@ group that has used the least sandbox time goes first, so one request's twenty b
 not starve another request's one) and runs it on the backend. A run that finds the queue
 full, or whose caller's deadline passed before a lane took it, or that was queued at a
 shutdown, never runs: ``sandbox_busy``. A backend that is not available answers
-``sandbox_unavailable`` without queueing.
+``sandbox_unavailable`` when a lane hands it the run (checking takes a process, so it is
+never done on the caller's thread, which may be the event loop's).
 """
 
 from __future__ import annotations
@@ -51,10 +52,6 @@ class SandboxLanes:
         after ``deadline`` (a ``time.monotonic()`` instant). The future never raises: a
         run that cannot happen resolves to its typed failure."""
         future: Future[RunResult] = Future()
-        available = self.backend.availability()
-        if not available.ok:
-            future.set_result(RunResult.failed("sandbox_unavailable", available.reason))
-            return future
         job = Job(self.backend.run, (request,), request.limits.wall_s, deadline, future)
         job.group = group if group is not None else job
         try:

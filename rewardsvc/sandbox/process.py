@@ -91,6 +91,51 @@ def _status_lines(buffer: bytearray, status: dict[str, Any]) -> None:
                 status.update(document)
 
 
+def _pump(
+    proc: subprocess.Popen[bytes], status_fd: int, streams: dict[int, _Stream], wall_s: float
+) -> tuple[dict[str, Any], bool]:
+    """Read the pipes until they close (killing the tree at the wall clock): the status
+    documents, and whether the wall clock killed it."""
+    assert proc.stdout is not None and proc.stderr is not None
+    status: dict[str, Any] = {}
+    status_buffer = bytearray()
+    tree = _Tree(proc)
+    killed = False
+    deadline = time.monotonic() + wall_s
+    try:
+        with selectors.DefaultSelector() as selector:
+            for pipe in (proc.stdout, proc.stderr):
+                selector.register(pipe, selectors.EVENT_READ)
+            selector.register(status_fd, selectors.EVENT_READ)
+            while selector.get_map():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    if killed:
+                        break  # something still holds a pipe after the kill: stop reading
+                    tree.kill()
+                    killed, deadline = True, time.monotonic() + _KILL_GRACE_S
+                    continue
+                for key, _ in selector.select(left):
+                    chunk = os.read(key.fd, _CHUNK)
+                    if not chunk:
+                        selector.unregister(key.fileobj)
+                    elif key.fd == status_fd:
+                        status_buffer += chunk
+                        _status_lines(status_buffer, status)
+                        if "child-pid" in status:
+                            tree.found_init(int(status["child-pid"]))
+                    else:
+                        streams[key.fd].feed(chunk)
+        if killed:
+            tree.kill()  # the launcher too, if it outlived its tree
+    except BaseException:
+        tree.kill()  # never leave a sandbox running behind a failed watch
+        raise
+    finally:
+        tree.close()
+    return status, killed
+
+
 def watch(
     proc: subprocess.Popen[bytes], status_fd: int, wall_s: float, output_bytes: int
 ) -> Watched:
@@ -101,39 +146,9 @@ def watch(
     assert proc.stdout is not None and proc.stderr is not None
     out, err = _Stream(output_bytes), _Stream(output_bytes)
     streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
-    status: dict[str, Any] = {}
-    status_buffer = bytearray()
-    tree = _Tree(proc)
-    killed = False
-    deadline = started + wall_s
-    with selectors.DefaultSelector() as selector:
-        for pipe in (proc.stdout, proc.stderr):
-            selector.register(pipe, selectors.EVENT_READ)
-        selector.register(status_fd, selectors.EVENT_READ)
-        while selector.get_map():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                if killed:
-                    break  # something still holds a pipe after the kill: stop reading
-                tree.kill()
-                killed, deadline = True, time.monotonic() + _KILL_GRACE_S
-                continue
-            for key, _ in selector.select(left):
-                chunk = os.read(key.fd, _CHUNK)
-                if not chunk:
-                    selector.unregister(key.fileobj)
-                elif key.fd == status_fd:
-                    status_buffer += chunk
-                    _status_lines(status_buffer, status)
-                    if "child-pid" in status:
-                        tree.found_init(int(status["child-pid"]))
-                else:
-                    streams[key.fd].feed(chunk)
-    if killed:
-        tree.kill()  # the launcher too, if it outlived its tree
+    status, killed = _pump(proc, status_fd, streams, wall_s)
     _, wait_status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(wait_status)
-    tree.close()
     for pipe in (proc.stdout, proc.stderr):
         pipe.close()
     os.close(status_fd)

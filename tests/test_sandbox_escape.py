@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 import textwrap
 import uuid
 from collections.abc import Iterator
@@ -200,6 +202,37 @@ while True:
     except OSError:
         pass
 """
+
+
+REAPER = """
+import ctypes, os, sys, time
+from rewardsvc.sandbox.bubblewrap import BubblewrapBackend
+from rewardsvc.sandbox.run import Limits, RunRequest
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+busy = RunRequest(("/usr/bin/python3", "-c", "while True: pass"), limits=Limits(wall_s=1.0))
+result = BubblewrapBackend(sys.argv[1]).run(busy)
+time.sleep(0.5)
+try:
+    left = os.waitpid(-1, os.WNOHANG)[0]
+except ChildProcessError:
+    left = 0
+print(result.failure, left)
+"""
+
+
+def test_a_sandbox_killed_at_the_wall_clock_leaves_no_zombie(backend) -> None:
+    """In a container the service is PID 1 and inherits every orphan, which it never reaps:
+    a killed sandbox must be reaped by its launcher. Run as a child subreaper, the service
+    would be handed any process the kill orphaned."""
+    done = subprocess.run(
+        [sys.executable, "-c", REAPER, backend.bwrap or "bwrap"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["sandbox_timeout", "0"], done.stdout
 
 
 def test_memory_bomb_is_a_typed_memory_failure(backend) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import selectors
 import signal
 import subprocess
@@ -67,9 +68,16 @@ class _Tree:
                 self.init_fd = os.pidfd_open(pid)
 
     def kill(self) -> None:
-        if self.init_fd is not None:
-            with contextlib.suppress(OSError):
-                signal.pidfd_send_signal(self.init_fd, signal.SIGKILL)
+        """Kill the sandbox's process 1: its namespace dies with it, and the launcher reaps
+        it and exits (killing the launcher too would leave process 1 to the service's own
+        init as a zombie). Before process 1 is known, kill the launcher."""
+        if self.init_fd is None:
+            self.kill_launcher()
+            return
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(self.init_fd, signal.SIGKILL)
+
+    def kill_launcher(self) -> None:
         # Not Popen.kill: it polls first, which would reap the launcher before wait4 can.
         with contextlib.suppress(OSError):
             os.kill(self.proc.pid, signal.SIGKILL)
@@ -126,14 +134,29 @@ def _pump(
                             tree.found_init(int(status["child-pid"]))
                     else:
                         streams[key.fd].feed(chunk)
-        if killed:
-            tree.kill()  # the launcher too, if it outlived its tree
     except BaseException:
         tree.kill()  # never leave a sandbox running behind a failed watch
+        tree.kill_launcher()
         raise
     finally:
         tree.close()
     return status, killed
+
+
+def _reap(
+    proc: subprocess.Popen[bytes], grace_s: float | None
+) -> tuple[int, int, resource.struct_rusage]:
+    """Wait for the launcher (``os.wait4``); after a kill, give it ``grace_s`` to reap the
+    sandbox's process 1 and exit, then kill it."""
+    if grace_s is not None:
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            reaped = os.wait4(proc.pid, os.WNOHANG)
+            if reaped[0]:
+                return reaped
+            time.sleep(0.01)
+        _Tree(proc).kill_launcher()
+    return os.wait4(proc.pid, 0)
 
 
 def watch(
@@ -147,7 +170,7 @@ def watch(
     out, err = _Stream(output_bytes), _Stream(output_bytes)
     streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
     status, killed = _pump(proc, status_fd, streams, wall_s)
-    _, wait_status, usage = os.wait4(proc.pid, 0)
+    _, wait_status, usage = _reap(proc, _KILL_GRACE_S if killed else None)
     proc.returncode = os.waitstatus_to_exitcode(wait_status)
     for pipe in (proc.stdout, proc.stderr):
         pipe.close()

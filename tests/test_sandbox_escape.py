@@ -277,12 +277,40 @@ def test_output_flood_is_capped(backend) -> None:
     assert result.stderr == b"y" * 4096 and result.stderr_truncated
 
 
-def test_a_program_gets_its_files_stdin_and_exit_code(backend) -> None:
+def test_a_program_gets_its_files_stdin_env_and_exit_code(backend) -> None:
+    code = b"import os, sys\nprint(sys.stdin.read().upper(), os.environ['SEED'])\nsys.exit(3)\n"
     request = RunRequest(
-        (PYTHON, "pkg/main.py"),
-        files={"pkg/main.py": b"import sys\nprint(sys.stdin.read().upper())\nsys.exit(3)\n"},
+        (PYTHON, "pkg/sub/main.py"),
+        files={"pkg/sub/main.py": code, "data.txt": b"x"},
         stdin=b"hello",
+        env={"SEED": "7"},
     )
     result = backend.run(request)
     assert result.failure is None and result.exit_code == 3 and result.signal is None
-    assert result.stdout == b"HELLO\n" and not result.stdout_truncated
+    assert result.stdout == b"HELLO 7\n" and not result.stdout_truncated
+
+
+def test_filling_the_disk_stops_at_the_work_directorys_bound(backend) -> None:
+    """The work directory, /tmp and /dev/shm are in-memory filesystems of bounded size: a
+    program writing without end fills them, never the host's disk."""
+    result = run_python(
+        backend,
+        """
+        import json
+        out = {}
+        for place in ("/work", "/tmp", "/dev/shm"):
+            written = 0
+            try:
+                for n in range(1000):
+                    with open(f"{place}/fill{n}", "wb") as f:
+                        f.write(b"x" * (1 << 20))
+                    written += 1
+            except OSError as exc:
+                out[place] = [written, exc.errno]
+        print(json.dumps(out))
+        """,
+        work_bytes=8 << 20,
+        tmp_bytes=4 << 20,
+    )
+    seen = report(result)
+    assert seen == {"/work": [7, 28], "/tmp": [4, 28], "/dev/shm": [4, 28]}, seen

@@ -16,7 +16,7 @@ from rewardsvc.core.errors import JudgeErrorKind, SandboxFailureKind
 from rewardsvc.sandbox.backend import Backend, NoBackend
 from rewardsvc.sandbox.bubblewrap import BubblewrapBackend
 from rewardsvc.sandbox.lanes import SandboxLanes
-from rewardsvc.sandbox.run import Availability, Limits, RunRequest, RunResult
+from rewardsvc.sandbox.run import MAX_FILES, Availability, Limits, RunRequest, RunResult
 
 
 class GatedBackend(Backend):
@@ -134,6 +134,8 @@ def test_sandbox_failures_are_error_kinds_a_grader_can_report() -> None:
         {"argv": ()},
         {"argv": ("/usr/bin/true",), "files": {"../escape": b""}},
         {"argv": ("/usr/bin/true",), "files": {"/etc/x": b""}},
+        {"argv": ("/usr/bin/true",), "files": {f"f{n}": b"" for n in range(MAX_FILES + 1)}},
+        {"argv": ("/usr/bin/true",), "env": {"A=B": "c"}},
     ],
 )
 def test_a_request_that_would_reach_outside_its_work_dir_is_refused(bad: dict) -> None:

@@ -5,12 +5,13 @@ empty loopback; its own PID namespace, in which the program is process 1, so tha
 ends or is killed every process it started dies with it), user 65534 inside with no
 capabilities and no further user namespaces, a read-only view of ``/usr`` (and the paths
 the backend is given), a private ``/proc``, a minimal ``/dev``, a small private ``/tmp``,
-and one writable directory, ``/work``: a fresh host directory holding the request's files,
-removed after the run. The environment is cleared. The rlimits are set by ``prlimit``
-inside the sandbox, on the program alone, just before it starts. When the service runs as
-root, bubblewrap itself is started as user 65534: inside a user namespace owned by root
-the kernel does not count processes against ``RLIMIT_NPROC``, so a fork bomb would not be
-bounded.
+and one writable directory, ``/work``: a fresh tmpfs bounded by ``work_bytes`` into which
+bwrap copies the request's files from anonymous in-memory files, so a run never writes
+to the host's disk and leaves nothing behind. The root is sealed read-only and the
+environment cleared. The rlimits are set by ``prlimit`` inside the sandbox, on the
+program alone, just before it starts. When the service runs as root, bubblewrap itself
+is started as user 65534: inside a user namespace owned by root the kernel does not
+count processes against ``RLIMIT_NPROC``, so a fork bomb would not be bounded.
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from rewardsvc.core.errors import SandboxFailureKind
 from rewardsvc.sandbox.backend import Backend
@@ -46,9 +46,7 @@ class BubblewrapBackend(Backend):
     """Runs each request in a fresh bubblewrap sandbox (see the module doc).
 
     ``bwrap`` is the binary (found on ``PATH`` when None); ``ro_paths`` are host paths
-    shown read-only at the same place inside (e.g. a virtualenv holding pytest);
-    ``workroot`` is where the fresh work directories are made (the system's temp dir
-    when None)."""
+    shown read-only at the same place inside (e.g. a virtualenv holding pytest)."""
 
     name = "bubblewrap"
 
@@ -56,11 +54,9 @@ class BubblewrapBackend(Backend):
         self,
         bwrap: str | None = None,
         ro_paths: Sequence[str] = (),
-        workroot: str | None = None,
     ) -> None:
         self.bwrap = bwrap or shutil.which("bwrap")
         self.ro_paths = tuple(ro_paths)
-        self.workroot = workroot
         self._checked: Availability | None = None
         self._checked_at = 0.0
         self._lock = threading.Lock()
@@ -101,56 +97,60 @@ class BubblewrapBackend(Backend):
     def _run(self, request: RunRequest) -> RunResult:
         assert self.bwrap is not None
         as_root = os.geteuid() == 0
-        workdir = Path(tempfile.mkdtemp(prefix="rewardsvc-sandbox-", dir=self.workroot))
         status_read, status_write = os.pipe()
+        held = [status_read, status_write]  # descriptors this run still has to close
         try:
-            _place(workdir, request, as_root)
-            argv = [self.bwrap, *self._options(workdir, request.limits, status_write)]
+            files = {path: _memfd(content, held) for path, content in request.files.items()}
+            stdin = _memfd(request.stdin, held)
+            argv = [self.bwrap, *self._options(request.limits, status_write, files)]
+            for name, value in request.env.items():
+                argv += ["--setenv", name, value]
             argv += [*_prlimit(request.limits), *request.argv]
-            with tempfile.TemporaryFile() as stdin:
-                stdin.write(request.stdin)
-                stdin.seek(0)
-                proc = subprocess.Popen(
-                    argv,
-                    stdin=stdin,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    pass_fds=(status_write,),
-                    env={},
-                    start_new_session=True,
-                    # As root, bwrap itself runs as 65534 with no other groups.
-                    user=NOBODY if as_root else None,
-                    group=NOBODY if as_root else None,
-                    extra_groups=[] if as_root else None,
-                )
-            os.close(status_write)
-            status_write = -1
+            proc = subprocess.Popen(
+                argv,
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(status_write, *files.values()),
+                env={},
+                start_new_session=True,
+                # As root, bwrap itself runs as 65534 with no other groups.
+                user=NOBODY if as_root else None,
+                group=NOBODY if as_root else None,
+                extra_groups=[] if as_root else None,
+            )
+            while len(held) > 1:
+                os.close(held.pop())
+            held.clear()  # watch() closes the status pipe
             watched = watch(proc, status_read, request.limits.wall_s, request.limits.output_bytes)
-            status_read = -1
         except OSError as exc:
             return RunResult.failed("sandbox_failed", f"could not start bwrap: {exc}")
         finally:
-            for fd in (status_read, status_write):
-                if fd >= 0:
-                    os.close(fd)
-            shutil.rmtree(workdir, ignore_errors=True)
+            for fd in held:
+                os.close(fd)
         return _result(watched, request.limits)
 
-    def _options(self, workdir: Path, limits: Limits, status_fd: int) -> list[str]:
+    def _options(self, limits: Limits, status_fd: int, files: dict[str, int]) -> list[str]:
         system = ["--ro-bind", "/usr", "/usr"]
         for link in ("bin", "sbin", "lib", "lib64", "lib32", "libx32"):
             if Path(f"/usr/{link}").is_dir():
                 system += ["--symlink", f"usr/{link}", f"/{link}"]
         for path in self.ro_paths:
             system += ["--ro-bind", path, path]
+        work = ["--perms", "0755", "--size", str(limits.work_bytes), "--tmpfs", WORKDIR]
+        parents = {parent for path in files for parent in PurePosixPath(path).parents}
+        for parent in sorted(parents - {PurePosixPath(".")}, key=lambda p: len(p.parts)):
+            work += ["--dir", f"{WORKDIR}/{parent}"]
+        for path, fd in files.items():
+            work += ["--perms", "0755", "--file", str(fd), f"{WORKDIR}/{path}"]
         return [
             *system,
             *("--proc", "/proc", "--dev", "/dev"),
             *("--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"),
             *("--size", str(limits.tmp_bytes), "--tmpfs", "/dev/shm"),
-            *("--bind", str(workdir), WORKDIR, "--chdir", WORKDIR),
+            *work,
             # bwrap's own root is a writable tmpfs (host memory): seal it once built.
-            *("--remount-ro", "/"),
+            *("--remount-ro", "/", "--chdir", WORKDIR),
             *("--unshare-all", "--unshare-user", "--disable-userns"),
             *("--uid", str(NOBODY), "--gid", str(NOBODY), "--cap-drop", "ALL"),
             *("--hostname", "sandbox", "--die-with-parent", "--new-session", "--as-pid-1"),
@@ -160,17 +160,15 @@ class BubblewrapBackend(Backend):
         ]
 
 
-def _place(workdir: Path, request: RunRequest, as_root: bool) -> None:
-    """Write the request's files into the fresh work directory, owned by the sandbox's
-    user when bwrap runs as 65534."""
-    for relative, content in request.files.items():
-        target = workdir / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
-    if as_root:
-        for root, dirs, files in os.walk(workdir):
-            for name in (root, *(os.path.join(root, n) for n in (*dirs, *files))):
-                os.chown(name, NOBODY, NOBODY)
+def _memfd(content: bytes, held: list[int]) -> int:
+    """An anonymous in-memory file holding ``content``, read from its start (it is added to
+    ``held``, the descriptors to close)."""
+    fd = os.memfd_create("rewardsvc-sandbox")
+    held.append(fd)
+    with open(fd, "wb", closefd=False) as out:
+        out.write(content)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _prlimit(limits: Limits) -> list[str]:

@@ -11,6 +11,8 @@ from pathlib import PurePosixPath
 from rewardsvc.core.errors import SandboxFailureKind
 
 _MIB = 1 << 20
+MAX_FILES = 256
+"""Most files one run may be given (each is a descriptor while the sandbox starts)."""
 
 
 @dataclass(frozen=True)
@@ -19,7 +21,9 @@ class Limits:
     ``file_bytes`` (largest file written) and ``open_files`` are rlimits of the program
     and everything it starts; ``wall_s`` is the wall clock after which the whole process
     tree is killed; ``output_bytes`` caps what is kept of stdout and of stderr each (the
-    rest is read and dropped); ``tmp_bytes`` sizes the run's private ``/tmp``."""
+    rest is read and dropped); ``work_bytes`` sizes the work directory (the files given
+    included) and ``tmp_bytes`` the run's private ``/tmp`` and ``/dev/shm`` (each an
+    in-memory filesystem of that size at most)."""
 
     cpu_s: int = 10
     memory_bytes: int = 1024 * _MIB
@@ -28,6 +32,7 @@ class Limits:
     open_files: int = 256
     wall_s: float = 20.0
     output_bytes: int = 1 * _MIB
+    work_bytes: int = 64 * _MIB
     tmp_bytes: int = 64 * _MIB
 
     def __post_init__(self) -> None:
@@ -38,6 +43,7 @@ class Limits:
             "file_bytes",
             "open_files",
             "output_bytes",
+            "work_bytes",
             "tmp_bytes",
         ):
             value = getattr(self, name)
@@ -57,8 +63,9 @@ def _check_place(path: str) -> None:
 class RunRequest:
     """Run ``argv`` (``argv[0]`` a path inside the sandbox's read-only system, e.g.
     ``/usr/bin/python3``) in a fresh work directory holding ``files`` (relative path ->
-    content), with ``stdin`` as its standard input and only ``env`` (plus a fixed ``PATH``,
-    ``HOME`` and ``LANG``) in its environment, within ``limits``."""
+    content, at most :data:`MAX_FILES`), with ``stdin`` as its standard input and only
+    ``env`` (over a fixed ``PATH``, ``HOME`` and ``LANG``) in its environment, within
+    ``limits``."""
 
     argv: tuple[str, ...]
     files: Mapping[str, bytes] = field(default_factory=dict)
@@ -69,8 +76,13 @@ class RunRequest:
     def __post_init__(self) -> None:
         if not self.argv or any("\0" in arg for arg in self.argv):
             raise ValueError("argv: must be a non-empty list of strings without NUL")
+        if len(self.files) > MAX_FILES:
+            raise ValueError(f"files: at most {MAX_FILES}, got {len(self.files)}")
         for path in self.files:
             _check_place(path)
+        for name, value in self.env.items():
+            if not name or "=" in name or "\0" in name + value:
+                raise ValueError(f"env[{name!r}]: not a valid environment variable")
 
 
 @dataclass(frozen=True)

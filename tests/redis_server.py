@@ -4,7 +4,6 @@ loopback port without persistence, and stopped (or killed and restarted) by the 
 from __future__ import annotations
 
 import contextlib
-import shutil
 import signal
 import socket
 import subprocess
@@ -12,20 +11,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.debian import debian_binary
+
 
 def redis_server_binary() -> str:
     """The path of ``redis-server``, installing Debian's package when it is missing."""
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    install = ["apt-get", "install", "-y", "--no-install-recommends", "redis-server"]
-    if subprocess.run(install, capture_output=True).returncode != 0:
-        subprocess.run(["apt-get", "update"], capture_output=True, check=True)
-        subprocess.run(install, capture_output=True, check=True)
-    found = shutil.which("redis-server")
-    if not found:
-        raise RuntimeError("redis-server is not on PATH after installing the package")
-    return found
+    return debian_binary("redis-server", "redis-server")
 
 
 def spare_port() -> int:

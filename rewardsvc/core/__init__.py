@@ -5,10 +5,11 @@ Rubric, recipe and judge pool models (``rubric``, ``transforms``, ``recipe``, ``
 transforms (``aggregate``, ``comparative``), verdicts, rollouts, trajectories, the domain results
 and the one ``Usage`` of every way of scoring (``verdict``, ``rollout``, ``trajectory``
 with its events in ``trajectory_events``, ``results``), scoped API keys (``access``), the
-one error vocabulary (``errors``), the observer through which lower rooms report events
-(``observe``), values bound to a block of one task (``scoped``) and the rubric formats of
-datasets (``criteria_formats``, reading their entries with ``criteria_entries``). Nothing
-here does I/O: no files, no network, no processes.
+one error vocabulary (``errors``), the fair queue that lanes of bounded work take their
+calls from (``fairqueue``: threads waiting, no I/O), the observer through which lower
+rooms report events (``observe``), values bound to a block of one task (``scoped``) and
+the rubric formats of datasets (``criteria_formats``, reading their entries with
+``criteria_entries``). Nothing here does I/O: no files, no network, no processes.
 
 May import: pydantic and the standard library (and, for ``graders_spec`` only, the
 I/O-free validators re2 and jsonschema, so that a bad pattern or schema is refused when

@@ -32,13 +32,29 @@ JudgeErrorKind = Literal[
     "grader_timeout",
     "grader_busy",
     "grader_failed",
+    "sandbox_timeout",
+    "sandbox_memory",
+    "sandbox_busy",
+    "sandbox_unavailable",
+    "sandbox_failed",
 ]
 """Why a judge call (or a grader) produced no score: the ``error_kind`` of a failed
 verdict. A grader's: ``grader_timeout`` (it ran past its time limit and was killed),
 ``grader_busy`` (no grader worker was free before the request's deadline: it never ran),
 ``grader_failed`` (it raised, refused its spec, or has no library); ``deadline`` when the
-request's deadline or a shutdown cut it. ``reasoning_budget``: a reasoning judge whose
-reply did not end its reasoning within its budget, so it has no answer to read."""
+request's deadline or a shutdown cut it. A sandboxed run's (:data:`SandboxFailureKind`):
+``sandbox_timeout`` (killed at its wall clock or CPU limit), ``sandbox_memory`` (it ran out
+of its address space), ``sandbox_busy`` (the sandbox's queue was full, or it shut down: it
+never ran), ``sandbox_unavailable`` (no working sandbox backend: nothing ran, never
+unsandboxed), ``sandbox_failed`` (the sandbox itself failed to start it).
+``reasoning_budget``: a reasoning judge whose reply did not end its reasoning within its
+budget, so it has no answer to read."""
+
+SandboxFailureKind = Literal[
+    "sandbox_timeout", "sandbox_memory", "sandbox_busy", "sandbox_unavailable", "sandbox_failed"
+]
+"""Why a sandboxed run has no usable outcome: the subset of :data:`JudgeErrorKind` that a
+grader running code reports as its error kind (no score, never 0)."""
 
 Loc = tuple[int | str, ...]
 

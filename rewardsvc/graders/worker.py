@@ -18,7 +18,7 @@ child (it died, or a shutdown cut it) starts and warms the next one before it ta
 another call.
 
 The child process and its protocol live in :mod:`~rewardsvc.graders.child`, the queue in
-:mod:`~rewardsvc.graders.fairqueue`.
+:mod:`~rewardsvc.core.fairqueue` (shared with the sandbox's lanes).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from typing import Any, TypedDict, TypeVar, Unpack
 
+from rewardsvc.core.fairqueue import FairQueue, Job
 from rewardsvc.graders.child import Child, DeadlineExceeded, WorkerFailed, WorkersBusy
-from rewardsvc.graders.fairqueue import FairQueue, Job
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +195,7 @@ class DeadlineWorkers:
     def _lanes_started(self) -> FairQueue:
         with self._lock:
             if self._queue is None:
-                self._queue = FairQueue()
+                self._queue = FairQueue(lambda: WorkersBusy("the graders are shut down"))
                 self._lanes = [_Lane(self, self._queue, n) for n in range(self.processes)]
                 for lane in self._lanes:
                     lane.start()

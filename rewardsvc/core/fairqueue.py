@@ -1,5 +1,6 @@
-"""The grader calls waiting for a lane: one FIFO per caller group (a request), served
-fairly (see :class:`FairQueue`)."""
+"""Calls waiting for a lane: one FIFO per caller group (a request), served fairly (see
+:class:`FairQueue`). Shared by the rooms that run bounded work in lanes of their own (the
+graders' worker processes, the sandbox's runs); it holds no I/O, only threads' waiting."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
-
-from rewardsvc.graders.child import WorkersBusy
 
 
 @dataclass(eq=False)
@@ -36,28 +35,44 @@ class _Group:
     running: int = 0
 
 
+class QueueClosed(Exception):
+    """The queue is closed: the job was not taken."""
+
+
 class FairQueue:
     """Jobs in one FIFO per group; the next job comes from the group that has used the
     least worker time so far (then the one with fewest calls running, then the oldest).
     Equal calls are served round-robin, and a request that just arrived goes before
-    the ones whose slow calls already took the workers' time."""
+    the ones whose slow calls already took the workers' time.
 
-    def __init__(self) -> None:
+    ``closed`` makes the exception :meth:`put` raises once the queue is closed (its
+    owner's own "busy" error)."""
+
+    def __init__(self, closed: Callable[[], Exception] = QueueClosed) -> None:
+        self._closed_error = closed
         self._ready = threading.Condition()
         self._groups: dict[Hashable, _Group] = {}
         self._arrivals = 0
         self._closed = False
 
-    def put(self, job: Job) -> None:
+    def put(self, job: Job, limit: int | None = None) -> bool:
+        """Queue ``job`` at the end of its group's FIFO; False (not queued) when ``limit``
+        jobs are already waiting."""
         with self._ready:
             if self._closed:
-                raise WorkersBusy("the graders are shut down")
+                raise self._closed_error()
+            if limit is not None and self._waiting() >= limit:
+                return False
             group = self._groups.get(job.group)
             if group is None:
                 self._arrivals += 1
                 group = self._groups[job.group] = _Group(self._arrivals)
             group.jobs.append(job)
             self._ready.notify()
+            return True
+
+    def _waiting(self) -> int:
+        return sum(len(group.jobs) for group in self._groups.values())
 
     def take(self) -> Job | None:
         """The next job (waiting for one), or None once the queue is closed. The taker

@@ -1,0 +1,223 @@
+"""The default backend: bubblewrap (``bwrap``, Debian package ``bubblewrap``).
+
+Each run gets new namespaces of every kind (``--unshare-all``: no network but its own
+empty loopback; its own PID namespace, in which the program is process 1, so that when it
+ends or is killed every process it started dies with it), user 65534 inside with no
+capabilities and no further user namespaces, a read-only view of ``/usr`` (and the paths
+the backend is given), a private ``/proc``, a minimal ``/dev``, a small private ``/tmp``,
+and one writable directory, ``/work``: a fresh tmpfs bounded by ``work_bytes`` into which
+bwrap copies the request's files from anonymous in-memory files, so a run never writes
+to the host's disk and leaves nothing behind. The root is sealed read-only and the
+environment cleared. The rlimits are set by ``prlimit`` inside the sandbox, on the
+program alone, just before it starts. When the service runs as root, bubblewrap itself
+is started as user 65534: inside a user namespace owned by root the kernel does not
+count processes against ``RLIMIT_NPROC``, so a fork bomb would not be bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+
+from rewardsvc.core.errors import SandboxFailureKind
+from rewardsvc.sandbox.backend import Backend
+from rewardsvc.sandbox.process import Watched, watch
+from rewardsvc.sandbox.run import Availability, Limits, RunRequest, RunResult
+
+NOBODY = 65534
+WORKDIR = "/work"
+PRLIMIT = "/usr/bin/prlimit"
+_PATH = "/usr/local/bin:/usr/bin:/bin"
+# A program's own words for an allocation its address-space limit refused.
+_OUT_OF_MEMORY = (b"MemoryError", b"Cannot allocate memory", b"std::bad_alloc", b"out of memory")
+_EXIT_SIGKILL = 128 + 9
+# A backend found not working is checked again after this long (a package installed, a
+# setting fixed), not on every run.
+RECHECK_S = 30.0
+_PROBE = RunRequest(("/usr/bin/true",), limits=Limits(wall_s=10.0))
+
+
+class BubblewrapBackend(Backend):
+    """Runs each request in a fresh bubblewrap sandbox (see the module doc).
+
+    ``bwrap`` is the binary (found on ``PATH`` when None); ``ro_paths`` are host paths
+    shown read-only at the same place inside (e.g. a virtualenv holding pytest)."""
+
+    name = "bubblewrap"
+
+    def __init__(
+        self,
+        bwrap: str | None = None,
+        ro_paths: Sequence[str] = (),
+    ) -> None:
+        self.bwrap = bwrap or shutil.which("bwrap")
+        self.ro_paths = tuple(ro_paths)
+        self._checked: Availability | None = None
+        self._checked_at = 0.0
+        self._lock = threading.Lock()
+
+    def availability(self) -> Availability:
+        """Whether bwrap is installed and can make a sandbox here (checked by running
+        ``/usr/bin/true`` in one: once when it works, again ``RECHECK_S`` after a failure)."""
+        with self._lock:
+            if self._checked is not None and (
+                self._checked.ok or time.monotonic() - self._checked_at < RECHECK_S
+            ):
+                return self._checked
+        if not self.bwrap or not os.access(self.bwrap, os.X_OK):
+            found = Availability(
+                False, f"bwrap not found ({self.bwrap or 'not on PATH'}): install 'bubblewrap'"
+            )
+        elif not os.access(PRLIMIT, os.X_OK):
+            found = Availability(False, f"{PRLIMIT} not found: install 'util-linux'")
+        else:
+            probe = self._run(_PROBE)
+            found = (
+                Availability(True)
+                if probe.failure is None and probe.exit_code == 0
+                else Availability(False, f"bwrap cannot make a sandbox here: {probe.detail}")
+            )
+        with self._lock:
+            self._checked, self._checked_at = found, time.monotonic()
+        return found
+
+    def run(self, request: RunRequest) -> RunResult:
+        """Run ``request`` in a fresh sandbox; ``sandbox_unavailable`` when bwrap does not
+        work here (nothing runs then)."""
+        available = self.availability()
+        if not available.ok:
+            return RunResult.failed("sandbox_unavailable", available.reason)
+        return self._run(request)
+
+    def _run(self, request: RunRequest) -> RunResult:
+        assert self.bwrap is not None
+        as_root = os.geteuid() == 0
+        status_read, status_write = os.pipe()
+        held = [status_read, status_write]  # descriptors this run still has to close
+        try:
+            files = {path: _memfd(content, held) for path, content in request.files.items()}
+            stdin = _memfd(request.stdin, held)
+            argv = [self.bwrap, *self._options(request.limits, status_write, files)]
+            for name, value in request.env.items():
+                argv += ["--setenv", name, value]
+            argv += [*_prlimit(request.limits), *request.argv]
+            proc = subprocess.Popen(
+                argv,
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(status_write, *files.values()),
+                env={},
+                start_new_session=True,
+                # As root, bwrap itself runs as 65534 with no other groups.
+                user=NOBODY if as_root else None,
+                group=NOBODY if as_root else None,
+                extra_groups=[] if as_root else None,
+            )
+            while len(held) > 1:
+                os.close(held.pop())
+            held.clear()  # watch() closes the status pipe
+            watched = watch(proc, status_read, request.limits.wall_s, request.limits.output_bytes)
+        except OSError as exc:
+            return RunResult.failed("sandbox_failed", f"could not start bwrap: {exc}")
+        finally:
+            for fd in held:
+                os.close(fd)
+        return _result(watched, request.limits)
+
+    def _options(self, limits: Limits, status_fd: int, files: dict[str, int]) -> list[str]:
+        system = ["--ro-bind", "/usr", "/usr"]
+        for link in ("bin", "sbin", "lib", "lib64", "lib32", "libx32"):
+            if Path(f"/usr/{link}").is_dir():
+                system += ["--symlink", f"usr/{link}", f"/{link}"]
+        for path in self.ro_paths:
+            system += ["--ro-bind", path, path]
+        work = ["--perms", "0755", "--size", str(limits.work_bytes), "--tmpfs", WORKDIR]
+        parents = {parent for path in files for parent in PurePosixPath(path).parents}
+        for parent in sorted(parents - {PurePosixPath(".")}, key=lambda p: len(p.parts)):
+            work += ["--dir", f"{WORKDIR}/{parent}"]
+        for path, fd in files.items():
+            work += ["--perms", "0755", "--file", str(fd), f"{WORKDIR}/{path}"]
+        return [
+            *system,
+            *("--proc", "/proc", "--dev", "/dev"),
+            *("--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"),
+            *("--size", str(limits.tmp_bytes), "--tmpfs", "/dev/shm"),
+            *work,
+            # bwrap's own root is a writable tmpfs (host memory): seal it once built.
+            *("--remount-ro", "/", "--chdir", WORKDIR),
+            *("--unshare-all", "--unshare-user", "--disable-userns"),
+            *("--uid", str(NOBODY), "--gid", str(NOBODY), "--cap-drop", "ALL"),
+            *("--hostname", "sandbox", "--die-with-parent", "--new-session", "--as-pid-1"),
+            *("--clearenv", "--setenv", "PATH", _PATH, "--setenv", "HOME", WORKDIR),
+            *("--setenv", "LANG", "C.UTF-8"),
+            *("--json-status-fd", str(status_fd)),
+        ]
+
+
+def _memfd(content: bytes, held: list[int]) -> int:
+    """An anonymous in-memory file holding ``content``, read from its start (it is added to
+    ``held``, the descriptors to close)."""
+    fd = os.memfd_create("rewardsvc-sandbox")
+    held.append(fd)
+    with open(fd, "wb", closefd=False) as out:
+        out.write(content)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _prlimit(limits: Limits) -> list[str]:
+    """The ``prlimit`` command that sets the rlimits (soft = hard: the program is its PID
+    namespace's init, which ignores SIGXCPU, so the CPU limit ends it with SIGKILL) and
+    then executes the program."""
+    return [
+        PRLIMIT,
+        f"--cpu={limits.cpu_s}",
+        f"--as={limits.memory_bytes}",
+        f"--nproc={limits.processes}",
+        f"--fsize={limits.file_bytes}",
+        f"--nofile={limits.open_files}",
+        "--",
+    ]
+
+
+def _result(watched: Watched, limits: Limits) -> RunResult:
+    """The run's outcome from what watching it gave (see :class:`RunResult`)."""
+    exit_code = watched.status.get("exit-code")
+    failure: SandboxFailureKind | None = None
+    detail = ""
+    if watched.killed:
+        failure, detail = "sandbox_timeout", f"killed at the wall clock ({limits.wall_s:g} s)"
+        exit_code = None
+    elif not isinstance(exit_code, int):
+        # bwrap reports no exit code when it failed before the program could start.
+        failure = "sandbox_failed"
+        detail = watched.stderr.decode("utf-8", "replace").strip()[-500:] or (
+            f"bwrap exited with {watched.returncode} before the program started"
+        )
+        exit_code = None
+    elif exit_code == _EXIT_SIGKILL:
+        # The program is its namespace's init: no process inside can SIGKILL it, so the
+        # kernel did: at the CPU limit, or the host's OOM killer.
+        if watched.cpu_s >= 0.9 * limits.cpu_s:
+            failure, detail = "sandbox_timeout", f"CPU limit ({limits.cpu_s} s) reached"
+        else:
+            failure, detail = "sandbox_memory", "killed by the kernel (out of memory)"
+    elif exit_code != 0 and any(m in watched.stderr[-4096:] for m in _OUT_OF_MEMORY):
+        failure, detail = "sandbox_memory", f"address space limit ({limits.memory_bytes} B)"
+    return RunResult(
+        exit_code=exit_code,
+        stdout=watched.stdout,
+        stderr=watched.stderr,
+        stdout_truncated=watched.stdout_truncated,
+        stderr_truncated=watched.stderr_truncated,
+        wall_s=watched.wall_s,
+        cpu_s=watched.cpu_s,
+        failure=failure,
+        detail=detail,
+    )

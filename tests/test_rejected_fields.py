@@ -17,8 +17,14 @@ from rewardsvc.core.pool import JudgePool
 from rewardsvc.ors.sessions import tool_outcome
 from rewardsvc.protocol.ors import ToolError
 from rewardsvc.protocol.rejections import ROLL_FIELDS, their_field
-from rewardsvc.protocol.rewards import RewardResponse, RewardResult, RubricRef, Usage
-from rewardsvc.server.compat import _rejected
+from rewardsvc.protocol.rewards import (
+    RewardOptions,
+    RewardResponse,
+    RewardResult,
+    RubricRef,
+    Usage,
+)
+from rewardsvc.server.compat import _rejected, score_holding
 
 
 @pytest.fixture
@@ -169,3 +175,42 @@ async def test_nemo_gym_failure_reason_names_its_reference_field(
     body = reply.json()
     assert body["mask_sample"] is True and body["failure_kind"] == "verifier_error"
     assert body["failure_reason"] == "answer: rubric 'graded' requires a reference"
+
+
+async def test_a_trainer_hold_names_the_position_of_a_sample_rejected_when_scored_again() -> None:
+    # The hold scores again only the samples whose judges failed, as a batch of their own:
+    # one rejected then (too long for the judges' context) is named at its own position.
+    class Scorer:
+        def __init__(self) -> None:
+            self.batches: list[int] = []
+
+        async def score_rubric(self, rubric: str, batch: list[Any], *_: Any, **__: Any) -> Any:
+            self.batches.append(len(batch))
+            if len(self.batches) == 1:
+                scored = RewardResult(id="0", reward=0.5, status="ok")
+                failed = RewardResult(id="1", reward=None, status="judge_error")
+                results = [scored, failed]
+            else:
+                too_long = ([], "too long for the judges' context")
+                results = [rejected("items[0]: too long for the judges' context", too_long)]
+            return RewardResponse(
+                rubric=RubricRef(id=rubric, version="v"), results=results, usage=Usage()
+            )
+
+        async def pause(self, seconds: float) -> bool:
+            return True
+
+    scorer = Scorer()
+    items: list[dict[str, Any]] = [{"completion": "4"}, {"completion": "x" * 50}]
+    results = await score_holding(
+        scorer,  # a stand-in for the Service: score_rubric and pause
+        "tiny",
+        items,
+        "query",
+        None,
+        5.0,
+        RewardOptions(),
+    )
+    assert scorer.batches == [2, 1]
+    assert results[1].status == "rejected"
+    assert results[1].error == "items[1]: too long for the judges' context"

@@ -359,9 +359,11 @@ def test_plan_routes_groups_by_target_and_rejects_unknown_sources() -> None:
     plan = plan_routes(table, ["chat", "gsm8k", "wiki", None, "chat"])
     assert plan.groups == {"helpful": [0, 4], "math": [1]}
     assert set(plan.rejected) == {2, 3}
-    assert plan.rejected[2].startswith("items[2].metadata.data_source: 'wiki' is not routed")
-    assert "routes: chat, gsm8k" in plan.rejected[2]
-    assert "missing" in plan.rejected[3]
+    # The place is the item's own; the request's position is added where it is known.
+    assert plan.rejected[2].loc == ("metadata", "data_source")
+    assert plan.rejected[2].message.startswith("'wiki' is not routed")
+    assert "routes: chat, gsm8k" in plan.rejected[2].message
+    assert "missing" in plan.rejected[3].message
     fallback = table.model_copy(update={"default": "helpful"})
     assert plan_routes(fallback, ["wiki"]).groups == {"helpful": [0]}
 

@@ -46,29 +46,29 @@ class ItemRubrics:
     # The flags of each rubric made, by its id(): the rubric is held in _made meanwhile.
     _flags: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
-    def rubric_for(self, criteria: Any, loc: Loc) -> Rubric | str:
+    def rubric_for(self, criteria: Any, loc: Loc) -> Rubric | list[FieldProblem]:
         """The rubric of an item whose criteria (at ``loc``) are ``criteria``, or why the
         item is rejected (raises what ``permit`` raises)."""
         if self.template is None:
-            return str(
+            return [
                 FieldProblem(
                     loc,
                     "item criteria need a rubric to extend or replace; "
                     "a recipe or routing table takes none",
                 )
-            )
+            ]
         key = json.dumps(
             criteria, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":")
         )
         size = len(key.encode("utf-8", "surrogatepass"))
         if self.max_bytes is not None and size > self.max_bytes:
-            return str(
+            return [
                 FieldProblem(
                     loc,
                     f"{size} bytes as JSON, more than max_rubric_bytes={self.max_bytes} "
                     "(the bound of an inline rubric)",
                 )
-            )
+            ]
         made = self._made.get(key)
         if made is None:
             made = self._make(criteria)
@@ -80,7 +80,7 @@ class ItemRubrics:
                 self._flags[id(made)] = dataset_flags([given])
             self._made[key] = made
         if isinstance(made, CriteriaFormatError):
-            return "; ".join(str(FieldProblem((*loc, *p.loc), p.message)) for p in made.problems)
+            return [FieldProblem((*loc, *p.loc), p.message) for p in made.problems]
         return made
 
     def flags_of(self, rubric: Rubric | None) -> tuple[str, ...]:

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from rewardsvc.core.errors import FieldProblem, Loc, field_problems
+from rewardsvc.core.errors import FieldProblem, Loc, field_problems, placed
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.trajectory import Trajectory
@@ -81,25 +81,29 @@ def echo_id(value: str) -> str:
 
 def read_item(index: int, raw: Any, rubrics: ItemRubrics | None = None) -> ItemIn:
     """One raw item of a request as the engine's input; a malformed one is rejected with
-    its problems (paths such as ``items[3].completion``), never raising (but for what
-    ``rubrics.permit`` raises). An item with its own ``criteria`` gets its rubric from
-    ``rubrics`` (without it, it is rejected)."""
+    its problems (relative to the item, and written ``items[3].completion`` in its error),
+    never raising (but for what ``rubrics.permit`` raises). An item with its own
+    ``criteria`` gets its rubric from ``rubrics`` (without it, it is rejected)."""
     fallback_id = str(index)
     if isinstance(raw, dict) and isinstance(raw.get("id"), str):
         fallback_id = echo_id(raw["id"])
-    bad = unreadable_text(raw, ("items", index))
+    bad = unreadable_text(raw)
     if bad is not None:
-        return ItemIn(fallback_id, None, str(bad))
+        return rejected_item(fallback_id, index, [bad])
     try:
         item = Item.model_validate(raw)
     except ValidationError as exc:
-        problems = field_problems(exc.errors(), raw, prefix=("items", index))
-        return ItemIn(fallback_id, None, "; ".join(str(p) for p in problems))
+        return rejected_item(fallback_id, index, field_problems(exc.errors(), raw))
     item_id = item.id if item.id is not None else fallback_id
-    own = _own_rubric(rubrics, item.criteria, ("items", index, "criteria"))
-    if isinstance(own, str):
-        return ItemIn(item_id, None, own)
+    own = _own_rubric(rubrics, item.criteria, ("criteria",))
+    if isinstance(own, list):
+        return rejected_item(item_id, index, own)
     return ItemIn(item_id, _flagged(rollout_of(item), rubrics, own), rubric=own)
+
+
+def rejected_item(item_id: str, index: int, problems: Sequence[FieldProblem]) -> ItemIn:
+    """The item at ``index`` rejected for ``problems`` (relative to the item)."""
+    return ItemIn(item_id, None, placed(("items", index), problems), problems=tuple(problems))
 
 
 def _flagged(rollout: Rollout, rubrics: ItemRubrics | None, own: Rubric | None) -> Rollout:
@@ -110,7 +114,9 @@ def _flagged(rollout: Rollout, rubrics: ItemRubrics | None, own: Rubric | None) 
     return replace(rollout, data_flags=tuple(sorted(found))) if found else rollout
 
 
-def _own_rubric(rubrics: ItemRubrics | None, criteria: Any, loc: Loc) -> Rubric | str | None:
+def _own_rubric(
+    rubrics: ItemRubrics | None, criteria: Any, loc: Loc
+) -> Rubric | list[FieldProblem] | None:
     """The rubric of an item's (or group's) own criteria at ``loc``, why they make none,
     or None when it has none."""
     if criteria is None:
@@ -255,6 +261,6 @@ def read_group(
     )
     group_id = parsed.id if parsed.id is not None else fallback
     own = _own_rubric(rubrics, parsed.criteria, (field, index, "criteria"))
-    if isinstance(own, str):
-        return GroupIn(group_id, (), own)
+    if isinstance(own, list):
+        return GroupIn(group_id, (), placed((), own))
     return GroupIn(group_id, tuple(_flagged(r, rubrics, own) for r in rollouts), rubric=own)

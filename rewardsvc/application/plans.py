@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rewardsvc.core.recipe import Recipe
@@ -51,6 +51,8 @@ class RubricPlan(TargetPlan):
 
     engine: Engine
     plan: BatchPlan
+    positions: Sequence[int]
+    """Each item's position in the request (a routed part's are not its own)."""
     explain: bool = False
 
     @property
@@ -63,7 +65,7 @@ class RubricPlan(TargetPlan):
         result = await self.engine.run(self.plan, deadline)
         # A reasoning judge's thinking is returned only to options.explain.
         items = result.items if self.explain else [without_reasoning(r) for r in result.items]
-        results = [reward_result(r) for r in items]
+        results = [reward_result(r, n) for r, n in zip(items, self.positions, strict=True)]
         if self.explain:
             results = await self._explained(results)
         return results, result.usage
@@ -98,6 +100,8 @@ class RecipePlan(TargetPlan):
     components: Mapping[str, Rubric]
     inputs: list[ItemIn]
     plans: ComponentPlans
+    positions: Sequence[int]
+    """Each item's position in the request (a routed part's are not its own)."""
 
     @property
     def cost(self) -> Cost:
@@ -109,4 +113,5 @@ class RecipePlan(TargetPlan):
         self.plans.deadline = deadline
         runner = RecipeRunner(self.plans, self.graders, deadline)
         result = await runner.run(self.recipe, self.components, self.inputs)
-        return [recipe_result(r) for r in result.items], result.usage
+        at = zip(result.items, self.positions, strict=True)
+        return [recipe_result(r, n) for r, n in at], result.usage

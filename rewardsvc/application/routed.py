@@ -13,14 +13,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rewardsvc.core.errors import FieldProblem
 from rewardsvc.core.recipe import RoutingTable
 from rewardsvc.core.results import Usage
+from rewardsvc.core.rollout import ItemIn
 from rewardsvc.protocol.rewards import RewardResult, RubricRef
 from rewardsvc.scoring.planning import Cost
 from rewardsvc.scoring.recipes import plan_routes
 
 from .plans import Scored, TargetPlan
 from .targets import Scoring, Target
+from .wire import rejected_result
 
 
 @dataclass
@@ -52,32 +55,39 @@ async def plan_routed(
     table: RoutingTable, routes: Mapping[str, Target], batch: Scoring
 ) -> RoutedPlan:
     """``batch`` split by ``table``, each part planned with the target of its route."""
-    inputs = batch.inputs
+    inputs, at = batch.inputs, batch.positions
     readable = [n for n, i in enumerate(inputs) if i.rollout is not None]
     split = plan_routes(table, [data_source(batch.raw[n]) for n in readable])
     results: list[RewardResult | None] = [None] * len(inputs)
     for n, i in enumerate(inputs):
         if i.rollout is None:
-            results[n] = _rejected(i.id, i.error)
-    for at, message in split.rejected.items():
-        n = readable[at]
-        results[n] = _rejected(inputs[n].id, message.replace(f"items[{at}]", f"items[{n}]", 1))
+            results[n] = _unread(i, at[n])
+    for k, problem in split.rejected.items():
+        n = readable[k]
+        results[n] = rejected_result(inputs[n].id, [problem], at[n])
     parts: list[tuple[list[int], RubricRef, TargetPlan]] = []
     for tid, positions in split.groups.items():
-        ns = [readable[at] for at in positions]
+        ns = [readable[k] for k in positions]
         if tid not in routes:
+            unserved = FieldProblem(
+                ("metadata", "data_source"), f"its target {tid!r} is not served"
+            )
             for n in ns:
-                error = f"items[{n}].metadata.data_source: its target {tid!r} is not served"
-                results[n] = _rejected(inputs[n].id, error)
+                results[n] = rejected_result(inputs[n].id, [unserved], at[n])
             continue
         # A routed batch is never explained (as before the split): each part is plain.
-        part = dataclasses.replace(batch, inputs=[inputs[n] for n in ns], explain=False)
+        part = dataclasses.replace(
+            batch, inputs=[inputs[n] for n in ns], explain=False, places=tuple(at[n] for n in ns)
+        )
         parts.append((ns, routes[tid].ref, await routes[tid].plan(part)))
     return RoutedPlan(results, parts)
 
 
-def _rejected(item_id: str, error: str | None) -> RewardResult:
-    return RewardResult(id=item_id, reward=None, status="rejected", error=error)
+def _unread(item: ItemIn, position: int) -> RewardResult:
+    """An item the server could not read: its problems, or the error it was read with."""
+    if item.problems:
+        return rejected_result(item.id, item.problems, position)
+    return RewardResult(id=item.id, reward=None, status="rejected", error=item.error)
 
 
 def data_source(raw: Any) -> str | None:

@@ -47,13 +47,20 @@ INLINE_LABEL = "_inline"
 
 @dataclass(frozen=True, kw_only=True)
 class Scoring:
-    """One batch to plan, as every target needs it."""
+    """One batch to plan, as every target needs it; ``places`` holds each item's position
+    in the request, for a part of it (None: the batch is the request's items)."""
 
     engine: Engine
     raw: Sequence[Any]
     inputs: list[ItemIn]
     opts: ScoreOptions
     explain: bool = False
+    places: tuple[int, ...] | None = None
+
+    @property
+    def positions(self) -> Sequence[int]:
+        """Each item's position in the request."""
+        return self.places if self.places is not None else range(len(self.inputs))
 
 
 @dataclass(frozen=True)
@@ -120,7 +127,7 @@ class RubricTarget(Target):
         """The engine's plan (items with their own rubric included)."""
         engine = batch.engine
         plan = await engine.plan(self.rubric, batch.inputs, batch.opts, self.metrics_label)
-        return RubricPlan(engine, plan, batch.explain)
+        return RubricPlan(engine, plan, batch.positions, batch.explain)
 
 
 @dataclass(frozen=True)
@@ -154,7 +161,9 @@ class RecipeTarget(Target):
         plans = await ComponentPlans.of(
             engine, self.recipe, self.components, batch.inputs, batch.opts, self.metrics_label
         )
-        return RecipePlan(engine.graders, self.recipe, self.components, batch.inputs, plans)
+        return RecipePlan(
+            engine.graders, self.recipe, self.components, batch.inputs, plans, batch.positions
+        )
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,12 @@ The engine, the recipe runner and the comparative scorers return domain results
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from rewardsvc.core.errors import FieldProblem
 from rewardsvc.core.recipe import RecipeItemReward
 from rewardsvc.core.results import ItemReward, Usage
 from rewardsvc.protocol.comparative import (
@@ -20,7 +22,8 @@ from rewardsvc.protocol.comparative import (
     PreferenceResponse,
     PreferenceResultOut,
 )
-from rewardsvc.protocol.rewards import RewardResult, RubricRef
+from rewardsvc.protocol.rejections import placed_at
+from rewardsvc.protocol.rewards import ItemProblem, RewardResult, RubricRef
 from rewardsvc.protocol.rewards import Usage as UsageOut
 from rewardsvc.scoring.groups import GroupBatch
 from rewardsvc.scoring.preferences import PreferenceBatch
@@ -34,9 +37,26 @@ def _out(model: type[M], domain: Any) -> M:
     return model.model_validate(domain, from_attributes=True)
 
 
-def reward_result(item: ItemReward) -> RewardResult:
-    """The wire form of one item's reward under a rubric."""
-    return _out(RewardResult, item)
+def reward_result(item: ItemReward, position: int | None = None) -> RewardResult:
+    """The wire form of one item's reward under a rubric, the item at ``position`` of
+    the request (None: its error as the engine placed it)."""
+    return _placed(_out(RewardResult, item), item.problems, position)
+
+
+def rejected_result(item_id: str, problems: Sequence[FieldProblem], position: int) -> RewardResult:
+    """The wire form of an item rejected before scoring, at ``position`` of the request."""
+    result = RewardResult(id=item_id, reward=None, status="rejected")
+    return _placed(result, problems, position)
+
+
+def _placed(
+    result: RewardResult, problems: Sequence[FieldProblem], position: int | None
+) -> RewardResult:
+    """``result`` with its problems as data, and its error naming them at ``position``
+    of the request (wherever in a part of the batch the item was scored)."""
+    found = [ItemProblem(loc=list(p.loc), message=p.message) for p in problems]
+    result = result.model_copy(update={"problems": found or None})
+    return result if position is None else placed_at(result, position)
 
 
 def usage_out(usage: Usage, rewards: int = 0) -> UsageOut:
@@ -48,9 +68,10 @@ def usage_out(usage: Usage, rewards: int = 0) -> UsageOut:
     return out
 
 
-def recipe_result(item: RecipeItemReward) -> RewardResult:
-    """The wire form of one item's reward under a recipe."""
-    return _out(RewardResult, item)
+def recipe_result(item: RecipeItemReward, position: int | None = None) -> RewardResult:
+    """The wire form of one item's reward under a recipe, the item at ``position`` of
+    the request (None: its error as the runner wrote it)."""
+    return _placed(_out(RewardResult, item), item.problems, position)
 
 
 def group_response(batch: GroupBatch) -> GroupResponse:

@@ -115,6 +115,12 @@ class FieldProblem:
         return f"{self.path}: {self.message}" if self.loc else self.message
 
 
+def placed(prefix: Loc, problems: Iterable[FieldProblem]) -> str:
+    """``problems`` as one message, each placed under ``prefix``: a rejected item's
+    problems (relative to the item) as the request names them, ``items[3].reference: ...``."""
+    return "; ".join(str(FieldProblem((*prefix, *p.loc), p.message)) for p in problems)
+
+
 class ErrorKind(StrEnum):
     """Why the service refuses a request, machine-readable: the ``error`` of its answer.
 

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from rewardsvc.core.base import StrictModel, check_unique_ids
-from rewardsvc.core.errors import ErrorKind, JudgeErrorKind, RequestError
+from rewardsvc.core.errors import ErrorKind, FieldProblem, JudgeErrorKind, RequestError
 from rewardsvc.core.graders_spec import GraderSpec
 from rewardsvc.core.objectives import (
     ObjectiveName,
@@ -324,6 +324,8 @@ class RecipeItemReward:
     error: str | None = None
     objectives: Values | None = None
     """The recipe's objectives (``rewardsvc.core.objectives``); None when it declares none."""
+    problems: tuple[FieldProblem, ...] = ()
+    """A rejected item's problems, each placed relative to the item (``("reference",)``)."""
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
-from rewardsvc.core.errors import JudgeErrorKind
+from rewardsvc.core.errors import FieldProblem, JudgeErrorKind
 from rewardsvc.core.verdict import Verdict
 
 Status = Literal["ok", "degraded", "judge_error", "rejected"]
@@ -89,6 +89,9 @@ class ItemReward:
     objectives: dict[str, float | None] | None = None
     """The rubric's objectives (``rewardsvc.core.objectives``), each in [0, 1] or None
     when its parts could not be scored; None when the rubric declares none."""
+    problems: tuple[FieldProblem, ...] = ()
+    """A rejected item's problems, each placed relative to the item (``("reference",)``);
+    ``error`` is their text, placed in the batch the engine scored."""
 
 
 def without_reasoning(item: ItemReward) -> ItemReward:

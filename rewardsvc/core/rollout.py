@@ -14,6 +14,7 @@ import hashlib
 import json
 from dataclasses import dataclass, replace
 
+from rewardsvc.core.errors import FieldProblem
 from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.core.trajectory import CUT_FLAG, Trajectory
 
@@ -102,6 +103,9 @@ class ItemIn:
     rollout: Rollout | None
     error: str | None = None
     rubric: Rubric | None = None
+    problems: tuple[FieldProblem, ...] = ()
+    """A rejected item's problems, each placed relative to the item (``("reference",)``,
+    ``("criteria", 2, "text")``): ``error`` is their text as the request names them."""
 
 
 @dataclass(frozen=True)

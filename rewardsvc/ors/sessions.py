@@ -33,6 +33,7 @@ from typing import Any
 
 from rewardsvc.core.errors import ErrorKind, RequestError, Unavailable
 from rewardsvc.protocol.ors import TextBlock, ToolError, ToolOutput, ToolSpec, ToolSuccess
+from rewardsvc.protocol.rejections import ORS_FIELDS, their_field
 from rewardsvc.protocol.rewards import RewardResponse
 
 from .environments import OrsEnvironment, OrsTask
@@ -143,7 +144,8 @@ def tool_outcome(response: RewardResponse) -> Outcome:
     """One item's response as the answer tool's outcome (raises JudgeFailure)."""
     result = response.results[0]
     if result.status == "rejected":
-        return ToolError(error=f"rejected: {result.error}", reason="input_validation")
+        _, message = their_field(result, ORS_FIELDS, "answer")
+        return ToolError(error=f"rejected: {message}", reason="input_validation")
     if result.status == "judge_error" or result.reward is None:
         raise JudgeFailure(f"judge_error: {result.error or 'the judges did not score it'}")
     metadata = result.model_dump(mode="json", exclude_none=True)

@@ -14,6 +14,7 @@ field's description what it means.
 * ``monitor``: ``GET /v1/monitor``;
 * ``ops``: liveness and readiness;
 * ``errors``: the error body of every route.
+* ``rejections``: a rejected item's field as each trainer protocol (and ORS) names it.
 
 Pure data: these modules may import pydantic, ``rewardsvc.core`` and each other; nothing
 of the serving code (server, application), of the domain rooms (scoring, monitor, judges,

@@ -194,6 +194,17 @@ class StepScore(BaseModel):
     error: str | None = None
 
 
+class ItemProblem(BaseModel):
+    """What is wrong with a rejected item, and where within the item."""
+
+    loc: list[str | int] = Field(
+        description="The place of the field at fault within the item, as keys: "
+        '["reference"], ["criteria", 2, "text"], ["metadata", "data_source"]; empty for '
+        "the item as a whole."
+    )
+    message: str = Field(description="What is wrong, without the place.")
+
+
 class RewardResult(BaseModel):
     """The reward for one item."""
 
@@ -213,6 +224,11 @@ class RewardResult(BaseModel):
     )
     cached: bool = Field(default=False, description="Every verdict came from the cache.")
     error: str | None = Field(default=None, description="Why the item was rejected or failed.")
+    problems: list[ItemProblem] | None = Field(
+        default=None,
+        description="A rejected item: its problems as data, each placed within the item "
+        "(error writes them placed in the request, items[3].reference: ...); null otherwise.",
+    )
     version: OwnVersion = None
     components: dict[str, ComponentScore] | None = Field(
         default=None, description="A recipe: every component's part (null for a rubric)."

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from rewardsvc.core import aggregate
+from rewardsvc.core.errors import FieldProblem
 from rewardsvc.core.results import CriterionOutcome, ItemReward, JudgeOutcome, Status, StepResult
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import JudgeRule, Rubric
@@ -114,14 +115,16 @@ def item_reward(
     # Too long for enough judges: rejected (a trainer must drop or shorten it), never the
     # "retry later" of judge_error. Too long for one judge of several: degraded, saying so.
     if too_long is not None and len(scored) < min_judges:
+        long_item = FieldProblem((), f"too long for the judges' context ({too_long})")
         return ItemReward(
             id=item_id,
             reward=None,
             status="rejected",
             judges=dict(row),
             flags=flags,
-            error=f"{place}: too long for the judges' context ({too_long})",
+            error=f"{place}: {long_item.message}",
             completion_chars=len(rollout.completion),
+            problems=(long_item,),
         )
     has_episode = rubric.has_episode_criteria
     if steps is not None and not has_episode:

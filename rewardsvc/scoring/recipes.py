@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from rewardsvc.core.errors import FieldProblem
 from rewardsvc.core.objectives import recipe_objectives
 from rewardsvc.core.recipe import (
     Component,
@@ -78,14 +79,15 @@ class RoutePlan:
     order, and the positions rejected because no route matched (with their error)."""
 
     groups: dict[str, list[int]] = field(default_factory=dict)
-    rejected: dict[int, str] = field(default_factory=dict)
+    rejected: dict[int, FieldProblem] = field(default_factory=dict)
 
 
 def plan_routes(table: RoutingTable, sources: Sequence[str | None]) -> RoutePlan:
     """Split a batch by the ``metadata.data_source`` of each item (``sources``, in order).
 
     The caller scores each group with its rubric or recipe and puts the rewards back at
-    their positions; rejected positions get status ``rejected`` with the error given.
+    their positions; rejected positions get status ``rejected`` with the problem given
+    (its place relative to the item).
     """
     plan = RoutePlan()
     for n, source in enumerate(sources):
@@ -93,8 +95,8 @@ def plan_routes(table: RoutingTable, sources: Sequence[str | None]) -> RoutePlan
         if target is None:
             known = ", ".join(sorted(table.routes))
             what = "missing" if source is None else f"{source[:80]!r} is not routed"
-            plan.rejected[n] = (
-                f"items[{n}].metadata.data_source: {what} by {table.id!r} (routes: {known})"
+            plan.rejected[n] = FieldProblem(
+                ("metadata", "data_source"), f"{what} by {table.id!r} (routes: {known})"
             )
         else:
             plan.groups.setdefault(target, []).append(n)
@@ -111,6 +113,13 @@ class _Item:
     failed: str | None = None
     status: Status = "ok"
     flags: set[str] = field(default_factory=set)
+    problems: tuple[FieldProblem, ...] = ()
+    """Why a rejected item was rejected, each problem placed relative to the item."""
+
+    def reject(self, *problems: FieldProblem, error: str | None = None) -> None:
+        """Reject the item for ``problems`` (``error``: their text, when it is placed)."""
+        self.failed = error or "; ".join(map(str, problems)) or "rejected"
+        self.status, self.problems = "rejected", problems
 
     @property
     def open(self) -> bool:
@@ -121,18 +130,16 @@ def _items_of(
     recipe: Recipe, rubrics: Mapping[str, Rubric], batch: Sequence[ItemIn]
 ) -> list[_Item]:
     """The items of ``batch``, the unreadable and those lacking a needed reference rejected."""
-    items = [
-        _Item(i.id, Rollout("", ""), failed=i.error or "unreadable item", status="rejected")
-        if i.rollout is None
-        else _Item(i.id, i.rollout)
-        for i in batch
-    ]
+    items = [_Item(i.id, i.rollout or Rollout("", "")) for i in batch]
+    for item, given in zip(items, batch, strict=True):
+        if given.rollout is None:
+            item.reject(*given.problems, error=given.error or "unreadable item")
     for component in recipe.components:
         if needs_reference(component, rubrics):
             for item in items:
                 if item.rollout.reference is None and item.failed is None:
-                    item.failed = f"reference: component {component.id!r} needs a reference"
-                    item.status = "rejected"
+                    why = f"component {component.id!r} needs a reference"
+                    item.reject(FieldProblem(("reference",), why))
     return items
 
 
@@ -286,7 +293,7 @@ class RecipeRunner:
             item.components[component.id] = _outcome(component, batch.version, reward)
             item.flags.update(reward.flags)
             if reward.status == "rejected" and item.failed is None:
-                item.failed, item.status = reward.error or "rejected", "rejected"
+                item.reject(*reward.problems, error=reward.error)
 
 
 def _outcome(component: Component, version: str, reward: ItemReward) -> ComponentOutcome:
@@ -317,7 +324,13 @@ def _finish(recipe: Recipe, item: _Item) -> RecipeItemReward:
         )
     if item.failed is not None:
         return RecipeItemReward(
-            item.id, None, item.status, item.components, flags=flags, error=item.failed
+            item.id,
+            None,
+            item.status,
+            item.components,
+            flags=flags,
+            error=item.failed,
+            problems=item.problems,
         )
     needed = {c.id for c in recipe.components if c.weight > 0} | {
         v.component for v in recipe.vetoes

@@ -42,6 +42,7 @@ from rewardsvc.application.items import unreadable_text
 from rewardsvc.core.errors import FieldProblem
 from rewardsvc.protocol.agents import NemoGymVerifyRequest, NemoGymVerifyResponse
 from rewardsvc.protocol.errors import ErrorDetail
+from rewardsvc.protocol.rejections import nemo_gym_fields, their_field
 from rewardsvc.server.compat import CriteriaOptionsDep
 from rewardsvc.server.service import ServiceDep
 
@@ -148,8 +149,10 @@ async def nemo_gym_verify(
     response = await scorer.score_rubric(rubric, [item], options, "response")
     result = response.results[0]
     if result.status == "judge_error" or result.reward is None:
-        kind = "verifier_error" if result.status == "rejected" else "judge_failed"
-        return masked(data, kind, result.error or result.status)
+        if result.status == "rejected":
+            fields = nemo_gym_fields(reference_field, criteria_field)
+            return masked(data, "verifier_error", their_field(result, fields, "response")[1])
+        return masked(data, "judge_failed", result.error or result.status)
     out = data | {"reward": result.reward, "mask_sample": False}
     if result.status == "degraded":
         out["failure_reason"] = (result.error or "degraded")[:FAILURE_REASON_CHARS]

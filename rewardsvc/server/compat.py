@@ -75,6 +75,7 @@ from rewardsvc.protocol.compat import (
     SlimeRequest,
     SlimeReward,
 )
+from rewardsvc.protocol.rejections import SLIME_FIELDS, placed_at, their_field
 from rewardsvc.protocol.rewards import (
     RewardOptions,
     RewardResult,
@@ -189,7 +190,7 @@ async def score_holding(
             return results
         attempt += 1
         for index, result in zip(failed, await score([items[i] for i in failed]), strict=True):
-            results[index] = result
+            results[index] = placed_at(result, index)  # scored again as a part of the batch
 
 
 def _outage(results: list[RewardResult], fields: list[str], last_try: bool) -> None:
@@ -278,23 +279,11 @@ async def openrlhf(
 # ------------------------------------------------------------------ slime
 
 
-_SLIME_FIELDS = {
-    "completion": "response",
-    "reference": "label",
-    "prompt": "prompt",
-    "criteria": "label.criteria",
-}
-"""slime's name of each item field a rejection can name."""
-
-
 def _rejected(result: RewardResult) -> RequestError:
-    """The refusal of a sample that cannot be scored (a 422), naming slime's field."""
-    error = result.error or "the sample cannot be scored"
-    for ours, theirs in _SLIME_FIELDS.items():
-        prefix = f"items[0].{ours}"
-        if error.startswith(prefix):
-            return RequestError(theirs + error[len(prefix) :], field=theirs)
-    return RequestError(error, field="response")
+    """The refusal of a sample that cannot be scored (a 422), naming slime's field from
+    the result's problems (``response`` when they name none slime sends)."""
+    field, message = their_field(result, SLIME_FIELDS, "response")
+    return RequestError(message, field=field)
 
 
 def _slime_reply(result: RewardResult, format: str) -> JSONResponse:

@@ -61,6 +61,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from rewardsvc.core.errors import ErrorKind, ServiceError
+from rewardsvc.protocol.rejections import ROLL_FIELDS, their_field
 from rewardsvc.protocol.rewards import RewardOptions, RewardResult
 from rewardsvc.server.access import current_holder
 from rewardsvc.server.compat import CriteriaOptionsDep, RunQuery, score_holding
@@ -294,7 +295,10 @@ def _answer(result: RewardResult) -> RollTaskResult:
         answer.errcode, answer.reward_score = DONE, result.reward
     else:
         answer.errcode = REJECTED if result.status == "rejected" else FAILED
-        answer.errmsg = f"{result.status}: {result.error or 'no reward'}"[:ERRMSG_CHARS]
+        why = result.error or "no reward"
+        if result.status == "rejected":
+            _, why = their_field(result, ROLL_FIELDS, "response")
+        answer.errmsg = f"{result.status}: {why}"[:ERRMSG_CHARS]
     return answer
 
 

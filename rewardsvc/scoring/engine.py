@@ -49,6 +49,7 @@ from rewardsvc.scoring.assemble import (
     step_results,
 )
 from rewardsvc.scoring.batch_plan import BatchPlan
+from rewardsvc.scoring.checks import prepare_all
 from rewardsvc.scoring.comparer import Comparer
 from rewardsvc.scoring.groups import Comparing
 from rewardsvc.scoring.judging import JudgeLike
@@ -106,31 +107,6 @@ class Engine:
         self._expiry = Expiry()
         self.observer = observer
 
-    # ----------------------------------------------------------- request-level checks
-
-    def _prepare(self, rubric: Rubric, index: int, item: ItemIn) -> Prepared | ItemReward:
-        def reject(message: str) -> ItemReward:
-            return ItemReward(id=item.id, reward=None, status="rejected", error=message)
-
-        if item.rollout is None:
-            return reject(item.error or "item rejected")
-        rollout = item.rollout
-        prefix = f"items[{index}]"
-        texts = {
-            "prompt": rollout.prompt,
-            "completion": rollout.completion,
-            "reference": rollout.reference,
-        }
-        for name, text in texts.items():
-            if text is not None and len(text) > self.max_text_chars:
-                return reject(
-                    f"{prefix}.{name}: {len(text)} characters, more than the limit of "
-                    f"{self.max_text_chars} (max_text_chars)"
-                )
-        if rubric.requires_reference and rollout.reference is None:
-            return reject(f"{prefix}.reference: rubric {rubric.id!r} requires a reference")
-        return Prepared(index, item.id, rollout, [])
-
     # ----------------------------------------------------------- scoring
 
     async def plan(
@@ -160,8 +136,8 @@ class Engine:
         when = When()
         parts = split(rubric, items)
         for part in parts:
-            part.prepared = await self._prepare_all(
-                part.rubric, items, part.positions, rejected, pacer
+            part.prepared = await prepare_all(
+                part.rubric, items, part.positions, rejected, self.max_text_chars, pacer
             )
             part.calls = await plan(
                 self.judges, part.rubric, part.rubric.version(), names, part.prepared, when, pacer
@@ -274,26 +250,6 @@ class Engine:
             return outcomes, graded
         # Nothing to grade: no tasks to run the judge calls beside nothing.
         return await judged, [{} for _ in prepared]
-
-    async def _prepare_all(
-        self,
-        rubric: Rubric,
-        items: Sequence[ItemIn],
-        positions: Sequence[int],
-        results: list[ItemReward | None],
-        pacer: Pacer,
-    ) -> list[Prepared]:
-        """The items at ``positions`` that pass the request-level checks; the rest go to
-        ``results``."""
-        prepared: list[Prepared] = []
-        for index in positions:
-            await pacer.step()
-            outcome = self._prepare(rubric, index, items[index])
-            if isinstance(outcome, Prepared):
-                prepared.append(outcome)
-            else:
-                results[index] = outcome
-        return prepared
 
     async def _calibrate(
         self, rubric: Rubric, version: str, names: list[str], rows: list[dict[str, JudgeOutcome]]

@@ -15,7 +15,11 @@ CPU use (cores) of the service, the stub and this load generator is reported per
 because on a small machine all three share the cores. The issue's targets are ratios of the
 two loops in the same run: the service's CPU per judge call against the direct loop's (the
 load generator's CPU per call, which renders the same prompts), judge calls/s, and the p99
-added at one request in flight against the direct loop's own p99. A client-cost table
+added at one request in flight against the direct loop's own p99. The **floor** loop sends
+the same requests to a bare uvicorn + FastAPI endpoint (``bench.overhead_floor``) that
+parses them into ``RewardRequest`` and answers a response of the same shape without a judge
+call: its CPU per request plus the raw client's calls, per call, over the raw client's, is
+the floor ratio, reported beside the CPU ratio. A client-cost table
 times single calls of each client (the openai SDK two ways, rewardsvc's lean transport
 and its whole backend, raw aiohttp). If a target is missed (or with ``--profile``),
 py-spy samples the service under the 16-concurrent load (``bench.profiling``). Besides
@@ -51,6 +55,7 @@ from bench.harness import (
     start_fakejudge,
 )
 from bench.items import bench_items
+from bench.overhead_floor import start_floor
 from bench.overhead_report import markdown
 from bench.profiling import profile_service
 from rewardsvc.judges.backends import Backend
@@ -220,19 +225,25 @@ class CpuMeter:
 async def run(ctx: RunContext) -> dict[str, Any]:
     """Run part 2 and return its results."""
     logs = ctx.workdir / "overhead" / "logs"
+    rubric = rubric_variant(f"{ctx.run_id}-overhead")
+    assert len(rubric.criteria) == CRITERIA
     fake, url = start_fakejudge(logs)
     try:
-        return await _run(ctx, fake.pid, url)
+        floor, floor_url = start_floor(logs, "primary", [c.id for c in rubric.criteria])
+        try:
+            return await _run(ctx, fake.pid, url, rubric, (floor.pid, floor_url))
+        finally:
+            floor.stop()
     finally:
         fake.stop()
 
 
-async def _run(ctx: RunContext, fake_pid: int, url: str) -> dict[str, Any]:
+async def _run(
+    ctx: RunContext, fake_pid: int, url: str, rubric: Any, floor: tuple[int, str]
+) -> dict[str, Any]:
     load_at_start = [round(x, 1) for x in os.getloadavg()]
     pool = {"judges": {"primary": judge_entry(url, "fake", max_concurrency=MAX_CONCURRENCY)}}
     config = pool_model(pool).judges["primary"]
-    rubric = rubric_variant(f"{ctx.run_id}-overhead")
-    assert len(rubric.criteria) == CRITERIA
     source = ItemSource(ctx.run_id)
     cells = []
     profile: dict[str, Any] | None = None
@@ -256,9 +267,9 @@ async def _run(ctx: RunContext, fake_pid: int, url: str) -> dict[str, Any]:
 
                 return go
 
-            def rs_request(size: int) -> Callable[[], Awaitable[Outcome]]:
+            def rs_request(size: int, base: str = svc.url) -> Callable[[], Awaitable[Outcome]]:
                 async def go() -> Outcome:
-                    r = await post_rewards(http, svc.url, rubric.id, source.take(size))
+                    r = await post_rewards(http, base, rubric.id, source.take(size))
                     if not r.ok:
                         raise RuntimeError(f"HTTP {r.status}: {r.body}")
                     usage = r.body["usage"]
@@ -270,29 +281,41 @@ async def _run(ctx: RunContext, fake_pid: int, url: str) -> dict[str, Any]:
                 return go
 
             pids = {"rewardsvc": svc.pid, "stub": fake_pid, "load generator": os.getpid()}
+            pids["floor"] = floor[0]
             for size in ctx.overhead_sizes:
                 for conc in ctx.overhead_concurrency:
                     log(f"overhead: {size} item(s)/request x {conc} concurrent")
                     await closed_loop(direct_request(size), conc, warm_s)
                     with CpuMeter(pids) as direct_cpu:
                         direct = await closed_loop(direct_request(size), conc, ctx.overhead_seconds)
+                    await closed_loop(rs_request(size, floor[1]), conc, warm_s)
+                    with CpuMeter(pids) as floor_cpu:
+                        bare = await closed_loop(
+                            rs_request(size, floor[1]), conc, ctx.overhead_seconds
+                        )
                     await closed_loop(rs_request(size), conc, warm_s)
                     with CpuMeter(pids) as rs_cpu:
                         rs = await closed_loop(rs_request(size), conc, ctx.overhead_seconds)
                     svc_cpu_s = rs_cpu.cores["rewardsvc"] * rs["elapsed_s"]
                     raw_cpu_s = direct_cpu.cores["load generator"] * direct["elapsed_s"]
+                    direct_ms = _ms_per_call(raw_cpu_s, direct["calls"])
+                    bare_ms = _ms_per_call(
+                        floor_cpu.cores["floor"] * bare["elapsed_s"], bare["calls"]
+                    )
                     cell = {
-                        "rewardsvc_cpu_ms_per_call": 1000 * svc_cpu_s / rs["calls"]
-                        if rs["calls"]
-                        else None,
-                        "direct_cpu_ms_per_call": 1000 * raw_cpu_s / direct["calls"]
-                        if direct["calls"]
+                        "rewardsvc_cpu_ms_per_call": _ms_per_call(svc_cpu_s, rs["calls"]),
+                        "direct_cpu_ms_per_call": direct_ms,
+                        # The floor per judge call: the bare endpoint's CPU per request spread
+                        # over the request's calls, plus the raw client's own calls.
+                        "floor_cpu_ms_per_call": bare_ms + direct_ms
+                        if bare_ms is not None and direct_ms is not None
                         else None,
                         "items_per_request": size,
                         "calls_per_request": size * CRITERIA,
                         "concurrency": conc,
                         "direct": {**direct, "cpu_cores": direct_cpu.cores},
                         "rewardsvc": {**rs, "cpu_cores": rs_cpu.cores},
+                        "floor": {**bare, "cpu_cores": floor_cpu.cores},
                         "added_p50_ms": rs["p50_ms"] - direct["p50_ms"],
                         "added_p99_ms": rs["p99_ms"] - direct["p99_ms"],
                     }
@@ -400,18 +423,24 @@ def _per_call(cpu_start: float, wall_start: float, n: int) -> dict[str, float]:
     }
 
 
+def _ms_per_call(cpu_s: float, calls: int) -> float | None:
+    return 1000 * cpu_s / calls if calls else None
+
+
 def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
 def ratios(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per cell, rewardsvc against the direct loop of the same run: CPU per judge call,
-    judge calls/s, and the p99 added against the direct loop's own p99."""
+    """Per cell, rewardsvc against the direct loop of the same run: CPU per judge call (and
+    the floor's, a bare endpoint plus the raw calls), judge calls/s, and the p99 added
+    against the direct loop's own p99."""
     return [
         {
             "items_per_request": c["items_per_request"],
             "concurrency": c["concurrency"],
             "cpu_per_call": _ratio(c["rewardsvc_cpu_ms_per_call"], c["direct_cpu_ms_per_call"]),
+            "floor_per_call": _ratio(c.get("floor_cpu_ms_per_call"), c["direct_cpu_ms_per_call"]),
             "calls_per_s": _ratio(c["rewardsvc"]["calls_per_s"], c["direct"]["calls_per_s"]),
             "p99_added_over_direct_p99": _ratio(c["added_p99_ms"], c["direct"]["p99_ms"]),
         }

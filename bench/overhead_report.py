@@ -44,6 +44,11 @@ def markdown(o: dict[str, Any]) -> str:
         "closed loop per cell; rewardsvc and the direct loop (raw aiohttp POSTs of the same "
         "bodies) measured in the same run. CPU per call: the service's CPU (rewardsvc loop) "
         "and the load generator's (direct loop, prompt rendering included) per judge call. "
+        "Floor: a bare uvicorn + FastAPI endpoint (`bench/overhead_floor.py`) parsing the same "
+        "request into `RewardRequest` and answering a `RewardResponse` of the same shape with "
+        "no judge call, measured in the same run; floor per call = (its CPU per request + the "
+        "raw client's CPU for the request's calls) / calls, and floor ratio = that over the raw "
+        "client's CPU per call: the least CPU ratio an HTTP service on this stack can reach. "
         f"Load average at the start: {o.get('load_avg_at_start', 'n/a')} "
         f"({os.cpu_count()} cores).",
         "",
@@ -57,6 +62,8 @@ def markdown(o: dict[str, Any]) -> str:
                 str(c["concurrency"]),
                 f"{_ms(c['rewardsvc_cpu_ms_per_call'])} / {_ms(c['direct_cpu_ms_per_call'])}",
                 _x(r["cpu_per_call"]),
+                _ms(c.get("floor_cpu_ms_per_call")),
+                _x(r.get("floor_per_call")),
                 f"{rs['calls_per_s']:,.0f} / {d['calls_per_s']:,.0f}",
                 _x(r["calls_per_s"]),
                 f"{rs['p99_ms']:.1f} / {d['p99_ms']:.1f}",
@@ -71,6 +78,8 @@ def markdown(o: dict[str, Any]) -> str:
             "concurrent",
             "CPU ms/call svc / direct",
             "CPU ratio",
+            "floor ms/call",
+            "floor ratio",
             "calls/s svc / direct",
             "calls/s ratio",
             "p99 ms svc / direct",

@@ -179,15 +179,55 @@ class Backend:
     async def _send_to(
         self, shape: Route, body: dict[str, Any], budget: float, *routed: Any
     ) -> Reply:
+        """One POST to the endpoint picked for the call, within ``budget`` seconds; its
+        breaker and the failure counts learn how it went. (One coroutine with the POST:
+        each wait of a judge call resumes every coroutine of its chain.)"""
         endpoint = self._pick(*routed)
         endpoint.calls += 1
         endpoint.in_flight += 1
         try:
-            reply = await self._post(shape, body, budget, endpoint)
+            try:
+                async with asyncio.timeout(budget) as limit:
+                    response = await endpoint.client.post(
+                        shape.path, body, self._auth(), self._headers, from_root=shape.from_root
+                    )
+            except TimeoutError:
+                if not limit.expired():
+                    raise
+                raise self._timed_out(budget, endpoint.url) from None
+            if not shape.well_formed(response):
+                raise BackendError(
+                    "unparseable",
+                    f"answered 200 without a {shape.path} JSON body: {_snippet(response)}",
+                    url=endpoint.url,
+                )
+        except Exception as exc:
+            error = classify(exc, endpoint.url)
+            self.failures.note(self.name, error)
+            if error.breaker_failure:
+                endpoint.breaker.failure(str(error))
+            else:
+                endpoint.breaker.success()
+            raise error from exc
+        except BaseException:
+            endpoint.breaker.release()
+            raise
         finally:
             endpoint.in_flight -= 1
-        pricing.record(pricing.reply_tokens(reply))
-        return reply
+        endpoint.breaker.success()
+        pricing.record(pricing.reply_tokens(response))
+        return response
+
+    def _timed_out(self, budget: float, url: str) -> BackendError:
+        """The error of an attempt whose ``budget`` ran out: the call's deadline when that
+        was shorter than the judge's timeout, else the timeout."""
+        if budget < self.config.timeout_s:
+            return BackendError(
+                "deadline", "the judge had not answered when the call's deadline came", url=url
+            )
+        return BackendError(
+            "timeout", f"no complete answer in {self.config.timeout_s:g} s", url=url
+        )
 
     async def _limited(
         self, shape: Route, body: dict[str, Any], deadline: float, *routed: Any
@@ -206,49 +246,6 @@ class Backend:
             self.limiter.done()
         self.limiter.settle(estimate, prompt_chars(body), pricing.reply_tokens(reply)[0])
         return reply
-
-    async def _post(
-        self, shape: Route, body: dict[str, Any], budget: float, endpoint: Endpoint
-    ) -> Reply:
-        try:
-            try:
-                async with asyncio.timeout(budget) as limit:
-                    response = await endpoint.client.post(
-                        shape.path, body, self._auth(), self._headers, from_root=shape.from_root
-                    )
-            except TimeoutError:
-                if not limit.expired():
-                    raise
-                if budget < self.config.timeout_s:
-                    raise BackendError(
-                        "deadline",
-                        "the judge had not answered when the call's deadline came",
-                        url=endpoint.url,
-                    ) from None
-                raise BackendError(
-                    "timeout",
-                    f"no complete answer in {self.config.timeout_s:g} s",
-                    url=endpoint.url,
-                ) from None
-            if not shape.well_formed(response):
-                raise BackendError(
-                    "unparseable",
-                    f"answered 200 without a {shape.path} JSON body: {_snippet(response)}",
-                    url=endpoint.url,
-                )
-        except Exception as exc:
-            error = classify(exc, endpoint.url)
-            self.failures.note(self.name, error)
-            if error.breaker_failure:
-                endpoint.breaker.failure(str(error))
-            else:
-                endpoint.breaker.success()
-            raise error from exc
-        except BaseException:
-            endpoint.breaker.release()
-            raise
-        endpoint.breaker.success()
-        return response
 
     def deadline_for(self, deadline: float | None) -> float:
         """The absolute deadline of a call starting now, capped by the caller's ``deadline``."""

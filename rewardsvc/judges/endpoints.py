@@ -47,7 +47,7 @@ def open_endpoint(
     """Judge ``name``'s endpoint at ``url``: its client sized to the judge's concurrency and
     its breaker, reported to ``observer`` (closed, to begin with)."""
     # The transport's own timeout is per read; the total per attempt is enforced in
-    # ``Backend._post``. This one stays as a backstop and bounds the connect.
+    # ``Backend._send_to``. This one stays as a backstop and bounds the connect.
     client = JudgeTransport(
         url,
         max_connections=config.max_concurrency,

@@ -37,7 +37,7 @@ reasoning and its token count.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -78,14 +78,15 @@ class Call:
     # The judge's own request fields (extra_body, chat_template_kwargs): under ours.
     extras: Mapping[str, Any] = field(default_factory=dict)
 
-    async def send(self, prompt: Prompt, **fields: Any) -> Reply:
+    def send(self, prompt: Prompt, **fields: Any) -> Awaitable[Reply]:
         """Send ``prompt`` with the request ``fields`` over the judge's own ``extras`` (and
-        the judge's seed, if any); the judge's parsed JSON reply, checked by the shape's
-        ``well_formed``."""
+        the judge's seed, if any); awaited, the judge's parsed JSON reply, checked by the
+        shape's ``well_formed``. The backend's own coroutine, not one wrapping it: each wait
+        of a judge call resumes every coroutine of its chain."""
         body = {**self.extras, **self.shape.body(prompt), **fields}
         if self.sampling.seed is not None:
             body["seed"] = self.sampling.seed
-        return await self.backend.send(self.shape, body, self.deadline, affinity=prompt.affinity)
+        return self.backend.send(self.shape, body, self.deadline, affinity=prompt.affinity)
 
 
 class ScoringMethod(AnswerStyle, Protocol):

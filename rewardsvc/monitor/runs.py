@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -130,17 +130,21 @@ def compute_signals(
             [s.uncertainty for s in window if s.uncertainty is not None]
         ),
     }
-    for status in STATUSES:
-        out[f"{status}_share"] = sum(s.status == status for s in window) / n if n else None
-    for flag in flags:
-        out[f"flag_rate:{flag}"] = sum(flag in s.flags for s in window) / n if n else None
-    verdicts: dict[str, list[bool]] = {}  # one pass over the window for every criterion
+    # One pass over the window for every flag and criterion, not one per flag or status.
+    statuses = Counter(s.status for s in window)
+    flagged, passed, judged = Counter[str](), Counter[str](), Counter[str]()
     for s in window:
+        flagged.update(set(s.flags))  # a sample counts once per flag it carries
         for c, ok in s.passes:
-            verdicts.setdefault(c, []).append(ok)
+            judged[c] += 1
+            passed[c] += ok
+    for status in STATUSES:
+        out[f"{status}_share"] = statuses[status] / n if n else None
+    for flag in flags:
+        out[f"flag_rate:{flag}"] = flagged[flag] / n if n else None
     for cid in criteria:
-        seen = verdicts.get(cid)
-        out[f"criterion_pass_rate:{cid}"] = sum(seen) / len(seen) if seen else None
+        seen = judged[cid]
+        out[f"criterion_pass_rate:{cid}"] = passed[cid] / seen if seen else None
     return out
 
 

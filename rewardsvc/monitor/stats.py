@@ -6,9 +6,9 @@ Pure Python on purpose (windows hold a few hundred samples; no numpy dependency)
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from itertools import repeat
+from itertools import groupby, repeat
 from operator import sub, truediv
 
 
@@ -40,13 +40,12 @@ def ranks(xs: Sequence[float]) -> list[float]:
     order = sorted(range(len(xs)), key=xs.__getitem__)
     out = [0.0] * len(xs)
     i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
-            j += 1
+    for _, run in groupby(order, key=xs.__getitem__):
+        tied = list(run)
+        j = i + len(tied) - 1
         rank = (i + j) / 2 + 1
-        for k in range(i, j + 1):
-            out[order[k]] = rank
+        for k in tied:
+            out[k] = rank
         i = j + 1
     return out
 
@@ -90,9 +89,18 @@ def _highest_gap(xs: list[float], ys: list[float]) -> float:
     last position counts them all (the others fall short of it, so never win the max).
     Evaluated with ``map`` rather than a loop: a window and a baseline hold hundreds of
     samples, and the monitor evaluates every few items.
+
+    When ``xs`` is the longer side (a baseline against a window), only the last sample of
+    ``xs`` below each sample of ``ys`` can win (F_ys is flat in between, F_xs rises), so
+    the same maximum is found with one search per sample of ``ys`` instead of ``xs``.
     """
     n, m = len(xs), len(ys)
-    own = map(truediv, range(1, n + 1), repeat(n))
-    other = map(truediv, map(bisect_right, repeat(ys), xs), repeat(m))
-    gap: float = max(map(sub, own, other))
-    return gap
+    if n <= m + 1:
+        own = map(truediv, range(1, n + 1), repeat(n))
+        other = map(truediv, map(bisect_right, repeat(ys), xs), repeat(m))
+        gap: float = max(map(sub, own, other))
+        return gap
+    # k samples of xs lie below ys[j], the last of them with (at most) j samples of ys at
+    # or below it; every sample of xs is the last below some ys[j] or is among the top.
+    below = [*map(bisect_left, repeat(xs), ys), n]
+    return max(k / n - j / m for j, k in enumerate(below) if k)

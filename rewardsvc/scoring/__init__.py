@@ -1,9 +1,9 @@
 """The scoring room: a batch of rollouts against a rubric, from judge calls to rewards.
 
 ``engine`` holds the :class:`~rewardsvc.scoring.engine.Engine`: for one batch it plans
-(a ``batch_plan``, before the request is admitted: every item checked on its own, and
-``planning`` plans the judge calls, each with its cost in calls and prompt bytes; one
-per item, judge and criterion; one holistic call for ``combine: implicit``; one call for
+(a ``batch_plan``, before the request is admitted: every item checked on its own by
+``item_checks``, and ``planning`` plans the judge calls, each with its cost in calls and prompt
+bytes; one per item, judge and criterion; one holistic call for ``combine: implicit``; one call for
 all criteria for a judge whose method batches them, ``judging``; one per step for
 ``scope: step`` criteria, ``steps``; one per item, and one per trajectory for its steps,
 for a judge that scores whole items, a reward model), then runs that plan: the detectors,

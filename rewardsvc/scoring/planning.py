@@ -97,14 +97,16 @@ def item_bytes(rollout: Rollout) -> int:
     return prompts.text_bytes(rollout.prompt, rollout.completion, rollout.reference)
 
 
-async def _late(when: When, ask: Callable[..., Awaitable[_T]], *args: Any) -> _T:
-    """``ask(*args)`` by the plan's deadline, read when the call starts."""
-    return await ask(*args, deadline=when.at)
-
-
 def _by(when: When, ask: Callable[..., Awaitable[_T]], *args: Any) -> Callable[[], Awaitable[_T]]:
-    """A call of ``ask(*args)`` that runs by the deadline ``when`` holds then."""
-    return functools.partial(_late, when, ask, *args)
+    """A call of ``ask(*args)`` that runs by the deadline ``when`` holds when it starts.
+
+    The call is ``ask``'s own awaitable, not one wrapped in a coroutine of this module:
+    every suspension of a judge call resumes each coroutine of its chain, per call."""
+
+    def start() -> Awaitable[_T]:
+        return ask(*args, deadline=when.at)
+
+    return start
 
 
 @dataclass(frozen=True)

@@ -296,7 +296,13 @@ class VerdictCache:
             stored = await self._read_through(key)
             if stored is not None:
                 return stored, "hit"
-        verdict = await _safe_call(call)
+        # _safe_call's rule inline: one coroutine fewer to resume at each of the call's waits.
+        try:
+            verdict = await call()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            verdict = _raised(exc)
         await self.put(key, verdict)
         return verdict, "call"
 
@@ -330,5 +336,10 @@ async def _safe_call(call: Callable[[], Awaitable[Verdict]]) -> Verdict:
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        log.exception("judge call raised")
-        return Verdict.failed(f"internal error: {type(exc).__name__}: {exc}")
+        return _raised(exc)
+
+
+def _raised(exc: Exception) -> Verdict:
+    """The failed verdict of a judge call that raised (logged: it is a bug)."""
+    log.exception("judge call raised")
+    return Verdict.failed(f"internal error: {type(exc).__name__}: {exc}")

@@ -160,10 +160,11 @@ class Settings(BaseSettings):
         "on one sandbox); keep it near the CPUs the programs may use.",
     )
     sandbox_queue: int = Field(
-        default=256,
+        default=1024,
         ge=0,
-        description="Sandboxed runs that may wait for a lane (queued fairly between requests); "
-        "a run beyond it is not run and its item gets no score (sandbox_busy).",
+        description="Sandboxed runs that may wait for a lane (queued fairly between requests; "
+        "an item queues at most 4 of its cases at once); a run beyond it is not run and its "
+        "item gets no score (sandbox_busy).",
     )
     max_rubric_bytes: int = Field(
         default=64 * 1024,

@@ -100,7 +100,7 @@ async def test_a_rubric_criterion_scores_the_program_on_the_hidden_cases(
     assert by_id["right"]["reward"] > by_id["wrong"]["reward"]
     assert by_id["wrong"]["reward"] > by_id["loop"]["reward"]
     outcomes = passes["loop"]["evidence"]["outcomes"]
-    assert {o["result"] for o in outcomes} == {"sandbox_timeout"}
+    assert {o["result"] for o in outcomes} <= {"sandbox_timeout", "sandbox_memory"}
 
 
 async def test_an_inline_recipe_runs_its_checker_program(

@@ -49,6 +49,9 @@ PYTHON = "python3"
 """The interpreter, found on the sandbox's fixed ``PATH`` (``/usr/local/bin``, ``/usr/bin``)."""
 OUTPUT_BYTES = 1 << 20
 """Most output of one run kept (a case whose output is longer fails)."""
+CASES_AT_ONCE = 4
+"""Most runs of one item queued or running at once: a batch's items share the sandbox's
+queue, and one item's 64 cases should not fill it."""
 EVIDENCE_CASES = 16
 """Most per-case outcomes a result's evidence lists (the counts cover every case)."""
 # What counts against the program: the limits are the task's, reaching one is its answer.
@@ -174,11 +177,14 @@ async def io_cases(
         return GraderResult(0.0, {"cases": len(cases), "passed": 0, "no_code": True})
     bounds = limits(spec)
     files = {"solution.py": program.encode()}
-    requests = [
-        RunRequest((PYTHON, "-I", "solution.py"), files, case.input.encode(), limits=bounds)
-        for case in cases
-    ]
-    results = await asyncio.gather(*(sandbox.run(r) for r in requests))
+    at_once = asyncio.Semaphore(CASES_AT_ONCE)
+
+    async def run(case: IoCase) -> RunResult:
+        async with at_once:
+            argv = (PYTHON, "-I", "solution.py")
+            return await sandbox.run(RunRequest(argv, files, case.input.encode(), limits=bounds))
+
+    results = await asyncio.gather(*(run(case) for case in cases))
     outcomes: list[dict[str, Any]] = []
     for number, (case, result) in enumerate(zip(cases, results, strict=True)):
         outcome = case_outcome(result, case, spec)

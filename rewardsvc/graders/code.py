@@ -186,16 +186,17 @@ async def io_cases(
 
     results = await asyncio.gather(*(run(case) for case in cases))
     outcomes: list[dict[str, Any]] = []
+    passed = 0
     for number, (case, result) in enumerate(zip(cases, results, strict=True)):
         outcome = case_outcome(result, case, spec)
         if outcome is None:
             return no_score(result, f"case {number}")
+        passed += outcome == "pass"
         if len(outcomes) < EVIDENCE_CASES:
             entry: dict[str, Any] = {"case": number, "result": outcome}
             if outcome != "pass" and result.stderr:
                 entry["stderr"] = clip_text(result.stderr.decode("utf-8", "replace")[-2000:], 200)
             outcomes.append(entry)
-    passed = sum(case_outcome(r, c, spec) == "pass" for c, r in zip(cases, results, strict=True))
     evidence = {"cases": len(cases), "passed": passed, "outcomes": outcomes}
     return GraderResult(passed / len(cases), evidence)
 

@@ -8,6 +8,7 @@ fields name are read by ``rewardsvc.credentials``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -142,6 +143,28 @@ class Settings(BaseSettings):
         description="Time limit of one grader call (a math grader's timeout_s replaces it), "
         "counted from when a worker takes the call, not while it waits its turn; past it "
         "the criterion gets no score, with error_kind grader_timeout.",
+    )
+    sandbox_backend: Literal["bubblewrap", "none"] = Field(
+        default="bubblewrap",
+        description="Where the code graders (io_cases, check_program) run programs: "
+        "bubblewrap (the 'bwrap' binary of the Debian package bubblewrap, with user "
+        "namespaces allowed) or none (every code grader gives no score, "
+        "sandbox_unavailable). Never unsandboxed: without a working backend /readyz says so "
+        "when the library uses a code grader.",
+    )
+    sandbox_lanes: int = Field(
+        default=2,
+        ge=1,
+        le=64,
+        description="Sandboxed runs at once, per service process (each a lane thread waiting "
+        "on one sandbox); keep it near the CPUs the programs may use.",
+    )
+    sandbox_queue: int = Field(
+        default=1024,
+        ge=0,
+        description="Sandboxed runs that may wait for a lane (queued fairly between requests; "
+        "an item queues at most 4 of its cases at once); a run beyond it is not run and its "
+        "item gets no score (sandbox_busy).",
     )
     max_rubric_bytes: int = Field(
         default=64 * 1024,

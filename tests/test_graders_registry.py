@@ -10,14 +10,16 @@ import pytest
 from rewardsvc.core import graders_spec
 from rewardsvc.core.graders_spec import GRADERS, MathSpec, SpecModel, spec_type
 from rewardsvc.graders import registry
-from rewardsvc.graders.registry import FUNCTIONS, Graders, grade_here
+from rewardsvc.graders.registry import FUNCTIONS, SANDBOXED, Graders, grade_here
 from rewardsvc.graders.result import GraderResult
 
 
 def test_every_spec_has_exactly_one_function_and_every_function_a_spec() -> None:
     assert len(GRADERS) == len(set(GRADERS))
     assert len({spec_type(g) for g in GRADERS}) == len(GRADERS)
-    assert set(FUNCTIONS) == set(GRADERS)
+    assert set(FUNCTIONS) | set(SANDBOXED) == set(GRADERS)
+    assert not set(FUNCTIONS) & set(SANDBOXED)
+    assert all(g.in_sandbox for g in SANDBOXED)
 
 
 def test_the_specs_say_which_graders_need_a_reference() -> None:
@@ -26,7 +28,11 @@ def test_the_specs_say_which_graders_need_a_reference() -> None:
 
 
 def test_the_specs_say_where_their_graders_run_and_for_how_long() -> None:
-    assert [spec_type(g) for g in GRADERS if not g.in_workers] == ["embedding"]
+    in_service = [spec_type(g) for g in GRADERS if not g.in_workers and not g.in_sandbox]
+    assert in_service == ["embedding"]
+    sandboxed = [spec_type(g) for g in GRADERS if g.in_sandbox]
+    assert sandboxed == ["io_cases", "check_program"]
+    assert not any(g.in_workers for g in GRADERS if g.in_sandbox)
     graders = Graders(workers=1, timeout_s=1.5)
     try:
         assert graders._limit(MathSpec(type="math", timeout_s=7)) == 7

@@ -1,6 +1,7 @@
 """The composition root: the one place the scoring machinery is built and closed.
 
-:func:`compose` builds what the service runs on (registry, judges, graders, cache,
+:func:`compose` builds what the service runs on (registry, judges, graders with the
+sandbox lanes of the code graders, cache,
 calibration windows, Redis link, monitor with its observer, webhook and canaries) as an
 :class:`Application`; :func:`load_registry` is the one construction of the rubric library
 from settings. The server's lifespan and ``rewardsvc serve`` build theirs here, and so do
@@ -25,6 +26,9 @@ from rewardsvc.graders.registry import Graders
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.library.registry import Registry, load_pool
 from rewardsvc.monitor import AlertEvent, CanaryRunner, Monitor, load_canaries
+from rewardsvc.sandbox.backend import Backend, NoBackend
+from rewardsvc.sandbox.bubblewrap import BubblewrapBackend
+from rewardsvc.sandbox.lanes import SandboxLanes
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.settings import Settings
 from rewardsvc.storage.cache import VerdictCache
@@ -54,6 +58,12 @@ class Application:
     webhook: Webhook | None = None
     canaries: CanaryRunner | None = None
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    @property
+    def sandbox(self) -> Backend | None:
+        """The sandbox backend the code graders run on (None without graders)."""
+        graders = self.engine.graders
+        return None if graders is None or graders.sandbox is None else graders.sandbox.backend
 
     def start(self, stop: asyncio.Event, reload: bool = False) -> None:
         """Start the canary runner and (with ``reload``) the library watcher until ``stop``."""
@@ -99,6 +109,14 @@ def load_registry(
     return Registry(Path(settings.rubrics_dir), pool, observer, settings.max_rubric_bytes)
 
 
+def sandbox_backend(settings: Settings) -> Backend:
+    """The sandbox backend ``settings`` name (nothing is run to build it: whether it works
+    is its ``availability()``, asked by the lanes and by readiness)."""
+    if settings.sandbox_backend == "bubblewrap":
+        return BubblewrapBackend()
+    return NoBackend("the sandbox is turned off (REWARDSVC_SANDBOX_BACKEND=none)")
+
+
 def _engine(
     judges: Mapping[str, Judge],
     settings: Settings,
@@ -106,7 +124,8 @@ def _engine(
     link: RedisLink | None,
     observer: Observer,
 ) -> Engine:
-    """The engine over ``judges``, with graders and calibration windows; with ``cached``,
+    """The engine over ``judges``, with graders (and the sandbox lanes of the code graders)
+    and calibration windows; with ``cached``,
     the verdict cache of ``settings`` (shared through ``link``)."""
     cache = None
     if cached:
@@ -125,7 +144,13 @@ def _engine(
         settings.max_text_chars,
         observer=observer,
         windows=CalibrationWindows(shared=link),
-        graders=Graders(settings.grader_workers, settings.grader_timeout_s),
+        graders=Graders(
+            settings.grader_workers,
+            settings.grader_timeout_s,
+            sandbox=SandboxLanes(
+                sandbox_backend(settings), settings.sandbox_lanes, settings.sandbox_queue
+            ),
+        ),
     )
 
 

@@ -27,13 +27,9 @@ from pydantic import (
     model_validator,
 )
 
-from rewardsvc.core.base import StrictModel
+from rewardsvc.core.code_spec import CheckProgramSpec, IoCasesSpec
 from rewardsvc.core.errors import format_path
-
-Extract = Literal["none", "auto", "boxed", "final_line", "last_number", "code_block"]
-"""Which part of the completion a grader compares (see ``rewardsvc.graders.extract``):
-``none`` the whole text; ``auto`` the last boxed expression, else the last "final answer:"
-line, else the whole text; the others one method each."""
+from rewardsvc.core.spec_base import Extract, SpecModel
 
 _EXTRACT_FIELD: Extract = Field(
     default="auto",
@@ -41,26 +37,6 @@ _EXTRACT_FIELD: Extract = Field(
     "else last 'final answer:' line, else whole text), boxed, final_line, last_number, "
     "code_block. The reference goes through the same extraction, falling back to its whole text.",
 )
-
-
-class SpecModel(StrictModel):
-    """What every grader spec has: the ``type`` that names its grader (each spec narrows
-    it to its own literal), and what its grader needs to run, declared by the spec class.
-
-    A grader is one spec class here, listed in :data:`GRADERS`, and one function bound to
-    it in ``rewardsvc.graders.registry`` (a test checks every spec has exactly one)."""
-
-    type: str
-    needs_reference: ClassVar[bool] = False
-    """Whether the grader compares against the item's reference answer."""
-    in_workers: ClassVar[bool] = True
-    """Whether the grader runs in the graders' worker processes (else on a thread of the
-    service: a model too large to load in every worker)."""
-
-    @property
-    def time_limit_s(self) -> float | None:
-        """The time limit of one call this spec sets, None for the graders' own."""
-        return None
 
 
 class ExactSpec(SpecModel):
@@ -306,6 +282,8 @@ GRADERS: tuple[type[SpecModel], ...] = (
     SectionsSpec,
     SimilaritySpec,
     EmbeddingSpec,
+    IoCasesSpec,
+    CheckProgramSpec,
 )
 """Every grader's spec, in the order the JSON Schema lists them. Each spec class says what
 its grader needs; ``rewardsvc.graders.registry`` binds its function (one entry each)."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rewardsvc.core.graders_spec import Extract
+from rewardsvc.core.spec_base import Extract
 
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
 _BRACE = re.compile(r"[{}]")

@@ -1,13 +1,15 @@
 """One entry point for every grader: :class:`Graders` applies any grader spec to a rollout.
 
-Every grader but ``embedding`` runs in the deadline workers
+Every grader but ``embedding`` and the code graders runs in the deadline workers
 (:class:`~rewardsvc.graders.worker.DeadlineWorkers`): child processes of the graders' own,
 one per CPU by default, queued fairly between requests, each call killed at its time
 limit (``timeout_s`` of a math spec, else the graders' ``timeout_s``), which starts when a
 worker takes it. The embedding model is too large to load in every worker; its cost is
 bounded (texts cut to 4,000 characters, 256 word pieces read) and it runs on a thread of
-its own. A grader that runs out of time, finds no free worker before the request's
-deadline or fails gives no score, with a typed ``kind``: never a score of 0.
+its own. The code graders (``io_cases``, ``check_program``: :mod:`~rewardsvc.graders.code`)
+run their programs in the sandbox's lanes, queued fairly between requests there. A grader
+that runs out of time, finds no free worker before the request's deadline or fails gives
+no score, with a typed ``kind``: never a score of 0.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
+from rewardsvc.core.code_spec import CheckProgramSpec, IoCasesSpec
 from rewardsvc.core.graders_spec import (
     EmbeddingSpec,
     ExactSpec,
@@ -31,17 +34,18 @@ from rewardsvc.core.graders_spec import (
     RegexSpec,
     SectionsSpec,
     SimilaritySpec,
-    SpecModel,
 )
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
-from rewardsvc.graders import text
+from rewardsvc.core.spec_base import SpecModel
+from rewardsvc.graders import code, text
 from rewardsvc.graders.child import DeadlineExceeded, WorkerFailed, WorkersBusy
 from rewardsvc.graders.embedding import Embedder
 from rewardsvc.graders.mathcheck import compare, import_math_verify, math_check
 from rewardsvc.graders.result import GraderResult
 from rewardsvc.graders.structured import json_check
 from rewardsvc.graders.worker import DeadlineWorkers
+from rewardsvc.sandbox.lanes import SandboxLanes
 
 GRADER_TIMEOUT_S = 2.0
 """Time limit of one grader call (math specs give their own)."""
@@ -74,7 +78,15 @@ FUNCTIONS: dict[type[SpecModel], GraderFunction] = {
     EmbeddingSpec: _embedding_elsewhere,
 }
 """The function of each grader, by its spec class in ``rewardsvc.core.graders_spec.GRADERS``
-(which says what the grader needs): one entry per grader, a test checks every spec has one."""
+(which says what the grader needs): one entry per grader, a test checks every spec has one
+here or in :data:`SANDBOXED`."""
+
+SANDBOXED: dict[type[SpecModel], code.SandboxFunction] = {
+    IoCasesSpec: code.io_cases,
+    CheckProgramSpec: code.check_program,
+}
+"""The function of each code grader (a spec whose ``in_sandbox`` is set): it runs its
+programs through the sandbox's lanes, on the service's event loop, never in a worker."""
 
 
 def grade_here(spec: GraderSpec, completion: str, reference: str) -> GraderResult:
@@ -109,7 +121,8 @@ class Graders:
 
     ``workers`` grader processes (default one per CPU); ``timeout_s`` is the time limit of
     one call of a grader whose spec gives none; ``startup_s`` the time a worker may take
-    to start.
+    to start; ``sandbox`` the lanes the code graders run their programs in (None: no
+    sandbox, every code grader gives no score, ``sandbox_unavailable``), closed with them.
     """
 
     def __init__(
@@ -117,9 +130,11 @@ class Graders:
         workers: int | None = None,
         timeout_s: float = GRADER_TIMEOUT_S,
         startup_s: float = 60.0,
+        sandbox: SandboxLanes | None = None,
     ) -> None:
         self.workers = DeadlineWorkers(workers or default_workers(), startup_s, warm_up)
         self.timeout_s = timeout_s
+        self.sandbox = sandbox
         self.embedder = Embedder()
         self._embedding: ThreadPoolExecutor | None = None  # made on first use
 
@@ -146,6 +161,9 @@ class Graders:
         has none."""
         if spec.needs_reference and rollout.reference is None:
             return GraderResult(None, {}, f"grader {spec.type!r} needs a reference")
+        if spec.in_sandbox:
+            sandbox = code.Sandbox(self.sandbox, group, deadline)
+            return await SANDBOXED[type(spec)](rollout.completion, rollout.reference, spec, sandbox)
         completion, reference = rollout.completion, rollout.reference or ""
         if not spec.in_workers:
             if self._embedding is None:
@@ -174,8 +192,10 @@ class Graders:
         self.workers.expire()
 
     def close(self) -> None:
-        """Stop the worker processes and the embedding thread."""
+        """Stop the worker processes, the embedding thread and the sandbox's lanes."""
         self.workers.close()
+        if self.sandbox is not None:
+            self.sandbox.close()
         if self._embedding is not None:
             self._embedding.shutdown(wait=False, cancel_futures=True)
             self._embedding = None

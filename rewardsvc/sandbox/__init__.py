@@ -25,6 +25,7 @@ lanes, each a thread, take runs from a fair queue (one FIFO per request), the qu
 bounded (``sandbox_busy`` when full), and a lane hands the run to the backend, which
 starts the sandbox with the request's files copied into its fresh in-memory work
 directory, watches its output and wall clock (:mod:`~rewardsvc.sandbox.process`) and
-returns the result; nothing of the run stays behind. Code graders (a later part) will
-submit their runs there, one group per request.
+returns the result; nothing of the run stays behind. The code graders
+(``rewardsvc.graders.code``) submit their runs there, one group per request; the
+composition root builds the lanes from settings.
 """

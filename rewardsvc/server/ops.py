@@ -10,6 +10,7 @@ from rewardsvc.core.errors import ErrorKind
 from rewardsvc.protocol.ops import Health, PublicReadiness, Readiness
 from rewardsvc.server import access
 from rewardsvc.server.errors import error_responses
+from rewardsvc.server.readiness import code_grader_users
 from rewardsvc.server.service import Service, ServiceDep
 
 health = APIRouter(tags=["operations"])
@@ -25,7 +26,8 @@ async def healthz() -> Health:
 async def readyz(service: ServiceDep) -> JSONResponse:
     """Readiness, public (probes carry no key): at least one rubric is served and, for every
     rubric, at least its ``min_judges`` judges answer ``GET /v1/models`` (probed at most
-    every few seconds). Which judges and rubrics: ``GET /readyz/detail``."""
+    every few seconds) and, when a rubric or recipe has a code grader, the sandbox works.
+    Which judges and rubrics: ``GET /readyz/detail``."""
     _, general, _ = await _assess(service)
     ready = not general
     body = PublicReadiness(ready=ready, message="ready" if ready else "; ".join(general))
@@ -81,6 +83,15 @@ async def _assess(service: Service) -> tuple[dict[str, bool], list[str], list[st
         shown = [text for rubric_id, text in blocked if access.can_read_rubric(rubric_id)]
         reasons.append(
             f"judges not answering: {down}; rubrics that cannot be scored: "
+            f"{', '.join(shown) or 'none of this API key'}"
+        )
+    needed_by = code_grader_users(service.registry)
+    unavailable = await service.readiness.sandbox_unavailable(needed_by)
+    if unavailable is not None:
+        general.append("the sandbox of the code graders is unavailable")
+        shown = [rubric_id for rubric_id in needed_by if access.can_read_rubric(rubric_id)]
+        reasons.append(
+            f"the sandbox is unavailable ({unavailable}); needed by: "
             f"{', '.join(shown) or 'none of this API key'}"
         )
     return reachable, general, reasons

@@ -330,7 +330,7 @@ async def start_service(
         app=app,
         limiter=InflightLimiter(settings.max_inflight, settings.max_inflight_calls),
         ledger=Ledger(settings.max_held_bytes, settings.max_held_per_key),
-        readiness=ReadinessProbe(app.engine.judges),  # type: ignore[arg-type]  # Judges, as JudgeLike
+        readiness=ReadinessProbe(app.engine.judges, app.sandbox),  # type: ignore[arg-type]  # Judges, as JudgeLike
         reward_log=reward_log,
     )
     app.start(service.stop, reload=settings.reload)

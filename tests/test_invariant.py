@@ -40,6 +40,7 @@ import json
 import math
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -874,33 +875,92 @@ def running_rig(fault: Fault, folder: Path) -> Iterator[Rig]:
 
 class Rigs:
     """The service of the failure kind the current case needs, kept while the cases after it
-    (the cases run fault by fault) need the same one."""
+    (the cases run fault by fault) need the same one; and fresh services for the cases that
+    drain theirs for good (:meth:`fresh`)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, drains: int = 0) -> None:
         self.root = root
         self.fault: Fault | None = None
         self.rig: Rig | None = None
         self._stack = contextlib.ExitStack()
+        self.drains = drains
+        """Cases still to come that take a :meth:`fresh` rig."""
+        self._made = 0
+        self._spare: tuple[Fault, Future[tuple[Rig, contextlib.ExitStack]]] | None = None
+        self._stopping: list[Future[None]] = []
+        self._threads = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rigs")
 
     def get(self, fault: Fault) -> Rig:
         """The running rig of ``fault`` (the previous kind's is stopped first)."""
         if self.fault is not fault or self.rig is None:
-            self.close()
+            self._stop_shared()
             self.rig = self._stack.enter_context(running_rig(fault, self.root / fault.name))
             self.fault = fault
         return self.rig
 
-    def close(self) -> None:
-        """Stop the running rig."""
+    def _stop_shared(self) -> None:
         self._stack.close()
         self._stack = contextlib.ExitStack()
         self.fault = self.rig = None
 
+    def _start(self, fault: Fault) -> Future[tuple[Rig, contextlib.ExitStack]]:
+        self._made += 1
+        folder = self.root / f"{fault.name}-{self._made}"
+
+        def start() -> tuple[Rig, contextlib.ExitStack]:
+            stack = contextlib.ExitStack()
+            return stack.enter_context(running_rig(fault, folder)), stack
+
+        return self._threads.submit(start)
+
+    @contextlib.contextmanager
+    def fresh(self, fault: Fault) -> Iterator[Rig]:
+        """A rig of ``fault`` that no other case used. Starting one takes seconds (its grader
+        workers' imports, its routes): while this case runs, the next such case's rig starts
+        in a thread (while ``drains`` says one comes), and this one stops in a thread after."""
+        spare = self._spare if self._spare is not None and self._spare[0] is fault else None
+        starting = spare[1] if spare is not None else self._start(fault)
+        self._spare = None
+        rig, stack = starting.result()
+        self.drains -= 1
+        if self.drains > 0:
+            self._spare = (fault, self._start(fault))
+        try:
+            yield rig
+        finally:
+            self._stopping.append(self._threads.submit(stack.close))
+
+    def close(self) -> None:
+        """Stop every rig (a spare that no case took as well); a rig that failed to stop
+        fails here."""
+        self._stop_shared()
+        if self._spare is not None:
+            self._stopping.append(self._threads.submit(self._spare[1].result()[1].close))
+            self._spare = None
+        stopping, self._stopping = self._stopping, []
+        self._threads.shutdown(wait=True)
+        for stopped in stopping:
+            stopped.result()
+
+
+def planned_fresh(request: pytest.FixtureRequest) -> int:
+    """How many of the session's cases in the requesting module drain their service (each
+    takes a :meth:`Rigs.fresh` rig)."""
+    count = 0
+    for item in request.session.items:
+        callspec = getattr(item, "callspec", None)
+        fault = callspec.params.get("fault") if callspec is not None else None
+        mine = getattr(item, "module", None) is request.module
+        count += mine and isinstance(fault, Fault) and fault.drain
+    return count
+
 
 @pytest.fixture(scope="module")
-def rigs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rigs]:
-    """The shared services of the failure kinds (one at a time)."""
-    kept = Rigs(tmp_path_factory.mktemp("rigs"))
+def rigs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Rigs]:
+    """The shared services of the failure kinds (one at a time), and the drain cases' own."""
+    kept = Rigs(tmp_path_factory.mktemp("rigs"), planned_fresh(request))
     yield kept
     kept.close()
 
@@ -1009,13 +1069,13 @@ def _client_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize(("fault", "surface"), CASES)
 async def test_no_number_unless_real(
-    rigs: Rigs, healthy_rig: Rig, fault: Fault, surface: Surface, tmp_path: Path
+    rigs: Rigs, healthy_rig: Rig, fault: Fault, surface: Surface
 ) -> None:
     tag = f"{surface.name}-{fault.name}-{uuid.uuid4().hex[:8]}"
     real = await real_scores(healthy_rig, surface, fault.healthy(tag))
     probe = fault.probe(tag)
     if fault.drain:
-        with running_rig(fault, tmp_path) as own:
+        with rigs.fresh(fault) as own:
             answer = await run_case(fault, own, surface, probe)
     else:
         answer = await run_case(fault, rigs.get(fault), surface, probe)

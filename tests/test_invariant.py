@@ -39,7 +39,7 @@ import contextlib
 import json
 import math
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -874,19 +874,24 @@ def running_rig(fault: Fault, folder: Path) -> Iterator[Rig]:
 
 
 class Rigs:
-    """The service of the failure kind the current case needs, kept while the cases after it
-    (the cases run fault by fault) need the same one; and fresh services for the cases that
-    drain theirs for good (:meth:`fresh`)."""
+    """The services of the cases: one per failure kind, kept while the cases after it (the
+    cases run fault by fault) need the same one (:meth:`get`), and a fresh one for each
+    case that drains its service for good (:meth:`fresh`).
 
-    def __init__(self, root: Path, drains: int = 0) -> None:
+    Starting a service takes seconds (its grader workers' imports, its routes), stopping
+    one a second or two: ``plan``, the services the module's cases will ask for in order
+    (:func:`planned_rigs`), lets the next one start in a thread while the current one
+    serves, and a service no longer needed stops in a thread. A service that fails to start
+    fails the case that asks for it; one that fails to stop fails :meth:`close`."""
+
+    def __init__(self, root: Path, plan: Sequence[Fault] = ()) -> None:
         self.root = root
+        self.plan = list(plan)
         self.fault: Fault | None = None
         self.rig: Rig | None = None
         self._stack = contextlib.ExitStack()
-        self.drains = drains
-        """Cases still to come that take a :meth:`fresh` rig."""
         self._made = 0
-        self._spare: tuple[Fault, Future[tuple[Rig, contextlib.ExitStack]]] | None = None
+        self._ahead: tuple[Fault, Future[tuple[Rig, contextlib.ExitStack]]] | None = None
         self._stopping: list[Future[None]] = []
         self._threads = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rigs")
 
@@ -894,14 +899,32 @@ class Rigs:
         """The running rig of ``fault`` (the previous kind's is stopped first)."""
         if self.fault is not fault or self.rig is None:
             self._stop_shared()
-            self.rig = self._stack.enter_context(running_rig(fault, self.root / fault.name))
+            self.rig, self._stack = self._take(fault)
             self.fault = fault
         return self.rig
 
-    def _stop_shared(self) -> None:
-        self._stack.close()
-        self._stack = contextlib.ExitStack()
-        self.fault = self.rig = None
+    @contextlib.contextmanager
+    def fresh(self, fault: Fault) -> Iterator[Rig]:
+        """A rig of ``fault`` that no other case used, stopped after the block."""
+        rig, stack = self._take(fault)
+        try:
+            yield rig
+        finally:
+            self._stopping.append(self._threads.submit(stack.close))
+
+    def _take(self, fault: Fault) -> tuple[Rig, contextlib.ExitStack]:
+        """A started rig of ``fault`` (the one started ahead, if it is of ``fault``); then
+        the next planned rig starts."""
+        if self._ahead is not None and self._ahead[0] is fault:
+            starting, self._ahead = self._ahead[1], None
+        else:
+            starting = self._start(fault)
+        if self.plan and self.plan[0] is fault:
+            self.plan.pop(0)
+        started = starting.result()
+        if self.plan and self._ahead is None:
+            self._ahead = (self.plan[0], self._start(self.plan[0]))
+        return started
 
     def _start(self, fault: Fault) -> Future[tuple[Rig, contextlib.ExitStack]]:
         self._made += 1
@@ -913,54 +936,43 @@ class Rigs:
 
         return self._threads.submit(start)
 
-    @contextlib.contextmanager
-    def fresh(self, fault: Fault) -> Iterator[Rig]:
-        """A rig of ``fault`` that no other case used. Starting one takes seconds (its grader
-        workers' imports, its routes): while this case runs, the next such case's rig starts
-        in a thread (while ``drains`` says one comes), and this one stops in a thread after."""
-        spare = self._spare if self._spare is not None and self._spare[0] is fault else None
-        starting = spare[1] if spare is not None else self._start(fault)
-        self._spare = None
-        rig, stack = starting.result()
-        self.drains -= 1
-        if self.drains > 0:
-            self._spare = (fault, self._start(fault))
-        try:
-            yield rig
-        finally:
-            self._stopping.append(self._threads.submit(stack.close))
+    def _stop_shared(self) -> None:
+        stack, self._stack = self._stack, contextlib.ExitStack()
+        self._stopping.append(self._threads.submit(stack.close))
+        self.fault = self.rig = None
 
     def close(self) -> None:
-        """Stop every rig (a spare that no case took as well); a rig that failed to stop
-        fails here."""
+        """Stop every rig (one started ahead that no case took as well)."""
         self._stop_shared()
-        if self._spare is not None:
-            self._stopping.append(self._threads.submit(self._spare[1].result()[1].close))
-            self._spare = None
+        if self._ahead is not None:
+            self._stopping.append(self._threads.submit(self._ahead[1].result()[1].close))
+            self._ahead = None
         stopping, self._stopping = self._stopping, []
         self._threads.shutdown(wait=True)
         for stopped in stopping:
             stopped.result()
 
 
-def planned_fresh(request: pytest.FixtureRequest) -> int:
-    """How many of the session's cases in the requesting module drain their service (each
-    takes a :meth:`Rigs.fresh` rig)."""
-    count = 0
+def planned_rigs(request: pytest.FixtureRequest) -> list[Fault]:
+    """The rigs the session's cases in the requesting module will ask :class:`Rigs` for, in
+    order: one per run of cases of a failure kind, one per case of a kind that drains."""
+    plan: list[Fault] = []
     for item in request.session.items:
         callspec = getattr(item, "callspec", None)
         fault = callspec.params.get("fault") if callspec is not None else None
-        mine = getattr(item, "module", None) is request.module
-        count += mine and isinstance(fault, Fault) and fault.drain
-    return count
+        if getattr(item, "module", None) is not request.module or not isinstance(fault, Fault):
+            continue
+        if fault.drain or not plan or plan[-1] is not fault:
+            plan.append(fault)
+    return plan
 
 
 @pytest.fixture(scope="module")
 def rigs(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Rigs]:
-    """The shared services of the failure kinds (one at a time), and the drain cases' own."""
-    kept = Rigs(tmp_path_factory.mktemp("rigs"), planned_fresh(request))
+    """The services of the failure kinds, and the drain cases' own (:class:`Rigs`)."""
+    kept = Rigs(tmp_path_factory.mktemp("rigs"), planned_rigs(request))
     yield kept
     kept.close()
 

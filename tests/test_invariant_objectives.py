@@ -47,7 +47,7 @@ from test_invariant import (
     Surface,
     _client_env,  # noqa: F401  (autouse: the adapters' environment)
     no_answer,
-    planned_fresh,
+    planned_rigs,
     raised,
     running_rig,
 )
@@ -242,7 +242,7 @@ def rigs(
 ) -> Iterator[Rigs]:
     """This module's services of the failure kinds (one at a time), and its drain cases' own."""
     folder = tmp_path_factory.mktemp("objective-rigs")
-    with contextlib.closing(Rigs(folder, planned_fresh(request))) as kept:
+    with contextlib.closing(Rigs(folder, planned_rigs(request))) as kept:
         yield kept
 
 

@@ -39,7 +39,8 @@ import contextlib
 import json
 import math
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -873,34 +874,105 @@ def running_rig(fault: Fault, folder: Path) -> Iterator[Rig]:
 
 
 class Rigs:
-    """The service of the failure kind the current case needs, kept while the cases after it
-    (the cases run fault by fault) need the same one."""
+    """The services of the cases: one per failure kind, kept while the cases after it (the
+    cases run fault by fault) need the same one (:meth:`get`), and a fresh one for each
+    case that drains its service for good (:meth:`fresh`).
 
-    def __init__(self, root: Path) -> None:
+    Starting a service takes seconds (its grader workers' imports, its routes), stopping
+    one a second or two: ``plan``, the services the module's cases will ask for in order
+    (:func:`planned_rigs`), lets the next one start in a thread while the current one
+    serves, and a service no longer needed stops in a thread. A service that fails to start
+    fails the case that asks for it; one that fails to stop fails :meth:`close`."""
+
+    def __init__(self, root: Path, plan: Sequence[Fault] = ()) -> None:
         self.root = root
+        self.plan = list(plan)
         self.fault: Fault | None = None
         self.rig: Rig | None = None
         self._stack = contextlib.ExitStack()
+        self._made = 0
+        self._ahead: tuple[Fault, Future[tuple[Rig, contextlib.ExitStack]]] | None = None
+        self._stopping: list[Future[None]] = []
+        self._threads = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rigs")
 
     def get(self, fault: Fault) -> Rig:
         """The running rig of ``fault`` (the previous kind's is stopped first)."""
         if self.fault is not fault or self.rig is None:
-            self.close()
-            self.rig = self._stack.enter_context(running_rig(fault, self.root / fault.name))
+            self._stop_shared()
+            self.rig, self._stack = self._take(fault)
             self.fault = fault
         return self.rig
 
-    def close(self) -> None:
-        """Stop the running rig."""
-        self._stack.close()
-        self._stack = contextlib.ExitStack()
+    @contextlib.contextmanager
+    def fresh(self, fault: Fault) -> Iterator[Rig]:
+        """A rig of ``fault`` that no other case used, stopped after the block."""
+        rig, stack = self._take(fault)
+        try:
+            yield rig
+        finally:
+            self._stopping.append(self._threads.submit(stack.close))
+
+    def _take(self, fault: Fault) -> tuple[Rig, contextlib.ExitStack]:
+        """A started rig of ``fault`` (the one started ahead, if it is of ``fault``); then
+        the next planned rig starts."""
+        if self._ahead is not None and self._ahead[0] is fault:
+            starting, self._ahead = self._ahead[1], None
+        else:
+            starting = self._start(fault)
+        if self.plan and self.plan[0] is fault:
+            self.plan.pop(0)
+        started = starting.result()
+        if self.plan and self._ahead is None:
+            self._ahead = (self.plan[0], self._start(self.plan[0]))
+        return started
+
+    def _start(self, fault: Fault) -> Future[tuple[Rig, contextlib.ExitStack]]:
+        self._made += 1
+        folder = self.root / f"{fault.name}-{self._made}"
+
+        def start() -> tuple[Rig, contextlib.ExitStack]:
+            stack = contextlib.ExitStack()
+            return stack.enter_context(running_rig(fault, folder)), stack
+
+        return self._threads.submit(start)
+
+    def _stop_shared(self) -> None:
+        stack, self._stack = self._stack, contextlib.ExitStack()
+        self._stopping.append(self._threads.submit(stack.close))
         self.fault = self.rig = None
+
+    def close(self) -> None:
+        """Stop every rig (one started ahead that no case took as well)."""
+        self._stop_shared()
+        if self._ahead is not None:
+            self._stopping.append(self._threads.submit(self._ahead[1].result()[1].close))
+            self._ahead = None
+        stopping, self._stopping = self._stopping, []
+        self._threads.shutdown(wait=True)
+        for stopped in stopping:
+            stopped.result()
+
+
+def planned_rigs(request: pytest.FixtureRequest) -> list[Fault]:
+    """The rigs the session's cases in the requesting module will ask :class:`Rigs` for, in
+    order: one per run of cases of a failure kind, one per case of a kind that drains."""
+    plan: list[Fault] = []
+    for item in request.session.items:
+        callspec = getattr(item, "callspec", None)
+        fault = callspec.params.get("fault") if callspec is not None else None
+        if getattr(item, "module", None) is not request.module or not isinstance(fault, Fault):
+            continue
+        if fault.drain or not plan or plan[-1] is not fault:
+            plan.append(fault)
+    return plan
 
 
 @pytest.fixture(scope="module")
-def rigs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rigs]:
-    """The shared services of the failure kinds (one at a time)."""
-    kept = Rigs(tmp_path_factory.mktemp("rigs"))
+def rigs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Rigs]:
+    """The services of the failure kinds, and the drain cases' own (:class:`Rigs`)."""
+    kept = Rigs(tmp_path_factory.mktemp("rigs"), planned_rigs(request))
     yield kept
     kept.close()
 
@@ -1009,13 +1081,13 @@ def _client_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize(("fault", "surface"), CASES)
 async def test_no_number_unless_real(
-    rigs: Rigs, healthy_rig: Rig, fault: Fault, surface: Surface, tmp_path: Path
+    rigs: Rigs, healthy_rig: Rig, fault: Fault, surface: Surface
 ) -> None:
     tag = f"{surface.name}-{fault.name}-{uuid.uuid4().hex[:8]}"
     real = await real_scores(healthy_rig, surface, fault.healthy(tag))
     probe = fault.probe(tag)
     if fault.drain:
-        with running_rig(fault, tmp_path) as own:
+        with rigs.fresh(fault) as own:
             answer = await run_case(fault, own, surface, probe)
     else:
         answer = await run_case(fault, rigs.get(fault), surface, probe)

@@ -47,6 +47,7 @@ from test_invariant import (
     Surface,
     _client_env,  # noqa: F401  (autouse: the adapters' environment)
     no_answer,
+    planned_rigs,
     raised,
     running_rig,
 )
@@ -236,9 +237,12 @@ def test_every_adapter_that_reads_objectives_is_a_surface() -> None:
 
 
 @pytest.fixture(scope="module")
-def rigs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rigs]:
-    """This module's services of the failure kinds (one at a time)."""
-    with contextlib.closing(Rigs(tmp_path_factory.mktemp("objective-rigs"))) as kept:
+def rigs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Rigs]:
+    """This module's services of the failure kinds (one at a time), and its drain cases' own."""
+    folder = tmp_path_factory.mktemp("objective-rigs")
+    with contextlib.closing(Rigs(folder, planned_rigs(request))) as kept:
         yield kept
 
 
@@ -258,9 +262,9 @@ def healthy_rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     ],
 )
 async def test_no_objective_unless_real(
-    rigs: Rigs, healthy_rig: Rig, fault: Fault, surface: Surface, tmp_path: Path
+    rigs: Rigs, healthy_rig: Rig, fault: Fault, surface: Surface
 ) -> None:
-    await inv.test_no_number_unless_real(rigs, healthy_rig, fault, surface, tmp_path)
+    await inv.test_no_number_unless_real(rigs, healthy_rig, fault, surface)
 
 
 async def test_secondary_down_is_the_degraded_case(tmp_path: Path) -> None:

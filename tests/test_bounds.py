@@ -26,7 +26,6 @@ from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import comparative, prompts
 from rewardsvc.judges.backends import Backend
-from rewardsvc.judges.endpoints import Endpoint
 from rewardsvc.judges.failures import BackendError
 from rewardsvc.judges.judge import Judge
 from rewardsvc.judges.prompts import Prompt
@@ -65,18 +64,16 @@ def items(count: int, size: int = 1000, tag: str = "") -> list[ItemIn]:
 
 
 class BlockingBackend(Backend):
-    """A real backend (its slots, deadlines and retries) whose HTTP post waits for ``go``
-    and then answers the first allowed choice as vLLM would; ``posted`` counts the posts
-    started."""
+    """A real backend (its slots, deadlines and retries) whose attempt (the POST to an
+    endpoint) waits for ``go`` and then answers the first allowed choice as vLLM would;
+    ``posted`` counts the attempts started."""
 
     def __init__(self, name: str, config: JudgeConfig):
         super().__init__(name, config)
         self.go = asyncio.Event()
         self.posted = 0
 
-    async def _post(
-        self, shape: Any, body: dict[str, Any], budget: float, endpoint: Endpoint
-    ) -> Any:
+    async def _send_to(self, shape: Any, body: dict[str, Any], budget: float, *routed: Any) -> Any:
         self.posted += 1
         try:
             async with asyncio.timeout(budget):

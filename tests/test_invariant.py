@@ -20,9 +20,10 @@ prompt alike, so the prompt's case tag does not change it). A request the traine
 (an error status its retry handles, an exception) sends no number at all; an internal error
 (500) never happens.
 
-Graders run only where items are scored one by one: the comparative routes (and the
-adapters built on them) ask judges to compare, and run no grader, so the two grader
-failure kinds are not crossed with them.
+The two grader failure kinds are crossed with the routes that score items one by one only.
+The comparative routes grade a grader criterion per completion too (since issue 37); crossing
+them with these kinds is still to do. A grader that cannot score in a group is covered in
+``test_group_rubric`` (the group gets no rewards, never a 0).
 
 The objectives of a rubric (several rewards per sample) are crossed the same way in
 ``test_invariant_objectives``, which reuses this module's machinery.

@@ -164,6 +164,14 @@ def test_compose_rewardsvc_service(compose: dict[str, Any]) -> None:
     assert pool["read_only"] is True
     assert (COMPOSE.parent / pool["source"]).resolve() == DEPLOY / "judges.gpu.yaml"
     assert svc.get("read_only") is True and svc.get("cap_drop") == ["ALL"]
+    # The code sandbox's needs (tests/test_docker_image.py runs code under exactly these),
+    # beside the hardening they must not replace.
+    assert set(svc["security_opt"]) == {
+        "no-new-privileges:true",
+        "seccomp=unconfined",
+        "apparmor=unconfined",
+        "systempaths=unconfined",
+    }
 
 
 def test_compose_publishes_only_rewardsvc(compose: dict[str, Any]) -> None:

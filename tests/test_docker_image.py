@@ -451,3 +451,67 @@ def test_image_scores_a_batch_against_the_cpu_judges_with_redis(
     with redis.Redis.from_url(container.redis_url) as shared:
         keys = shared.keys("*")
     assert keys, "nothing was written to Redis:\n" + container.logs()
+
+
+# Prints the sum of two integers only when it can neither reach the service (its port on
+# the loopback it shares with the container) nor read a trainer key from any process.
+_CONFINED_SUM = """\
+import os, socket, sys
+port = int(sys.argv[1]) if len(sys.argv) > 1 else {port}
+leaks = []
+try:
+    socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    leaks.append("service port")
+except OSError:
+    pass
+for pid in os.listdir("/proc"):
+    try:
+        if {key!r} in open(f"/proc/{{pid}}/environ").read():
+            leaks.append(pid)
+    except OSError:
+        pass
+print(sum(map(int, input().split())) if not leaks else leaks)
+"""
+
+
+def test_image_runs_code_graders_in_its_sandbox_under_compose_hardening(
+    container: Container,
+) -> None:
+    """The image ships bubblewrap, and compose's security options let it make its
+    sandbox inside the hardened container: an inline recipe's ``io_cases`` grader runs
+    the programs, a wrong one scores 0, and the program sees neither the service's port
+    nor its keys."""
+    port = container.url.rsplit(":", 1)[1]
+    recipe = {
+        "kind": "recipe",
+        "id": "sum-in-container",
+        "components": [
+            {
+                "id": "cases",
+                "grader": {
+                    "type": "io_cases",
+                    "cases": [{"input": "2 3", "output": "5"}, {"input": "4 4", "output": "8"}],
+                },
+            }
+        ],
+    }
+    programs = {
+        "right": "print(sum(map(int, input().split())))",
+        "wrong": "a, b = map(int, input().split())\nprint(a * b + 1)",
+        "confined": _CONFINED_SUM.format(port=port, key=TRAINER_KEY),
+    }
+    items = [
+        {"id": name, "prompt": "Add two integers.", "completion": f"```python\n{code}\n```"}
+        for name, code in programs.items()
+    ]
+    client = httpx.Client(base_url=container.url, timeout=120)
+    reply = client.post(
+        "/v1/rewards",
+        json={"rubric": recipe, "items": items},
+        headers={"Authorization": f"Bearer {TRAINER_KEY}"},
+    )
+    assert reply.status_code == 200, reply.text + container.logs()
+    rewards = {r["id"]: r["reward"] for r in reply.json()["results"]}
+    assert rewards == {"right": 1.0, "wrong": 0.0, "confined": 1.0}, (
+        f"{reply.json()['results']}\n{container.logs()}"
+    )

@@ -156,6 +156,21 @@ def test_to_reference_joins_accepted_answers() -> None:
         assert to_reference(np.array([" x", "y "])) == "x | y"
 
 
+def test_to_reference_sends_structured_labels_as_json() -> None:
+    """A code task's hidden cases or test files reach the service as JSON, which the code
+    graders read (before: Python's str() of each case, joined by " | ")."""
+    cases = [{"input": "1 2", "output": "3"}, {"input": "é", "output": "ok"}]
+    assert json.loads(to_reference(cases) or "") == cases
+    files = {"test_sum.py": "def test_one(): pass"}
+    assert json.loads(to_reference(files) or "") == files
+    assert to_reference({}) is None and to_reference([[]]) == "[[]]"
+    if importlib.util.find_spec("numpy") is not None:
+        import numpy as np
+
+        wrapped = np.array([{"input": np.int64(2), "output": "2"}], dtype=object)
+        assert json.loads(to_reference(wrapped) or "") == [{"input": 2, "output": "2"}]
+
+
 def test_image_only_content_is_sent_for_the_service_to_flag() -> None:
     message = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}]}
     assert to_wire_text([message]) == [message]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import threading
@@ -204,6 +205,8 @@ def _plain(value: Any) -> Any:
         return _plain(dump(exclude_none=True))
     if value is None or isinstance(value, str | int | float | bool):
         return value
+    if hasattr(value, "tolist"):  # numpy arrays and scalars (veRL's non-tensor batch)
+        return _plain(value.tolist())
     if hasattr(value, "__dict__"):
         return {k: _plain(v) for k, v in vars(value).items() if not k.startswith("_")}
     return str(value)
@@ -249,12 +252,20 @@ def to_wire_text(value: Any) -> str | list[dict[str, Any]]:
 
 
 def to_reference(value: Any) -> str | None:
-    """A dataset label as the reference string; None and "" mean no reference. A list, tuple
-    or array of accepted answers becomes one string, ``"a | b | c"``."""
+    """A dataset label as the reference string; None, "" and an empty collection mean no
+    reference. A list, tuple or array of accepted answers becomes one string,
+    ``"a | b | c"``. A structured label (a mapping, or a list holding mappings or lists:
+    a code task's hidden test cases or test files) becomes its JSON text, which is what the
+    code graders read from the reference."""
     if value is None:
         return None
     if hasattr(value, "tolist") and not isinstance(value, str):
         value = value.tolist()
+    if isinstance(value, Mapping) or (
+        isinstance(value, list | tuple)
+        and any(isinstance(v, Mapping | list | tuple) for v in value)
+    ):
+        return json.dumps(_plain(value), ensure_ascii=False) if value else None
     if isinstance(value, list | tuple):
         answers = [a.strip() if isinstance(a, str) else str(a) for a in value if a is not None]
         text = " | ".join(a for a in answers if a != "")

@@ -295,7 +295,8 @@ def trl_reward_func(
         url: the service, e.g. ``http://127.0.0.1:8000`` (None: $REWARDSVC_URL).
         rubric: rubric id (None: $REWARDSVC_RUBRIC).
         reference_column: the dataset column sent as each item's reference (e.g. "answer");
-            None sends no reference. Non-string values are sent as ``str(value)``.
+            None sends no reference. A list of accepted answers is sent as "a | b"; a
+            structured value (a code task's test cases or test files) as its JSON text.
         api_key: bearer key (None: $REWARDSVC_API_KEY, if set).
         name: the function's ``__name__`` in TRL's logs; default ``rewardsvc/<rubric>``.
         options: per-request overrides, e.g. ``{"judges": ["primary"]}``.

@@ -11,8 +11,9 @@ admitted.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from rewardsvc.core.code_spec import sandbox_seconds
 from rewardsvc.core.recipe import Component, Recipe
 from rewardsvc.core.results import BatchResult
 from rewardsvc.core.rollout import ItemIn, ScoreOptions
@@ -47,6 +48,8 @@ class ComponentPlans:
     engine: Engine
     plans: dict[str, BatchPlan]
     deadline: float | None = None
+    graded: Cost = field(default_factory=Cost)
+    """What the grader components cost on the items read (sandbox seconds)."""
 
     @classmethod
     async def of(
@@ -69,12 +72,20 @@ class ComponentPlans:
             for c in recipe.components
             if c.grader is None
         }
-        return cls(engine, plans)
+        seconds = sum(
+            sandbox_seconds(c.grader, item.rollout.reference)
+            for c in recipe.components
+            if c.grader is not None
+            for item in read
+            if item.rollout is not None
+        )
+        return cls(engine, plans, graded=Cost(sandbox_s=seconds))
 
     @property
     def cost(self) -> Cost:
-        """What every judged component costs on every item read."""
-        return sum((p.cost for p in self.plans.values()), Cost())
+        """What every judged component costs on every item read, and what the grader
+        components cost in sandbox time."""
+        return sum((p.cost for p in self.plans.values()), self.graded)
 
     async def score(self, component: str, positions: list[int]) -> BatchResult:
         """Component ``component``'s plan run on the items at ``positions``."""

@@ -203,3 +203,10 @@ def test_edited_test_and_runner_files() -> None:
         ("tamper_runner_config", "sitecustomize.py", "added"),
     }
     assert edited(protected | {"solution.py": "x = 1\n"}, protected) == []
+
+
+def test_the_monitor_watches_every_tamper_flag_as_an_attack() -> None:
+    # The core cannot import the flag table: its list of attack flags names them.
+    from rewardsvc.core.monitor_spec import ATTACK_FLAGS
+
+    assert set(tamper.TAMPER_FLAGS) <= set(ATTACK_FLAGS)

@@ -130,7 +130,7 @@ def test_source_that_does_not_parse_is_no_finding() -> None:
 
 
 def test_work_is_bounded() -> None:
-    big = "import socket\n" + "x = 1\n" * (tamper.MAX_FILE_BYTES // 6)
+    big = "import socket\n" + "x = 1\n" * (tamper.MAX_FILE_CHARS // 6)
     assert scan_source(big) == []  # over the cap: not parsed
     deep = "a" + ".b" * 20_000 + " = 1\n" + "s = '/x'" + " + 'y'" * 5_000 + "\n"
     assert scan_source(deep) == []  # deep chains neither recurse nor raise

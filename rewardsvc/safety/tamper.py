@@ -45,6 +45,7 @@ __all__ = [
     "is_test_file",
     "scan",
     "scan_source",
+    "workspace",
 ]
 
 MAX_FILES = 512
@@ -226,6 +227,18 @@ def edited(files: Mapping[str, str | bytes], protected: Mapping[str, str | bytes
         elif is_test_file(path):
             found.append(Finding("tamper_test_edit", path, 0, "added"))
     return _capped(found)
+
+
+def workspace(
+    files: Mapping[str, str | bytes], protected: Mapping[str, str | bytes]
+) -> list[Finding]:
+    """Every tamper finding of an agent's workspace ``files`` against the task's test and
+    runner files ``protected``: :func:`edited`, then :func:`scan` of what the policy wrote
+    (a runner file :func:`edited` reports is not reported again)."""
+    changes = edited(files, protected)
+    reported = {(f.flag, f.path) for f in changes}
+    rest = [f for f in scan(files, protected) if (f.flag, f.path) not in reported]
+    return changes + rest
 
 
 def flags_of(findings: Iterable[Finding]) -> tuple[str, ...]:

@@ -100,8 +100,11 @@ async def test_a_recipe_grades_workspaces_and_completions_and_restores_the_tests
         assert by_id["right"]["reward"] == 1.0, by_id["right"]
         assert by_id["workspace"]["reward"] == 1.0, by_id["workspace"]
         assert by_id["wrong"]["reward"] == 0.5, by_id["wrong"]
-        for attack in ("edited", "conftest"):
-            assert by_id[attack]["reward"] == by_id["wrong"]["reward"], by_id[attack]
+        # The tests run restored (the attack scores what honest wrong code scores), and the
+        # tampering is flagged: its default penalty (1.0) takes the reward to 0.
+        for attack, flag in (("edited", "tamper_test_edit"), ("conftest", "tamper_runner_config")):
+            assert flag in by_id[attack]["flags"], by_id[attack]
+            assert by_id[attack]["reward"] == 0.0, by_id[attack]
     assert runs, "the items ran in the sandbox"
 
 

@@ -131,6 +131,11 @@ def test_editing_or_deleting_the_tests_in_the_workspace_earns_no_more_than_hones
     # An extra test file of the agent's is not the task's: it is never run.
     extra = grade(lanes, files={"solution.py": WRONG, "test_more.py": "def test_x(): pass\n"})
     assert extra.score == honest.score and extra.evidence["tests"] == 3, extra
+    # The edit is also flagged (the tamper detector): a recipe's flag_penalties and vetoes
+    # see it; the honest workspace, which was never shown the hidden tests, is not flagged.
+    assert "tamper_test_edit" in edited.flags and honest.flags == (), (edited, honest)
+    shown = grade(lanes, files={"solution.py": WRONG, **TESTS})
+    assert shown.flags == (), shown  # shown the tests, left them as they were
 
 
 def test_runner_steering_files_are_removed_before_the_run(lanes: SandboxLanes) -> None:
@@ -147,6 +152,7 @@ def test_runner_steering_files_are_removed_before_the_run(lanes: SandboxLanes) -
     result = grade(lanes, files=files)
     assert result.score == pytest.approx(2 / 3), result
     assert result.evidence["removed"] == sorted(set(files) - {"solution.py"})
+    assert {"tamper_runner_config", "tamper_exit_hook"} <= set(result.flags), result.flags
 
 
 @pytest.mark.parametrize(
@@ -167,6 +173,8 @@ def test_making_pytest_report_nothing_scores_0_not_a_pass(
     result = grade(lanes, program)
     assert result.score == 0.0, result
     assert result.evidence["failure"], result
+    if "exit" in program:
+        assert result.flags == ("tamper_exit_hook",), result.flags
 
 
 def test_a_forged_report_that_disagrees_with_the_run_scores_0(lanes: SandboxLanes) -> None:

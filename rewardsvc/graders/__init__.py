@@ -18,7 +18,8 @@ and one entry in ``FUNCTIONS`` (``SANDBOXED`` for a code grader) of
 :mod:`~rewardsvc.graders.registry` binding its function to that class (a test checks
 every spec has exactly one).
 
-May import: ``rewardsvc.core``, ``rewardsvc.sandbox`` (the code graders' runs) and its
+May import: ``rewardsvc.core``, ``rewardsvc.sandbox`` (the code graders' runs),
+``rewardsvc.safety`` (the tamper detector on the code they run) and its
 grading libraries (re2, jsonschema, math-verify, rapidfuzz; sentence-transformers
 lazily). Never the application, the server, scoring,
 judges, storage, wire models, HTTP or client libraries.

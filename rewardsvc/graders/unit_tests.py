@@ -19,6 +19,7 @@ malformed or do not collect on their own are the task's fault: no score,
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -33,6 +34,7 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.graders.code import PROGRAM_FAULTS, PYTHON, Sandbox, limits, no_score, program_of
 from rewardsvc.graders.result import GraderResult, clip_text
 from rewardsvc.graders.workspace import work_dir
+from rewardsvc.safety import tamper
 from rewardsvc.sandbox.run import RUNNER_DIR, Limits, RunRequest, RunResult
 
 RUNNER_FILES = {
@@ -105,6 +107,19 @@ def hidden_tests(spec: UnitTestsSpec, reference: str | None) -> dict[str, str] |
         None if tests else "no test files"
     )
     return tests if problem is None else f"reference: {problem}"
+
+
+def tamper_findings(
+    rollout: Rollout, code: Mapping[str, str], tests: Mapping[str, str]
+) -> list[tamper.Finding]:
+    """The tamper findings of the code under test (:mod:`rewardsvc.safety.tamper`). A
+    workspace that holds any of the hidden tests was shown them, so its edits to them (or a
+    deletion) are findings; a workspace that holds none never saw them, and what it lacks is
+    not a deletion."""
+    if not rollout.files:
+        return tamper.scan(code)
+    shown = tests if any(path in code for path in tests) else {}
+    return tamper.workspace(code, shown)
 
 
 def code_of(rollout: Rollout, spec: UnitTestsSpec) -> dict[str, str] | None:
@@ -256,12 +271,13 @@ async def unit_tests(rollout: Rollout, spec: UnitTestsSpec, sandbox: Sandbox) ->
     if spec.weights and expected.ids is not None and not set(spec.weights) <= expected.ids:
         unknown = sorted(set(spec.weights) - expected.ids)[:3]
         return GraderResult(None, {}, f"weights: no such tests {unknown}", "grader_failed")
+    findings = await asyncio.to_thread(tamper_findings, rollout, code, tests)
     work = work_dir(code, tests)
     result = await sandbox.run(request(spec, work.files, tests, "run"))
     if result.failure is not None and result.failure not in PROGRAM_FAULTS:
-        return no_score(result, "pytest")
+        return no_score(result, "pytest").flagged(findings)
     score, evidence = verdict(result, expected, spec.weights)
     evidence.update(restored=list(work.restored), removed=list(work.removed)[:EVIDENCE_TESTS])
     if score < 1.0 and result.stderr:
         evidence["stderr"] = clip_text(result.stderr.decode("utf-8", "replace")[-2000:], 300)
-    return GraderResult(score, evidence)
+    return GraderResult(score, evidence).flagged(findings)

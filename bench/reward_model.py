@@ -3,8 +3,8 @@
 ``smollm2-rm`` (cpujudge.sh's optional judge: SmolLM2 on vLLM's pooling runner,
 ``--convert classify``) and the default SmolLM2 chat judge run the same 135M weights on the
 same CPU half. Each round scores fresh items (a round tag in the prompt, so neither prefix
-cache holds them) with ``Judge.ask(WholeItem)`` on the RM and ``Judge.ask(CriterionOnItem)`` on the
-chat judge (method ``logprob``: one constrained token), ``--concurrency`` calls in flight;
+cache holds them) with ``Judge.ask(WholeItem)`` on the RM and ``Judge.ask(CriterionOnItem)``
+on the chat judge (method ``logprob``: one constrained token), ``--concurrency`` calls in flight;
 the order alternates between rounds and the median round of each is reported. An RM call is
 one prefill and no decode, and it reads the conversation without a rubric prompt around it.
 

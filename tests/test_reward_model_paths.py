@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from rewardsvc.application.targets import score_batch
 from rewardsvc.core.aggregate import HOLISTIC
-from rewardsvc.core.pool import JudgeConfig, JudgePool, RewardModelSettings
+from rewardsvc.core.pool import JudgeConfig, JudgePool, Prices, RewardModelSettings
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.asks import CriterionOnItem, WholeItem
@@ -246,3 +246,19 @@ def test_a_one_character_step_separator_is_refused_with_file_and_line(tmp_path: 
     assert problem.line == 7 and problem.path.endswith("reward_model.step_separator")
     assert "one character, which cannot be broken" in problem.message
     assert RewardModelSettings(step_separator="ки").step_separator == "ки"
+
+
+async def test_a_reward_model_call_is_priced_like_every_judge_call(
+    server: tuple[Pooling, str],
+) -> None:
+    """A reward model asked through ``Judge.ask`` is metered and priced by its ``prices``
+    as an LLM judge is. On a948d76 its pooling path had no meter: the cost was None."""
+    _, url = server
+    priced = config(url).model_copy(update={"prices": Prices(input=2.0, output=0.0)})
+    judge = Judge("rm", priced)
+    try:
+        verdict = await judge.ask(WholeItem(Rollout("Q?", "A")))
+    finally:
+        await judge.aclose()
+    assert verdict.ok and verdict.prompt_tokens == 11
+    assert verdict.cost == pytest.approx(11 * 2.0 / 1_000_000)

@@ -14,7 +14,7 @@ observer. ``explain`` renders a plan's questions without sending them
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
@@ -68,8 +68,10 @@ class Question(Protocol[R, S]):
         """Why ``sent`` and its answer cannot fit ``judge``'s context (None: they may)."""
         ...
 
-    async def answer(self, judge: Judge, call: Call, sent: S) -> R:
-        """Send ``sent`` as ``call`` and read the reply; raises as the methods do."""
+    def answer(self, judge: Judge, call: Call, sent: S) -> Awaitable[R]:
+        """Send ``sent`` as ``call`` and read the reply; raises as the methods do. The
+        method's own awaitable where it can be (no coroutine of this module around it:
+        every suspension of a call resumes each coroutine of its chain)."""
         ...
 
     def failed(self, verdict: Verdict) -> R:
@@ -122,9 +124,9 @@ class _Asked(_OneVerdict):
         """Whether the prompt and the method's answer fit."""
         return judge.overflow(sent)
 
-    async def answer(self, judge: Judge, call: Call, sent: Prompt) -> Verdict:
+    def answer(self, judge: Judge, call: Call, sent: Prompt) -> Awaitable[Verdict]:
         """The method's score of the prompt."""
-        return await judge.method.score(call, sent)
+        return judge.method.score(call, sent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,9 +184,9 @@ class Comparing(_OneVerdict):
         """Whether the prompt and the method's answer fit."""
         return judge.overflow(sent)
 
-    async def answer(self, judge: Judge, call: Call, sent: Prompt) -> Verdict:
+    def answer(self, judge: Judge, call: Call, sent: Prompt) -> Awaitable[Verdict]:
         """The method's label probabilities."""
-        return await judge.method.compare(call, sent)
+        return judge.method.compare(call, sent)
 
 
 class _ByKey:
@@ -246,9 +248,9 @@ class BatchedCriteria(_ByKey):
         """Whether the prompt and the longest reply fit."""
         return judge.overflow(sent.prompt, sent.reply_tokens())
 
-    async def answer(self, judge: Judge, call: Call, sent: Batch) -> dict[str, Verdict]:
+    def answer(self, judge: Judge, call: Call, sent: Batch) -> Awaitable[dict[str, Verdict]]:
         """Each criterion's verdict read at its position."""
-        return await batching.score_batch(call, sent)
+        return batching.score_batch(call, sent)
 
 
 class _Pooled:

@@ -112,8 +112,30 @@ class Judge:
         late = await self._turns.take(deadline)
         if late is not None:
             return question.failed(self._report(late))
+        # One coroutine for the whole call: every suspension resumes each one of its chain.
         try:
-            return await self._asked(question, deadline)
+            try:
+                sent = question.render(self)
+            except Exception as exc:  # a prompt that cannot be built is this call's failure
+                failed = failed_verdict("internal", f"prompt: {exc}", 0.0)
+                return question.failed(self._report(failed))
+            too_long = question.overflow(self, sent)
+            if too_long is not None:
+                failed = failed_verdict("context_overflow", too_long, 0.0)
+                return question.failed(self._report(failed))
+            prices = self.config.prices
+            start = time.perf_counter()
+            with pricing.metering() as meter:
+                try:
+                    got = await question.answer(self, self._call(deadline), sent)
+                except Exception as exc:
+                    failed = pricing.priced(
+                        failure_of(exc, time.perf_counter() - start), meter, prices
+                    )
+                    return question.failed(self._report(failed))
+                got = question.finished(got, (time.perf_counter() - start) * 1000.0, meter, prices)
+            self._report(question.outcome(got))
+            return got
         finally:
             self._turns.release()
 
@@ -185,29 +207,6 @@ class Judge:
     def _report(self, verdict: Verdict) -> Verdict:
         self.observer.judge_call(self.name, verdict)
         return verdict
-
-    async def _asked(self, question: Question[R, S], deadline: float | None) -> R:
-        """``question`` rendered, checked against the context, sent, read, timed and
-        priced in a turn held; the call reported once."""
-        try:
-            sent = question.render(self)
-        except Exception as exc:  # a prompt that cannot be built is this call's failure
-            return question.failed(self._report(failed_verdict("internal", f"prompt: {exc}", 0.0)))
-        too_long = question.overflow(self, sent)
-        if too_long is not None:
-            return question.failed(self._report(failed_verdict("context_overflow", too_long, 0.0)))
-        call = self._call(deadline)
-        prices = self.config.prices
-        start = time.perf_counter()
-        with pricing.metering() as meter:
-            try:
-                got = await question.answer(self, call, sent)
-            except Exception as exc:
-                failed = failure_of(exc, time.perf_counter() - start)
-                return question.failed(self._report(pricing.priced(failed, meter, prices)))
-            got = question.finished(got, (time.perf_counter() - start) * 1000.0, meter, prices)
-        self._report(question.outcome(got))
-        return got
 
 
 def build_judges(pool: JudgePool, observer: Observer = NULL_OBSERVER) -> dict[str, Judge]:

@@ -45,7 +45,7 @@ class Sent(Protocol):
 
     @property
     def seen(self) -> Seen:
-        """The messages (chat) or text (completion, pooling) the judge reads."""
+        """The messages (chat, a reward model's conversation) or text (completion) read."""
         ...
 
 

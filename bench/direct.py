@@ -31,6 +31,7 @@ from rewardsvc.application.items import rollout_of
 from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
+from rewardsvc.judges.asks import CriterionOnItem
 from rewardsvc.judges.judge import build_judges
 from rewardsvc.judges.methods import method_for
 from rewardsvc.judges.shapes import shape_for
@@ -173,7 +174,7 @@ async def verify_same_calls(
         for item in items:
             rollout = rollout_of(Item.model_validate(item))
             await asyncio.gather(
-                *(judge.score_criterion(rubric, c, rollout) for c in rubric.criteria)
+                *(judge.ask(CriterionOnItem(rubric, c, rollout)) for c in rubric.criteria)
             )
         await judge.aclose()
         ours = sorted(_canonical(b) for b in fake.script.bodies)

@@ -28,6 +28,7 @@ from bench.outputs import add_out_argument, write_results
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
+from rewardsvc.judges.asks import CriterionOnItem
 from rewardsvc.judges.judge import Judge
 
 # The harness's helpers need the bench's own packages (psutil): this bench needs none.
@@ -60,8 +61,8 @@ async def drive(judge: Judge, workers: int, seconds: float) -> list[tuple[float,
         while time.monotonic() < stop:
             i = next(counter)
             rollout = Rollout(f"Question {i}: what is {i} + {i}?", f"The answer is {2 * i}.")
-            verdict = await judge.score_criterion(
-                RUBRIC, RUBRIC.criteria[0], rollout, deadline=stop + 5
+            verdict = await judge.ask(
+                CriterionOnItem(RUBRIC, RUBRIC.criteria[0], rollout), deadline=stop + 5
             )
             outcomes.append((time.monotonic(), "ok" if verdict.ok else str(verdict.error_kind)))
 

@@ -33,6 +33,7 @@ from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
+from rewardsvc.judges.asks import CriterionOnItem
 from rewardsvc.judges.judge import Judge
 
 # Kept free of bench.harness (psutil, the bench extra): it needs the service's venv only.
@@ -80,7 +81,7 @@ async def run(config: JudgeConfig, rollouts: list[Rollout], concurrency: int) ->
 
     async def one(rollout: Rollout) -> Verdict:
         async with gate:
-            return await judge.score_criterion(RUBRIC, RUBRIC.criteria[0], rollout)
+            return await judge.ask(CriterionOnItem(RUBRIC, RUBRIC.criteria[0], rollout))
 
     try:
         start = time.perf_counter()

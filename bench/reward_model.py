@@ -3,8 +3,8 @@
 ``smollm2-rm`` (cpujudge.sh's optional judge: SmolLM2 on vLLM's pooling runner,
 ``--convert classify``) and the default SmolLM2 chat judge run the same 135M weights on the
 same CPU half. Each round scores fresh items (a round tag in the prompt, so neither prefix
-cache holds them) with ``Judge.score_item`` on the RM and ``Judge.score_criterion`` on the
-chat judge (method ``logprob``: one constrained token), ``--concurrency`` calls in flight;
+cache holds them) with ``Judge.ask(WholeItem)`` on the RM and ``Judge.ask(CriterionOnItem)``
+on the chat judge (method ``logprob``: one constrained token), ``--concurrency`` calls in flight;
 the order alternates between rounds and the median round of each is reported. An RM call is
 one prefill and no decode, and it reads the conversation without a rubric prompt around it.
 
@@ -26,6 +26,7 @@ from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
+from rewardsvc.judges.asks import CriterionOnItem, WholeItem
 from rewardsvc.judges.judge import Judge
 
 RUBRIC = Rubric.model_validate(
@@ -69,8 +70,8 @@ async def main(items: int, repeats: int, concurrency: int) -> None:
     chat, rm = Judge("chat", CHAT), Judge("rm", RM)
     criterion = RUBRIC.criteria[0]
     contenders: dict[str, Callable[[Rollout], Awaitable[Verdict]]] = {
-        "rm score_item": lambda r: rm.score_item(r),
-        "logprob score_criterion": lambda r: chat.score_criterion(RUBRIC, criterion, r),
+        "rm score_item": lambda r: rm.ask(WholeItem(r)),
+        "logprob score_criterion": lambda r: chat.ask(CriterionOnItem(RUBRIC, criterion, r)),
     }
     rates: dict[str, list[float]] = {name: [] for name in contenders}
     try:

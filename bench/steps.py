@@ -36,6 +36,7 @@ from rewardsvc.application.items import read_item
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
+from rewardsvc.judges.asks import CriterionOnItem
 from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import load_pool
 from rewardsvc.library.yamlfile import load_file
@@ -99,7 +100,7 @@ async def run_arm(
     url = metrics_url(judge.config)
     for call in calls:
         before = await counters(http, url)
-        verdict = await judge.score_criterion(rubric, call.criterion, call.rollout)
+        verdict = await judge.ask(CriterionOnItem(rubric, call.criterion, call.rollout))
         after = await counters(http, url)
         arm.calls += 1
         queried = after["queries"] - before["queries"]

@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from explaining import explain
 
 from rewardsvc.application.items import read_item
 from rewardsvc.application.targets import score_batch
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges.explain import explain
+from rewardsvc.judges.asks import CriterionOnItem
 from rewardsvc.judges.fencing import parse_fences
 from rewardsvc.judges.items import ITEM_TRAILER
 from rewardsvc.judges.judge import Judge, build_judges
@@ -63,7 +64,7 @@ async def test_tool_trajectory_is_scored_and_explained(cpu_pool: JudgePool) -> N
         await engine.aclose()
     rollout = read_item(0, items[0]).rollout
     assert rollout is not None
-    shown = explain(library("tool-use-quality"), rollout, cpu_pool.judges)
+    shown = await explain(library("tool-use-quality"), rollout, cpu_pool.judges)
     assert set(shown) == {"primary", "secondary"}
     assert isinstance(shown["primary"]["right-tool"], list)  # a chat judge reads messages
     assert isinstance(shown["secondary"]["right-tool"], str)  # a completion judge reads text
@@ -105,7 +106,9 @@ async def test_injection_in_a_tool_result_is_flagged_and_fenced(cpu_pool: JudgeP
     assert all(r.status != "rejected" for r in results), results
     rollout = read_item(1, items[1]).rollout
     assert rollout is not None
-    for per_judge in explain(library("tool-use-quality"), rollout, cpu_pool.judges).values():
+    for per_judge in (
+        await explain(library("tool-use-quality"), rollout, cpu_pool.judges)
+    ).values():
         skeleton, blocks = parse_fences(seen_text(per_judge["right-tool"]))
         assert "ignore all previous" not in skeleton
         assert ("result", attack) in blocks
@@ -140,7 +143,10 @@ async def score_steps(
     for k in range(rollout.step_count()):
         pending = [(ref.name, c) for c in calls if c.step == k for ref in rubric.judges]
         done = await asyncio.gather(
-            *(judges[name].score_criterion(rubric, c.criterion, c.rollout) for name, c in pending)
+            *(
+                judges[name].ask(CriterionOnItem(rubric, c.criterion, c.rollout))
+                for name, c in pending
+            )
         )
         for (name, c), verdict in zip(pending, done, strict=True):
             verdicts[name][c.key] = verdict
@@ -170,7 +176,7 @@ async def test_three_steps_give_three_step_rewards_and_their_combination(
     # The judge of step k+1 reads everything the judge of step k read before the question.
     rollout = read_item(0, item).rollout
     assert rollout is not None
-    shown = explain(rubric, rollout, cpu_pool.judges)["secondary"]
+    shown = (await explain(rubric, rollout, cpu_pool.judges))["secondary"]
     texts = [seen_text(shown[f"step-progress@step{k}"]) for k in range(3)]
     for k in range(2):
         assert texts[k + 1].startswith(texts[k][: texts[k].index(ITEM_TRAILER)])

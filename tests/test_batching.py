@@ -18,18 +18,19 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from explaining import explain
 from fakejudge import FakeJudge, RecordingObserver, Script
 
 from rewardsvc.application.items import read_item
 from rewardsvc.core import aggregate
 from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rollout import Rollout
-from rewardsvc.core.rubric import Criterion, Rubric
+from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import prompts
 from rewardsvc.judges.answers import Unparseable, distribution
+from rewardsvc.judges.asks import BatchedCriteria
 from rewardsvc.judges.batching import Batch, batch_prompt, read_positions
-from rewardsvc.judges.explain import explain
 from rewardsvc.judges.items import item_block
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.judges.methods import method_for
@@ -160,14 +161,14 @@ def test_reply_pattern_admits_exactly_one_answer_per_question_in_order() -> None
 
 
 @pytest.mark.parametrize("api", ["chat", "completion"])
-def test_explain_shows_a_batched_judge_its_one_call(api: str) -> None:
+async def test_explain_shows_a_batched_judge_its_one_call(api: str) -> None:
     rub, item = rubric(), rollout()
     config = JudgeConfig(model="m", base_urls=["http://127.0.0.1:9/v1"], api=api)
-    shown = explain(rub, item, {"primary": config.model_copy(update={"method": "batched"})})
+    shown = await explain(rub, item, {"primary": config.model_copy(update={"method": "batched"})})
     batch = batch_prompt(rub, rub.criteria, item, shape_for(api))  # type: ignore[arg-type]
     seen = batch.prompt.messages if api == "chat" else batch.prompt.text
     assert shown == {"primary": {"correct+clear+rude": seen}}
-    per_criterion = explain(rub, item, {"primary": config})["primary"]
+    per_criterion = (await explain(rub, item, {"primary": config}))["primary"]
     assert list(per_criterion) == ["correct", "clear", "rude"]
 
 
@@ -293,14 +294,9 @@ class BatchingStub:
     def cache_identity(self) -> str:
         return "stub:batched"
 
-    async def score_criteria(
-        self,
-        rubric: Rubric,
-        criteria: Sequence[Criterion],
-        rollout: Rollout,
-        *,
-        deadline: float | None = None,
-    ) -> dict[str, Verdict]:
+    async def ask(self, question: Any, *, deadline: float | None = None) -> dict[str, Verdict]:
+        assert isinstance(question, BatchedCriteria), "a batching judge gets one call per item"
+        criteria = question.criteria
         self.calls.append(tuple(c.id for c in criteria))
         await asyncio.sleep(0.01)
         if self.fail:
@@ -314,12 +310,6 @@ class BatchingStub:
             else:
                 out[c.id] = Verdict(score=score, probs={}, prompt_tokens=100, completion_tokens=9)
         return out
-
-    async def score_criterion(self, *args: Any, **kwargs: Any) -> Verdict:
-        raise AssertionError("a batching judge gets one call per item")
-
-    async def score_holistic(self, *args: Any, **kwargs: Any) -> Verdict:
-        raise AssertionError("not used")
 
     async def aclose(self) -> None:
         return None
@@ -394,7 +384,7 @@ async def test_judge_fails_every_criterion_of_a_failed_call_and_reports_one_call
         judge = Judge("primary", config, observer=observer)
         rub = rubric()
         try:
-            got = await judge.score_criteria(rub, rub.criteria, rollout())
+            got = await judge.ask(BatchedCriteria.of(rub, rub.criteria, rollout()))
         finally:
             await judge.aclose()
         assert fake.script.requests == 1
@@ -410,7 +400,7 @@ async def test_judge_refuses_a_batch_that_cannot_fit_its_context_without_calling
     )
     judge = Judge("primary", config)
     rub = rubric()
-    got = await judge.score_criteria(rub, rub.criteria, rollout())
+    got = await judge.ask(BatchedCriteria.of(rub, rub.criteria, rollout()))
     await judge.aclose()
     assert {v.error_kind for v in got.values()} == {"context_overflow"}
 

@@ -22,9 +22,10 @@ from test_engine import StubJudge, constant
 from rewardsvc.core import comparative as cmp
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import ItemIn, Rollout
-from rewardsvc.core.rubric import Criterion, Rubric
+from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import comparative, prompts
+from rewardsvc.judges.asks import CriterionOnItem
 from rewardsvc.judges.backends import Backend
 from rewardsvc.judges.failures import BackendError
 from rewardsvc.judges.judge import Judge
@@ -140,19 +141,13 @@ class SlowJudge(StubJudge):
         super().__init__("primary", constant(1.0))
         self.delay_s = delay_s
 
-    async def score_criterion(
-        self,
-        rubric: Rubric,
-        criterion: Criterion,
-        rollout: Rollout,
-        *,
-        deadline: float | None = None,
-    ) -> Verdict:
+    async def ask(self, question: Any, *, deadline: float | None = None) -> Verdict:
+        assert isinstance(question, CriterionOnItem)
         budget = self.delay_s if deadline is None else deadline - time.monotonic()
         await asyncio.sleep(max(0.0, min(self.delay_s, budget)))
         if deadline is not None and time.monotonic() >= deadline:
             return Verdict.failed("deadline: the call's deadline passed", kind="deadline")
-        return await super().score_criterion(rubric, criterion, rollout, deadline=deadline)
+        return await super().ask(question, deadline=deadline)
 
 
 async def test_a_request_joining_an_inflight_verdict_keeps_its_own_deadline() -> None:

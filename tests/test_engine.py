@@ -26,8 +26,9 @@ from rewardsvc.core import aggregate
 from rewardsvc.core.errors import RequestError
 from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rollout import Rollout
-from rewardsvc.core.rubric import Criterion, Rubric
+from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
+from rewardsvc.judges.asks import CriterionOnItem, Holistic
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
 from rewardsvc.scoring import penalties
@@ -88,20 +89,12 @@ class StubJudge:
             completion_tokens=1,
         )
 
-    async def score_criterion(
-        self,
-        rubric: Rubric,
-        criterion: Criterion,
-        rollout: Rollout,
-        *,
-        deadline: float | None = None,
-    ):
-        return await self._verdict(criterion.id, rollout)
-
-    async def score_holistic(
-        self, rubric: Rubric, rollout: Rollout, *, deadline: float | None = None
-    ) -> Verdict:
-        return await self._verdict(aggregate.HOLISTIC, rollout)
+    async def ask(self, question: Any, *, deadline: float | None = None) -> Verdict:
+        """A criterion on an item by its id; the holistic question as ``HOLISTIC``."""
+        if isinstance(question, CriterionOnItem):
+            return await self._verdict(question.criterion.id, question.rollout)
+        assert isinstance(question, Holistic)
+        return await self._verdict(aggregate.HOLISTIC, question.rollout)
 
     async def aclose(self) -> None:
         self.closed = True

@@ -16,8 +16,9 @@ from test_groups import COMPLETIONS, PROMPT, QUALITY, _group, quality_asker
 
 from rewardsvc.core.errors import RequestError
 from rewardsvc.core.rollout import Rollout
-from rewardsvc.core.rubric import Criterion, Rubric
+from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
+from rewardsvc.judges.asks import CriterionOnItem
 from rewardsvc.judges.comparative import FencedGroup
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.library.registry import load_pool
@@ -56,14 +57,16 @@ def absolute(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     names Paris. Returns the criteria asked, one entry per call."""
     asked: list[str] = []
 
-    async def score_criterion(
-        self: Judge, rubric: Rubric, criterion: Criterion, rollout: Rollout, **_: Any
-    ) -> Verdict:
-        asked.append(criterion.id)
-        score = 1.0 if "Paris" in rollout.completion else 0.0
+    real = Judge.ask
+
+    async def ask(self: Judge, question: Any, *, deadline: float | None = None) -> Any:
+        if not isinstance(question, CriterionOnItem):  # a comparison: asked of the judge
+            return await real(self, question, deadline=deadline)
+        asked.append(question.criterion.id)
+        score = 1.0 if "Paris" in question.rollout.completion else 0.0
         return Verdict(score=score, prompt_tokens=10, completion_tokens=1)
 
-    monkeypatch.setattr(Judge, "score_criterion", score_criterion)
+    monkeypatch.setattr(Judge, "ask", ask)
     return asked
 
 

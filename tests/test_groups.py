@@ -14,8 +14,8 @@ from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
+from rewardsvc.judges.asks import Comparing
 from rewardsvc.judges.judge import Judge, build_judges
-from rewardsvc.judges.prompts import Prompt
 from rewardsvc.library.registry import load_pool
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions
 from rewardsvc.scoring.groups import GroupBatch, score_groups
@@ -61,7 +61,8 @@ def quality_asker(quality: dict[str, float], first_bias: float = 0.0):
     """A stand-in judge call that prefers higher ``quality``, plus ``first_bias`` on A."""
     calls: list[list[str]] = []
 
-    async def asker(judge: Judge, prompt: Prompt, deadline: float | None) -> Verdict:
+    async def asker(judge: Judge, question: Comparing, deadline: float | None) -> Verdict:
+        prompt = judge.render(question)
         text = prompt.messages[1]["content"] if prompt.messages else prompt.text or ""
         shown = [c for c in sorted(quality, key=text.find) if c in text]
         calls.append(shown)
@@ -136,10 +137,10 @@ async def test_pitfall_question_points_the_other_way(idle_judges) -> None:
 async def test_failures_degrade_honestly(idle_judges) -> None:
     good = quality_asker(QUALITY)
 
-    async def secondary_fails(judge: Judge, prompt: Prompt, deadline: float | None) -> Verdict:
+    async def secondary_fails(judge: Judge, asked: Comparing, deadline: float | None) -> Verdict:
         if judge.name == "secondary":
             return Verdict.failed("server_error: scripted", kind="http_5xx")
-        return await good(judge, prompt, deadline)
+        return await good(judge, asked, deadline)
 
     batch = await score_groups(idle_judges, _rubric(), [_group()], asker=secondary_fails)
     result = batch.results[0]
@@ -148,7 +149,7 @@ async def test_failures_degrade_honestly(idle_judges) -> None:
     assert "secondary" in (result.error or "")
     assert result.rewards == pytest.approx(result.judges["primary"].rewards)
 
-    async def all_fail(judge: Judge, prompt: Prompt, deadline: float | None) -> Verdict:
+    async def all_fail(judge: Judge, asked: Comparing, deadline: float | None) -> Verdict:
         return Verdict.failed("timeout: scripted", kind="timeout")
 
     result = (await score_groups(idle_judges, _rubric(), [_group()], asker=all_fail)).results[0]

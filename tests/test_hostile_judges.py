@@ -25,6 +25,7 @@ from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import pricing, prompts, questions
 from rewardsvc.judges.answers import Unparseable, distribution
+from rewardsvc.judges.asks import CriterionOnItem
 from rewardsvc.judges.batching import read_positions
 from rewardsvc.judges.judge import Judge
 from rewardsvc.judges.methods import method_for
@@ -179,7 +180,7 @@ async def test_a_nan_logprob_from_the_judge_is_an_unparseable_verdict(
     judge = Judge("primary", config)
     judges.append(judge)
     for criterion in RUBRIC.criteria:
-        verdict = await judge.score_criterion(RUBRIC, criterion, ROLLOUT)
+        verdict = await judge.ask(CriterionOnItem(RUBRIC, criterion, ROLLOUT))
         assert verdict.score is None and verdict.error_kind == "unparseable", verdict
 
 

@@ -20,9 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
-from rewardsvc.core.rubric import Criterion, Rubric
+from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import routing
+from rewardsvc.judges.asks import CriterionOnItem
 from rewardsvc.monitor.runs import Sample, compute_signals
 from rewardsvc.monitor.stats import ks_statistic
 from rewardsvc.scoring.engine import Engine
@@ -165,9 +166,8 @@ class GatedJudge:
     def cache_identity(self) -> str:
         return "gated"
 
-    async def score_criterion(
-        self, rubric: Rubric, criterion: Criterion, rollout: Rollout, *, deadline: Any = None
-    ) -> Verdict:
+    async def ask(self, question: Any, *, deadline: Any = None) -> Verdict:
+        assert isinstance(question, CriterionOnItem), "not asked"
         self.calls += 1
         try:
             await self.gate.wait()
@@ -175,9 +175,6 @@ class GatedJudge:
             self.cancelled += 1
             raise
         return Verdict(score=0.75, probs={"yes": 0.75, "no": 0.25})
-
-    async def score_holistic(self, rubric: Rubric, rollout: Rollout, **_: Any) -> Verdict:
-        raise AssertionError("not asked")
 
     async def aclose(self) -> None:
         pass

@@ -27,6 +27,7 @@ from test_api_support import app_client, settings_for
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
+from rewardsvc.judges.asks import CriterionOnItem
 from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import load_pool
 from rewardsvc.library.yamlfile import load_file
@@ -84,7 +85,7 @@ async def test_logprob_verdict_says_yes_to_a_right_answer_and_no_to_a_wrong_one(
     judge = Judge("primary", qwen)
     try:
         verdicts = [
-            await judge.score_criterion(rubric, matches, Rollout(question, answer, reference))
+            await judge.ask(CriterionOnItem(rubric, matches, Rollout(question, answer, reference)))
             for answer in (right, wrong)
         ]
     finally:

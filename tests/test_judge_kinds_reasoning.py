@@ -16,6 +16,7 @@ import pytest
 from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
+from rewardsvc.judges.asks import BatchedCriteria, CriterionOnItem
 from rewardsvc.judges.judge import Judge
 
 pytestmark = pytest.mark.judges
@@ -68,7 +69,7 @@ async def test_real_logprob_answer_is_read_after_the_reasoning_within_the_budget
     judge = Judge("thinker", thinker())
     bodies = spied(judge)
     try:
-        verdict = await judge.score_criterion(RUBRIC, RUBRIC.criteria[0], ROLLOUT)
+        verdict = await judge.ask(CriterionOnItem(RUBRIC, RUBRIC.criteria[0], ROLLOUT))
     finally:
         await judge.aclose()
     assert verdict.ok, verdict.error
@@ -89,7 +90,7 @@ async def test_real_logprob_answer_is_read_after_the_reasoning_within_the_budget
 async def test_real_batched_criteria_are_read_after_one_reasoning(think_server: None) -> None:
     judge = Judge("thinker", thinker(method="batched"))
     try:
-        verdicts = await judge.score_criteria(RUBRIC, RUBRIC.criteria, ROLLOUT)
+        verdicts = await judge.ask(BatchedCriteria.of(RUBRIC, RUBRIC.criteria, ROLLOUT))
     finally:
         await judge.aclose()
     assert set(verdicts) == {"correct", "shown", "short"}
@@ -105,7 +106,7 @@ async def test_real_batched_criteria_are_read_after_one_reasoning(think_server: 
 async def test_real_zero_budget_ends_the_reasoning_at_once(think_server: None) -> None:
     judge = Judge("thinker", thinker(reasoning={"budget_tokens": 0}, extra_body={}))
     try:
-        verdict = await judge.score_criterion(RUBRIC, RUBRIC.criteria[0], ROLLOUT)
+        verdict = await judge.ask(CriterionOnItem(RUBRIC, RUBRIC.criteria[0], ROLLOUT))
     finally:
         await judge.aclose()
     assert verdict.ok, verdict.error
@@ -120,7 +121,7 @@ async def test_real_chat_template_kwargs_turn_thinking_off(think_server: None) -
     judge = Judge("thinker", config)
     bodies = spied(judge)
     try:
-        verdict = await judge.score_criterion(RUBRIC, RUBRIC.criteria[0], ROLLOUT)
+        verdict = await judge.ask(CriterionOnItem(RUBRIC, RUBRIC.criteria[0], ROLLOUT))
     finally:
         await judge.aclose()
     assert verdict.ok, verdict.error
@@ -138,7 +139,7 @@ async def test_real_budget_on_a_server_without_a_reasoning_parser_is_a_typed_4xx
     config = plain.model_copy(update={"reasoning": thinker().reasoning, "retries": 0})
     judge = Judge("primary", config)
     try:
-        verdict = await judge.score_criterion(RUBRIC, RUBRIC.criteria[0], ROLLOUT)
+        verdict = await judge.ask(CriterionOnItem(RUBRIC, RUBRIC.criteria[0], ROLLOUT))
     finally:
         await judge.aclose()
     assert verdict.score is None
@@ -157,7 +158,7 @@ async def test_real_text_methods_answer_after_the_reasoning(
     judge = Judge("thinker", thinker(method=method, sampling=sampling))
     bodies = spied(judge)
     try:
-        verdict = await judge.score_criterion(RUBRIC, RUBRIC.criteria[0], ROLLOUT)
+        verdict = await judge.ask(CriterionOnItem(RUBRIC, RUBRIC.criteria[0], ROLLOUT))
     finally:
         await judge.aclose()
     assert verdict.ok, verdict.error

@@ -26,6 +26,7 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.evaluation.runner import evaluate
 from rewardsvc.evaluation.scorers import LocalScorer
+from rewardsvc.judges.asks import WholeItem
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.judges.reward_model import conversation
 from rewardsvc.library.registry import Registry
@@ -97,7 +98,7 @@ async def test_score_item_reads_the_raw_logit_of_the_conversation(rm_server: Non
     activated = Judge("rm", rm_config(transform="probability"))
     shifted = Judge("rm", rm_config(center=1.0, scale=2.0))
     try:
-        got = [await j.score_item(rollout) for j in (sigmoid, activated, shifted)]
+        got = [await j.ask(WholeItem(rollout)) for j in (sigmoid, activated, shifted)]
     finally:
         for j in (sigmoid, activated, shifted):
             await j.aclose()

@@ -24,6 +24,7 @@ from rewardsvc.core.pool import JudgeConfig, JudgePool, RewardModelSettings
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.trajectory import step_key
+from rewardsvc.judges.asks import AllSteps, WholeItem
 from rewardsvc.judges.identity import defuser_for
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.judges.reward_model import step_conversation
@@ -114,9 +115,9 @@ async def test_one_call_per_trajectory_one_score_per_step(prm_server: None) -> N
 async def test_a_step_score_depends_only_on_the_trajectory_up_to_it(prm_server: None) -> None:
     judge = Judge("prm", prm_config())
     try:
-        long = await judge.score_steps(rollout_of(trajectory(3)))
-        short = await judge.score_steps(rollout_of(trajectory(3)).at_step(0))
-        item = await judge.score_item(rollout_of(trajectory(3)))
+        long = await judge.ask(AllSteps.of(rollout_of(trajectory(3))))
+        short = await judge.ask(AllSteps.of(rollout_of(trajectory(3)).at_step(0)))
+        item = await judge.ask(WholeItem(rollout_of(trajectory(3))))
     finally:
         await judge.aclose()
     assert list(long) == [step_key(HOLISTIC, k) for k in range(3)]

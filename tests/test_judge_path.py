@@ -16,10 +16,10 @@ from fakejudge import FakeJudge, RecordingObserver
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
+from rewardsvc.judges.asks import Comparing, CriterionOnItem
 from rewardsvc.judges.backends import Backend, RetryPolicy
-from rewardsvc.judges.comparative import ask, comparison_prompt
+from rewardsvc.judges.comparative import ask, fenced_group
 from rewardsvc.judges.judge import Judge
-from rewardsvc.judges.shapes import CHAT
 
 RUBRIC = Rubric(
     id="arith",
@@ -44,6 +44,12 @@ def _judge(made: list[Judge], url: str, method: str, api: str) -> tuple[Judge, R
     return judge, seen
 
 
+def _comparing(judge: Judge) -> Comparing:
+    """The comparison of ``SHOWN`` on ``CORRECT``, fenced with the judge's defuser."""
+    fenced = {judge.defuser: fenced_group("2 + 2?", SHOWN, None, judge.defuser)}
+    return Comparing(RUBRIC, CORRECT, fenced, tuple(range(len(SHOWN))))
+
+
 def _fields(body: dict[str, Any]) -> dict[str, Any]:
     return {k: body[k] for k in _KEYS if k in body}
 
@@ -54,10 +60,9 @@ async def test_a_comparison_is_asked_as_the_judges_method_asks_a_criterion(
     fake: FakeJudge, judges: list[Judge], method: str, api: str
 ) -> None:
     judge, seen = _judge(judges, fake.url, method, api)
-    criterion = await judge.score_criterion(RUBRIC, CORRECT, ROLLOUT)
+    criterion = await judge.ask(CriterionOnItem(RUBRIC, CORRECT, ROLLOUT))
     assert criterion.ok, criterion
-    prompt = comparison_prompt(RUBRIC, CORRECT, "2 + 2?", SHOWN, judge.shape)
-    verdict = await ask(judge, prompt, None)
+    verdict = await ask(judge, _comparing(judge), None)
     assert verdict.ok, verdict
     asked_criterion, asked_comparison = (_fields(b) for b in fake.script.bodies)
     if method == "structured":
@@ -96,7 +101,6 @@ async def test_a_comparison_too_long_fails_once_through_the_judges_own_path(
     seen = RecordingObserver()
     judge = Judge("j", cfg, Backend("j", cfg, observer=seen), observer=seen)
     judges.append(judge)
-    prompt = comparison_prompt(RUBRIC, CORRECT, "2 + 2?", SHOWN, CHAT)
-    verdict = await ask(judge, prompt, None)
+    verdict = await ask(judge, _comparing(judge), None)
     assert verdict.error_kind == "context_overflow" and verdict.score is None
     assert fake.script.bodies == [] and len(seen.calls) == 1

@@ -17,6 +17,7 @@ from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts
+from rewardsvc.judges.asks import CriterionOnItem
 from rewardsvc.judges.judge import Judge
 from rewardsvc.judges.limits import least_tokens
 from rewardsvc.judges.methods import method_for
@@ -75,13 +76,13 @@ async def test_real_context_overflow_400_is_typed_not_retried_and_spares_the_bre
 ) -> None:
     j = real(cpu_pool, api, judges)
     assert j.config.retries > 0
-    v = await j.score_criterion(RUBRIC, CRITERION, OVERLONG)
+    v = await j.ask(CriterionOnItem(RUBRIC, CRITERION, OVERLONG))
     assert v.score is None and v.error_kind == "context_overflow", v.error
     assert v.error is not None and v.error.startswith("client_error: HTTP 400")
     endpoint = j.backend.endpoints[0]
     assert endpoint.calls == 1  # a prompt that cannot fit is not sent again
     assert endpoint.breaker.state == "closed"
-    assert (await j.score_criterion(RUBRIC, CRITERION, ROLLOUT)).ok
+    assert (await j.ask(CriterionOnItem(RUBRIC, CRITERION, ROLLOUT))).ok
 
 
 @pytest.mark.parametrize("api", ["chat", "completion"])
@@ -92,11 +93,11 @@ async def test_real_overlong_item_is_refused_before_the_call_and_short_ones_scor
     endpoint = j.backend.endpoints[0]
     degenerate = Rollout("Answer.", " " * 100 + "x" * 100_000)
     for rollout in (OVERLONG, degenerate):
-        v = await j.score_criterion(RUBRIC, CRITERION, rollout)
+        v = await j.ask(CriterionOnItem(RUBRIC, CRITERION, rollout))
         assert v.error_kind == "context_overflow" and v.error is not None
         assert v.error.startswith("context_overflow: the prompt")
     assert endpoint.calls == 0
-    v = await j.score_criterion(RUBRIC, CRITERION, ROLLOUT)
+    v = await j.ask(CriterionOnItem(RUBRIC, CRITERION, ROLLOUT))
     assert v.ok and endpoint.calls == 1
 
 
@@ -159,7 +160,7 @@ async def test_real_wire_format_of_every_shape_and_method(
             return reply
 
         endpoint.client.post = spy  # type: ignore[method-assign]
-    v = await j.score_criterion(RUBRIC, CRITERION, ROLLOUT)
+    v = await j.ask(CriterionOnItem(RUBRIC, CRITERION, ROLLOUT))
     assert v.ok, (api, method, v.error, v.raw)
     assert sent, "no call went through the transport"
     path, body, reply = sent[-1]

@@ -5,6 +5,7 @@ through the real engine with the shipped helpful-answer rubric and its canaries)
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import httpx
 from fastapi import FastAPI
@@ -15,6 +16,7 @@ from rewardsvc.core.results import BatchResult, ItemReward, JudgeOutcome
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
+from rewardsvc.judges.asks import CriterionOnItem, Holistic
 from rewardsvc.library.yamlfile import load_file
 from rewardsvc.monitor import (
     AlertEvent,
@@ -178,20 +180,12 @@ class ScriptedJudge:
         value = (0.05 if passes else 0.6) if pitfall else (0.95 if passes else 0.1)
         return Verdict(score=value, probs={"yes": value, "no": 1 - value})
 
-    async def score_criterion(
-        self,
-        rubric: Rubric,
-        criterion: Criterion,
-        rollout: Rollout,
-        *,
-        deadline: float | None = None,
-    ) -> Verdict:
-        return self._score(criterion, rollout)
-
-    async def score_holistic(
-        self, rubric: Rubric, rollout: Rollout, *, deadline: float | None = None
-    ) -> Verdict:
-        return self._score(None, rollout)
+    async def ask(self, question: Any, *, deadline: float | None = None) -> Verdict:
+        """A criterion on an item, or the holistic question (no criterion)."""
+        if isinstance(question, CriterionOnItem):
+            return self._score(question.criterion, question.rollout)
+        assert isinstance(question, Holistic)
+        return self._score(None, question.rollout)
 
     async def aclose(self) -> None:
         return None

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from rewardsvc.core.pool import JudgeConfig, RateLimit
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
+from rewardsvc.judges.asks import CriterionOnItem
 from rewardsvc.judges.backends import Backend, RetryPolicy
 from rewardsvc.judges.judge import Judge
 from rewardsvc.judges.ratelimit import RateLimiter, parse_duration
@@ -138,7 +139,7 @@ async def test_no_429_reaches_the_engine_when_the_provider_was_nearly_spent() ->
         judge = hosted(provider.url, rate_limit={"requests_per_minute": 1200})
         rollouts = [Rollout(f"question {i}", f"answer {i}") for i in range(150)]
         verdicts = await asyncio.gather(
-            *(judge.score_criterion(RUBRIC, RUBRIC.criteria[0], r) for r in rollouts)
+            *(judge.ask(CriterionOnItem(RUBRIC, RUBRIC.criteria[0], r)) for r in rollouts)
         )
         await judge.aclose()
     assert all(v.ok for v in verdicts), {v.error for v in verdicts if not v.ok}
@@ -154,7 +155,7 @@ async def test_a_429_retry_after_holds_the_other_calls_of_the_judge() -> None:
         fake.script.queue.extend(["429"])
         fake.script.retry_after = 0.3
         judge = hosted(fake.url, rate_limit={})
-        first = await judge.score_criterion(RUBRIC, RUBRIC.criteria[0], Rollout("q", "a"))
+        first = await judge.ask(CriterionOnItem(RUBRIC, RUBRIC.criteria[0], Rollout("q", "a")))
         assert first.ok
         assert judge.backend.limiter is not None
         paused_until = judge.backend.limiter.paused_until
@@ -247,7 +248,7 @@ async def test_a_hostile_header_holds_a_hosted_judge_at_most_retry_after_max_s(
         judge = hosted(fake.url, rate_limit={"requests_per_minute": 600}, retry_after_max_s=0.3)
         fake.script.reply_headers.append(headers)  # on the first reply only
         verdicts = [
-            await judge.score_criterion(RUBRIC, RUBRIC.criteria[0], Rollout(f"q{i}", "a"))
+            await judge.ask(CriterionOnItem(RUBRIC, RUBRIC.criteria[0], Rollout(f"q{i}", "a")))
             for i in range(3)
         ]
         await judge.aclose()

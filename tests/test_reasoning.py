@@ -27,6 +27,7 @@ from test_api_support import INLINE_RUBRIC, ITEM, app_client, settings_for, writ
 from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
+from rewardsvc.judges.asks import BatchedCriteria, CriterionOnItem
 from rewardsvc.judges.judge import Judge
 
 RUBRIC = Rubric(
@@ -133,7 +134,7 @@ def config(url: str, **fields: Any) -> JudgeConfig:
 async def scored(server: Scripted, **fields: Any) -> Any:
     judge = Judge("thinker", config(server.url, **fields))
     try:
-        return await judge.score_criterion(RUBRIC, RUBRIC.criteria[0], ROLLOUT)
+        return await judge.ask(CriterionOnItem(RUBRIC, RUBRIC.criteria[0], ROLLOUT))
     finally:
         await judge.aclose()
 
@@ -170,7 +171,7 @@ async def test_reasoning_request_carries_the_budget_and_room_for_the_answer(
 async def test_batched_overrun_fails_every_criterion_with_the_kind(overrun: Scripted) -> None:
     judge = Judge("thinker", config(overrun.url, method="batched"))
     try:
-        verdicts = await judge.score_criteria(RUBRIC, RUBRIC.criteria, ROLLOUT)
+        verdicts = await judge.ask(BatchedCriteria.of(RUBRIC, RUBRIC.criteria, ROLLOUT))
     finally:
         await judge.aclose()
     assert {v.error_kind for v in verdicts.values()} == {"reasoning_budget"}
@@ -219,7 +220,7 @@ async def test_batched_answers_after_the_reasoning() -> None:
     with Scripted(reply(["a", "b"], answer)) as server:
         judge = Judge("thinker", config(server.url, method="batched"))
         try:
-            verdicts = await judge.score_criteria(RUBRIC, RUBRIC.criteria, ROLLOUT)
+            verdicts = await judge.ask(BatchedCriteria.of(RUBRIC, RUBRIC.criteria, ROLLOUT))
         finally:
             await judge.aclose()
     assert verdicts["correct"].score == pytest.approx(0.75)

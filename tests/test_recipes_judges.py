@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -18,9 +19,10 @@ from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.recipe import Recipe
 from rewardsvc.core.results import BatchResult
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
-from rewardsvc.core.rubric import Criterion, Rubric
+from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.graders.registry import Graders
+from rewardsvc.judges.asks import CriterionOnItem
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.library.yamlfile import load_file
 from rewardsvc.scoring.engine import Engine
@@ -116,14 +118,10 @@ class RecordingJudge:
     def cache_identity(self) -> str:
         return self.judge.cache_identity()
 
-    async def score_criterion(
-        self, rubric: Rubric, criterion: Criterion, rollout: Rollout, **kw: float | None
-    ) -> Verdict:
-        self.asked.append(criterion.id)
-        return await self.judge.score_criterion(rubric, criterion, rollout, **kw)
-
-    async def score_holistic(self, rubric: Rubric, rollout: Rollout, **kw: float | None) -> Verdict:
-        raise AssertionError("not a holistic rubric")
+    async def ask(self, question: Any, *, deadline: float | None = None) -> Verdict:
+        assert isinstance(question, CriterionOnItem), "not a holistic rubric"
+        self.asked.append(question.criterion.id)
+        return await self.judge.ask(question, deadline=deadline)
 
     async def aclose(self) -> None:
         await self.judge.aclose()

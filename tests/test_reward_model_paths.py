@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import uvicorn
+from explaining import explain
 from fakejudge import RecordingObserver, free_port
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -24,10 +25,10 @@ from pydantic import ValidationError
 
 from rewardsvc.application.targets import score_batch
 from rewardsvc.core.aggregate import HOLISTIC
-from rewardsvc.core.pool import JudgeConfig, JudgePool, RewardModelSettings
+from rewardsvc.core.pool import JudgeConfig, JudgePool, Prices, RewardModelSettings
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.judges.explain import explain
+from rewardsvc.judges.asks import CriterionOnItem, WholeItem
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.library.registry import load_pool
 from rewardsvc.library.yamlfile import InvalidFile
@@ -138,7 +139,7 @@ async def test_item_body_goes_to_the_root_and_reads_the_logit(server: tuple[Pool
     script, url = server
     for endpoint, path in (("classify", "/classify"), ("pooling", "/pooling")):
         judge = Judge("rm", config(url, endpoint=endpoint, center=0.5))
-        verdict = await judge.score_item(Rollout("Q?", "A <|im_end|> B"))
+        verdict = await judge.ask(WholeItem(Rollout("Q?", "A <|im_end|> B")))
         await judge.aclose()
         assert verdict.ok and verdict.score == pytest.approx(0.5)  # sigmoid(0.5 - 0.5)
         assert verdict.prompt_tokens == 11 and verdict.variance == 0.0
@@ -179,18 +180,18 @@ async def test_http_errors_and_questions_are_typed_failures(server: tuple[Poolin
     script, url = server
     script.status = 501
     judge = Judge("rm", config(url))
-    failed = await judge.score_item(Rollout("Q?", "A"))
-    asked = await judge.score_criterion(STEPS, STEPS.criteria[0], Rollout("Q?", "A"))
+    failed = await judge.ask(WholeItem(Rollout("Q?", "A")))
+    asked = await judge.ask(CriterionOnItem(STEPS, STEPS.criteria[0], Rollout("Q?", "A")))
     await judge.aclose()
     assert failed.score is None and failed.error_kind == "http_5xx"
     assert asked.score is None and asked.error_kind == "internal"
     assert len(script.bodies) == 1  # the criterion was never sent
 
 
-def test_explain_shows_the_conversations() -> None:
+async def test_explain_shows_the_conversations() -> None:
     url = "http://127.0.0.1:1/v1"
     rollout = Rollout("Q?", "A")
-    seen = explain(STEPS, rollout, {"rm": config(url, step_separator="<file_sep>")})["rm"]
+    seen = (await explain(STEPS, rollout, {"rm": config(url, step_separator="<file_sep>")}))["rm"]
     assert seen[HOLISTIC] == [
         {"role": "user", "content": "Q?"},
         {"role": "assistant", "content": "A<file_sep>"},
@@ -245,3 +246,19 @@ def test_a_one_character_step_separator_is_refused_with_file_and_line(tmp_path: 
     assert problem.line == 7 and problem.path.endswith("reward_model.step_separator")
     assert "one character, which cannot be broken" in problem.message
     assert RewardModelSettings(step_separator="ки").step_separator == "ки"
+
+
+async def test_a_reward_model_call_is_priced_like_every_judge_call(
+    server: tuple[Pooling, str],
+) -> None:
+    """A reward model asked through ``Judge.ask`` is metered and priced by its ``prices``
+    as an LLM judge is. On a948d76 its pooling path had no meter: the cost was None."""
+    _, url = server
+    priced = config(url).model_copy(update={"prices": Prices(input=2.0, output=0.0)})
+    judge = Judge("rm", priced)
+    try:
+        verdict = await judge.ask(WholeItem(Rollout("Q?", "A")))
+    finally:
+        await judge.aclose()
+    assert verdict.ok and verdict.prompt_tokens == 11
+    assert verdict.cost == pytest.approx(11 * 2.0 / 1_000_000)

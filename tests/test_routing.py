@@ -17,6 +17,7 @@ from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rollout import ItemIn, Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges import prompts, routing
+from rewardsvc.judges.asks import CriterionOnItem
 from rewardsvc.judges.backends import Backend, RetryPolicy
 from rewardsvc.judges.breaker import BreakerPolicy
 from rewardsvc.judges.judge import Judge
@@ -230,7 +231,7 @@ def home_of(n: int, urls: list[str]) -> int:
 
 
 async def score_items(judge: Judge, items: range) -> list[bool]:
-    calls = [judge.score_criterion(RUBRIC, c, item(n)) for n in items for c in RUBRIC.criteria]
+    calls = [judge.ask(CriterionOnItem(RUBRIC, c, item(n))) for n in items for c in RUBRIC.criteria]
     return [v.ok for v in await asyncio.gather(*calls)]
 
 
@@ -267,7 +268,7 @@ async def test_the_items_of_one_task_gather_on_one_replica_until_it_is_busy(
     judge = judge_over(judges, [r.url for r in replicas])
     # One item at a time: nothing is in flight, so every item of the task goes home.
     for k in range(6):
-        calls = [judge.score_criterion(RUBRIC, c, sibling(k)) for c in RUBRIC.criteria]
+        calls = [judge.ask(CriterionOnItem(RUBRIC, c, sibling(k))) for c in RUBRIC.criteria]
         assert all(v.ok for v in await asyncio.gather(*calls))
     seen = homes(replicas, range(6))
     assert len(set().union(*seen.values())) == 1, seen
@@ -276,7 +277,9 @@ async def test_the_items_of_one_task_gather_on_one_replica_until_it_is_busy(
     for fake in replicas:
         fake.script.bodies.clear()
     burst = range(10, 50)
-    calls = [judge.score_criterion(RUBRIC, c, sibling(k)) for k in burst for c in RUBRIC.criteria]
+    calls = [
+        judge.ask(CriterionOnItem(RUBRIC, c, sibling(k))) for k in burst for c in RUBRIC.criteria
+    ]
     assert all(v.ok for v in await asyncio.gather(*calls))
     seen = homes(replicas, burst)
     assert all(len(where) == 1 for where in seen.values()), seen
@@ -318,7 +321,7 @@ async def test_a_killed_replica_costs_one_attempt_then_its_items_move(
     assert len(theirs) == 3
     dead.__exit__(None, None, None)
     for n in theirs:
-        verdicts = [await judge.score_criterion(RUBRIC, c, item(n)) for c in RUBRIC.criteria]
+        verdicts = [await judge.ask(CriterionOnItem(RUBRIC, c, item(n))) for c in RUBRIC.criteria]
         assert all(v.ok for v in verdicts)
     assert len(alive.script.bodies) == len(RUBRIC.criteria) * len(theirs)
     # One failed attempt per item (its later calls follow its retry to the live replica)
@@ -334,7 +337,7 @@ async def test_a_retry_goes_to_the_other_replica(
     judge = judge_over(judges, urls)
     home = home_of(7, urls)
     replicas[home].script.queue.append("500")
-    verdict = await judge.score_criterion(RUBRIC, RUBRIC.criteria[0], item(7))
+    verdict = await judge.ask(CriterionOnItem(RUBRIC, RUBRIC.criteria[0], item(7)))
     assert verdict.ok
     assert replicas[home].script.requests == 1 and replicas[1 - home].script.requests == 1
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from explaining import explain
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -14,7 +15,6 @@ from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges.explain import explain
 from rewardsvc.scoring import steps
 
 
@@ -139,21 +139,21 @@ def test_item_reward_mixes_scopes_by_weight() -> None:
     assert steps.item_status([]) == "judge_error"
 
 
-def test_explain_lists_every_call_a_judge_would_read() -> None:
+async def test_explain_lists_every_call_a_judge_would_read() -> None:
     pool = {
         "a": JudgeConfig(model="m", base_urls=["http://127.0.0.1:1/v1"], api="chat"),
         "b": JudgeConfig(model="m", base_urls=["http://127.0.0.1:1/v1"], api="completion"),
     }
     r = rubric([{"id": "final", "text": "Right answer."}, *STEP])
-    shown = explain(r, three_steps(), pool)
+    shown = await explain(r, three_steps(), pool)
     keys = {"final"} | {f"{c}@step{k}" for c in ("progress", "error") for k in range(3)}
     assert set(shown["a"]) == keys and set(shown["b"]) == keys
     assert isinstance(shown["a"]["final"], list) and isinstance(shown["b"]["final"], str)
     assert "Grade step 2 only" in shown["b"]["progress@step1"]
     graded = rubric([*STEP, {"id": "done", "grader": {"type": "regex", "pattern": "Done"}}])
-    assert "done" not in explain(graded, three_steps(), pool)["a"]  # no judge reads it
+    assert "done" not in (await explain(graded, three_steps(), pool))["a"]  # no judge reads it
     holistic = rubric([{"id": "final", "text": "Right answer."}], combine="implicit")
-    assert set(explain(holistic, three_steps(), {"a": pool["a"]})) == {"a"}
-    assert list(explain(holistic, three_steps(), pool)["a"]) == [
+    assert set(await explain(holistic, three_steps(), {"a": pool["a"]})) == {"a"}
+    assert list((await explain(holistic, three_steps(), pool))["a"]) == [
         "_holistic"
     ]  # aggregate.HOLISTIC, as in breakdowns

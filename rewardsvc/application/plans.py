@@ -19,7 +19,6 @@ from rewardsvc.core.results import Usage, without_reasoning
 from rewardsvc.core.rollout import ItemIn
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.registry import Graders
-from rewardsvc.judges.explain import explain
 from rewardsvc.protocol.rewards import RewardResult
 from rewardsvc.scoring.batch_plan import BatchPlan
 from rewardsvc.scoring.engine import Engine
@@ -71,24 +70,13 @@ class RubricPlan(TargetPlan):
         return results, result.usage
 
     async def _explained(self, results: list[RewardResult]) -> list[RewardResult]:
-        """``results`` with what each judge read (rendered again by the same pure builders,
-        no judge call; off the event loop, since long items take a while to render)."""
-        rubric, inputs = self.plan.rubric, self.plan.items
-        names = self.plan.options.judges or tuple(j.name for j in rubric.judges)
-        judges = {n: self.engine.judges[n] for n in names}
-        configs = {n: j.config for n, j in judges.items() if hasattr(j, "config")}
-
-        def render() -> list[RewardResult]:
-            return [
-                result
-                if item.rollout is None
-                else result.model_copy(
-                    update={"explain": explain(item.rubric or rubric, item.rollout, configs)}
-                )
-                for item, result in zip(inputs, results, strict=True)
-            ]
-
-        return await asyncio.to_thread(render)
+        """``results`` with what each judge read: the plan's calls rendered by their judges,
+        unsent (off the event loop, since long items take a while to render)."""
+        seen = await asyncio.to_thread(self.plan.explained, self.engine.judges)
+        return [
+            result if shown is None else result.model_copy(update={"explain": shown})
+            for result, shown in zip(results, seen, strict=True)
+        ]
 
 
 @dataclass

@@ -1,11 +1,13 @@
 """Judges: LLM judges behind OpenAI-compatible endpoints, from a rendered prompt to a verdict.
 
-``prompts`` renders and fences what a judge reads; ``judge`` holds the :class:`Judge` of
-one pool entry, which picks a scoring method (``methods``: logprob, structured, sampled;
-``batching``: all criteria in one call; ``answers``: how an answer is read, a logprob
-included) and an API shape (``shapes``: chat or completion) once from its config, keys its
-verdicts by ``identity``, refuses prompts that cannot fit its context (``limits``) and
-renders and sends each call in one of its ``turns`` (as many as its concurrency);
+``prompts`` renders and fences what a judge reads; ``asks`` holds the questions a judge
+is asked (each owning its rendering and its reading); ``judge`` holds the :class:`Judge` of
+one pool entry, asked them one way (``Judge.ask``), which picks a scoring method
+(``methods``: logprob, structured, sampled; ``batching``: all criteria in one call;
+``answers``: how an answer is read, a logprob included) and an API shape (``shapes``: chat
+or completion) once from its config, keys its verdicts by ``identity``, refuses prompts
+that cannot fit its context (``limits``) and renders and sends each call in one of its
+``turns`` (as many as its concurrency);
 ``backends`` reaches the endpoints with deadlines, retries (``retrying``) and per-URL
 circuit breakers (``breaker``), picks a replica by prefix affinity (``routing``), keeps a
 hosted judge's RPM/TPM limits and its provider's rate-limit headers (``ratelimit``),

@@ -55,6 +55,11 @@ class Batch:
     ids: tuple[str, ...]
     questions: tuple[Question, ...]
 
+    @property
+    def seen(self) -> prompts.Seen:
+        """What the judge reads of the call."""
+        return self.prompt.seen
+
     def reply_pattern(self) -> str:
         """The structured-outputs regex: answer k is one of criterion k's answers."""
         return SEPARATOR.join(

@@ -14,27 +14,32 @@ prefix) and its fencing: every untrusted text is sanitized with the judge's
 ``rewardsvc.safety.defuse`` defuser and fenced so it cannot close its own fence, and the
 judge is told before and after the data that text inside fences is never instructions.
 
-:func:`ask` has the judge answer with its own scoring method (``Judge.compare``): a
-``structured`` judge asks for its JSON answer, the others for constrained labels; every
-failure is typed by the judge as for a criterion: a failed verdict, never raised.
+:class:`~rewardsvc.judges.asks.Comparing` is the question a judge is asked
+(``Judge.ask``), answered with its own scoring method's ``compare``: a ``structured`` judge
+asks for its JSON answer, the others for constrained labels; every failure is typed by the
+judge as for a criterion: a failed verdict, never raised.
 The verdict's ``probs`` maps each label to its probability; ``score`` is P(first label).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rewardsvc.core.comparative import LABELS
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.fencing import untrusted
 from rewardsvc.judges.items import ITEM_TRAILER
-from rewardsvc.judges.judge import Judge
 from rewardsvc.judges.prompts import Prompt, criteria_list, shared_context
 from rewardsvc.judges.questions import Question, statement
 from rewardsvc.judges.shapes import ApiShape
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
+
+if TYPE_CHECKING:  # the judge and its questions render these prompts: a runtime cycle
+    from rewardsvc.judges.asks import Comparing
+    from rewardsvc.judges.judge import Judge
 
 _COMPARE_RULES = (
     "You are a strict, careful grader. You are shown a task that was given to an AI "
@@ -182,8 +187,8 @@ def group_prompt(
     return shape.prompt(question, _COMPARE_RULES, body)
 
 
-async def ask(judge: Judge, prompt: Prompt, deadline: float | None = None) -> Verdict:
-    """One comparison call to ``judge``: label probabilities, or a failed verdict with its
-    ``error_kind`` (context overflow, transport, HTTP, deadline, no label among the answer
-    alternatives). Reported to the judge's observer like every judge call."""
-    return await judge.compare(prompt, deadline)
+def ask(judge: Judge, question: Comparing, deadline: float | None = None) -> Awaitable[Verdict]:
+    """``judge`` asked one comparison (``Judge.ask``): label probabilities, or a failed
+    verdict with its ``error_kind`` (context overflow, transport, HTTP, deadline, no label
+    among the answer alternatives), reported to the judge's observer like every call."""
+    return judge.ask(question, deadline=deadline)

@@ -2,38 +2,30 @@
 
 A :class:`Judge` chooses once, from its config, its scoring method
 (``rewardsvc.judges.methods``) and its API shape (``rewardsvc.judges.shapes``), and owns
-the :class:`~rewardsvc.judges.backends.Backend` that reaches its endpoints. A judge with
-method ``batched`` also answers all criteria of an item in one call (``score_criteria``,
-``rewardsvc.judges.batching``). A call is rendered and sent in one of the judge's
-turns (``rewardsvc.judges.turns``).
+the :class:`~rewardsvc.judges.backends.Backend` that reaches its endpoints. It is asked
+one way, :meth:`Judge.ask`, every question (``rewardsvc.judges.asks``: a criterion on an
+item, the holistic question, the criteria of one view batched in one call, a comparison,
+and for a ``reward_model`` judge the whole item or all its steps); each question owns its
+rendering and its reading, the judge the rest. A call is rendered and sent in one of the
+judge's turns (``rewardsvc.judges.turns``); :meth:`Judge.render` renders a question
+without sending it (``options.explain``).
 
-A ``reward_model`` judge (``rewardsvc.judges.reward_model``) is asked no questions: it scores
-whole items (``score_item``) and, as a process reward model, all steps in one call
-(``score_steps``); the engine plans so from ``scores_whole_item``.
-
-Every failure (no prompt, a prompt too long for the judge's context, transport, HTTP,
-deadline, no scale token, unparseable output) becomes a failed verdict with an
-``error_kind`` (``rewardsvc.judges.failures.failed_verdict``): a failed call is never a
-score and never raises. Every call is reported
-to the observer (``observer.judge_call``) once, a batched one with one verdict for all.
+Every failure (a question the judge is never asked, no prompt, a prompt too long for the
+judge's context, transport, HTTP, deadline, no scale token, unparseable output) becomes a
+failed verdict with an ``error_kind`` (``rewardsvc.judges.failures.failed_verdict``): a
+failed call is never a score and never raises. Every call is reported to the observer
+(``observer.judge_call``) once, one answering several keys with one verdict for all.
 """
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager
-from dataclasses import replace
+from typing import TYPE_CHECKING, TypeVar
 
-from rewardsvc.core.aggregate import HOLISTIC
 from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.pool import JudgeConfig, JudgePool
-from rewardsvc.core.rollout import Rollout
-from rewardsvc.core.rubric import Criterion, Rubric
-from rewardsvc.core.trajectory import step_key
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges import batching, pricing, prompts, reward_model
+from rewardsvc.judges import pricing
 from rewardsvc.judges.backends import Backend
 from rewardsvc.judges.failures import failed_verdict, failure_of
 from rewardsvc.judges.identity import defuser_for, identity_text
@@ -41,14 +33,16 @@ from rewardsvc.judges.limits import context_tokens, least_tokens
 from rewardsvc.judges.methods import Call, ScoringMethod
 from rewardsvc.judges.prompts import Asking, Prompt
 from rewardsvc.judges.reasoning import reader_for
-from rewardsvc.judges.reward_model import PoolingRequest
 from rewardsvc.judges.shapes import prompt_text
 from rewardsvc.judges.strategy import strategy_for
 from rewardsvc.judges.turns import Turns
 from rewardsvc.safety.defuse import Defuser
 
-Answer = Callable[[Call, Prompt], Awaitable[Verdict]]
-"""A scoring method's way of answering one prompt (``score`` or ``compare``)."""
+if TYPE_CHECKING:  # the questions read the judge: a runtime import would be a cycle
+    from rewardsvc.judges.asks import Question, Sent
+
+R = TypeVar("R")
+S = TypeVar("S", bound="Sent")
 
 
 class Judge:
@@ -104,151 +98,69 @@ class Judge:
             held = self._identity = (self.config, self.defuser, text)
         return held[2]
 
-    async def score_criterion(
-        self,
-        rubric: Rubric,
-        criterion: Criterion,
-        rollout: Rollout,
-        *,
-        deadline: float | None = None,
-    ) -> Verdict:
-        """The verdict on one criterion of one item; failures are returned, never raised.
+    async def ask(self, question: Question[R, S], *, deadline: float | None = None) -> R:
+        """The answer to ``question`` (a ``rewardsvc.judges.asks`` question): a verdict, or
+        verdicts by key; failures are returned, never raised. Rendered once a turn is held
+        (so the prompts alive stay bounded by the judge's concurrency), checked against the
+        context, metered, priced and reported to the observer once.
 
         ``deadline`` is a ``time.monotonic()`` instant by which the call must be over.
         """
-        if self.reward_model is not None:
-            return self._report(failed_verdict("internal", reward_model.UNASKED, 0.0))
-        render = self._prompt_of(prompts.criterion_prompt, rubric, criterion, rollout)
-        return await self._render_and_score(render, deadline)
+        refused = question.refusal(self)
+        if refused is not None:
+            return question.failed(self._report(failed_verdict("internal", refused, 0.0)))
+        late = await self._turns.take(deadline)
+        if late is not None:
+            return question.failed(self._report(late))
+        # One coroutine for the whole call: every suspension resumes each one of its chain.
+        try:
+            try:
+                sent = question.render(self)
+            except Exception as exc:  # a prompt that cannot be built is this call's failure
+                failed = failed_verdict("internal", f"prompt: {exc}", 0.0)
+                return question.failed(self._report(failed))
+            too_long = question.overflow(self, sent)
+            if too_long is not None:
+                failed = failed_verdict("context_overflow", too_long, 0.0)
+                return question.failed(self._report(failed))
+            prices = self.config.prices
+            start = time.perf_counter()
+            with pricing.metering() as meter:
+                try:
+                    got = await question.answer(self, self._call(deadline), sent)
+                except Exception as exc:
+                    failed = pricing.priced(
+                        failure_of(exc, time.perf_counter() - start), meter, prices
+                    )
+                    return question.failed(self._report(failed))
+                got = question.finished(got, (time.perf_counter() - start) * 1000.0, meter, prices)
+            self._report(question.outcome(got))
+            return got
+        finally:
+            self._turns.release()
 
-    async def score_holistic(
-        self, rubric: Rubric, rollout: Rollout, *, deadline: float | None = None
-    ) -> Verdict:
-        """Implicit scoring: one call that sees all criteria, answering Likert 1..9."""
-        if self.reward_model is not None:
-            return self._report(failed_verdict("internal", reward_model.UNASKED, 0.0))
-        if rubric.is_constitution:
-            return self._report(
-                failed_verdict(
-                    "internal", "a constitution is scored per principle, not holistically", 0.0
-                )
-            )
-        render = self._prompt_of(prompts.holistic_prompt, rubric, rollout)
-        return await self._render_and_score(render, deadline)
-
-    async def compare(self, prompt: Prompt, deadline: float | None = None) -> Verdict:
-        """One comparison call (``rewardsvc.judges.comparative``), answered by the judge's
-        own scoring method: label probabilities, or a failed verdict with its
-        ``error_kind``; reported to the observer once. Never raises.
-
-        The caller holds the judge's :meth:`turn` when it wants the concurrency bound.
-        """
-        return await self._score(prompt, deadline, self.method.compare)
+    def render(self, question: Question[R, S]) -> S:
+        """``question`` rendered as this judge would send it, unsent (may raise)."""
+        return question.render(self)
 
     @property
     def batches_criteria(self) -> bool:
         """Whether the engine should ask all criteria of an item in one call
-        (``score_criteria``) rather than one call per criterion."""
+        (``asks.BatchedCriteria``) rather than one call per criterion."""
         return self.method.batches_criteria
 
-    async def score_criteria(
-        self,
-        rubric: Rubric,
-        criteria: Sequence[Criterion],
-        rollout: Rollout,
-        *,
-        deadline: float | None = None,
-    ) -> dict[str, Verdict]:
-        """The verdicts on ``criteria`` (one view) of one item from ONE call, by criterion
-        id: a position that cannot be read fails its criterion only; a failed call fails
-        them all. Reported to the observer as one call. Never raises."""
-        late = await self._turns.take(deadline)
-        if late is not None:
-            return dict.fromkeys((c.id for c in criteria), self._report(late))
-        try:
-            return await self._score_criteria(rubric, criteria, rollout, deadline)
-        finally:
-            self._turns.release()
+    @property
+    def asking(self) -> Asking:
+        """How its prompts are asked, made once for as long as the defuser stays the same."""
+        held = self._asking
+        if held is None or held[0] is not self.defuser:
+            held = self._asking = (self.defuser, self._strategy.asking(self.defuser))
+        return held[1]
 
-    async def _score_criteria(
-        self,
-        rubric: Rubric,
-        criteria: Sequence[Criterion],
-        rollout: Rollout,
-        deadline: float | None,
-    ) -> dict[str, Verdict]:
-        try:
-            batch = batching.batch_prompt(rubric, criteria, rollout, self.shape, self.defuser)
-        except Exception as exc:  # a prompt that cannot be built is this call's failure
-            failed = self._report(failed_verdict("internal", f"prompt: {exc}", 0.0))
-            return dict.fromkeys((c.id for c in criteria), failed)
-        too_long = self.overflow(batch.prompt, batch.reply_tokens())
-        if too_long is not None:
-            failed = self._report(failed_verdict("context_overflow", too_long, 0.0))
-            return dict.fromkeys(batch.ids, failed)
-        call = self._call(deadline)
-        start = time.perf_counter()
-        with pricing.metering() as meter:
-            try:
-                verdicts = await batching.score_batch(call, batch)
-            except Exception as exc:
-                failed = failure_of(exc, time.perf_counter() - start)
-                failed = self._report(pricing.priced(failed, meter, self.config.prices))
-                return dict.fromkeys(batch.ids, failed)
-        latency_ms = (time.perf_counter() - start) * 1000.0
-        prices = self.config.prices
-        verdicts = {
-            cid: pricing.priced(replace(v, latency_ms=latency_ms), meter, prices)
-            for cid, v in verdicts.items()
-        }
-        self._report(batching.call_outcome(verdicts.values()))
-        return verdicts
-
-    async def score_item(self, rollout: Rollout, *, deadline: float | None = None) -> Verdict:
-        """A reward model's verdict on the whole item (one pooling call). Never raises."""
-        rm = self.reward_model
-        request = rm.item_request(rollout, self.defuser) if rm is not None else None
-        return (await self._pooled(request, deadline))[0]
-
-    async def score_steps(
-        self, rollout: Rollout, *, deadline: float | None = None
-    ) -> dict[str, Verdict]:
-        """A process reward model's verdict on every step of the trajectory from ONE call,
-        by ``step_key(HOLISTIC, k)``; a failed call fails every step. Never raises."""
-        keys = [step_key(HOLISTIC, k) for k in range(rollout.step_count())]
-        rm = self.reward_model if self.scores_steps else None
-        request = rm.steps_request(rollout, self.defuser) if rm is not None else None
-        got = await self._pooled(request, deadline)
-        return dict(zip(keys, got if len(got) == len(keys) else got * len(keys), strict=True))
-
-    async def _pooled(
-        self, request: PoolingRequest | None, deadline: float | None
-    ) -> list[Verdict]:
-        """One pooling call in a turn, read into verdicts; a failure is one verdict (also for
-        no request: not the reward model the call needs). Reported to the observer once."""
-        if request is None:
-            return [self._report(failed_verdict("internal", "not that kind of reward model", 0.0))]
-        async with self.turn(deadline) as late:
-            if late is not None:
-                return [self._report(late)]
-            too_long = request.overflow(context_tokens(self.config))
-            if too_long is not None:
-                return [self._report(failed_verdict("context_overflow", too_long, 0.0))]
-            start = time.perf_counter()
-            try:
-                got = request.read(await request.send(self.backend, deadline))
-            except Exception as exc:
-                return [self._report(failure_of(exc, time.perf_counter() - start))]
-            latency_ms = (time.perf_counter() - start) * 1000.0
-            got = [replace(v, latency_ms=latency_ms) for v in got]
-            self._report(batching.call_outcome(got))
-            return got
-
-    def turn(self, deadline: float | None) -> AbstractAsyncContextManager[Verdict | None]:
-        """Hold one of the judge's ``max_concurrency`` turns for rendering and sending one
-        call: yields None once held, or the failed ``deadline`` verdict when ``deadline``
-        passed first (then nothing is held)."""
-        return self._turns.held(deadline)
+    @property
+    def context(self) -> int | None:
+        """Its context in tokens, when known."""
+        return context_tokens(self.config)
 
     async def reachable(self, timeout: float = 2.0) -> bool:
         """Whether the judge answers ``GET /models`` on any base URL whose breaker is not open."""
@@ -279,14 +191,6 @@ class Judge:
 
     # ------------------------------------------------------------------ internals
 
-    def _prompt_of(self, build: Callable[..., Prompt], *what: object) -> Callable[[], Prompt]:
-        """``build`` (a ``rewardsvc.judges.prompts`` builder) of ``what``, as this judge
-        asks it (method, API, reasoning budget, defuser), to call once a turn is held."""
-        held = self._asking
-        if held is None or held[0] is not self.defuser:
-            held = self._asking = (self.defuser, self._strategy.asking(self.defuser))
-        return functools.partial(build, *what, held[1])
-
     def _call(self, deadline: float | None) -> Call:
         """A call of this judge, by ``deadline``: its reader bounds a reasoning judge's
         thinking, and its own request fields go with it."""
@@ -303,42 +207,6 @@ class Judge:
     def _report(self, verdict: Verdict) -> Verdict:
         self.observer.judge_call(self.name, verdict)
         return verdict
-
-    async def _render_and_score(
-        self, render: Callable[[], Prompt], deadline: float | None
-    ) -> Verdict:
-        """Render the prompt once a turn is held (so prompts alive stay bounded by the
-        judge's concurrency) and score it; a prompt that cannot be built is the call's
-        failure."""
-        late = await self._turns.take(deadline)
-        if late is not None:
-            return self._report(late)
-        try:
-            try:
-                prompt = render()
-            except Exception as exc:
-                return self._report(failed_verdict("internal", f"prompt: {exc}", 0.0))
-            return await self._score(prompt, deadline)
-        finally:
-            self._turns.release()
-
-    async def _score(
-        self, prompt: Prompt, deadline: float | None, answer: Answer | None = None
-    ) -> Verdict:
-        """Check ``prompt`` fits, have ``answer`` (default: the method's ``score``) send it,
-        type any failure and report the verdict once."""
-        too_long = self.overflow(prompt)
-        if too_long is not None:
-            return self._report(failed_verdict("context_overflow", too_long, 0.0))
-        call = self._call(deadline)
-        start = time.perf_counter()
-        with pricing.metering() as meter:
-            try:
-                verdict = await (answer or self.method.score)(call, prompt)
-                verdict = replace(verdict, latency_ms=(time.perf_counter() - start) * 1000.0)
-            except Exception as exc:
-                verdict = failure_of(exc, time.perf_counter() - start)
-        return self._report(pricing.priced(verdict, meter, self.config.prices))
 
 
 def build_judges(pool: JudgePool, observer: Observer = NULL_OBSERVER) -> dict[str, Judge]:

@@ -80,6 +80,9 @@ from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
 
 Api = Literal["chat", "completion"]
 
+Seen = list[dict[str, str]] | str
+"""What a judge reads of one call: its messages (chat) or its text (completion)."""
+
 if TYPE_CHECKING:  # the shapes build Prompts: a runtime import would be a cycle
     from rewardsvc.judges.shapes import ApiShape
 
@@ -116,6 +119,11 @@ class Prompt:
     messages: list[dict[str, str]] | None = None
     text: str | None = None
     affinity: Affinity | None = None
+
+    @property
+    def seen(self) -> Seen:
+        """The messages (chat) or the text (completion) the judge reads."""
+        return self.messages if self.messages is not None else self.text or ""
 
 
 def criteria_list(rubric: Rubric, defuser: Defuser = DEFAULT_DEFUSER) -> str:

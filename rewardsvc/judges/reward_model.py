@@ -38,12 +38,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeGuard
 
-from rewardsvc.core.aggregate import HOLISTIC
 from rewardsvc.core.pool import JudgeConfig, RewardModelSettings, Sampling
 from rewardsvc.core.rollout import Rollout
-from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.scoring_methods import method_entry
-from rewardsvc.core.trajectory import Trajectory, step_key
+from rewardsvc.core.trajectory import Trajectory
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.backends import Backend
 from rewardsvc.judges.failures import ReplyFailed
@@ -149,6 +147,11 @@ class PoolingRequest:
     read: Callable[[Reply], list[Verdict]]
     affinity: Affinity | None = None
 
+    @property
+    def seen(self) -> Messages:
+        """The conversation the reward model reads."""
+        return self.messages
+
     async def send(self, backend: Backend, deadline: float | None) -> Reply:
         """Send it through the judge's ``backend`` (retries, breakers, routing)."""
         return await backend.send(self.route, self.body, deadline, affinity=self.affinity)
@@ -175,7 +178,7 @@ class RewardModel:
     """The scoring strategy of a ``method: reward_model`` judge (see the module docstring).
 
     It asks no questions: criteria, holistic prompts and comparisons are refused (the
-    planning reads ``scores_whole_item`` and asks :meth:`Judge.score_item` instead).
+    planning reads ``scores_whole_item`` and asks ``asks.WholeItem`` or ``asks.AllSteps``).
     """
 
     name = "reward_model"
@@ -213,23 +216,6 @@ class RewardModel:
     ) -> str:
         """Refused: a reward model reads the conversation, no question of ours."""
         raise NotImplementedError(UNASKED)
-
-    def seen(self, rubric: Rubric, rollout: Rollout, defuser: Defuser) -> dict[str, Messages]:
-        """What it reads of ``rollout`` under ``rubric``, by the key of each call: the item
-        (``HOLISTIC``), and each step (``HOLISTIC@stepK``), or for a process reward model
-        its one call on all steps (their keys joined by ``+``)."""
-        out: dict[str, Messages] = {}
-        if rubric.has_episode_criteria:
-            out[HOLISTIC] = self.item_request(rollout, defuser).messages
-        if rubric.step_criteria:
-            keys = [step_key(HOLISTIC, k) for k in range(rollout.step_count())]
-            if self.scores_steps:
-                out["+".join(keys)] = step_conversation(rollout, self.separator, defuser)
-            else:
-                out.update(
-                    (key, conversation(rollout.at_step(k), defuser)) for k, key in enumerate(keys)
-                )
-        return out
 
     def value(self, raw: float) -> float:
         """A raw output mapped into [0, 1] by the transform."""

@@ -1,5 +1,4 @@
-"""A judge's scoring strategy, built from its config in one place: the judge and
-``explain`` (the prompts a judge would read, unsent) both take theirs from here."""
+"""A judge's scoring strategy, built from its config in one place (the judge's)."""
 
 from __future__ import annotations
 

@@ -6,12 +6,13 @@ text sizes, a needed reference) and plans the judge calls of the rest; the plan'
 :meth:`~.engine.Engine.run` then makes (a batched or shared call counted once, graders
 none), and the prompt bytes they carry at most. A plan runs once; :meth:`BatchPlan.only`
 is the plan of some of its items (a recipe judges the items its gates left open).
+:meth:`BatchPlan.explained` renders its calls without sending them (``options.explain``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -19,6 +20,8 @@ from rewardsvc.core.code_spec import sandbox_seconds
 from rewardsvc.core.results import ItemReward
 from rewardsvc.core.rollout import ItemIn, ScoreOptions
 from rewardsvc.core.rubric import Rubric
+from rewardsvc.judges.prompts import Seen
+from rewardsvc.scoring.judging import JudgeLike
 from rewardsvc.scoring.parts import Part
 from rewardsvc.scoring.planning import Cost, When
 
@@ -60,6 +63,29 @@ class BatchPlan:
     def cost(self) -> Cost:
         """What the whole batch costs."""
         return sum(self.item_costs, Cost())
+
+    def explained(self, judges: Mapping[str, JudgeLike]) -> list[dict[str, dict[str, Seen]] | None]:
+        """What each judge reads for each item (by position; None for an item rejected
+        before judging): the plan's calls rendered by their ``judges``, unsent.
+
+        Per judge (in the rubric's order), per call: the key of its verdict (a criterion
+        id, ``criterion@stepK``, ``aggregate.HOLISTIC``), or, for one call answering
+        several (a batched judge's criteria of one view, a process reward model's steps),
+        their keys joined by ``asks.BATCH_JOIN``, shown once (``Question.label``).
+        """
+        order = [j.name for j in self.rubric.judges if j.name in self.names]
+        seen: list[dict[str, dict[str, Seen]] | None] = [None] * len(self.items)
+        for part in self.parts:
+            shown: list[dict[str, dict[str, Seen]]] = []
+            for p in part.prepared:
+                shown.append({name: {} for name in order})
+                seen[p.index] = shown[-1]
+            for call in part.calls:
+                into = shown[call.item][call.judge]
+                label = call.question.label(call.criterion)
+                if label not in into:
+                    into[label] = judges[call.judge].render(call.question).seen
+        return seen
 
     def only(self, positions: Sequence[int]) -> BatchPlan:
         """The plan of the items at ``positions`` (in that order), their calls as planned."""

@@ -6,7 +6,8 @@ Two kinds of question: a comparison (one criterion, or the holistic question, ov
 completions shown in one order) and an essential gate's criterion asked of one completion
 alone, exactly as ``/v1/rewards`` asks it (same judge call, same cache key). Each call is
 keyed by its inputs (rubric version, judge identity, criterion, order shown and the digest
-of the group's texts), so a comparison's prompt is rendered once, inside its judge's turn.
+of the group's texts); each is a question (``rewardsvc.judges.asks``) its judge is asked
+(``Judge.ask``), so a comparison's prompt is rendered once, inside its judge's turn.
 Each question carries the prompt bytes it will send at most, for admission.
 """
 
@@ -18,10 +19,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rewardsvc.core import comparative as cmp
-from rewardsvc.core.rubric import Criterion, Rubric
+from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import prompts
-from rewardsvc.judges.comparative import FencedGroup, ask, fenced_group, group_prompt
+from rewardsvc.judges.asks import Comparing, CriterionOnItem
+from rewardsvc.judges.comparative import FencedGroup, ask, fenced_group
 from rewardsvc.judges.judge import Judge
 from rewardsvc.safety.defuse import Defuser
 from rewardsvc.scoring.group_judges import Comparison
@@ -37,7 +39,8 @@ from rewardsvc.scoring.group_plan import (
 from rewardsvc.scoring.planning import Call
 from rewardsvc.storage.cache import cache_key
 
-Ask = Callable[[Judge, prompts.Prompt, float | None], Awaitable[Verdict]]
+Ask = Callable[[Judge, Comparing, float | None], Awaitable[Verdict]]
+"""How a comparison is asked of a judge (``comparative.ask``; a test's stand-in)."""
 
 
 @dataclass
@@ -92,23 +95,6 @@ class _Group:
     asker: Ask
 
 
-def comparison_call(
-    g: _Group, judge: Judge, criterion: Criterion | None, shown: tuple[int, ...]
-) -> Callable[[], Awaitable[Verdict]]:
-    """One comparison as a call: its prompt is rendered only once its judge has a turn."""
-
-    async def call() -> Verdict:
-        async with judge.turn(g.deadline) as late:
-            if late is not None:
-                judge.observer.judge_call(judge.name, late)
-                return late
-            fenced = g.fenced[judge.defuser]
-            prompt = group_prompt(g.rubric, criterion, fenced, shown, judge.shape)
-            return await g.asker(judge, prompt, g.deadline)
-
-    return call
-
-
 def _plan_group(
     plan: GroupPlan, g: _Group, judges: Mapping[str, Judge], options: GroupOptions
 ) -> None:
@@ -131,17 +117,17 @@ def _plan_group(
                 plan.asked.append(
                     Asked(g.index, name, question, Comparison(question, shown, order))
                 )
-                run = comparison_call(g, judge, criterion, shown)
-                plan.calls.append(Call(g.index, name, question, key, run))
+                comparing = Comparing(g.rubric, criterion, g.fenced, shown)
+                asked = functools.partial(g.asker, judge, comparing, g.deadline)
+                plan.calls.append(Call(g.index, name, question, key, comparing, asked))
                 plan.size += shared + sum(each[k] for k in shown)
         for criterion in gated(g.rubric):
             for k, rollout in enumerate(rollouts):
                 plan.asked.append(Asked(g.index, name, criterion.id, None, k))
-                run = functools.partial(
-                    judge.score_criterion, g.rubric, criterion, rollout, deadline=g.deadline
-                )
+                alone = CriterionOnItem(g.rubric, criterion, rollout)
+                run = functools.partial(judge.ask, alone, deadline=g.deadline)
                 key = cache_key(g.version, identity, criterion.id, rollout.digest())
-                plan.calls.append(Call(g.index, name, criterion.id, key, run))
+                plan.calls.append(Call(g.index, name, criterion.id, key, alone, run))
                 plan.size += shared + prompts.text_bytes(rollout.completion)
 
 

@@ -24,9 +24,17 @@ from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.trajectory import step_key
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import prompts
+from rewardsvc.judges.asks import (
+    AllSteps,
+    BatchedCriteria,
+    CriterionOnItem,
+    Holistic,
+    Question,
+    WholeItem,
+)
 from rewardsvc.judges.batching import SharedCall, by_view
 from rewardsvc.scoring import steps
-from rewardsvc.scoring.judging import JudgeLike, WholeItemJudge, batching_of, whole_item_of
+from rewardsvc.scoring.judging import JudgeLike, batches_criteria, scores_steps, scores_whole_item
 from rewardsvc.scoring.pacing import Pacer
 from rewardsvc.storage.cache import cache_key
 
@@ -75,12 +83,14 @@ class Prepared:
 
 @dataclass
 class Call:
-    """One planned judge call (or one criterion's share of a batched call)."""
+    """One planned judge call (or one criterion's share of a batched call): the question
+    ``judge`` is asked (explain renders it unsent) and how it runs."""
 
     item: int  # position in the prepared list
     judge: str
     criterion: str
     key: bytes
+    question: Question[Any, Any]
     run: Callable[[], Awaitable[Verdict]]
     batch: SharedCall | None = None  # the call this verdict shares with its item's other criteria
     cost: Cost = ONE_CALL
@@ -103,14 +113,14 @@ def item_bytes(rollout: Rollout) -> int:
     return prompts.text_bytes(rollout.prompt, rollout.completion, rollout.reference)
 
 
-def _by(when: When, ask: Callable[..., Awaitable[_T]], *args: Any) -> Callable[[], Awaitable[_T]]:
-    """A call of ``ask(*args)`` that runs by the deadline ``when`` holds when it starts.
+def _by(when: When, judge: JudgeLike, question: Question[_T, Any]) -> Callable[[], Awaitable[_T]]:
+    """``judge`` asked ``question`` by the deadline ``when`` holds when the call starts.
 
-    The call is ``ask``'s own awaitable, not one wrapped in a coroutine of this module:
-    every suspension of a judge call resumes each coroutine of its chain, per call."""
+    The call is ``Judge.ask``'s own awaitable, not one wrapped in a coroutine of this
+    module: every suspension of a judge call resumes each coroutine of its chain, per call."""
 
     def start() -> Awaitable[_T]:
-        return ask(*args, deadline=when.at)
+        return judge.ask(question, deadline=when.at)
 
     return start
 
@@ -132,13 +142,14 @@ class _Slot:
         self,
         criterion: str,
         digest: str,
+        question: Question[Any, Any],
         run: Callable[[], Awaitable[Verdict]],
         cost: Cost,
         batch: SharedCall | None = None,
     ) -> Call:
         """The call answering ``criterion`` about the rollout of ``digest``."""
         key = cache_key(self.version, self.identity, criterion, digest)
-        return Call(self.pos, self.name, criterion, key, run, batch, cost)
+        return Call(self.pos, self.name, criterion, key, question, run, batch, cost)
 
 
 async def plan(
@@ -161,21 +172,20 @@ async def plan(
         digest, texts = p.rollout.digest(), item_bytes(p.rollout)
         slots = {n: _Slot(n, identities[n], version, pos, p, digest, texts, when) for n in names}
         for name in names:
-            whole = whole_item_of(judges[name])
-            if whole is not None:
-                calls.extend(_item_calls(whole, rubric, slots[name]))
+            if scores_whole_item(judges[name]):
+                calls.extend(_item_calls(judges[name], rubric, slots[name]))
             else:
                 calls.extend(_episode_calls(judges[name], rubric, slots[name]))
         # Process rewards: step-major, so that consecutive steps of one trajectory
         # reach a judge in order and reuse its prefix cache.
-        asked = [n for n in names if whole_item_of(judges[n]) is None]
+        asked = [n for n in names if not scores_whole_item(judges[n])]
         for sc in steps.plan(rubric, p.rollout):
             step_digest = sc.rollout.digest()
             cost = Cost(1, question_bytes(rubric, [sc.criterion], item_bytes(sc.rollout)))
+            question = CriterionOnItem(rubric, sc.criterion, sc.rollout)
             for name in asked:
-                judge = judges[name]
-                run = _by(when, judge.score_criterion, rubric, sc.criterion, sc.rollout)
-                calls.append(slots[name].call(sc.key, step_digest, run, cost))
+                run = _by(when, judges[name], question)
+                calls.append(slots[name].call(sc.key, step_digest, question, run, cost))
     return calls
 
 
@@ -183,33 +193,29 @@ def _episode_calls(judge: JudgeLike, rubric: Rubric, slot: _Slot) -> list[Call]:
     """One judge's calls on one item's episode criteria."""
     rollout, when, digest, texts = slot.item.rollout, slot.when, slot.digest, slot.texts
     if rubric.implicit_combine:
-        run = _by(when, judge.score_holistic, rubric, rollout)
+        holistic = Holistic(rubric, rollout)
         cost = Cost(1, question_bytes(rubric, rubric.criteria, texts))
-        return [slot.call(aggregate.HOLISTIC, digest, run, cost)]
+        return [slot.call(aggregate.HOLISTIC, digest, holistic, _by(when, judge, holistic), cost)]
     asked = [c for c in rubric.criteria if c.asks_judges]
-    batching = batching_of(judge)
-    if batching is None:
-        return [
-            slot.call(
-                c.id,
-                digest,
-                _by(when, judge.score_criterion, rubric, c, rollout),
-                Cost(1, question_bytes(rubric, [c], texts)),
-            )
-            for c in asked
-        ]
     calls: list[Call] = []
+    if not batches_criteria(judge):
+        for c in asked:
+            question = CriterionOnItem(rubric, c, rollout)
+            cost = Cost(1, question_bytes(rubric, [c], texts))
+            calls.append(slot.call(c.id, digest, question, _by(when, judge, question), cost))
+        return calls
     for group in by_view(rubric, asked):
-        batch = SharedCall(_by(when, batching.score_criteria, rubric, group, rollout))
+        batched = BatchedCriteria.of(rubric, group, rollout)
+        batch = SharedCall(_by(when, judge, batched))
         cost = Cost(1, question_bytes(rubric, group, texts))
         for criterion in group:
             run = functools.partial(batch.verdict, criterion.id)
-            calls.append(slot.call(criterion.id, digest, run, cost, batch))
+            calls.append(slot.call(criterion.id, digest, batched, run, cost, batch))
             cost = SHARED  # the group's first verdict carries the call
     return calls
 
 
-def _item_calls(judge: WholeItemJudge, rubric: Rubric, slot: _Slot) -> list[Call]:
+def _item_calls(judge: JudgeLike, rubric: Rubric, slot: _Slot) -> list[Call]:
     """A whole-item judge's calls on one item: one on the item when the rubric has episode
     criteria; for step criteria, one per step, or one per trajectory that all its steps
     share (a process reward model, whose item score is then its last step's, from the same
@@ -218,27 +224,28 @@ def _item_calls(judge: WholeItemJudge, rubric: Rubric, slot: _Slot) -> list[Call
     rollout, when = slot.item.rollout, slot.when
     calls: list[Call] = []
     steps = rollout.step_count() if rubric.step_criteria else 0
-    shared = None
-    if steps and judge.scores_steps:
-        shared = SharedCall(_by(when, judge.score_steps, rollout))
+    every = AllSteps.of(rollout) if steps and scores_steps(judge) else None
+    shared = None if every is None else SharedCall(_by(when, judge, every))
     # The shared call is carried by the first verdict read from it.
     carried = Cost(1, prompts.CALL_OVERHEAD_BYTES + slot.texts)
     if rubric.has_episode_criteria:
-        if shared is not None:
+        if shared is not None and every is not None:
             last = functools.partial(shared.verdict, step_key(aggregate.HOLISTIC, steps - 1))
-            calls.append(slot.call(aggregate.HOLISTIC, slot.digest, last, carried, shared))
+            calls.append(slot.call(aggregate.HOLISTIC, slot.digest, every, last, carried, shared))
             carried = SHARED
         else:
-            run = _by(when, judge.score_item, rollout)
-            calls.append(slot.call(aggregate.HOLISTIC, slot.digest, run, carried))
+            item = WholeItem(rollout)
+            run = _by(when, judge, item)
+            calls.append(slot.call(aggregate.HOLISTIC, slot.digest, item, run, carried))
     for k in range(steps):
         at = rollout.at_step(k)
         sk = step_key(aggregate.HOLISTIC, k)
-        if shared is not None:
+        if shared is not None and every is not None:
             run = functools.partial(shared.verdict, sk)
-            calls.append(slot.call(sk, at.digest(), run, carried, shared))
+            calls.append(slot.call(sk, at.digest(), every, run, carried, shared))
             carried = SHARED
         else:
+            item = WholeItem(at)
             cost = Cost(1, prompts.CALL_OVERHEAD_BYTES + item_bytes(at))
-            calls.append(slot.call(sk, at.digest(), _by(when, judge.score_item, at), cost))
+            calls.append(slot.call(sk, at.digest(), item, _by(when, judge, item), cost))
     return calls

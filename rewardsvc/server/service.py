@@ -54,7 +54,7 @@ from rewardsvc.server.admission import (
     check_work,
 )
 from rewardsvc.server.gate import Gate
-from rewardsvc.server.guards import InflightLimiter, check_batch
+from rewardsvc.server.guards import InflightLimiter, RetryAfter, check_batch
 from rewardsvc.server.holding import HoldAwareObservers
 from rewardsvc.server.ledger import Ledger
 from rewardsvc.server.readiness import ReadinessProbe
@@ -325,11 +325,12 @@ async def start_service(
     )
     if app.monitor is not None:
         monitor_metrics.attach(app.monitor, settings.monitor_metric_runs)
+    retry_after = RetryAfter(settings.retry_after_s)
     service = Service(
         settings=settings,
         app=app,
-        limiter=InflightLimiter(settings.max_inflight, settings.max_inflight_calls),
-        ledger=Ledger(settings.max_held_bytes, settings.max_held_per_key),
+        limiter=InflightLimiter(settings.max_inflight, settings.max_inflight_calls, retry_after),
+        ledger=Ledger(settings.max_held_bytes, settings.max_held_per_key, retry_after=retry_after),
         readiness=ReadinessProbe(app.engine.judges, app.sandbox),  # type: ignore[arg-type]  # Judges, as JudgeLike
         reward_log=reward_log,
     )

@@ -200,12 +200,15 @@ class Service(Gate):
         field_name: str = "items",
         metrics_label: str | None = None,
         run: str | None = None,
+        planned: RequestPlan | None = None,
     ) -> RewardResponse:
         """Score a batch within the request's deadline and the work limits (items per
         batch, criteria and judges per rubric, items and judge calls in flight, explain's
-        output held): the plan admitted is the plan run; log it when configured."""
+        output held): the plan admitted is the plan run (``planned``, when the caller
+        already planned these items, e.g. to refuse at once); log it when configured."""
         target = rubric if isinstance(rubric, Target) else RubricTarget.of(rubric, metrics_label)
-        planned = await self.plan(target, items, options, field_name, run)
+        if planned is None:
+            planned = await self.plan(target, items, options, field_name, run)
         cost = planned.cost
         deadline = time.monotonic() + self.settings.request_timeout_s
         # The explain output is held until the answer is sent: counted as held work.
@@ -285,10 +288,13 @@ class Service(Gate):
         field_name: str = "items",
         *,
         run: str | None = None,
+        planned: RequestPlan | None = None,
     ) -> RewardResponse:
         """Score against a library rubric (the compatibility routes' entry point);
-        ``field_name`` names the items' field in the caller's protocol, for errors."""
-        return await self.score(self.target(rubric_id), items, options, field_name, run=run)
+        ``field_name`` names the items' field in the caller's protocol, for errors;
+        ``planned``, the caller's plan of these items (see :meth:`score`)."""
+        target = self.target(rubric_id)
+        return await self.score(target, items, options, field_name, run=run, planned=planned)
 
     async def aclose(self) -> None:
         """Stop the background tasks, close the application (judges, graders, webhook,

@@ -237,8 +237,9 @@ RESEND_WAIT_S = 0.3
 judge_error_retries 0 where an adapter takes it, so that they re-send within it only."""
 RETRY_AFTER_S = (0, 0)
 """retry_after_s of the rigs: a draining rig's 503 says "come back at once" (the adapters
-floor a wait at 0.1 s), where the default 1 to 4 s had them wait out their whole timeout in
-one or two sleeps."""
+floor a wait at 0.1 s) instead of 1 to 4 s. The adapters still re-send until their own
+timeout (``CLIENT_TIMEOUT_S``) has passed, so a drain case's time is that and its fresh rig's
+start, not the Retry-After."""
 CLIENT_TIMEOUT_S = "5"
 """REWARDSVC_TIMEOUT of the adapters: their HTTP timeout and how long they wait out a
 saturated service (a draining one answers 503 to their re-sends)."""

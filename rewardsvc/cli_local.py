@@ -29,21 +29,15 @@ class StartupError(Exception):
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    from rewardsvc.settings import Settings
+    """The settings of the environment with the command line's options (those it has)."""
+    from rewardsvc.application.root import settings_with
 
-    overrides = {
-        key: value
-        for key, value in {
-            "host": getattr(args, "host", None),
-            "port": getattr(args, "port", None),
-            "rubrics_dir": getattr(args, "rubrics", None),
-            "judge_pool": getattr(args, "judges", None),
-            "workers": getattr(args, "workers", None),
-            "reward_log": getattr(args, "reward_log", None),
-        }.items()
-        if value is not None
-    }
-    return Settings(**overrides)
+    options = ("host", "port", "workers", "reward_log")
+    return settings_with(
+        getattr(args, "rubrics", None),
+        getattr(args, "judges", None),
+        **{name: getattr(args, name, None) for name in options},
+    )
 
 
 def load_checked_pool(path: Path) -> JudgePool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, NonNegativeInt, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rewardsvc.core.access import KeyScope
@@ -128,6 +128,21 @@ class Settings(BaseSettings):
         description="On SIGTERM, how long requests already accepted may take to finish; new "
         "requests get 503 meanwhile. Keep it below Kubernetes' terminationGracePeriodSeconds.",
     )
+    retry_after_s: tuple[NonNegativeInt, NonNegativeInt] = Field(
+        default=(1, 4),
+        description="Bounds, in whole seconds, of the Retry-After of a refusal that asks the "
+        "client to come back (429 while the in-flight or held-work bounds are full, 503 while "
+        "the service drains): each refusal draws one anew between them, so refused clients "
+        'do not all return at once. As a variable: REWARDSVC_RETRY_AFTER_S="[1, 4]".',
+    )
+
+    @field_validator("retry_after_s")
+    @classmethod
+    def _check_retry_after(cls, value: tuple[int, int]) -> tuple[int, int]:
+        if value[0] > value[1]:
+            raise ValueError(f"the lower bound {value[0]} is above the upper {value[1]}")
+        return value
+
     grader_workers: int | None = Field(
         default=None,
         ge=1,

@@ -356,6 +356,7 @@ class RecordingScorer:
         field_name: str = "items",
         *,
         run: str | None = None,
+        planned: Any = None,
     ) -> RewardResponse:
         self.runs.append(run)
         return RewardResponse(

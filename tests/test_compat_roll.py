@@ -26,6 +26,7 @@ from fakejudge import FakeJudge
 from test_api_support import app_client, fake_pool, settings_for, write_library
 
 from rewardsvc.core.pool import JudgePool
+from rewardsvc.server import service as service_module
 
 NEEDS_REFERENCE = """\
 id: graded
@@ -95,6 +96,25 @@ async def test_roll_job_runs_then_answers_the_reward(library: Path, pool: JudgeP
         same = await http.post("/v1/rewards", json={"rubric": "graded", "items": [
             {"prompt": "What is 2+2?", "completion": "4", "reference": "4"}]})  # fmt: skip
         assert same.json()["results"][0]["reward"] == reward
+
+
+async def test_a_roll_job_is_planned_once(
+    library: Path, pool: JudgePool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """submit_task plans the sample (to answer a refusal at once) and its job runs that
+    plan: the sample was planned a second time when the job started."""
+    plans: list[int] = []
+    planning = service_module.plan_request
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        plans.append(len(args[2]))
+        return await planning(*args, **kwargs)
+
+    monkeypatch.setattr(service_module, "plan_request", counted)
+    async with app_client(settings_for(library), pool) as (http, _, _):
+        reward, _, _ = await roll_get_reward(http, "/roll/graded", payload("4"))
+    assert reward is not None
+    assert plans == [1]
 
 
 async def test_roll_judge_outage_fails_the_job_and_the_resubmission_scores(

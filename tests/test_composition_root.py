@@ -182,3 +182,41 @@ async def test_every_command_reads_the_library_within_the_servers_bound(
         await redteam_commands._scorer(args.rubric, args)
     with pytest.raises(UnknownRubric):
         cli_local._local_scorer(args)
+
+
+def _calls_of(path: Path, name: str) -> list[int]:
+    """The lines of ``path`` that call ``name``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+    ]
+
+
+async def test_commands_take_their_settings_and_judge_pool_from_the_root(
+    environment: dict[str, str],
+) -> None:
+    """One settings path: ``rewardsvc serve``/``score``/``probe`` built their Settings in
+    ``cli_local`` beside the root's ``settings_with``, and the red team's ``--attacker``
+    loaded the judge pool file again instead of taking the judge from the pool its
+    application was composed with."""
+    assert _calls_of(PACKAGE / "cli_local.py", "Settings") == []
+    assert _calls_of(PACKAGE / "redteam" / "commands.py", "load_pool") == []
+    args = _args()
+    args.port, args.workers = 8123, None
+    assert cli_local._settings(args).port == 8123
+    assert cli_local._settings(args).max_text_chars == 4321  # the environment's
+    scorer = await redteam_commands._scorer(args.rubric, args)
+    try:
+        name = next(iter(scorer.app.registry.pool.judges))
+        args.attacker = name
+        attacker = redteam_commands._attacker(args, scorer)
+        assert attacker is not None
+        assert attacker.config is scorer.app.registry.pool.judges[name]
+        await attacker.aclose()
+        args.attacker = "nobody"
+        with pytest.raises(SystemExit, match="no judge 'nobody'"):
+            redteam_commands._attacker(args, scorer)
+    finally:
+        await scorer.aclose()

@@ -190,6 +190,30 @@ async def test_burst_beyond_inflight_bound_gets_429_and_accepted_requests_comple
     assert fake.script.requests <= 8
 
 
+async def test_retry_after_follows_its_setting(
+    library: Path, pool: JudgePool, fake: FakeJudge
+) -> None:
+    """The Retry-After of the in-flight bound's 429 and of the drain's 503 is drawn within
+    ``retry_after_s`` (it was 1 to 4 s whatever the settings said)."""
+    fake.script.default = "timeout"  # every judge call answers after delay_s
+    fake.script.delay_s = 0.5
+    settings = settings_for(library, max_items=2, max_inflight=2, retry_after_s=(7, 7))
+    request = {"rubric": "tiny", "items": [ITEM, {**ITEM, "id": "b", "completion": "5"}]}
+    async with app_client(settings, pool) as (http, app, _):
+        replies = await asyncio.gather(*(http.post("/v1/rewards", json=request) for _ in range(4)))
+        refused = [r for r in replies if r.status_code == 429]
+        assert refused, [r.status_code for r in replies]
+        assert {r.headers["Retry-After"] for r in refused} == {"7"}
+        app.state.service.drain_begun.set()
+        reply = await http.post("/v1/rewards", json=request)
+        app.state.service.drain_begun.clear()
+    assert_error(reply, 503, "shutting_down", None)
+    assert reply.headers["Retry-After"] == "7" and "retry after 7 s" in reply.text
+    assert Settings(retry_after_s=(0, 0)).retry_after_s == (0, 0)  # come back at once
+    with pytest.raises(ValueError, match="retry_after_s"):
+        Settings(retry_after_s=(3, 1))
+
+
 def test_inflight_limiter_counts_items() -> None:
     limiter = InflightLimiter(4)
     assert limiter.try_acquire(3)
@@ -237,6 +261,7 @@ def test_settings_defaults_and_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.judge_pool == Path("deploy/cpu-judge/judges.serve.yaml")  # make serve's
     assert settings.api_key_list() == [] and settings.cache_path is None
     assert settings.reward_log is None and settings.reload is True
+    assert settings.retry_after_s == (1, 4)
     assert (settings.max_text_chars, settings.max_inflight, settings.cache_size) == (
         100_000,
         4096,

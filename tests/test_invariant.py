@@ -5,8 +5,9 @@ The cases are the product of every **surface** (the routes ``/v1/rewards``, ``/v
 ``/v1/preferences``, ``/openrlhf``, ``/slime`` (one row per reply format), ``/nemo-gym``,
 ROLL's submit and poll, an ORS episode's answer tool, and every trainer adapter of
 ``clients/python``, called the way its trainer calls it) and every **failure kind** (judge
-timeout, judge 5xx, judge garbage, grader deadline, grader worker busy, Redis down, Redis
-slow, request deadline, drain; and ``healthy``, the control). Each case scores two samples
+timeout, judge 5xx, judge garbage, grader deadline, grader worker busy, code grader's sandbox
+unavailable, sandbox busy, Redis down, Redis slow, request deadline, drain; and ``healthy``,
+the control). Each case scores two samples
 of one prompt and reads back what the trainer would read: one :class:`Outcome` per sample,
 its value and whether the trainer is told that the value is a stand-in (TRL: ``None``;
 native routes: ``null``; OpenRLHF and veRL: ``rewardsvc_valid = 0``; slime:
@@ -20,10 +21,10 @@ prompt alike, so the prompt's case tag does not change it). A request the traine
 (an error status its retry handles, an exception) sends no number at all; an internal error
 (500) never happens.
 
-The two grader failure kinds are crossed with the routes that score items one by one only.
-The comparative routes grade a grader criterion per completion too (since issue 37); crossing
-them with these kinds is still to do. A grader that cannot score in a group is covered in
-``test_group_rubric`` (the group gets no rewards, never a 0).
+Every failure kind is crossed with every surface, the comparative ones included (they grade
+a grader criterion per completion since issue 37). Under the two sandbox kinds no sample can
+be scored (the sandbox is off, or its queue has no room): every sample must be flagged, and
+``test_a_sandbox_failure_names_its_kind`` checks that the native routes say which kind.
 
 The objectives of a rubric (several rewards per sample) are crossed the same way in
 ``test_invariant_objectives``, which reuses this module's machinery.
@@ -111,6 +112,21 @@ GRADED_MATH = {
     "judges": ["primary"],
     "combine": "explicit",
 }
+# Two cases of competitive-programming style, inline: the items need no reference.
+ADD_CASES = [{"input": "2 2\n", "output": "4\n"}, {"input": "5 7\n", "output": "12\n"}]
+GRADED_CODE = {
+    "id": "graded-code",
+    "description": "The program, run in the sandbox on hidden cases.",
+    "criteria": [
+        {
+            "id": "passes",
+            "text": "The program prints the sum of the two integers it reads.",
+            "grader": {"type": "io_cases", "cases": ADD_CASES, "wall_s": 5, "cpu_s": 2},
+        }
+    ],
+    "judges": ["primary"],
+    "combine": "explicit",
+}
 # Every nest of arrays conforms, at any depth: a shallow nest's score is the deep one's.
 DEEP_NEST = "[" * 24 + "]" * 24
 SHALLOW_NEST = "[[[]]]"
@@ -119,9 +135,9 @@ HOSTILE_MATH = "\\boxed{9^{9^{9^{9}}}}"
 
 
 def write_rubrics(folder: Path) -> Path:
-    """tiny and strict (``test_api_support``) and the two grader rubrics."""
+    """tiny and strict (``test_api_support``) and the three grader rubrics."""
     write_library(folder)
-    for rubric in (GRADED_JSON, GRADED_MATH):
+    for rubric in (GRADED_JSON, GRADED_MATH, GRADED_CODE):
         (folder / f"{rubric['id']}.yaml").write_text(json.dumps(rubric))
     return folder
 
@@ -131,7 +147,7 @@ def write_ors_environments(folder: Path) -> list[Path]:
     reference; uncached, so that each case's answers reach its fault."""
     folder.mkdir(parents=True, exist_ok=True)
     files = []
-    for probe in (judged(""), graded_json("", ""), graded_math("")):
+    for probe in (judged(""), graded_json("", ""), graded_math(""), graded_code("")):
         name = ors_env_name(probe.rubric)
         (folder / f"{name}.jsonl").write_text(
             json.dumps({"prompt": probe.prompt, "reference": probe.reference}) + "\n"
@@ -169,6 +185,14 @@ def graded_json(tag: str, completion: str) -> Probe:
 def graded_math(tag: str) -> Probe:
     """Right answers for the math grader."""
     return Probe("graded-math", f"What is 2+2? (case {tag})", ("\\boxed{4}", "So \\boxed{4}."), "4")
+
+
+def graded_code(tag: str) -> Probe:
+    """A right program (scores 1) and a wrong one (right on one case of two: 0.5, so that
+    a 0 put in place of a failure is not a real score) for the sandboxed grader."""
+    right = f"```python\n# case {tag}\nprint(sum(map(int, input().split())))\n```"
+    wrong = f"```python\n# case {tag}\nprint(4)\n```"
+    return Probe("graded-code", f"Add two integers (case {tag}).", (right, wrong), "-")
 
 
 @dataclass
@@ -211,6 +235,11 @@ HOLD_S = 0.0
 RESEND_WAIT_S = 0.3
 """judge_error_wait of the adapters (their defaults, 100-150 s, are for real outages); with
 judge_error_retries 0 where an adapter takes it, so that they re-send within it only."""
+RETRY_AFTER_S = (0, 0)
+"""retry_after_s of the rigs: a draining rig's 503 says "come back at once" (the adapters
+floor a wait at 0.1 s) instead of 1 to 4 s. The adapters still re-send until their own
+timeout (``CLIENT_TIMEOUT_S``) has passed, so a drain case's time is that and its fresh rig's
+start, not the Retry-After."""
 CLIENT_TIMEOUT_S = "5"
 """REWARDSVC_TIMEOUT of the adapters: their HTTP timeout and how long they wait out a
 saturated service (a draining one answers 503 to their re-sends)."""
@@ -220,11 +249,10 @@ Call = Callable[[str, Probe], Awaitable[Answer]]
 
 @dataclass(frozen=True)
 class Surface:
-    """A way rewards leave the service; ``comparative`` when it scores groups."""
+    """A way rewards leave the service."""
 
     name: str
     call: Call
-    comparative: bool = False
 
 
 async def _post(url: str, path: str, body: Any, **params: Any) -> httpx.Response:
@@ -733,29 +761,28 @@ def art(make: Callable[[str, str], Callable[[Any], Awaitable[Any]]]) -> Call:
 
 SURFACES = [
     Surface("v1-rewards", native_rewards),
-    Surface("v1-groups", native_groups, comparative=True),
-    Surface("v1-preferences", native_preferences, comparative=True),
+    Surface("v1-groups", native_groups),
+    Surface("v1-preferences", native_preferences),
     Surface("openrlhf-route", openrlhf_route),
     *(Surface(f"slime-route-{name}", slime_route(row)) for name, row in SLIME_ROWS.items()),
     Surface("nemo-gym-route", nemo_gym_route),
     Surface("roll-route", roll_route),
     Surface("ors-route", ors_route),
     Surface("trl", trl_adapter),
-    Surface("trl-group", trl_group_adapter, comparative=True),
+    Surface("trl-group", trl_group_adapter),
     Surface("verl-async", verl_async_adapter),
     Surface("verl-batch", verl_batch_adapter),
     Surface("openrlhf-file", openrlhf_file_adapter),
     Surface("openrlhf-agent", openrlhf_agent_adapter),
     Surface("slime-rm", slime_rm_adapter),
-    Surface("slime-group-rm", slime_group_rm_adapter, comparative=True),
+    Surface("slime-group-rm", slime_group_rm_adapter),
     Surface("verifiers", verifiers_adapter),
     Surface("verifiers-group", verifiers_group_adapter),
-    Surface("verifiers-comparative", verifiers_comparative_adapter, comparative=True),
+    Surface("verifiers-comparative", verifiers_comparative_adapter),
     Surface("art", art(lambda u, r: make_group_scorer(u, r, judge_error_wait=RESEND_WAIT_S))),
     Surface(
         "art-comparative",
         art(lambda u, r: make_comparative_group_scorer(u, r, judge_error_wait=RESEND_WAIT_S)),
-        comparative=True,
     ),
 ]
 
@@ -792,12 +819,12 @@ class Fault:
     judge_timeout_s: float = JUDGE_TIMEOUT_S
     settings: dict[str, Any] = field(default_factory=dict)
     redis: str | None = None  # "down" or "slow"
-    graders: bool = False
     hostile_math: bool = False  # hostile answers keep the math worker busy meanwhile
     drain: bool = False  # the service drains mid-case (so each case needs its own)
     judge_settings: dict[str, Any] = field(default_factory=dict)  # for both fake judges
     rubrics: tuple[dict[str, Any], ...] = ()  # more rubrics in the library of its rig
     secondary_url: str | None = None  # the judge "secondary" there instead of the fake
+    kind: str | None = None  # no sample can score: each is null with this error kind
 
 
 FAULTS = [
@@ -809,12 +836,27 @@ FAULTS = [
         "grader-deadline",
         probe=lambda tag: graded_json(tag, DEEP_NEST),
         healthy=lambda tag: graded_json(tag, SHALLOW_NEST),
-        graders=True,
         # The deep nest takes its worker far past any limit: a short one reaches the same
         # grader_timeout in a quarter of the default's time, on every retry of a surface.
         settings={"grader_timeout_s": 0.5},
     ),
-    Fault("grader-busy", probe=graded_math, healthy=graded_math, graders=True, hostile_math=True),
+    Fault("grader-busy", probe=graded_math, healthy=graded_math, hostile_math=True),
+    # The code grader's sandbox: turned off, or a lane with no room to queue (every run is
+    # refused, so the case's own runs are, deterministically).
+    Fault(
+        "sandbox-unavailable",
+        probe=graded_code,
+        healthy=graded_code,
+        settings={"sandbox_backend": "none"},
+        kind="sandbox_unavailable",
+    ),
+    Fault(
+        "sandbox-busy",
+        probe=graded_code,
+        healthy=graded_code,
+        settings={"sandbox_lanes": 1, "sandbox_queue": 0},
+        kind="sandbox_busy",
+    ),
     Fault("redis-down", redis="down"),
     Fault("redis-slow", redis="slow"),
     # Judges slower than the request's deadline, with timeouts longer than it.
@@ -849,6 +891,7 @@ def running_rig(fault: Fault, folder: Path) -> Iterator[Rig]:
         pool = fake_pool(fake.url, secondary, fault.judge_timeout_s, **fault.judge_settings)
         settings: dict[str, Any] = {
             "request_timeout_s": REQUEST_DEADLINE_S,
+            "retry_after_s": RETRY_AFTER_S,
             "ors_environments": write_ors_environments(folder / "ors"),
             **fault.settings,
         }
@@ -1069,7 +1112,6 @@ CASES = [
     pytest.param(fault, surface, id=f"{surface.name}-{fault.name}")
     for fault in FAULTS
     for surface in SURFACES
-    if not (fault.graders and surface.comparative)
 ]
 
 
@@ -1095,6 +1137,9 @@ async def test_no_number_unless_real(
 
     if answer.failure is None:
         assert len(answer.outcomes) == len(real), answer
+    if fault.kind is not None:
+        scored = [o for o in answer.outcomes if not o.flagged]
+        assert not scored, f"a number where the service could not score ({fault.kind}): {answer}"
     for index, outcome in enumerate(answer.outcomes):
         if outcome.flagged:
             continue  # a stand-in the trainer is told about
@@ -1104,3 +1149,27 @@ async def test_no_number_unless_real(
             "and is not flagged",
             answer,
         )
+
+
+@pytest.mark.parametrize("fault", [pytest.param(f, id=f.name) for f in FAULTS if f.kind])
+async def test_a_sandbox_failure_names_its_kind(rigs: Rigs, fault: Fault) -> None:
+    """The nulls of the sandbox kinds say why: the criterion's ``error_kind`` on
+    ``/v1/rewards``; the judge's error (the comparative results have no kind field) on
+    ``/v1/groups`` and ``/v1/preferences``."""
+    probe = fault.probe(f"kind-{uuid.uuid4().hex[:8]}")
+    url = rigs.get(fault).url
+    items = [{"id": str(i), "prompt": probe.prompt, "completion": c}
+             for i, c in enumerate(probe.completions)]  # fmt: skip
+    reply = await _post(url, "/v1/rewards", {"rubric": probe.rubric, "items": items})
+    for result in reply.json()["results"]:
+        assert result["reward"] is None, result
+        criterion = result["judges"]["primary"]["criteria"]["passes"]
+        assert criterion["error_kind"] == fault.kind, result
+    group = {"id": "g", "prompt": probe.prompt, "completions": list(probe.completions)}
+    reply = await _post(url, "/v1/groups", {"rubric": probe.rubric, "groups": [group]})
+    (result,) = reply.json()["results"]
+    assert result["rewards"] == [None, None] and fault.kind in result["error"], result
+    pair = {"id": "p", "prompt": probe.prompt, "a": probe.completions[0], "b": probe.completions[1]}
+    reply = await _post(url, "/v1/preferences", {"rubric": probe.rubric, "pairs": [pair]})
+    (result,) = reply.json()["results"]
+    assert result["p_a_better"] is None and fault.kind in result["error"], result

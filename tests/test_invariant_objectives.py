@@ -35,6 +35,7 @@ import test_invariant as inv
 from test_api_support import TINY_RUBRIC
 from test_invariant import (
     FAULTS,
+    GRADED_CODE,
     GRADED_JSON,
     GRADED_MATH,
     RESEND_WAIT_S,
@@ -68,6 +69,7 @@ OBJECTIVES: dict[str, dict[str, Any]] = {
     },
     "graded-json": {"nested": {"criteria": ["nested"]}, "overall": {"judges": ["primary"]}},
     "graded-math": {"answer": {"criteria": ["answer"]}, "overall": {"judges": ["primary"]}},
+    "graded-code": {"passes": {"criteria": ["passes"]}, "overall": {"judges": ["primary"]}},
 }
 """The objectives added to each rubric of ``test_invariant``'s library."""
 SUFFIX = "-objectives"
@@ -77,7 +79,9 @@ def _with_objectives(rubric: dict[str, Any]) -> dict[str, Any]:
     return {**rubric, "id": rubric["id"] + SUFFIX, "objectives": OBJECTIVES[rubric["id"]]}
 
 
-RUBRICS = tuple(_with_objectives(r) for r in (safe_load(TINY_RUBRIC), GRADED_JSON, GRADED_MATH))
+RUBRICS = tuple(
+    _with_objectives(r) for r in (safe_load(TINY_RUBRIC), GRADED_JSON, GRADED_MATH, GRADED_CODE)
+)
 
 
 def names(probe: Probe) -> list[str]:

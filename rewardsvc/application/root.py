@@ -92,10 +92,13 @@ class Application:
             await self.link.aclose()
 
 
-def settings_with(rubrics: str | Path | None = None, judges: str | Path | None = None) -> Settings:
-    """The settings of the environment, with the rubric library and judge pool a command
-    line named instead of its own (each where given)."""
-    paths: dict[str, Any] = {"rubrics_dir": rubrics, "judge_pool": judges}
+def settings_with(
+    rubrics: str | Path | None = None, judges: str | Path | None = None, **given: Any
+) -> Settings:
+    """The settings of the environment, with what a command line gave instead of their own
+    (each value that is not None): the rubric library, the judge pool, and any other
+    setting by its name (``port=8001``). The one place a command builds its settings."""
+    paths: dict[str, Any] = {"rubrics_dir": rubrics, "judge_pool": judges, **given}
     return Settings(**{key: value for key, value in paths.items() if value is not None})
 
 

@@ -56,14 +56,14 @@ async def _scorer(rubric: str, args: argparse.Namespace) -> EngineScorer:
     return await EngineScorer.build(rubric, settings_with(args.rubrics, args.judges))
 
 
-def _attacker(args: argparse.Namespace) -> Attacker | None:
-    from rewardsvc.application.root import settings_with
-    from rewardsvc.library.registry import load_pool
+def _attacker(args: argparse.Namespace, scorer: EngineScorer) -> Attacker | None:
+    """The ``--attacker`` judge, from the judge pool the scorer's application was composed
+    with (the pool is loaded once, by the composition root)."""
     from rewardsvc.redteam.attacker import Attacker
 
     if args.attacker is None:
         return None
-    pool = load_pool(Path(settings_with(args.rubrics, args.judges).judge_pool))
+    pool = scorer.app.registry.pool
     if args.attacker not in pool.judges:
         raise SystemExit(f"rewardsvc: error: --attacker: no judge {args.attacker!r} in the pool")
     return Attacker(args.attacker, pool.judges[args.attacker])
@@ -86,7 +86,12 @@ async def _run(args: argparse.Namespace) -> Regression:
     from rewardsvc.redteam.search import Search
 
     items = read_items(Path(args.items))
-    scorer, attacker = await _scorer(args.rubric, args), _attacker(args)
+    scorer = await _scorer(args.rubric, args)
+    try:
+        attacker = _attacker(args, scorer)
+    except BaseException:
+        await scorer.aclose()
+        raise
     search = Search(
         scorer,
         operators(),

@@ -65,6 +65,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
+from rewardsvc.application.targets import RequestPlan
 from rewardsvc.core.criteria_formats import CriteriaFormatName
 from rewardsvc.core.errors import ErrorKind, RequestError, ServiceError, Unavailable
 from rewardsvc.core.item_rubric import CriteriaMode
@@ -169,16 +170,21 @@ async def score_holding(
     run: str | None,
     hold_s: float,
     options: RewardOptions,
+    planned: RequestPlan | None = None,
 ) -> list[RewardResult]:
-    """Score ``items``; score the ``judge_error`` ones again, with growing pauses, until
-    they have rewards, ``hold_s`` seconds have passed or a drain begins. Call it inside
-    ``scorer.held()``."""
+    """Score ``items`` (with ``planned``, their plan, when the caller made it); score the
+    ``judge_error`` ones again, with growing pauses, until they have rewards, ``hold_s``
+    seconds have passed or a drain begins. Call it inside ``scorer.held()``."""
 
-    async def score(batch: list[dict[str, Any]]) -> list[RewardResult]:
-        response = await scorer.score_rubric(rubric, batch, options, field_name, run=run)
+    async def score(
+        batch: list[dict[str, Any]], planned: RequestPlan | None = None
+    ) -> list[RewardResult]:
+        response = await scorer.score_rubric(
+            rubric, batch, options, field_name, run=run, planned=planned
+        )
         return list(response.results)
 
-    results = await score(items)
+    results = await score(items, planned)
     deadline = time.monotonic() + hold_s
     attempt = 0
     while True:

@@ -60,6 +60,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from rewardsvc.application.targets import RequestPlan
 from rewardsvc.core.errors import ErrorKind, ServiceError
 from rewardsvc.protocol.rejections import ROLL_FIELDS, their_field
 from rewardsvc.protocol.rewards import RewardOptions, RewardResult
@@ -209,12 +210,15 @@ def _jobs(request: Request) -> RollJobs:
 
 async def _score(
     scorer: Service, rubric: str, item: dict[str, Any], run: str | None, hold_s: float,
-    options: RewardOptions, holding: Holding, last_try: bool,
+    options: RewardOptions, holding: Holding, last_try: bool, planned: RequestPlan,
 ) -> RewardResult:  # fmt: skip
-    """The job: the sample scored and held through an outage; recorded unless it has no
-    reward and ROLL will submit it again (``last_try`` false)."""
+    """The job: the sample scored (by ``planned``, the submit's plan) and held through an
+    outage; recorded unless it has no reward and ROLL will submit it again (``last_try``
+    false)."""
     with scorer.held(holding) as held:
-        (result,) = await score_holding(scorer, rubric, [item], "response", run, hold_s, options)
+        (result,) = await score_holding(
+            scorer, rubric, [item], "response", run, hold_s, options, planned
+        )
         if result.reward is not None or last_try:
             held.record()
     return result
@@ -262,14 +266,15 @@ async def roll_submit(
     timeout = min(body.timeout if body.timeout is not None else ROLL_TIMEOUT_S, ROLL_TIMEOUT_S)
     hold = max(0.0, timeout - ANSWER_MARGIN_S)
     where, raw = str(request.url), body.model_dump()
-    await scorer.plan(scorer.target(rubric), [item], options, "response", run)
+    # Planned here, so that a refusal is answered at once; the job runs this plan.
+    planned = await scorer.plan(scorer.target(rubric), [item], options, "response", run)
     holding = scorer.hold(item, "the ROLL job")
     attempts = _attempts(request)
     tries = attempts.begin(where, raw)
 
     async def scoring() -> RewardResult:
         last_try = tries >= ROLL_TRIES
-        result = await _score(scorer, rubric, item, run, hold, options, holding, last_try)
+        result = await _score(scorer, rubric, item, run, hold, options, holding, last_try, planned)
         if result.reward is None:
             attempts.refused(where, raw, tries)  # ROLL's next job for it is its next try
         return result

@@ -107,26 +107,38 @@ def check_batch(count: int, max_items: int, field: str = "items") -> None:
         raise TooLarge(message, kind=ErrorKind.TOO_MANY_ITEMS, field=field)
 
 
+class RetryAfter:
+    """The ``Retry-After`` of a refusal that asks the client to come back: whole seconds
+    within ``bounds`` (the setting ``retry_after_s``), drawn anew for each refusal so that
+    refused clients do not all come back at the same moment."""
+
+    def __init__(self, bounds: tuple[int, int] = (1, 4), seed: int | None = None):
+        self.low, self.high = bounds
+        self._random = random.Random(seed)
+
+    def __call__(self) -> int:
+        """Seconds the next refused client should wait."""
+        return self._random.randint(self.low, self.high)
+
+
 class InflightLimiter:
     """Counts the items and the planned judge calls of the requests being scored, and
     refuses work beyond ``limit`` items or ``call_limit`` calls.
 
-    A refused request gets 429 with a jittered ``Retry-After`` at once, so overload shows
-    up at the client (which retries or backs off, not all at the same moment) instead of
-    as an unbounded queue inside the service. The counters live on one event loop, so they
-    need no lock.
+    A refused request gets 429 with a jittered ``Retry-After`` (``retry_after``) at once,
+    so overload shows up at the client (which retries or backs off, not all at the same
+    moment) instead of as an unbounded queue inside the service. The counters live on one
+    event loop, so they need no lock.
     """
 
-    def __init__(self, limit: int, call_limit: int | None = None, seed: int | None = None):
+    def __init__(
+        self, limit: int, call_limit: int | None = None, retry_after: RetryAfter | None = None
+    ):
         self.limit = limit
         self.call_limit = call_limit
         self.current = 0
         self.calls = 0
-        self._random = random.Random(seed)
-
-    def retry_after(self) -> int:
-        """Seconds a refused client should wait: 1 to 4, drawn anew for each refusal."""
-        return self._random.randint(1, 4)
+        self.retry_after = retry_after if retry_after is not None else RetryAfter()
 
     def saturated(self) -> bool:
         """True when no further request could be admitted now."""

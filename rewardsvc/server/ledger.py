@@ -18,13 +18,13 @@ what it started: other keys neither see nor cancel it (:func:`holder`).
 from __future__ import annotations
 
 import json
-import random
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from rewardsvc.core.errors import ErrorKind, TooLarge, Unavailable
 from rewardsvc.server.access import current_holder
+from rewardsvc.server.guards import RetryAfter
 
 TASK_CHARGE_BYTES = 16 * 1024
 """What one holding costs beyond its bytes: its asyncio task, frames and records (measured
@@ -62,7 +62,7 @@ class Ledger:
     max_per_holder: int
     held_bytes: int = 0
     per_holder: Counter[str] = field(default_factory=Counter)
-    _random: random.Random = field(default_factory=random.Random)
+    retry_after: RetryAfter = field(default_factory=RetryAfter)
 
     def hold(self, size: int, what: str, field_name: str | None = None) -> Holding:
         """A holding of ``size`` bytes for the request's key, or the refusal: 413 when it
@@ -93,7 +93,7 @@ class Ledger:
         return Holding(self, who, size)
 
     def _busy(self, why: str, field_name: str) -> Unavailable:
-        wait = self._random.randint(1, 4)
+        wait = self.retry_after()
         message = f"{why}; retry after {wait} s"
         return Unavailable(message, kind=ErrorKind.OVERLOADED, field=field_name, retry_after=wait)
 

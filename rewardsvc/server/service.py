@@ -54,7 +54,7 @@ from rewardsvc.server.admission import (
     check_work,
 )
 from rewardsvc.server.gate import Gate
-from rewardsvc.server.guards import InflightLimiter, check_batch
+from rewardsvc.server.guards import InflightLimiter, RetryAfter, check_batch
 from rewardsvc.server.holding import HoldAwareObservers
 from rewardsvc.server.ledger import Ledger
 from rewardsvc.server.readiness import ReadinessProbe
@@ -200,12 +200,15 @@ class Service(Gate):
         field_name: str = "items",
         metrics_label: str | None = None,
         run: str | None = None,
+        planned: RequestPlan | None = None,
     ) -> RewardResponse:
         """Score a batch within the request's deadline and the work limits (items per
         batch, criteria and judges per rubric, items and judge calls in flight, explain's
-        output held): the plan admitted is the plan run; log it when configured."""
+        output held): the plan admitted is the plan run (``planned``, when the caller
+        already planned these items, e.g. to refuse at once); log it when configured."""
         target = rubric if isinstance(rubric, Target) else RubricTarget.of(rubric, metrics_label)
-        planned = await self.plan(target, items, options, field_name, run)
+        if planned is None:
+            planned = await self.plan(target, items, options, field_name, run)
         cost = planned.cost
         deadline = time.monotonic() + self.settings.request_timeout_s
         # The explain output is held until the answer is sent: counted as held work.
@@ -285,10 +288,13 @@ class Service(Gate):
         field_name: str = "items",
         *,
         run: str | None = None,
+        planned: RequestPlan | None = None,
     ) -> RewardResponse:
         """Score against a library rubric (the compatibility routes' entry point);
-        ``field_name`` names the items' field in the caller's protocol, for errors."""
-        return await self.score(self.target(rubric_id), items, options, field_name, run=run)
+        ``field_name`` names the items' field in the caller's protocol, for errors;
+        ``planned``, the caller's plan of these items (see :meth:`score`)."""
+        target = self.target(rubric_id)
+        return await self.score(target, items, options, field_name, run=run, planned=planned)
 
     async def aclose(self) -> None:
         """Stop the background tasks, close the application (judges, graders, webhook,
@@ -325,11 +331,12 @@ async def start_service(
     )
     if app.monitor is not None:
         monitor_metrics.attach(app.monitor, settings.monitor_metric_runs)
+    retry_after = RetryAfter(settings.retry_after_s)
     service = Service(
         settings=settings,
         app=app,
-        limiter=InflightLimiter(settings.max_inflight, settings.max_inflight_calls),
-        ledger=Ledger(settings.max_held_bytes, settings.max_held_per_key),
+        limiter=InflightLimiter(settings.max_inflight, settings.max_inflight_calls, retry_after),
+        ledger=Ledger(settings.max_held_bytes, settings.max_held_per_key, retry_after=retry_after),
         readiness=ReadinessProbe(app.engine.judges, app.sandbox),  # type: ignore[arg-type]  # Judges, as JudgeLike
         reward_log=reward_log,
     )

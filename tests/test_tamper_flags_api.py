@@ -56,11 +56,24 @@ async def score(
     tmp_path: Path, fakes: tuple[FakeJudge, FakeJudge], body: dict[str, Any]
 ) -> dict[str, Any]:
     async with serving(tmp_path, fakes) as http:
+        before = (await http.get("/metrics")).text
         reply = await http.post("/v1/rewards", json=body)
         assert reply.status_code == 200, reply.text
         monitor = (await http.get("/v1/monitor")).json()
-        metrics = (await http.get("/metrics")).text
-    return {"results": rewards(reply.json()), "monitor": monitor, "metrics": metrics}
+        after = (await http.get("/metrics")).text
+    return {"results": rewards(reply.json()), "monitor": monitor, "metrics": (before, after)}
+
+
+def counted(metrics: tuple[str, str], flag: str) -> float:
+    """How much ``rewardsvc_flags_total`` grew for ``flag`` over the request (the
+    counters are the process's: earlier tests in it count too)."""
+    series = f'rewardsvc_flags_total{{flag="{flag}"}} '
+
+    def value(text: str) -> float:
+        found = [line for line in text.splitlines() if line.startswith(series)]
+        return float(found[0][len(series) :]) if found else 0.0
+
+    return value(metrics[1]) - value(metrics[0])
 
 
 async def test_a_tamper_flag_costs_its_default_and_is_counted(
@@ -85,7 +98,7 @@ async def test_a_tamper_flag_costs_its_default_and_is_counted(
     assert run["rubric"].startswith("inline:tamper-add@") and run["samples"] == 8, run
     assert run["signals"]["flag_rate:tamper_exit_hook"] == pytest.approx(0.25), run["signals"]
     assert run["signals"]["flag_ceiling:tamper_always_equal"] == pytest.approx(0.25)
-    assert 'rewardsvc_flags_total{flag="tamper_exit_hook"} 2.0' in got["metrics"]
+    assert counted(got["metrics"], "tamper_exit_hook") == 2.0
 
 
 @pytest.mark.parametrize(

@@ -31,7 +31,7 @@ def test_the_specs_say_where_their_graders_run_and_for_how_long() -> None:
     in_service = [spec_type(g) for g in GRADERS if not g.in_workers and not g.in_sandbox]
     assert in_service == ["embedding"]
     sandboxed = [spec_type(g) for g in GRADERS if g.in_sandbox]
-    assert sandboxed == ["io_cases", "check_program"]
+    assert sandboxed == ["io_cases", "check_program", "unit_tests"]
     assert not any(g.in_workers for g in GRADERS if g.in_sandbox)
     graders = Graders(workers=1, timeout_s=1.5)
     try:

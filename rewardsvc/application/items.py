@@ -213,12 +213,14 @@ def trajectory_of(prompt: Text, completion: Text) -> Trajectory:
 
 def rollout_of(item: Item) -> Rollout:
     """An item's rollout: plain text for two strings; otherwise its trajectory, with the
-    prompt and completion rendered as plain text (as they always were for plain chat)."""
+    prompt and completion rendered as plain text (as they always were for plain chat), and
+    its workspace ``files`` sorted by path."""
+    files = tuple(sorted((item.files or {}).items()))
     if isinstance(item.prompt, str) and isinstance(item.completion, str):
-        return Rollout(item.prompt, item.completion, item.reference)
+        return Rollout(item.prompt, item.completion, item.reference, files=files)
     trajectory = trajectory_of(item.prompt, item.completion)
     prompt = item.prompt if isinstance(item.prompt, str) else trajectory.plain("task")
-    return Rollout(prompt, trajectory.plain("events"), item.reference, trajectory)
+    return Rollout(prompt, trajectory.plain("events"), item.reference, trajectory, files=files)
 
 
 def score_options(options: RewardOptions, run: str | None = None) -> ScoreOptions:

@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from rewardsvc.core.code_spec import CheckProgramSpec, IoCasesSpec
+from rewardsvc.core.code_spec import CheckProgramSpec, IoCasesSpec, UnitTestsSpec
 from rewardsvc.core.errors import format_path
 from rewardsvc.core.spec_base import Extract, SpecModel
 
@@ -284,6 +284,7 @@ GRADERS: tuple[type[SpecModel], ...] = (
     EmbeddingSpec,
     IoCasesSpec,
     CheckProgramSpec,
+    UnitTestsSpec,
 )
 """Every grader's spec, in the order the JSON Schema lists them. Each spec class says what
 its grader needs; ``rewardsvc.graders.registry`` binds its function (one entry each)."""

@@ -34,7 +34,9 @@ class Rollout:
     plain strings); ``step``, set only on the rollouts of process-reward calls, is the
     0-based assistant step being graded, the trajectory then ending with that step;
     ``data_flags`` are the attack shapes found in the item's dataset texts (prompt,
-    reference, its own criteria) when it was read, named ``dataset:<flag>``.
+    reference, its own criteria) when it was read, named ``dataset:<flag>``; ``files`` is
+    an agent's workspace (relative POSIX path -> UTF-8 text, sorted by path), the code a
+    code grader runs instead of the completion's program.
     """
 
     prompt: str
@@ -43,6 +45,7 @@ class Rollout:
     trajectory: Trajectory | None = None
     step: int | None = None
     data_flags: tuple[str, ...] = ()
+    files: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, trajectory: Trajectory, reference: str | None = None) -> Rollout:
@@ -90,6 +93,13 @@ class Rollout:
             h.update(b"trajectory:" + t.fingerprint().encode())
         if self.step is not None:
             h.update(b"step:" + str(self.step).encode())
+        # Only a workspace joins the key: the digests of items without one do not change.
+        for path, text in self.files:
+            for field in (
+                b"file:" + path.encode("utf-8", "surrogatepass"),
+                text.encode("utf-8", "surrogatepass"),
+            ):
+                h.update(len(field).to_bytes(8, "big") + field)
         return h.hexdigest()
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,7 +55,7 @@ queue, and one item's 64 cases should not fill it."""
 EVIDENCE_CASES = 16
 """Most per-case outcomes a result's evidence lists (the counts cover every case)."""
 # What counts against the program: the limits are the task's, reaching one is its answer.
-_PROGRAM_FAULTS: frozenset[SandboxFailureKind] = frozenset({"sandbox_timeout", "sandbox_memory"})
+PROGRAM_FAULTS: frozenset[SandboxFailureKind] = frozenset({"sandbox_timeout", "sandbox_memory"})
 _CASES = TypeAdapter(list[IoCase])
 
 
@@ -74,10 +74,6 @@ class Sandbox:
         if self.lanes is None:
             return RunResult.failed("sandbox_unavailable", "this service has no sandbox")
         return await self.lanes.arun(request, self.group, self.deadline)
-
-
-SandboxFunction = Callable[[str, str | None, Any, Sandbox], Awaitable[GraderResult]]
-"""How a code grader is applied: ``(completion, reference or None, spec, sandbox)``."""
 
 
 def limits(spec: CodeLimitsSpec) -> Limits:
@@ -155,7 +151,7 @@ def case_outcome(result: RunResult, case: IoCase, spec: IoCasesSpec) -> str | No
     """``pass`` or why the case failed, for a run that ended (or reached a limit of the
     program's); None when the service could not run it (no score)."""
     if result.failure is not None:
-        return result.failure if result.failure in _PROGRAM_FAULTS else None
+        return result.failure if result.failure in PROGRAM_FAULTS else None
     if result.exit_code != 0:
         return f"exit {result.exit_code}"
     if result.stdout_truncated:
@@ -235,7 +231,7 @@ async def check_program(
     }
     argv = (PYTHON, "-I", "checker.py", "output.txt", "reference.txt")
     result = await sandbox.run(RunRequest(argv, files, limits=limits(spec)))
-    if result.failure is not None and result.failure not in _PROGRAM_FAULTS:
+    if result.failure is not None and result.failure not in PROGRAM_FAULTS:
         return no_score(result, "checker")
     evidence: dict[str, Any] = {"exit_code": result.exit_code}
     if result.failure is not None:

@@ -6,10 +6,11 @@ one per CPU by default, queued fairly between requests, each call killed at its 
 limit (``timeout_s`` of a math spec, else the graders' ``timeout_s``), which starts when a
 worker takes it. The embedding model is too large to load in every worker; its cost is
 bounded (texts cut to 4,000 characters, 256 word pieces read) and it runs on a thread of
-its own. The code graders (``io_cases``, ``check_program``: :mod:`~rewardsvc.graders.code`)
-run their programs in the sandbox's lanes, queued fairly between requests there. A grader
-that runs out of time, finds no free worker before the request's deadline or fails gives
-no score, with a typed ``kind``: never a score of 0.
+its own. The code graders (``io_cases``, ``check_program``: :mod:`~rewardsvc.graders.code`;
+``unit_tests``: :mod:`~rewardsvc.graders.unit_tests`) run their programs in the sandbox's
+lanes, queued fairly between requests there. A grader that runs out of time, finds no free
+worker before the request's deadline or fails gives no score, with a typed ``kind``: never
+a score of 0.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ import asyncio
 import importlib
 import os
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
-from rewardsvc.core.code_spec import CheckProgramSpec, IoCasesSpec
+from rewardsvc.core.code_spec import CheckProgramSpec, IoCasesSpec, UnitTestsSpec
 from rewardsvc.core.graders_spec import (
     EmbeddingSpec,
     ExactSpec,
@@ -38,7 +39,7 @@ from rewardsvc.core.graders_spec import (
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.spec_base import SpecModel
-from rewardsvc.graders import code, text
+from rewardsvc.graders import code, text, unit_tests
 from rewardsvc.graders.child import DeadlineExceeded, WorkerFailed, WorkersBusy
 from rewardsvc.graders.embedding import Embedder
 from rewardsvc.graders.mathcheck import compare, import_math_verify, math_check
@@ -81,9 +82,17 @@ FUNCTIONS: dict[type[SpecModel], GraderFunction] = {
 (which says what the grader needs): one entry per grader, a test checks every spec has one
 here or in :data:`SANDBOXED`."""
 
-SANDBOXED: dict[type[SpecModel], code.SandboxFunction] = {
-    IoCasesSpec: code.io_cases,
-    CheckProgramSpec: code.check_program,
+SandboxFunction = Callable[[Rollout, Any, code.Sandbox], Awaitable[GraderResult]]
+"""How a code grader is applied: ``(rollout, spec, sandbox)``."""
+
+SANDBOXED: dict[type[SpecModel], SandboxFunction] = {
+    IoCasesSpec: lambda rollout, spec, sandbox: code.io_cases(
+        rollout.completion, rollout.reference, spec, sandbox
+    ),
+    CheckProgramSpec: lambda rollout, spec, sandbox: code.check_program(
+        rollout.completion, rollout.reference, spec, sandbox
+    ),
+    UnitTestsSpec: unit_tests.unit_tests,
 }
 """The function of each code grader (a spec whose ``in_sandbox`` is set): it runs its
 programs through the sandbox's lanes, on the service's event loop, never in a worker."""
@@ -163,7 +172,7 @@ class Graders:
             return GraderResult(None, {}, f"grader {spec.type!r} needs a reference")
         if spec.in_sandbox:
             sandbox = code.Sandbox(self.sandbox, group, deadline)
-            return await SANDBOXED[type(spec)](rollout.completion, rollout.reference, spec, sandbox)
+            return await SANDBOXED[type(spec)](rollout, spec, sandbox)
         completion, reference = rollout.completion, rollout.reference or ""
         if not spec.in_workers:
             if self._embedding is None:

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal
 from rewardsvc.core.errors import RequestError
 from rewardsvc.core.recipe import Recipe, RoutingTable, resolve_components
 from rewardsvc.core.rubric import Rubric
+from rewardsvc.library.taskfiles import with_task_files
 from rewardsvc.library.yamlfile import InvalidFile, Problem, line_of, validate_document
 
 RECIPES_DIR = "recipes"
@@ -71,7 +72,7 @@ def validate_recipe_file(
             [Problem(str(path), line, "kind", f"must be recipe or routing, not {kind!r}")]
         )
     model: type[Recipe | RoutingTable] = Recipe if kind == "recipe" else RoutingTable
-    document = validate_document(doc, model, str(path), context)
+    document = validate_document(doc, model, str(path), with_task_files(context, path))
     if document.id != path.stem:
         line = line_of(doc, ("id",))
         raise InvalidFile(

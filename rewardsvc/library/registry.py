@@ -34,6 +34,7 @@ from rewardsvc.library.recipes import (
     link_routing,
     validate_recipe_file,
 )
+from rewardsvc.library.taskfiles import with_task_files
 from rewardsvc.library.yamlfile import (
     DEFAULT_MAX_BYTES,
     InvalidFile,
@@ -129,7 +130,7 @@ def load_pool(path: Path) -> JudgePool:
 
 def validate_rubric_file(doc: Any, path: Path, context: dict[str, Any] | None) -> Rubric:
     """Validate a parsed rubric file; its id must match its file name so either finds the other."""
-    rubric = validate_document(doc, Rubric, str(path), context)
+    rubric = validate_document(doc, Rubric, str(path), with_task_files(context, path))
     if rubric.id != path.stem:
         line = doc.lc.key("id")[0] + 1
         raise InvalidFile(

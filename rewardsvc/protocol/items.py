@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
+
+from rewardsvc.core.code_spec import MAX_WORKSPACE_BYTES, MAX_WORKSPACE_FILES, files_problem
 
 
 class FunctionCall(BaseModel):
@@ -131,3 +141,20 @@ class Item(BaseModel):
         default_factory=dict, description="Free-form; echoed nowhere, logged with the reward."
     )
     criteria: ItemCriteria = None
+    files: dict[str, str] | None = Field(
+        default=None,
+        description="The agent's workspace (untrusted): relative POSIX path -> UTF-8 text, at "
+        f"most {MAX_WORKSPACE_FILES} files and {MAX_WORKSPACE_BYTES} bytes of paths and text in "
+        "all; each path relative, without '..', NUL or a leading '/', at most 255 characters. "
+        "A code grader (unit_tests) runs these files instead of the completion's program, "
+        "with the task's test files and runner configuration restored over them.",
+    )
+
+    @field_validator("files")
+    @classmethod
+    def _bounded_files(cls, files: dict[str, str] | None) -> dict[str, str] | None:
+        if files is not None:
+            problem = files_problem(files, MAX_WORKSPACE_FILES, MAX_WORKSPACE_BYTES)
+            if problem is not None:
+                raise ValueError(problem)
+        return files

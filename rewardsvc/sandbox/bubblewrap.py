@@ -27,7 +27,14 @@ from pathlib import Path, PurePosixPath
 from rewardsvc.core.errors import SandboxFailureKind
 from rewardsvc.sandbox.backend import Backend
 from rewardsvc.sandbox.process import Watched, watch
-from rewardsvc.sandbox.run import Availability, Limits, RunRequest, RunResult
+from rewardsvc.sandbox.run import (
+    REPORT_FD_ENV,
+    RUNNER_DIR,
+    Availability,
+    Limits,
+    RunRequest,
+    RunResult,
+)
 
 NOBODY = 65534
 WORKDIR = "/work"
@@ -99,19 +106,26 @@ class BubblewrapBackend(Backend):
         as_root = os.geteuid() == 0
         status_read, status_write = os.pipe()
         held = [status_read, status_write]  # descriptors this run still has to close
+        report = None
         try:
             files = {path: _memfd(content, held) for path, content in request.files.items()}
+            runner = {p: _memfd(content, held) for p, content in request.runner_files.items()}
             stdin = _memfd(request.stdin, held)
-            argv = [self.bwrap, *self._options(request.limits, status_write, files)]
-            for name, value in request.env.items():
+            argv = [self.bwrap, *self._options(request.limits, status_write, files, runner)]
+            env = dict(request.env)
+            if request.report_bytes:
+                report = _memfd(b"", held)
+                env[REPORT_FD_ENV] = str(report)
+            for name, value in env.items():
                 argv += ["--setenv", name, value]
             argv += [*_prlimit(request.limits), *request.argv]
+            given = (*files.values(), *runner.values(), *([report] if report is not None else []))
             proc = subprocess.Popen(
                 argv,
                 stdin=stdin,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                pass_fds=(status_write, *files.values()),
+                pass_fds=(status_write, *given),
                 env={},
                 start_new_session=True,
                 # As root, bwrap itself runs as 65534 with no other groups.
@@ -119,10 +133,13 @@ class BubblewrapBackend(Backend):
                 group=NOBODY if as_root else None,
                 extra_groups=[] if as_root else None,
             )
-            while len(held) > 1:
-                os.close(held.pop())
-            held.clear()  # watch() closes the status pipe
+            # The report's descriptor stays open here, to be read once the run ends.
+            for fd in [fd for fd in held if fd not in (status_read, report)]:
+                os.close(fd)
+            held[:] = [report] if report is not None else []
             watched = watch(proc, status_read, request.limits.wall_s, request.limits.output_bytes)
+            if report is not None:
+                watched.report = _read_back(report, request.report_bytes)
         except OSError as exc:
             return RunResult.failed("sandbox_failed", f"could not start bwrap: {exc}")
         finally:
@@ -130,16 +147,21 @@ class BubblewrapBackend(Backend):
                 os.close(fd)
         return _result(watched, request.limits)
 
-    def _options(self, limits: Limits, status_fd: int, files: dict[str, int]) -> list[str]:
+    def _options(
+        self, limits: Limits, status_fd: int, files: dict[str, int], runner: dict[str, int]
+    ) -> list[str]:
         system = ["--ro-bind", "/usr", "/usr"]
         for link in ("bin", "sbin", "lib", "lib64", "lib32", "libx32"):
             if Path(f"/usr/{link}").is_dir():
                 system += ["--symlink", f"usr/{link}", f"/{link}"]
         for path in self.ro_paths:
             system += ["--ro-bind", path, path]
+        for parent in _parents(runner):
+            system += ["--dir", f"{RUNNER_DIR}/{parent}"]
+        for path, fd in runner.items():
+            system += ["--perms", "0444", "--ro-bind-data", str(fd), f"{RUNNER_DIR}/{path}"]
         work = ["--perms", "0755", "--size", str(limits.work_bytes), "--tmpfs", WORKDIR]
-        parents = {parent for path in files for parent in PurePosixPath(path).parents}
-        for parent in sorted(parents - {PurePosixPath(".")}, key=lambda p: len(p.parts)):
+        for parent in _parents(files):
             work += ["--dir", f"{WORKDIR}/{parent}"]
         for path, fd in files.items():
             work += ["--perms", "0755", "--file", str(fd), f"{WORKDIR}/{path}"]
@@ -158,6 +180,22 @@ class BubblewrapBackend(Backend):
             *("--setenv", "LANG", "C.UTF-8"),
             *("--json-status-fd", str(status_fd)),
         ]
+
+
+def _parents(files: dict[str, int]) -> list[PurePosixPath]:
+    """The directories ``files`` need, parents first."""
+    parents = {parent for path in files for parent in PurePosixPath(path).parents}
+    return sorted(parents - {PurePosixPath(".")}, key=lambda p: len(p.parts))
+
+
+def _read_back(fd: int, cap: int) -> tuple[bytes, bool]:
+    """What a run wrote to its report descriptor: at most ``cap`` bytes, and whether there
+    was more."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    data = bytearray()
+    while len(data) <= cap and (chunk := os.read(fd, min(1 << 16, cap + 1 - len(data)))):
+        data += chunk
+    return bytes(data[:cap]), len(data) > cap
 
 
 def _memfd(content: bytes, held: list[int]) -> int:
@@ -220,4 +258,6 @@ def _result(watched: Watched, limits: Limits) -> RunResult:
         cpu_s=watched.cpu_s,
         failure=failure,
         detail=detail,
+        report=watched.report[0],
+        report_truncated=watched.report[1],
     )

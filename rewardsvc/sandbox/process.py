@@ -53,6 +53,8 @@ class Watched:
     returncode: int
     cpu_s: float
     wall_s: float
+    report: tuple[bytes, bool] = (b"", False)
+    """What the run wrote to its report descriptor, and whether it wrote more than kept."""
 
 
 class _Tree:

@@ -11,8 +11,15 @@ from pathlib import PurePosixPath
 from rewardsvc.core.errors import SandboxFailureKind
 
 _MIB = 1 << 20
-MAX_FILES = 256
-"""Most files one run may be given (each is a descriptor while the sandbox starts)."""
+MAX_FILES = 320
+"""Most files one run may be given (each is a descriptor while the sandbox starts): an
+agent's workspace (256 at most) with a task's tests."""
+RUNNER_DIR = "/runner"
+"""Where a run's trusted ``runner_files`` are shown, read-only, outside the work directory."""
+REPORT_FD_ENV = "SANDBOX_REPORT_FD"
+"""The environment variable naming the descriptor a run may write its report to."""
+MAX_REPORT_BYTES = 4 * _MIB
+"""Largest report a run may ask to keep."""
 
 
 @dataclass(frozen=True)
@@ -65,21 +72,33 @@ class RunRequest:
     ``/usr/bin/python3``) in a fresh work directory holding ``files`` (relative path ->
     content, at most :data:`MAX_FILES`), with ``stdin`` as its standard input and only
     ``env`` (over a fixed ``PATH``, ``HOME`` and ``LANG``) in its environment, within
-    ``limits``."""
+    ``limits``.
+
+    ``runner_files`` (relative path -> content) are the caller's trusted files, shown
+    read-only under :data:`RUNNER_DIR`, outside the work directory (a test runner and its
+    plugin). With ``report_bytes``, the program gets a descriptor, named by the
+    environment variable :data:`REPORT_FD_ENV`, that is no file of the sandbox's: what it
+    writes there (up to ``report_bytes``) comes back as the result's ``report``."""
 
     argv: tuple[str, ...]
     files: Mapping[str, bytes] = field(default_factory=dict)
     stdin: bytes = b""
     env: Mapping[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
+    runner_files: Mapping[str, bytes] = field(default_factory=dict)
+    report_bytes: int = 0
 
     def __post_init__(self) -> None:
         if not self.argv or any("\0" in arg for arg in self.argv):
             raise ValueError("argv: must be a non-empty list of strings without NUL")
-        if len(self.files) > MAX_FILES:
-            raise ValueError(f"files: at most {MAX_FILES}, got {len(self.files)}")
-        for path in self.files:
+        if len(self.files) + len(self.runner_files) > MAX_FILES:
+            raise ValueError(
+                f"files: at most {MAX_FILES}, got {len(self.files) + len(self.runner_files)}"
+            )
+        for path in [*self.files, *self.runner_files]:
             _check_place(path)
+        if not 0 <= self.report_bytes <= MAX_REPORT_BYTES:
+            raise ValueError(f"report_bytes: between 0 and {MAX_REPORT_BYTES}")
         for name, value in self.env.items():
             if not name or "=" in name or "\0" in name + value:
                 raise ValueError(f"env[{name!r}]: not a valid environment variable")
@@ -93,7 +112,9 @@ class RunResult:
     + the signal's number when a signal ended it, as shells report it; ``signal`` names
     it), None when it never ran or was killed at the wall clock. ``stdout`` and ``stderr``
     hold at most ``limits.output_bytes`` each (``*_truncated`` when there was more);
-    ``wall_s`` and ``cpu_s`` are what the run took (the sandbox's own start included)."""
+    ``wall_s`` and ``cpu_s`` are what the run took (the sandbox's own start included);
+    ``report`` is what the program wrote to its report descriptor (at most the request's
+    ``report_bytes``; ``report_truncated`` when it wrote more)."""
 
     exit_code: int | None = None
     stdout: bytes = b""
@@ -104,6 +125,8 @@ class RunResult:
     cpu_s: float = 0.0
     failure: SandboxFailureKind | None = None
     detail: str = ""
+    report: bytes = b""
+    report_truncated: bool = False
 
     @property
     def signal(self) -> signal.Signals | None:

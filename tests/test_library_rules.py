@@ -13,6 +13,7 @@ from rewardsvc.core.trajectory import NOTE_FLAGS
 from rewardsvc.library.registry import Registry, load_pool, validation_context
 from rewardsvc.library.yamlfile import InvalidFile, load_text
 from rewardsvc.safety.detectors import FLAGS
+from rewardsvc.safety.tamper import TAMPER_FLAGS
 
 ROOT = Path(__file__).resolve().parent.parent
 POOL = JudgePool.model_validate(
@@ -144,13 +145,16 @@ def test_validation_context_names_flags_and_judges() -> None:
     flags = frozenset(FLAGS) | frozenset(NOTE_FLAGS)
     # judge_unable: what each judge's endpoint cannot do for its method (nothing, here);
     # judge_weights: the pool's weight of each judge (Rubric.judge_weights binds them).
+    # A recipe's flag_penalties name the flags its graders raise (the tamper detector's).
+    graders = frozenset(TAMPER_FLAGS)
     assert validation_context(POOL) == {
         "flag_names": flags,
+        "grader_flag_names": graders,
         "judge_names": frozenset({"primary"}),
         "judge_unable": {},
         "judge_weights": {"primary": 1.0},
     }
-    assert validation_context(None) == {"flag_names": flags}
+    assert validation_context(None) == {"flag_names": flags, "grader_flag_names": graders}
 
 
 def test_shipped_rubrics_use_known_flags() -> None:

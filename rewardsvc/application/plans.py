@@ -113,5 +113,6 @@ class RecipePlan(TargetPlan):
         self.plans.deadline = deadline
         runner = RecipeRunner(self.plans, self.graders, deadline)
         result = await runner.run(self.recipe, self.components, self.inputs)
+        self.plans.observe(self.recipe, result, self.inputs)
         at = zip(result.items, self.positions, strict=True)
         return [recipe_result(r, n) for r, n in at], result.usage

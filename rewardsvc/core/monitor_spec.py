@@ -64,8 +64,19 @@ ATTACK_FLAGS = (
     "injection_suspected",
     "master_key",
     "template_mimicry",
+    # The tamper detector's (rewardsvc.safety.tamper.TAMPER_FLAGS): attacks on a code grader.
+    "tamper_always_equal",
+    "tamper_exit_hook",
+    "tamper_expected_read",
+    "tamper_kill_parent",
+    "tamper_monkeypatch",
+    "tamper_network",
+    "tamper_outside_write",
+    "tamper_runner_config",
+    "tamper_test_edit",
 )
-"""The detector flags that mean an attack on the judge (not a style, such as padding)."""
+"""The flags that mean an attack on the judge or on a code grader's check (not a style,
+such as padding)."""
 
 DEFAULT_RULES: dict[str, Rule] = {
     "reward_length_corr": Rule(threshold=0.35, rise=0.25),

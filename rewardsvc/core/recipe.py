@@ -21,7 +21,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from rewardsvc.core.base import StrictModel, check_unique_ids
 from rewardsvc.core.errors import ErrorKind, FieldProblem, JudgeErrorKind, RequestError
@@ -34,6 +42,7 @@ from rewardsvc.core.objectives import (
 )
 from rewardsvc.core.results import JudgeOutcome, Status, Usage
 from rewardsvc.core.rubric import Identifier, Rubric
+from rewardsvc.core.transforms import FlagPenalties, known_flags
 
 RecipeCombine = Literal["weighted_mean", "min", "geometric"]
 Weighted = Sequence[tuple[float, float]]
@@ -166,6 +175,14 @@ class Recipe(StrictModel):
     vetoes: list[Veto] = Field(
         default_factory=list, description="Each veto that fires caps the combined reward."
     )
+    flag_penalties: FlagPenalties = Field(
+        default_factory=dict,
+        description="Per flag its graders raise (the tamper detector's, e.g. "
+        "tamper_exit_hook), the amount (>= 0) subtracted from that grader component's "
+        "score, before gates and vetoes, overriding the flag's default (1.0 for every "
+        "tamper flag); 0 opts a flag out. The flags of judged components are penalised by "
+        "their rubrics' transforms.",
+    )
     combine: RecipeCombine = Field(
         default="weighted_mean",
         description="weighted_mean: sum(w * s) / sum(w); min: the lowest weighted component; "
@@ -185,6 +202,11 @@ class Recipe(StrictModel):
         if not any(c.weight > 0 for c in components):
             raise ValueError("no component has a positive weight")
         return components
+
+    @field_validator("flag_penalties")
+    @classmethod
+    def _check_flags(cls, penalties: dict[str, float], info: ValidationInfo) -> dict[str, float]:
+        return known_flags(penalties, info, "grader_flag_names")
 
     @model_validator(mode="after")
     def _check_references(self) -> Recipe:
@@ -222,9 +244,11 @@ class Recipe(StrictModel):
     def version(self, rubric_versions: Mapping[str, str] | None = None) -> str:
         """Hash of the normalized recipe and of the versions of the rubrics it names, so
         that editing a referenced rubric also changes the recipe's version."""
+        # Objectives change no reward and no verdict (see Rubric.version); no
+        # flag_penalties leaves the versions of recipes written before them as they were.
+        exclude = {"objectives"} | (set() if self.flag_penalties else {"flag_penalties"})
         content: dict[str, Any] = {
-            # Objectives change no reward and no verdict (see Rubric.version).
-            "recipe": self.model_dump(mode="json", by_alias=True, exclude={"objectives"}),
+            "recipe": self.model_dump(mode="json", by_alias=True, exclude=exclude),
             "rubrics": dict(sorted((rubric_versions or {}).items())),
         }
         canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
@@ -307,6 +331,8 @@ class ComponentOutcome:
     error: str | None = None
     error_kind: JudgeErrorKind | None = None
     """Why a grader component gave no score (``grader_timeout``, ...)."""
+    flags: tuple[str, ...] = ()
+    """The flags a grader component raised (its ``score`` is after their penalties)."""
 
 
 @dataclass

@@ -12,6 +12,9 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from rewardsvc.core.base import StrictModel
 
+FlagPenalties = dict[str, Annotated[float, Field(ge=0)]]
+"""Per flag, the amount (>= 0) a raised flag subtracts."""
+
 
 class LengthPenalty(StrictModel):
     """Subtract a penalty for completions longer than a budget (counted in whitespace tokens)."""
@@ -31,7 +34,7 @@ class Transforms(StrictModel):
         description="Round the reward to this many evenly spaced levels in [0, 1].",
     )
     length_penalty: LengthPenalty | None = None
-    flag_penalties: dict[str, Annotated[float, Field(ge=0)]] = Field(
+    flag_penalties: FlagPenalties = Field(
         default_factory=dict,
         description="Per flag, the amount (>= 0) subtracted from the reward when a detector "
         "raises it, overriding that flag's default. Every detector's flag costs by default "
@@ -43,15 +46,25 @@ class Transforms(StrictModel):
     @field_validator("flag_penalties")
     @classmethod
     def _check_flags(cls, penalties: dict[str, float], info: ValidationInfo) -> dict[str, float]:
-        # The flag table belongs to the detectors, above the core: whoever validates
-        # (the library, the server) passes its names in the context.
-        known = (info.context or {}).get("flag_names")
-        if known is None:
-            return penalties
-        for name in penalties:
-            if name not in known:
-                raise ValueError(
-                    f"{name}: unknown flag {name!r}, so this penalty would never apply; "
-                    f"the detectors raise {sorted(known)}"
-                )
+        return known_flags(penalties, info)
+
+
+def known_flags(
+    penalties: dict[str, float], info: ValidationInfo, key: str = "flag_names"
+) -> dict[str, float]:
+    """``penalties`` when every flag it names is known (a ``flag_penalties`` validator).
+
+    The flag tables belong to the detectors, above the core: whoever validates (the
+    library, the server) passes their names in the context, the text detectors' as
+    ``flag_names`` (a rubric's), the graders' as ``grader_flag_names`` (a recipe's)."""
+    known = (info.context or {}).get(key)
+    if known is None:
         return penalties
+    who = "graders" if key == "grader_flag_names" else "detectors"
+    for name in penalties:
+        if name not in known:
+            raise ValueError(
+                f"{name}: unknown flag {name!r}, so this penalty would never apply; "
+                f"the {who} raise {sorted(known)}"
+            )
+    return penalties

@@ -19,7 +19,8 @@ Who is to blame decides between a score and no score (docs/explanation/failure-m
   (``grader_failed``).
 
 The expected outputs never enter a sandbox that runs the completion's code: it gets one
-case's input on stdin and its own source, nothing else.
+case's input on stdin and its own source, nothing else. The code run is also read by the
+tamper detector (``rewardsvc.safety.tamper``): its flags come with the result.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from rewardsvc.core.code_spec import (
 from rewardsvc.core.errors import SandboxFailureKind
 from rewardsvc.graders.extract import code_block, extract
 from rewardsvc.graders.result import GraderResult, clip_text
+from rewardsvc.safety.tamper import scan_source
 from rewardsvc.sandbox.lanes import SandboxLanes
 from rewardsvc.sandbox.run import Limits, RunRequest, RunResult
 
@@ -171,6 +173,7 @@ async def io_cases(
     program = program_of(completion)
     if program is None:
         return GraderResult(0.0, {"cases": len(cases), "passed": 0, "no_code": True})
+    findings = await asyncio.to_thread(scan_source, program)  # its tamper flags
     bounds = limits(spec)
     files = {"solution.py": program.encode()}
     at_once = asyncio.Semaphore(CASES_AT_ONCE)
@@ -186,7 +189,7 @@ async def io_cases(
     for number, (case, result) in enumerate(zip(cases, results, strict=True)):
         outcome = case_outcome(result, case, spec)
         if outcome is None:
-            return no_score(result, f"case {number}")
+            return no_score(result, f"case {number}").flagged(findings)
         passed += outcome == "pass"
         if len(outcomes) < EVIDENCE_CASES:
             entry: dict[str, Any] = {"case": number, "result": outcome}
@@ -194,7 +197,7 @@ async def io_cases(
                 entry["stderr"] = clip_text(result.stderr.decode("utf-8", "replace")[-2000:], 200)
             outcomes.append(entry)
     evidence = {"cases": len(cases), "passed": passed, "outcomes": outcomes}
-    return GraderResult(passed / len(cases), evidence)
+    return GraderResult(passed / len(cases), evidence).flagged(findings)
 
 
 def checker_score(result: RunResult, spec: CheckProgramSpec) -> float | str:
@@ -224,6 +227,8 @@ async def check_program(
     output = extract(completion, spec.extract).text
     if output is None:
         return GraderResult(0.0, {"extracted": None})
+    # A checker may run the output as code: flag it as such (prose does not parse).
+    findings = await asyncio.to_thread(scan_source, output, "output.txt")
     files = {
         "checker.py": spec.program.encode(),
         "output.txt": output.encode(),
@@ -232,7 +237,7 @@ async def check_program(
     argv = (PYTHON, "-I", "checker.py", "output.txt", "reference.txt")
     result = await sandbox.run(RunRequest(argv, files, limits=limits(spec)))
     if result.failure is not None and result.failure not in PROGRAM_FAULTS:
-        return no_score(result, "checker")
+        return no_score(result, "checker").flagged(findings)
     evidence: dict[str, Any] = {"exit_code": result.exit_code}
     if result.failure is not None:
         evidence["result"] = result.failure
@@ -241,4 +246,4 @@ async def check_program(
     score = 0.0 if result.failure is not None else checker_score(result, spec)
     if isinstance(score, str):
         return GraderResult(None, evidence, score, "grader_failed")
-    return GraderResult(score, evidence)
+    return GraderResult(score, evidence).flagged(findings)

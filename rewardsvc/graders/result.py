@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rewardsvc.core.errors import JudgeErrorKind
 from rewardsvc.core.verdict import Verdict
+from rewardsvc.safety import tamper
 
 
 @dataclass(frozen=True)
@@ -18,12 +20,27 @@ class GraderResult:
     failure (``grader_timeout``, ``grader_busy``, ...). ``evidence`` holds short
     JSON-ready values (extracted answer, normalized forms, the rule that decided), cut to
     a few hundred characters each so that a breakdown stays small.
+
+    ``flags`` are what the grader saw the item attempt (the tamper detector's flags on
+    the code it ran, :mod:`rewardsvc.safety.tamper`), with their findings in
+    ``evidence["tamper"]``: a recipe joins them to the item's flags, where they cost their
+    penalty and are counted like the text detectors' flags.
     """
 
     score: float | None
     evidence: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     kind: JudgeErrorKind | None = None
+    flags: tuple[str, ...] = ()
+
+    def flagged(self, findings: Sequence[tamper.Finding]) -> GraderResult:
+        """This result with the flags of ``findings`` and the findings as evidence (itself
+        when there are none)."""
+        if not findings:
+            return self
+        flags = tuple(sorted({*self.flags, *tamper.flags_of(findings)}))
+        found = [*self.evidence.get("tamper", []), *tamper.evidence(findings)]
+        return replace(self, flags=flags, evidence={**self.evidence, "tamper": found})
 
     @property
     def passed(self) -> bool:

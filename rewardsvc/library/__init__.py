@@ -7,8 +7,9 @@ of one directory with their content versions, reloads them when a file changes
 (``watchfiles``), refuses an edit that does not validate and keeps serving its last good
 version, and reports refusals through the core's ``Observer``.
 
-May import: ``rewardsvc.core``, the detectors' flag table (``rewardsvc.safety.detectors.FLAGS``,
-to check ``flag_penalties`` names), ruamel.yaml and watchfiles. Never the application,
+May import: ``rewardsvc.core``, the detectors' flag tables
+(``rewardsvc.safety.detectors.FLAGS`` and ``rewardsvc.safety.tamper.TAMPER_FLAGS``, to check
+``flag_penalties`` names), ruamel.yaml and watchfiles. Never the application,
 the server, scoring, judges, storage, wire models, HTTP libraries or prometheus_client.
 
 A request meets it when the rubric, recipe or routing table it names is resolved: the

@@ -46,6 +46,7 @@ from rewardsvc.library.yamlfile import (
     validate_document,
 )
 from rewardsvc.safety.detectors import FLAGS
+from rewardsvc.safety.tamper import TAMPER_FLAGS
 
 log = logging.getLogger(__name__)
 
@@ -95,10 +96,14 @@ def _versions(*tables: Mapping[str, Served]) -> dict[str, str]:
 
 
 def validation_context(pool: JudgePool | None) -> dict[str, Any]:
-    """What a rubric is validated against: the detectors' flag names, and the judge
+    """What a rubric or recipe is validated against: the detectors' flag names (a
+    rubric's ``flag_penalties``), the graders' (the tamper flags: a recipe's), and the judge
     names of ``pool`` with the judges that cannot score (unchecked when there is no pool)
     and each judge's weight (bound to the rubric, see ``Rubric.judge_weights``)."""
-    context: dict[str, Any] = {"flag_names": frozenset(FLAGS) | frozenset(NOTE_FLAGS)}
+    context: dict[str, Any] = {
+        "flag_names": frozenset(FLAGS) | frozenset(NOTE_FLAGS),
+        "grader_flag_names": frozenset(TAMPER_FLAGS),
+    }
     if pool is not None:
         context["judge_names"] = frozenset(pool.judges)
         context["judge_unable"] = unable_judges(pool)

@@ -6,6 +6,10 @@
 - ``defuse``: chat control-token defusing and the collapse of pathological
   backtick runs, applied to untrusted text before it is fenced into a judge prompt.
 - ``attacks``: the red-team attack set that ``rewardsvc probe`` scores.
+- ``tamper``: the tamper detector, a static (``ast``) check of the code a code grader
+  runs, and of an agent's workspace, for shapes that game the verification (its flag
+  table ``TAMPER``); ``tamper_rules`` holds its rules, ``tamper_names`` the names they
+  look for, ``tamper_source`` the parsed module they read.
 
 Everything here runs in time linear in its input: patterns are RE2 (``re2``,
 no backtracking) or patterns whose every attempt is bounded, over a capped view

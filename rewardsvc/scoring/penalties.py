@@ -8,17 +8,23 @@ transforms stay pure and know nothing of the detectors: every route that turns a
 into a reward (items, recipes through their rubric components, groups, evaluation's
 recomputed rules) applies transforms through :func:`transformed`.
 ``dataset:<flag>`` flags name no detector's default and cost nothing.
+
+The flags a grader raises (the tamper detector's, on the code it ran) cost the same way,
+each its default in :data:`~rewardsvc.safety.tamper.TAMPER_PENALTIES` unless the recipe's
+``flag_penalties`` names it: :func:`penalised_grader_score` takes them off that grader
+component's score, so that its gates and vetoes see them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from rewardsvc.core import aggregate
 from rewardsvc.core.transforms import Transforms
 from rewardsvc.safety.detectors import DEFAULT_PENALTIES
+from rewardsvc.safety.tamper import TAMPER_PENALTIES
 
-__all__ = ["effective", "transformed"]
+__all__ = ["effective", "penalised_grader_score", "transformed"]
 
 
 def effective(transforms: Transforms) -> Transforms:
@@ -38,3 +44,12 @@ def transformed(
         completion_tokens=aggregate.count_tokens(completion),
         flags=flags,
     )
+
+
+def penalised_grader_score(
+    score: float, flags: Iterable[str], flag_penalties: Mapping[str, float]
+) -> float:
+    """A grader's ``score`` less the penalties of the ``flags`` it raised (each once; the
+    defaults under the recipe's ``flag_penalties``), clipped to [0, 1]."""
+    given = Transforms(flag_penalties={**TAMPER_PENALTIES, **flag_penalties})
+    return aggregate.apply_transforms(score, given, flags=flags)

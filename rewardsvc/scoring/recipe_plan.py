@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from rewardsvc.core.recipe import Component, Recipe
-from rewardsvc.core.results import BatchResult
+from rewardsvc.core.recipe import Component, Recipe, RecipeResult
+from rewardsvc.core.results import BatchResult, ItemReward
 from rewardsvc.core.rollout import ItemIn, ScoreOptions
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.scoring.batch_plan import BatchPlan
@@ -47,6 +47,10 @@ class ComponentPlans:
     engine: Engine
     plans: dict[str, BatchPlan]
     deadline: float | None = None
+    label: str | None = None
+    """The batch's label in metrics (None: the recipe's id)."""
+    run: str | None = None
+    """The training run the batch belongs to (``options.run``)."""
 
     @classmethod
     async def of(
@@ -69,7 +73,7 @@ class ComponentPlans:
             for c in recipe.components
             if c.grader is None
         }
-        return cls(engine, plans)
+        return cls(engine, plans, label=metrics_label, run=options.run if options else None)
 
     @property
     def cost(self) -> Cost:
@@ -83,3 +87,25 @@ class ComponentPlans:
     def planned(self, component: str, position: int) -> int:
         """The calls component ``component`` planned for the item at ``position``."""
         return self.plans[component].item_costs[position].calls
+
+    def observe(self, recipe: Recipe, result: RecipeResult, batch: Sequence[ItemIn]) -> None:
+        """Report the recipe's rewards of ``batch`` to the engine's observer (metrics, the
+        monitor) under the recipe's id, when it has graders: with the flags its graders
+        raised, so that they are counted as the detectors' are (each judged component's
+        batch was reported with its own flags by the engine)."""
+        if all(c.grader is None for c in recipe.components):
+            return
+        items = [
+            ItemReward(
+                r.id,
+                r.reward,
+                r.status,
+                r.uncertainty,
+                flags=sorted({f for c in r.components.values() for f in c.flags}),
+                error=r.error,
+                completion_chars=len(i.rollout.completion) if i.rollout else 0,
+            )
+            for r, i in zip(result.items, batch, strict=True)
+        ]
+        observed = BatchResult(recipe.id, result.version, items, result.usage, self.run)
+        self.engine.observer.batch(self.label or recipe.id, observed)

@@ -8,7 +8,8 @@ request's and within the request's deadline. Components run
 cheapest first:
 
 1. every grader component, for every item (no judge call; their scores are always in
-   the breakdown); grader gates then decide the items that fail them;
+   the breakdown, less the penalties of the flags the grader raised, which join the
+   item's flags); grader gates then decide the items that fail them;
 2. judged gates, in the order listed, each only on the items still undecided;
 3. the other judged components, concurrently, on the items still undecided.
 
@@ -42,10 +43,11 @@ from rewardsvc.core.recipe import (
     RoutingTable,
     resolve_components,
 )
-from rewardsvc.core.results import BatchResult, ItemReward, Status, Usage, add_cost
+from rewardsvc.core.results import BatchResult, Status, Usage, add_cost
 from rewardsvc.core.rollout import ItemIn, Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.registry import Graders
+from rewardsvc.scoring.recipe_outcomes import graded, judged
 from rewardsvc.scoring.recipe_plan import needs_reference
 
 __all__ = [
@@ -191,7 +193,8 @@ class RecipeRunner:
         graders = [c for c in recipe.components if c.grader is not None]
         graders.sort(key=lambda c: c.id not in gate_ids)
         request = object()  # the graders' queue serves requests in turn
-        await asyncio.gather(*(self._grade(c, items, usage, request) for c in graders))
+        penalties = recipe.flag_penalties
+        await asyncio.gather(*(self._grade(c, items, usage, request, penalties) for c in graders))
         needed = {c.id for c in recipe.components if c.weight > 0}
         needed |= {v.component for v in recipe.vetoes} | set(gate_ids)
         for item in items:
@@ -253,7 +256,12 @@ class RecipeRunner:
             item.decided_by, item.floor = component_id, floor
 
     async def _grade(
-        self, component: Component, items: list[_Item], usage: Usage, request: object
+        self,
+        component: Component,
+        items: list[_Item],
+        usage: Usage,
+        request: object,
+        penalties: Mapping[str, float],
     ) -> None:
         spec = component.grader
         assert spec is not None
@@ -265,15 +273,8 @@ class RecipeRunner:
                 spec, item.rollout, group=request, deadline=self.deadline
             )
             usage.grader_calls += 1
-            item.components[component.id] = ComponentOutcome(
-                "grader",
-                component.weight,
-                result.score,
-                status="ok" if result.score is not None else "judge_error",
-                evidence=result.evidence,
-                error=result.error,
-                error_kind=result.verdict().error_kind,
-            )
+            item.components[component.id] = graded(component, result, penalties)
+            item.flags.update(result.flags)
 
         await asyncio.gather(*(one(item) for item in items))
 
@@ -290,23 +291,10 @@ class RecipeRunner:
         usage.cached_tokens += batch.usage.cached_tokens
         usage.cost = add_cost(usage.cost, batch.usage.cost)
         for item, reward in zip(todo, batch.items, strict=True):
-            item.components[component.id] = _outcome(component, batch.version, reward)
+            item.components[component.id] = judged(component, batch.version, reward)
             item.flags.update(reward.flags)
             if reward.status == "rejected" and item.failed is None:
                 item.reject(*reward.problems, error=reward.error)
-
-
-def _outcome(component: Component, version: str, reward: ItemReward) -> ComponentOutcome:
-    return ComponentOutcome(
-        component.kind,
-        component.weight,
-        reward.reward,
-        status=reward.status,
-        judges=reward.judges,
-        uncertainty=reward.uncertainty,
-        version=version,
-        error=reward.error,
-    )
 
 
 def combine(recipe: Recipe, scores: Mapping[str, float]) -> float:

@@ -146,7 +146,7 @@ class Settings(BaseSettings):
     )
     sandbox_backend: Literal["bubblewrap", "none"] = Field(
         default="bubblewrap",
-        description="Where the code graders (io_cases, check_program) run programs: "
+        description="Where the code graders (io_cases, check_program, unit_tests) run programs: "
         "bubblewrap (the 'bwrap' binary of the Debian package bubblewrap, with user "
         "namespaces allowed) or none (every code grader gives no score, "
         "sandbox_unavailable). Never unsandboxed: without a working backend /readyz says so "
@@ -165,6 +165,14 @@ class Settings(BaseSettings):
         description="Sandboxed runs that may wait for a lane (queued fairly between requests; "
         "an item queues at most 4 of its cases at once); a run beyond it is not run and its "
         "item gets no score (sandbox_busy).",
+    )
+    max_sandbox_seconds: float = Field(
+        default=100_000.0,
+        gt=0,
+        description="Most sandbox seconds one request may plan: each run of a code grader "
+        "counts its wall-clock limit (wall_s; io_cases: one run per case, unit_tests: the "
+        "pytest run and, without expected_tests, a collect run), on every item. A request "
+        "planning more gets 413 naming this setting, before any run starts.",
     )
     max_rubric_bytes: int = Field(
         default=64 * 1024,

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from rewardsvc.core.code_spec import UnitTestsSpec
 from rewardsvc.core.rollout import Rollout
+from rewardsvc.graders import unit_tests as unit_tests_module
 from rewardsvc.graders.code import Sandbox
 from rewardsvc.graders.result import GraderResult
 from rewardsvc.graders.unit_tests import unit_tests
@@ -27,6 +28,7 @@ from rewardsvc.library.yamlfile import InvalidFile, parse_yaml
 from rewardsvc.sandbox.backend import NoBackend
 from rewardsvc.sandbox.bubblewrap import BubblewrapBackend
 from rewardsvc.sandbox.lanes import SandboxLanes
+from rewardsvc.sandbox.run import RunRequest, RunResult
 from tests.debian import debian_binary
 
 TESTS = {
@@ -242,3 +244,33 @@ def test_a_recipe_file_names_a_task_file_read_when_it_is_loaded(
 def test_a_request_cannot_name_a_task_file() -> None:
     with pytest.raises(ValidationError, match="only a rubric or recipe file"):
         UnitTestsSpec.model_validate({"type": "unit_tests", "tests_file": "/etc/passwd"})
+
+
+def test_a_workspace_joins_the_cache_key_and_file_less_keys_do_not_change() -> None:
+    plain = Rollout("p", "c", "r")
+    # The digest main (a948d76) gives this rollout: cache keys of existing items stay.
+    assert plain.digest() == "62a3d4d7f457ea39746c24a9ecf90d26fa8c43054140200313a939b0666a6f05"
+    one = Rollout("p", "c", "r", files=(("solution.py", CORRECT),))
+    other = Rollout("p", "c", "r", files=(("solution.py", WRONG),))
+    renamed = Rollout("p", "c", "r", files=(("other.py", CORRECT),))
+    assert len({plain.digest(), one.digest(), other.digest(), renamed.digest()}) == 4
+
+
+class NoPytestLanes:
+    """Lanes whose sandbox has no pytest: every run exits 1, as ``import pytest`` would."""
+
+    def __init__(self) -> None:
+        self.runs: list[RunRequest] = []
+
+    async def arun(self, request: RunRequest, group: Any = None, deadline: Any = None) -> RunResult:
+        self.runs.append(request)
+        return RunResult(exit_code=1, stderr=b"ModuleNotFoundError: No module named 'pytest'")
+
+
+def test_a_sandbox_without_pytest_gives_no_score_not_0(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(unit_tests_module, "_runner_found", False)
+    lanes = NoPytestLanes()
+    rollout = Rollout("Write add(a, b).", fenced(CORRECT))
+    result = asyncio.run(unit_tests(rollout, spec(expected_tests=3), Sandbox(lanes)))  # type: ignore[arg-type]
+    assert result.score is None and result.kind == "sandbox_unavailable", result
+    assert len(lanes.runs) == 1  # the probe only: the tests never ran

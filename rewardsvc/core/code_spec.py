@@ -11,6 +11,7 @@ can ask for unbounded work.
 
 from __future__ import annotations
 
+import json
 from pathlib import PurePosixPath
 from typing import Any, ClassVar, Literal
 
@@ -49,6 +50,14 @@ class CodeLimitsSpec(SpecModel):
     in_workers: ClassVar[bool] = False
     in_sandbox: ClassVar[bool] = True
 
+    def runs(self, reference: str | None) -> int:
+        """The sandboxed runs grading one item takes at most (its reference given)."""
+        return 1
+
+    def sandbox_seconds(self, reference: str | None) -> float:
+        """What grading one item may cost in sandbox time: each run's wall-clock limit."""
+        return self.runs(reference) * self.wall_s
+
 
 class IoCasesSpec(CodeLimitsSpec):
     """Runs the completion's Python program (its last fenced ``python`` block, else its
@@ -76,6 +85,17 @@ class IoCasesSpec(CodeLimitsSpec):
         description="With compare: tokens, two tokens that both read as numbers match when "
         "they differ by at most this much, absolutely or relatively.",
     )
+
+    def runs(self, reference: str | None) -> int:
+        """One run per case: the spec's, else the reference's (none when it holds no list
+        of cases: the grader then runs nothing)."""
+        if self.cases is not None:
+            return len(self.cases)
+        try:
+            cases = json.loads(reference) if reference is not None else None
+        except ValueError:
+            return 0
+        return min(len(cases), MAX_CASES) if isinstance(cases, list) else 0
 
     @model_validator(mode="after")
     def _tolerance_on_tokens(self) -> IoCasesSpec:
@@ -153,6 +173,11 @@ def files_problem(files: dict[str, str], max_files: int, max_bytes: int) -> str 
     return None
 
 
+def sandbox_seconds(spec: SpecModel, reference: str | None) -> float:
+    """The sandbox seconds ``spec`` may cost on one item (0 for a grader that runs none)."""
+    return spec.sandbox_seconds(reference) if isinstance(spec, CodeLimitsSpec) else 0.0
+
+
 class UnitTestsSpec(CodeLimitsSpec):
     """Runs the task's hidden tests with pytest in the sandbox against the completion's
     code: its last fenced ``python`` block written as ``<module>.py``, or, for an item
@@ -196,6 +221,11 @@ class UnitTestsSpec(CodeLimitsSpec):
         description="Weight of each test by pytest node id (e.g. test_solution.py::test_edge); "
         "a test not named weighs 1.",
     )
+
+    def runs(self, reference: str | None) -> int:
+        """The pytest run, and the collect run counting the task's tests when the spec
+        does not say how many."""
+        return 1 if self.expected_tests is not None else 2
 
     @model_validator(mode="before")
     @classmethod

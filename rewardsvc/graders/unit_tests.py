@@ -33,7 +33,7 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.graders.code import PROGRAM_FAULTS, PYTHON, Sandbox, limits, no_score, program_of
 from rewardsvc.graders.result import GraderResult, clip_text
 from rewardsvc.graders.workspace import work_dir
-from rewardsvc.sandbox.run import RUNNER_DIR, RunRequest, RunResult
+from rewardsvc.sandbox.run import RUNNER_DIR, Limits, RunRequest, RunResult
 
 RUNNER_FILES = {
     "launcher.py": Path(__file__).with_name("pytest_launcher.py").read_bytes(),
@@ -69,6 +69,25 @@ class Expected:
 
 
 _COUNTS: OrderedDict[str, Expected] = OrderedDict()
+_PROBE = RunRequest((PYTHON, "-I", "-c", "import pytest"), limits=Limits(wall_s=30.0))
+_runner_found = False  # once pytest was found in the sandbox; checked again until then
+
+
+async def runner_missing(sandbox: Sandbox) -> GraderResult | None:
+    """No score (``sandbox_unavailable``) when the sandbox's python3 cannot import pytest
+    (checked by a run of its own, once it succeeds never again): a missing runner must not
+    read as the code's failure."""
+    global _runner_found
+    if _runner_found:
+        return None
+    result = await sandbox.run(_PROBE)
+    if result.failure is not None:
+        return no_score(result, "looking for pytest")
+    if result.exit_code != 0:
+        message = "pytest is not importable by the sandbox's python3 (install python3-pytest)"
+        return GraderResult(None, {}, message, "sandbox_unavailable")
+    _runner_found = True
+    return None
 
 
 def hidden_tests(spec: UnitTestsSpec, reference: str | None) -> dict[str, str] | str:
@@ -228,6 +247,9 @@ async def unit_tests(rollout: Rollout, spec: UnitTestsSpec, sandbox: Sandbox) ->
     code = code_of(rollout, spec)
     if code is None:
         return GraderResult(0.0, {"no_code": True})
+    missing = await runner_missing(sandbox)
+    if missing is not None:
+        return missing
     expected = await expected_tests(spec, tests, sandbox)
     if isinstance(expected, GraderResult):
         return expected

@@ -1,7 +1,9 @@
 """The sandbox: where untrusted code runs, and nowhere else.
 
 A run (:class:`~rewardsvc.sandbox.run.RunRequest`: a program's argv, the files of a fresh
-work directory, stdin, and :class:`~rewardsvc.sandbox.run.Limits`) gives a
+work directory, stdin, :class:`~rewardsvc.sandbox.run.Limits`, and optionally the caller's
+trusted files shown read-only outside the work directory and a report descriptor that is
+no file of the sandbox's) gives a
 :class:`~rewardsvc.sandbox.run.RunResult`: the exit code, stdout and stderr capped (with
 truncation flags), wall and CPU time, and a typed failure (``sandbox_timeout``,
 ``sandbox_memory``, ``sandbox_busy``, ``sandbox_unavailable``, ``sandbox_failed``, the

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from rewardsvc.core.code_spec import sandbox_seconds
 from rewardsvc.core.results import ItemReward
 from rewardsvc.core.rollout import ItemIn, ScoreOptions
 from rewardsvc.core.rubric import Rubric
@@ -41,12 +42,18 @@ class BatchPlan:
 
     @cached_property
     def item_costs(self) -> list[Cost]:
-        """What each item (by position) costs: its calls and their prompt bytes."""
+        """What each item (by position) costs: its calls and their prompt bytes, and the
+        sandbox seconds of its code graders."""
         costs = [Cost()] * len(self.items)
         for part in self.parts:
             for call in part.calls:
                 n = part.prepared[call.item].index
                 costs[n] = costs[n] + call.cost
+            specs = [c.grader for c in part.rubric.criteria if c.grader is not None]
+            for prepared in part.prepared:
+                reference = prepared.rollout.reference
+                seconds = sum(sandbox_seconds(spec, reference) for spec in specs)
+                costs[prepared.index] = costs[prepared.index] + Cost(sandbox_s=seconds)
         return costs
 
     @property

@@ -35,13 +35,19 @@ _T = TypeVar("_T")
 
 @dataclass(frozen=True)
 class Cost:
-    """What planned work costs: judge calls, and the prompt bytes they carry at most."""
+    """What planned work costs: judge calls, the prompt bytes they carry at most, and the
+    sandbox seconds of its code graders' runs (each run's wall-clock limit)."""
 
     calls: int = 0
     prompt_bytes: int = 0
+    sandbox_s: float = 0.0
 
     def __add__(self, other: Cost) -> Cost:
-        return Cost(self.calls + other.calls, self.prompt_bytes + other.prompt_bytes)
+        return Cost(
+            self.calls + other.calls,
+            self.prompt_bytes + other.prompt_bytes,
+            self.sandbox_s + other.sandbox_s,
+        )
 
 
 ONE_CALL = Cost(1)

@@ -11,8 +11,9 @@ admitted.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from rewardsvc.core.code_spec import sandbox_seconds
 from rewardsvc.core.recipe import Component, Recipe, RecipeResult
 from rewardsvc.core.results import BatchResult, ItemReward
 from rewardsvc.core.rollout import ItemIn, ScoreOptions
@@ -51,6 +52,8 @@ class ComponentPlans:
     """The batch's label in metrics (None: the recipe's id)."""
     run: str | None = None
     """The training run the batch belongs to (``options.run``)."""
+    graded: Cost = field(default_factory=Cost)
+    """What the grader components cost on the items read (sandbox seconds)."""
 
     @classmethod
     async def of(
@@ -73,12 +76,26 @@ class ComponentPlans:
             for c in recipe.components
             if c.grader is None
         }
-        return cls(engine, plans, label=metrics_label, run=options.run if options else None)
+        seconds = sum(
+            sandbox_seconds(c.grader, item.rollout.reference)
+            for c in recipe.components
+            if c.grader is not None
+            for item in read
+            if item.rollout is not None
+        )
+        return cls(
+            engine,
+            plans,
+            label=metrics_label,
+            run=options.run if options else None,
+            graded=Cost(sandbox_s=seconds),
+        )
 
     @property
     def cost(self) -> Cost:
-        """What every judged component costs on every item read."""
-        return sum((p.cost for p in self.plans.values()), Cost())
+        """What every judged component costs on every item read, and what the grader
+        components cost in sandbox time."""
+        return sum((p.cost for p in self.plans.values()), self.graded)
 
     async def score(self, component: str, positions: list[int]) -> BatchResult:
         """Component ``component``'s plan run on the items at ``positions``."""

@@ -1,9 +1,9 @@
 """The work a request plans, checked before it is admitted (413 naming the limit).
 
 The service calls these once per request: the rubric's size (criteria, judges), the
-judge calls and prompt bytes its plan costs (counted by the plan itself: the application
-plans, the server checks, then the same plan runs), and an inline rubric's or recipe's
-size.
+judge calls, prompt bytes and sandbox seconds its plan costs (counted by the plan itself:
+the application plans, the server checks, then the same plan runs), and an inline
+rubric's or recipe's size.
 """
 
 from __future__ import annotations
@@ -16,9 +16,17 @@ from rewardsvc.core.rubric import Rubric
 from rewardsvc.settings import Settings
 
 
-def check_work(settings: Settings, calls: int, prompt_bytes: int) -> None:
-    """413 when a request's planned judge calls exceed max_inflight_calls or their
-    ``prompt_bytes`` exceed max_prompt_bytes_per_request."""
+def check_work(settings: Settings, calls: int, prompt_bytes: int, sandbox_s: float = 0.0) -> None:
+    """413 when a request's planned judge calls exceed max_inflight_calls, their
+    ``prompt_bytes`` exceed max_prompt_bytes_per_request or its code graders' runs
+    (``sandbox_s``, each run's wall-clock limit) exceed max_sandbox_seconds."""
+    if sandbox_s > settings.max_sandbox_seconds:
+        raise TooLarge(
+            f"the request plans {sandbox_s:g} s of sandboxed runs (each run's wall_s), more "
+            f"than max_sandbox_seconds={settings.max_sandbox_seconds:g}; split it",
+            kind=ErrorKind.TOO_MUCH_WORK,
+            field="max_sandbox_seconds",
+        )
     bound = settings.max_prompt_bytes_per_request
     if prompt_bytes > bound:
         raise TooLarge(

@@ -187,7 +187,7 @@ class Service(Gate):
         inputs = read() if quick else await asyncio.to_thread(read)
         planned = await plan_request(target, self.engine, items, options, run, inputs=inputs)
         cost = planned.cost
-        check_work(self.settings, cost.calls, cost.prompt_bytes)
+        check_work(self.settings, cost.calls, cost.prompt_bytes, cost.sandbox_s)
         if options.explain:
             check_explain(self.settings, cost.prompt_bytes)
         return planned

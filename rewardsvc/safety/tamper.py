@@ -11,8 +11,9 @@ as a :class:`Finding` (its flag, file, line and a short excerpt).
 ``TAMPER`` is the one table of these flags, as ``detectors.DETECTORS`` is of the text
 detectors': ``TAMPER_FLAGS`` and ``TAMPER_PENALTIES`` derive from it. Source that does not
 parse is no finding (a syntax error is the grader's business). Work is bounded: at most
-``MAX_FILES`` files and ``MAX_SCAN_BYTES`` in all are read, a file over ``MAX_FILE_BYTES``
-is not parsed, and at most ``MAX_FINDINGS_PER_FLAG`` findings of a flag are kept.
+``MAX_FILES`` files and ``MAX_SCAN_CHARS`` characters in all are read, a file over
+``MAX_FILE_CHARS`` is not parsed, and at most ``MAX_FINDINGS_PER_FLAG`` findings of a flag
+are kept. It is synchronous CPU work: a caller on an event loop runs it in a thread.
 The shapes themselves live in :mod:`~rewardsvc.safety.tamper_rules`.
 """
 
@@ -30,8 +31,8 @@ from rewardsvc.safety.tamper_source import Finding, Source
 
 __all__ = [
     "MAX_FILES",
-    "MAX_FILE_BYTES",
-    "MAX_SCAN_BYTES",
+    "MAX_FILE_CHARS",
+    "MAX_SCAN_CHARS",
     "TAMPER",
     "TAMPER_FLAGS",
     "TAMPER_PENALTIES",
@@ -44,14 +45,15 @@ __all__ = [
     "is_test_file",
     "scan",
     "scan_source",
+    "workspace",
 ]
 
 MAX_FILES = 512
 """Most files of one workspace looked at (in path order)."""
-MAX_FILE_BYTES = 256 << 10
-"""A Python file longer than this is not parsed."""
-MAX_SCAN_BYTES = 1 << 20
-"""Most bytes of one workspace parsed in all."""
+MAX_FILE_CHARS = 256 << 10
+"""A Python file longer than this many characters is not parsed."""
+MAX_SCAN_CHARS = 1 << 20
+"""Most characters of one workspace parsed in all."""
 MAX_FINDINGS_PER_FLAG = 4
 """Most findings of one flag kept (the flag is raised by the first)."""
 
@@ -170,9 +172,9 @@ def _capped(findings: Iterable[Finding]) -> list[Finding]:
 
 def scan_source(source: str | bytes, path: str = "solution.py") -> list[Finding]:
     """The tamper findings in one Python source (none when it does not parse or is
-    longer than ``MAX_FILE_BYTES``)."""
+    longer than ``MAX_FILE_CHARS`` characters)."""
     text = _text(source)
-    if len(text) > MAX_FILE_BYTES:
+    if len(text) > MAX_FILE_CHARS:
         return []
     try:
         tree = ast.parse(text, filename=path)
@@ -189,7 +191,7 @@ def scan(
     original (``originals``) is the task's, not the policy's, and is skipped."""
     originals = originals or {}
     found: list[Finding] = []
-    budget = MAX_SCAN_BYTES
+    budget = MAX_SCAN_CHARS
     for path in sorted(files)[:MAX_FILES]:
         content = files[path]
         if path in originals and _text(originals[path]) == _text(content):
@@ -225,6 +227,18 @@ def edited(files: Mapping[str, str | bytes], protected: Mapping[str, str | bytes
         elif is_test_file(path):
             found.append(Finding("tamper_test_edit", path, 0, "added"))
     return _capped(found)
+
+
+def workspace(
+    files: Mapping[str, str | bytes], protected: Mapping[str, str | bytes]
+) -> list[Finding]:
+    """Every tamper finding of an agent's workspace ``files`` against the task's test and
+    runner files ``protected``: :func:`edited`, then :func:`scan` of what the policy wrote
+    (a runner file :func:`edited` reports is not reported again)."""
+    changes = edited(files, protected)
+    reported = {(f.flag, f.path) for f in changes}
+    rest = [f for f in scan(files, protected) if (f.flag, f.path) not in reported]
+    return changes + rest
 
 
 def flags_of(findings: Iterable[Finding]) -> tuple[str, ...]:

@@ -33,7 +33,7 @@ from rewardsvc.safety.tamper_names import (
     WRITES_FIRST,
     WRITES_SECOND,
 )
-from rewardsvc.safety.tamper_source import Finding, Source, bind_imports, call_texts, literal
+from rewardsvc.safety.tamper_source import Finding, Source, bind, call_texts, literal
 
 
 def _outside(path: str | None) -> bool:
@@ -176,7 +176,9 @@ def _expected_read(src: Source, node: ast.AST) -> bool:
     name = src.dotted(node.func) or (node.func.attr if isinstance(node.func, ast.Attribute) else "")
     if name in FRAME_CALLS:
         return True
-    return name.rpartition(".")[2] in READS and any(TEST_PATH.search(t) for t in call_texts(node))
+    return name.rpartition(".")[2] in READS and any(
+        TEST_PATH.search(t) for t in call_texts(node, src)
+    )
 
 
 def _network_name(name: str) -> bool:
@@ -194,7 +196,7 @@ def _network(src: Source, node: ast.AST) -> bool:
     if _network_name(name):
         return True
     if name in ("__import__", "importlib.import_module"):
-        return any(_network_name(t) for t in call_texts(node))
+        return any(_network_name(t) for t in call_texts(node, src))
     return _command_words(src, node) & NETWORK_TOOLS != set()
 
 
@@ -202,16 +204,16 @@ def _command_words(src: Source, node: ast.Call) -> set[str]:
     name = src.dotted(node.func) or ""
     if not name.startswith(COMMANDS):
         return set()
-    return {w.rsplit("/", 1)[-1] for t in call_texts(node) for w in t.split()}
+    return {w.rsplit("/", 1)[-1] for t in call_texts(node, src) for w in t.split()}
 
 
-def _write_path(src: Source, node: ast.Call) -> str | None:
-    """The path a call writes to, when it is known and the call writes."""
+def _written(src: Source, node: ast.Call) -> ast.expr | None:
+    """The path expression a call writes to, when the call writes."""
     name = src.dotted(node.func) or ""
     func = node.func
     if name in WRITES_FIRST or name in WRITES_SECOND:
         at = 1 if name in WRITES_SECOND else 0
-        return literal(node.args[at]) if len(node.args) > at else None
+        return node.args[at] if len(node.args) > at else None
     if name in ("open", "io.open", "os.open"):
         target, rest = (
             (node.args[0] if node.args else None),
@@ -223,17 +225,20 @@ def _write_path(src: Source, node: ast.Call) -> str | None:
             [*node.args[:1], *(k.value for k in node.keywords if k.arg == "mode")],
         )
         if func.attr in PATH_WRITES:
-            return literal(target)
+            return target
     else:
         return None
     modes = [literal(m) or "" for m in rest]
     flags = {n.attr for m in rest for n in ast.walk(m) if isinstance(n, ast.Attribute)}
     writes = any(WRITE_MODES & set(m) for m in modes) or bool(flags & OS_WRITE_FLAGS)
-    return literal(target) if writes else None
+    return target if writes else None
 
 
 def _outside_write(src: Source, node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and _outside(_write_path(src, node))
+    if not isinstance(node, ast.Call):
+        return False
+    target = _written(src, node)
+    return target is not None and any(_outside(literal(v)) for v in src.candidates(target))
 
 
 def _signals_parent(src: Source, func: ast.expr) -> bool:
@@ -246,6 +251,15 @@ def _signals_parent(src: Source, func: ast.expr) -> bool:
     )
 
 
+def _parent_or_group(src: Source, target: ast.expr) -> bool:
+    """Whether ``os.kill(target, ...)`` signals the parent, a process group or init."""
+    if isinstance(target, ast.Call) and src.dotted(target.func) == "os.getppid":
+        return True
+    # 0: its own process group; -1: every process it may signal; 1: init.
+    value = target.value if isinstance(target, ast.Constant) else None
+    return isinstance(target, ast.UnaryOp) or value in (0, 1)
+
+
 def _kill_parent(src: Source, node: ast.AST) -> bool:
     if not isinstance(node, ast.Call):
         return False
@@ -253,12 +267,7 @@ def _kill_parent(src: Source, node: ast.AST) -> bool:
     if name == "os.killpg":
         return True
     if name == "os.kill" and node.args:
-        target = node.args[0]
-        if isinstance(target, ast.Call) and src.dotted(target.func) == "os.getppid":
-            return True
-        # 0: its own process group; -1: every process it may signal; 1: init.
-        value = target.value if isinstance(target, ast.Constant) else None
-        return isinstance(target, ast.UnaryOp) or value in (0, 1)
+        return any(_parent_or_group(src, v) for v in src.candidates(node.args[0]))
     if _signals_parent(src, node.func):
         return True
     return _command_words(src, node) & KILL_TOOLS != set()
@@ -292,7 +301,7 @@ for _flag, _rule, _types in _RULES:
 
 def find(src: Source) -> Iterator[Finding]:
     """Every finding in ``src``, in line order, one per flag and line."""
-    bind_imports(src)
+    bind(src)
     seen: set[tuple[str, int]] = set()
     found = list(_exit_at_import(src))
     for node in ast.walk(src.tree):

@@ -11,6 +11,8 @@ EXCERPT_CHARS = 120
 """Longest excerpt of a line kept as a finding's evidence."""
 LITERAL_DEPTH = 16
 """How deep :func:`literal` follows ``+``, ``/`` and joins (so a long chain costs little)."""
+VALUES_PER_NAME = 16
+"""Most values kept of one name (``x = ...``, ``for x in [...]``), so a use costs little."""
 
 
 @dataclass(frozen=True)
@@ -30,12 +32,21 @@ class Finding:
 
 @dataclass
 class Source:
-    """A parsed module, its path and lines, and the names its imports bind."""
+    """A parsed module, its path and lines, the names its imports bind (``names``) and the
+    values its plain names are given (``values``)."""
 
     path: str
     tree: ast.Module
     lines: list[str]
     names: dict[str, str] = field(default_factory=dict)
+    values: dict[str, list[ast.expr]] = field(default_factory=dict)
+
+    def candidates(self, node: ast.expr) -> list[ast.expr]:
+        """What ``node`` may hold: the values given to a plain name anywhere in the module
+        (a name given none, or any other expression: itself)."""
+        if isinstance(node, ast.Name) and node.id in self.values:
+            return self.values[node.id]
+        return [node]
 
     def finding(self, flag: str, node: ast.AST) -> Finding:
         """A finding of ``flag`` at ``node``, with its line as the excerpt."""
@@ -57,10 +68,23 @@ class Source:
         return ".".join([base, *reversed(attrs)])
 
 
-def bind_imports(source: Source) -> None:
-    """Record in ``source.names`` what each import binds (``import os as o``: o -> os)."""
+def _given(source: Source, target: ast.expr, values: list[ast.expr]) -> None:
+    if isinstance(target, ast.Name):
+        kept = source.values.setdefault(target.id, [])
+        kept.extend(values[: VALUES_PER_NAME - len(kept)])
+
+
+def bind(source: Source) -> None:
+    """Record what each import binds (``import os as o``: o -> os) and the values plain
+    names are given: ``x = value``, and ``for x in [a, b]`` (a and b). Not the flow: a
+    name may hold any value it is given anywhere."""
     for node in ast.walk(source.tree):
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                _given(source, target, [node.value])
+        elif isinstance(node, ast.For) and isinstance(node.iter, ast.List | ast.Tuple | ast.Set):
+            _given(source, node.target, node.iter.elts)
+        elif isinstance(node, ast.Import):
             for a in node.names:
                 source.names[a.asname or a.name.split(".")[0]] = (
                     a.name if a.asname else a.name.split(".")[0]
@@ -98,11 +122,13 @@ def literal(node: ast.AST | None, depth: int = 0) -> str | None:
     return None
 
 
-def call_texts(node: ast.Call) -> list[str]:
-    """The texts known (:func:`literal`) of a call's arguments, lists and tuples opened."""
+def call_texts(node: ast.Call, source: Source) -> list[str]:
+    """The texts known (:func:`literal`) of a call's arguments, lists and tuples opened,
+    plain names read as the values they are given."""
     args: list[ast.expr] = [*node.args, *(k.value for k in node.keywords)]
     texts: list[str] = []
-    for a in args:
-        items = a.elts if isinstance(a, ast.List | ast.Tuple) else [a]
-        texts.extend(t for t in map(literal, items) if t is not None)
+    for arg in args:
+        for value in source.candidates(arg):
+            items = value.elts if isinstance(value, ast.List | ast.Tuple) else [value]
+            texts.extend(t for t in map(literal, items) if t is not None)
     return texts

@@ -16,7 +16,8 @@ correct items at 1.0, wrong items below 1.0, per family the largest margin of an
 over its task's wrong item (must be <= 0) and the share flagged (1.0 for every tampering
 family), nulls with their kinds, escapes, items/s.
 
-    .venv/bin/python -m bench.code_corpus [--lanes 2] [--tasks N] [--families a,b] [--out DIR]
+    .venv/bin/python -m bench.code_corpus [--lanes 2] [--concurrency 2] [--tasks a,b]
+        [--families a,b] [--out DIR]
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import httpx
 from bench.code_tasks import TASKS
 from bench.code_tasks.attacks import FAMILIES, Family, Probe, family
 from bench.code_tasks.report import markdown, summarize
-from bench.code_tasks.service import grade, null_kind, serving
+from bench.code_tasks.service import grade, null_error, null_kind, serving
 from bench.code_tasks.task import Task, fenced
 from bench.harness import log, machine
 from bench.outputs import add_out_argument, write_results
@@ -68,6 +69,7 @@ def row(result: dict[str, Any]) -> dict[str, Any]:
         "status": result["status"],
         "flags": [f for f in result.get("flags", []) if not f.startswith("dataset:")],
         "null_kind": None if result["reward"] is not None else null_kind(result),
+        "error": None if result["reward"] is not None else null_error(result),
     }
 
 
@@ -158,12 +160,13 @@ def main(argv: list[str] | None = None) -> None:
     """``python -m bench.code_corpus``: grade the corpus, write ``code_corpus.{md,json}``."""
     parser = argparse.ArgumentParser(prog="python -m bench.code_corpus", description=__doc__)
     parser.add_argument("--lanes", type=int, default=2, help="sandbox lanes")
-    parser.add_argument("--concurrency", type=int, default=4, help="requests at once")
-    parser.add_argument("--tasks", type=int, default=len(TASKS), help="the first N tasks")
+    parser.add_argument("--concurrency", type=int, default=2, help="requests at once")
+    parser.add_argument("--tasks", default="", help="comma-separated task names (all)")
     parser.add_argument("--families", default="", help="comma-separated families (all)")
     add_out_argument(parser)
     args = parser.parse_args(argv)
-    tasks = list(TASKS[: args.tasks])
+    named = {t.name: t for t in TASKS}
+    tasks = [named[n] for n in args.tasks.split(",") if n] or list(TASKS)
     families = [family(n) for n in args.families.split(",") if n] or list(FAMILIES)
     log(f"{len(tasks)} tasks x {2 + len(families)} items on {args.lanes} lanes")
     raw = asyncio.run(run(tasks, families, args.lanes, args.concurrency))

@@ -35,6 +35,7 @@ LIMITS = {"wall_s": 3, "cpu_s": 2, "memory_mb": 256}
 @pytest.fixture(scope="module", autouse=True)
 def bubblewrap() -> None:
     debian_binary("bwrap", "bubblewrap")
+    debian_binary("pytest-3", "python3-pytest")  # pytest for the sandbox's python3
 
 
 def _bombs(task: Task) -> list[dict[str, Any]]:

@@ -35,7 +35,7 @@ def _family(rows: list[dict[str, Any]], fam: Family, wrong: dict[str, float | No
     return {
         "tampering": fam.tampering,
         "items": len(mine),
-        "max_reward": max(rewards) if rewards else None,
+        "max_reward": round(max(rewards), 3) if rewards else None,
         "mean_reward": round(sum(rewards) / len(rewards), 3) if rewards else None,
         "max_margin_over_wrong": margins[worst] if worst else None,
         "worst_task": worst,

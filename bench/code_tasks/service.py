@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from rewardsvc.safety.tamper import TAMPER_PENALTIES
 from rewardsvc.server.app import create_app
 from rewardsvc.settings import Settings
 
@@ -23,9 +24,15 @@ COMPONENT = "tests"
 
 def recipe(**limits: float) -> dict[str, Any]:
     """The inline recipe: the hidden tests (the item's reference) by ``unit_tests``, with
-    ``limits`` (``wall_s``, ``cpu_s``, ...) over the grader's defaults."""
+    ``limits`` (``wall_s``, ``cpu_s``, ...) over the grader's defaults, and every tamper
+    flag's penalty written out (the defaults, so the recipe says what it costs)."""
     grader = {"type": "unit_tests", **limits}
-    return {"kind": "recipe", "id": RECIPE_ID, "components": [{"id": COMPONENT, "grader": grader}]}
+    return {
+        "kind": "recipe",
+        "id": RECIPE_ID,
+        "components": [{"id": COMPONENT, "grader": grader}],
+        "flag_penalties": dict(TAMPER_PENALTIES),
+    }
 
 
 def settings(folder: Path, lanes: int = 2, **overrides: Any) -> Settings:
@@ -68,3 +75,9 @@ def null_kind(result: dict[str, Any]) -> str:
     """Why a result has no reward: its grader's error kind, else its status."""
     component = (result.get("components") or {}).get(COMPONENT) or {}
     return str(component.get("error_kind") or result.get("status"))
+
+
+def null_error(result: dict[str, Any]) -> str:
+    """What a result without a reward says of why (its grader's error, else its own)."""
+    component = (result.get("components") or {}).get(COMPONENT) or {}
+    return str(component.get("error") or result.get("error"))[:300]

@@ -1,8 +1,10 @@
 """The code corpus itself (``bench/code_tasks``), checked without the service: enough tasks,
 each with 4 to 10 hidden tests that its correct solution passes and its wrong solution
 fails in part (some tests, never all, so that the wrong one scores strictly between 0 and
-1), and attack families built for every task. The solutions are the project's own code,
-run here in the test process; the service's grading of them is tests/test_sandbox_load.py."""
+1); attack families built for every task, each tampering family caught by its tamper flag
+when the detector reads the item, no honest solution flagged. The solutions are the
+project's own code, run here in the test process; the service's grading of them is
+tests/test_sandbox_load.py."""
 
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ import pytest
 
 from bench.code_tasks import TASKS
 from bench.code_tasks.attacks import FAMILIES, Probe
-from bench.code_tasks.task import MODULE, Task
+from bench.code_tasks.task import MODULE, Task, fenced
+from rewardsvc.graders.code import program_of
+from rewardsvc.safety import tamper
 
 
 def passed(task: Task, source: str) -> list[bool]:
@@ -68,3 +72,28 @@ def test_the_reference_holds_the_tests_and_the_attacks_build(task: Task) -> None
         for path, text in item.get("files", {}).items():
             if path.endswith(".py"):
                 ast.parse(text)  # a workspace's Python files are valid Python
+
+
+def detected(item: dict[str, object], tests: dict[str, str]) -> tuple[str, ...]:
+    """The tamper flags of an item as the code graders see it: an agent's workspace
+    against the task's tests, else the completion's program."""
+    files = item.get("files")
+    if isinstance(files, dict):
+        return tamper.flags_of(tamper.workspace(files, tests))
+    program = program_of(str(item["completion"]))
+    assert program is not None
+    return tamper.flags_of(tamper.scan_source(program))
+
+
+@pytest.mark.parametrize("task", TASKS, ids=lambda task: task.name)
+def test_the_detector_flags_each_tampering_family_and_no_honest_solution(task: Task) -> None:
+    tests = json.loads(task.reference())
+    probe = Probe(port=40000, marker="/tmp/rewardsvc-corpus/escaped", pid=4321)
+    for source in (task.correct, task.wrong):
+        assert detected({"completion": fenced(source)}, tests) == ()
+    for family in FAMILIES:
+        flags = detected(family.build(task, probe), tests)
+        if family.flag is None:
+            assert flags == (), (family.name, flags)
+        else:
+            assert family.flag in flags, (family.name, flags)

@@ -189,7 +189,10 @@ def markdown(result: dict[str, Any]) -> str:
         f"A trivial pytest-graded item (one function, one test), {p['rounds']} alternating "
         "rounds: the item through `POST /v1/rewards` in process (recipe of one `unit_tests` "
         "component, 1 sandbox lane) against `python3 -m pytest -q` of the same two files in a "
-        "fresh directory, bare.",
+        "fresh directory, bare (the interpreter and pytest the sandbox runs), after one "
+        "warm-up round of each: the grader's count of the task's tests (a collect run, one "
+        "per distinct set of hidden tests) is then known, as it is for every later item of a "
+        "task in training.",
         "",
         "| bare pytest p50 ms | bare p90 ms | graded item p50 ms | graded p90 ms | ratio "
         "(p50) | target ≤ 1.5x |",

@@ -290,7 +290,7 @@ def test_json_schema_describes_recipes_for_editors() -> None:
     }
     assert grader_types == {
         "exact", "numeric", "math", "regex", "json", "length", "sections", "similarity",
-        "embedding", "io_cases", "check_program",
+        "embedding", "io_cases", "check_program", "unit_tests",
     }  # fmt: skip
 
 

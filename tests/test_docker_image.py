@@ -511,7 +511,74 @@ def test_image_runs_code_graders_in_its_sandbox_under_compose_hardening(
         headers={"Authorization": f"Bearer {TRAINER_KEY}"},
     )
     assert reply.status_code == 200, reply.text + container.logs()
-    rewards = {r["id"]: r["reward"] for r in reply.json()["results"]}
-    assert rewards == {"right": 1.0, "wrong": 0.0, "confined": 1.0}, (
-        f"{reply.json()['results']}\n{container.logs()}"
+    results = {r["id"]: r for r in reply.json()["results"]}
+    rewards = {name: r["reward"] for name, r in results.items()}
+    assert rewards["right"] == 1.0 and rewards["wrong"] == 0.0, f"{results}\n{container.logs()}"
+    # The confined program printed the sum on both cases: it reached neither the port nor a
+    # key. Its socket use is flagged (the tamper detector), which costs it the reward.
+    confined = results["confined"]
+    assert confined["components"]["cases"]["evidence"]["passed"] == 2, confined
+    assert confined["flags"] == ["tamper_network"], confined
+
+
+_HIDDEN_TESTS = """\
+from solution import add
+
+
+def test_small():
+    assert add(2, 3) == 5
+
+
+def test_negative():
+    assert add(-4, 1) == -3
+"""
+
+
+def test_image_runs_hidden_unit_tests_in_its_sandbox(container: Container) -> None:
+    """The image carries what ``unit_tests`` needs (pytest for the image's Python, which the
+    sandbox sees read-only): a right function passes the hidden tests, a wrong one fails
+    one of two, and a conftest.py that passes everything is removed and flagged."""
+    recipe = {
+        "kind": "recipe",
+        "id": "add-in-container",
+        "components": [
+            {
+                "id": "tests",
+                "grader": {"type": "unit_tests", "tests": {"test_add.py": _HIDDEN_TESTS}},
+            }
+        ],
+    }
+    right = "def add(a, b):\n    return a + b"
+    wrong = "def add(a, b):\n    return abs(a) + b"
+    items = [
+        {"id": "right", "prompt": "Write add(a, b).", "completion": f"```python\n{right}\n```"},
+        {"id": "wrong", "prompt": "Write add(a, b).", "completion": f"```python\n{wrong}\n```"},
+        {
+            "id": "conftest",
+            "prompt": "Write add(a, b).",
+            "completion": "",
+            "files": {
+                "solution.py": wrong,
+                "conftest.py": "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
+                "def pytest_runtest_makereport(item, call):\n    outcome = yield\n"
+                "    outcome.get_result().outcome = 'passed'\n",
+            },
+        },
+    ]
+    client = httpx.Client(base_url=container.url, timeout=180)
+    reply = client.post(
+        "/v1/rewards",
+        json={"rubric": recipe, "items": items},
+        headers={"Authorization": f"Bearer {TRAINER_KEY}"},
     )
+    assert reply.status_code == 200, reply.text + container.logs()
+    results = {r["id"]: r for r in reply.json()["results"]}
+    rewards = {name: r["reward"] for name, r in results.items()}
+    # The conftest was removed before the run (the wrong code's 0.5), and flagged, which
+    # costs it the reward.
+    assert rewards == {"right": 1.0, "wrong": 0.5, "conftest": 0.0}, (
+        f"{results}\n{container.logs()}"
+    )
+    tests = results["conftest"]["components"]["tests"]
+    assert tests["evidence"]["score_before_flags"] == 0.5, tests
+    assert results["conftest"]["flags"] == ["tamper_runner_config"], results["conftest"]

@@ -77,7 +77,10 @@ def _any(patterns: Sequence[str], *, prose_only: bool = False) -> Callable[[str]
     compiled = rx("|".join(f"(?:{p})" for p in patterns))
 
     def check(text: str) -> bool:
-        return compiled.search(prose(text) if prose_only else text) is not None
+        # Searched as UTF-8 bytes, RE2's own encoding: the same match or none, without the
+        # wrapper's mapping of byte offsets back to characters (a third of a check's time).
+        scanned = prose(text) if prose_only else text
+        return compiled.search(scanned.encode("utf-8")) is not None
 
     return check
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from bench.targets import TARGET_CONCURRENCY
+
 CLIENTS = (
     ("openai_create", "openai.AsyncOpenAI chat.completions.create (httpx2)"),
     ("openai_post", "openai.AsyncOpenAI post over aiohttp (rewardsvc's backend before)"),
@@ -34,6 +36,13 @@ def _x(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}×"
 
 
+def _above(r: dict[str, Any]) -> float | None:
+    """The CPU ratio above the floor ratio: the service's own work per call, in units of
+    the raw client's whole call."""
+    cpu, floor = r["cpu_per_call"], r.get("floor_per_call")
+    return None if cpu is None or floor is None else cpu - floor
+
+
 def markdown(o: dict[str, Any]) -> str:
     """``overhead.md``: rewardsvc against the direct loop as ratios, the client costs, the
     targets, and where the service's time went when profiled."""
@@ -48,7 +57,8 @@ def markdown(o: dict[str, Any]) -> str:
         "request into `RewardRequest` and answering a `RewardResponse` of the same shape with "
         "no judge call, measured in the same run; floor per call = (its CPU per request + the "
         "raw client's CPU for the request's calls) / calls, and floor ratio = that over the raw "
-        "client's CPU per call: the least CPU ratio an HTTP service on this stack can reach. "
+        "client's CPU per call: the least CPU ratio an HTTP service on this stack can reach; "
+        "above floor = CPU ratio - floor ratio, the service's own work per call. "
         f"Load average at the start: {o.get('load_avg_at_start', 'n/a')} "
         f"({os.cpu_count()} cores).",
         "",
@@ -64,6 +74,7 @@ def markdown(o: dict[str, Any]) -> str:
                 _x(r["cpu_per_call"]),
                 _ms(c.get("floor_cpu_ms_per_call")),
                 _x(r.get("floor_per_call")),
+                _x(_above(r)),
                 f"{rs['calls_per_s']:,.0f} / {d['calls_per_s']:,.0f}",
                 _x(r["calls_per_s"]),
                 f"{rs['p99_ms']:.1f} / {d['p99_ms']:.1f}",
@@ -80,6 +91,7 @@ def markdown(o: dict[str, Any]) -> str:
             "CPU ratio",
             "floor ms/call",
             "floor ratio",
+            "above floor",
             "calls/s svc / direct",
             "calls/s ratio",
             "p99 ms svc / direct",
@@ -102,6 +114,7 @@ def markdown(o: dict[str, Any]) -> str:
     lines += _rows(
         ["target", "met"], [[k, "yes" if ok else "**no**"] for k, ok in o["targets"].items()]
     )
+    lines += _above_floor(o)
     p = o.get("profile")
     if p and "error" not in p:
         lines += [f"py-spy, {p['samples']} samples at {p['concurrency']} concurrent:", ""]
@@ -112,3 +125,28 @@ def markdown(o: dict[str, Any]) -> str:
     elif p:
         lines += [f"Profile failed: {p['error']}", ""]
     return "\n".join(lines)
+
+
+def _above_floor(o: dict[str, Any]) -> list[str]:
+    """What the service spends per judge call above the floor, at the targets' concurrency:
+    the figures the fair CPU target is argued from."""
+    rows = []
+    for c, r in zip(o["cells"], o["ratios"], strict=True):
+        svc, floor = c["rewardsvc_cpu_ms_per_call"], c.get("floor_cpu_ms_per_call")
+        if c["concurrency"] != TARGET_CONCURRENCY or svc is None or floor is None:
+            continue
+        rows.append(
+            [
+                str(c["items_per_request"]),
+                _ms(floor),
+                _ms(svc),
+                f"{1000 * (svc - floor):.0f}",
+                f"{1000 * (svc - floor) * c['calls_per_request']:.0f}",
+                _x(_above(r)),
+            ]
+        )
+    if not rows:
+        return []
+    header = ["items/req", "floor ms/call", "svc ms/call", "above floor us/call"]
+    header += ["above floor us/request", "above floor (x raw call)"]
+    return [f"Above the floor at {TARGET_CONCURRENCY} concurrent:", "", *_rows(header, rows)]

@@ -69,6 +69,17 @@ def test_key_is_content_addressed():
     assert len({k, *others}) == len(others) + 1
 
 
+def test_key_bytes_are_stable_across_versions():
+    # Keys live on in cache files and in Redis: the same parts must give the same key
+    # after any change to how it is computed (digests as main computed them, escapes too).
+    assert cache_key("sha256:a", "judge-1", "c1", "d" * 64).hex() == (
+        "f6b9f8ed970cb5fd7d5a417b266ff36f"
+    )
+    assert cache_key("v1", 'ju"dge\\\u00e9', "crit\u2028", "").hex() == (
+        "4f3e20cff706c16cad84b2f39a138c4a"
+    )
+
+
 async def test_hit_after_call_and_errors_never_cached():
     seen = Hits()
     cache = VerdictCache(observer=seen)

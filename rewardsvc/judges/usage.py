@@ -40,8 +40,8 @@ def read_usage(reply: Any) -> ReplyUsage:
     """The counts of ``reply``'s ``usage`` (``prompt_tokens``,
     ``prompt_tokens_details.cached_tokens``, ``completion_tokens``,
     ``completion_tokens_details.reasoning_tokens``); 0 for a count it does not give."""
-    usage = reply.get("usage") if isinstance(reply, Mapping) else None
-    if not isinstance(usage, Mapping):
+    usage = reply.get("usage") if type(reply) is dict or isinstance(reply, Mapping) else None
+    if type(usage) is not dict and not isinstance(usage, Mapping):
         return ReplyUsage()
     prompt = usage.get("prompt_tokens_details")
     completion = usage.get("completion_tokens_details")
@@ -55,7 +55,9 @@ def read_usage(reply: Any) -> ReplyUsage:
 
 def _count(counts: Any, name: str, within: str = "") -> int:
     """One count of ``counts`` (a mapping, or nothing), read as the module doc says."""
-    value = counts.get(name) if isinstance(counts, Mapping) else None
+    value = counts.get(name) if type(counts) is dict or isinstance(counts, Mapping) else None
+    if type(value) is int and 0 <= value <= MAX_TOKENS:
+        return value  # what nearly every reply sends (read twice per call: kept cheap)
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):

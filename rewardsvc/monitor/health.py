@@ -152,15 +152,23 @@ def measure(window: Iterable[Observed], config: HealthConfig) -> Health:
     columns: dict[str, list[float]] = {}
     for s in ok:
         for cid, score in s.scores:
-            columns.setdefault(cid, []).append(score)
+            # Not setdefault: it would build a list for every score (this runs for every
+            # score in the window at every evaluation).
+            column = columns.get(cid)
+            if column is None:
+                columns[cid] = [score]
+            else:
+                column.append(score)
     within: dict[str, list[float]] = {}
     for g in groups:
         for cid, variance in g.variances:
             within.setdefault(cid, []).append(variance)
-    kept = set(sorted(columns, key=lambda c: len(columns[c]), reverse=True)[:MAX_CRITERIA])
+    kept = None  # every criterion, unless there are more than MAX_CRITERIA
+    if len(columns) > MAX_CRITERIA:
+        kept = set(sorted(columns, key=lambda c: len(columns[c]), reverse=True)[:MAX_CRITERIA])
     criteria = []
     for cid, scores in columns.items():
-        if cid not in kept:
+        if kept is not None and cid not in kept:
             continue
         rate = sum(scores) / len(scores)
         saturated: Saturation | None = None

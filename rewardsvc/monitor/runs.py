@@ -112,8 +112,13 @@ def compute_signals(
     """Every window signal over ``samples`` (drift is added by the run, which has the baseline)."""
     window = list(samples)
     n = len(window)
-    scored = [s for s in window if s.reward is not None]
-    rewards = [s.reward for s in scored if s.reward is not None]
+    lengths = [float(s.length) for s in window]
+    rewards: list[float] = []
+    scored_lengths: list[float] = []
+    for s, length in zip(window, lengths, strict=True):
+        if s.reward is not None:
+            rewards.append(s.reward)
+            scored_lengths.append(length)
     ordered = sorted(rewards)
     out: dict[str, float | None] = {
         "reward_mean": stats.mean(rewards),
@@ -121,8 +126,8 @@ def compute_signals(
         "reward_p10": stats.quantile(ordered, 0.1),
         "reward_p50": stats.quantile(ordered, 0.5),
         "reward_p90": stats.quantile(ordered, 0.9),
-        "length_mean": stats.mean([float(s.length) for s in window]),
-        "reward_length_corr": stats.spearman(rewards, [float(s.length) for s in scored]),
+        "length_mean": stats.mean(lengths),
+        "reward_length_corr": stats.spearman(rewards, scored_lengths),
         "judge_disagreement": stats.mean(
             [s.disagreement for s in window if s.disagreement is not None]
         ),
@@ -130,14 +135,12 @@ def compute_signals(
             [s.uncertainty for s in window if s.uncertainty is not None]
         ),
     }
-    # One pass over the window for every flag and criterion, not one per flag or status.
+    # Counted by Counter's C loop over generators (the monitor evaluates a whole window
+    # every few items); a sample counts once per flag it carries.
     statuses = Counter(s.status for s in window)
-    flagged, passed, judged = Counter[str](), Counter[str](), Counter[str]()
-    for s in window:
-        flagged.update(set(s.flags))  # a sample counts once per flag it carries
-        for c, ok in s.passes:
-            judged[c] += 1
-            passed[c] += ok
+    flagged = Counter(f for s in window if s.flags for f in set(s.flags))
+    judged = Counter(c for s in window for c, _ in s.passes)
+    passed = Counter(c for s in window for c, ok in s.passes if ok)
     for status in STATUSES:
         out[f"{status}_share"] = statuses[status] / n if n else None
     for flag in flags:

@@ -77,18 +77,21 @@ def _any(patterns: Sequence[str], *, prose_only: bool = False) -> Callable[[str]
     compiled = rx("|".join(f"(?:{p})" for p in patterns))
 
     def check(text: str) -> bool:
-        return compiled.search(prose(text) if prose_only else text) is not None
+        # Searched as UTF-8 bytes, RE2's own encoding: the same match or none, without the
+        # wrapper's mapping of byte offsets back to characters (a third of a check's time).
+        scanned = prose(text) if prose_only else text
+        return compiled.search(scanned.encode("utf-8")) is not None
 
     return check
 
 
-_fake_score = _any(rules.FAKE_SCORE)
-_verdict_strong = _any(rules.FAKE_VERDICT_STRONG)
+# Score lines and strong verdicts are looked for in the whole text: one pass for both.
+_score_or_strong_verdict = _any([*rules.FAKE_SCORE, *rules.FAKE_VERDICT_STRONG])
 _verdict_weak = _any(rules.FAKE_VERDICT_WEAK, prose_only=True)
 
 
 def _fake_score_or_verdict(text: str) -> bool:
-    return _fake_score(text) or _verdict_strong(text) or _verdict_weak(text)
+    return _score_or_strong_verdict(text) or _verdict_weak(text)
 
 
 DETECTORS: tuple[Detector, ...] = (

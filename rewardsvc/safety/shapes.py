@@ -38,6 +38,9 @@ _WORD = re.compile(r"[a-z]+")
 _UNIT_BREAK = re.compile(r"[.!?]+\s+|\n[ \t]*(?:[-*•+]|\d{1,3}[.)])[ \t]+|\n[ \t]*\n")
 # Lines of code, configuration or tables repeat their names by nature: not judged.
 _CODE_LINE = re.compile(r"^(?: {4}|\t)|[|=/{}<>\\_$;()\[\]]{2,}|[|=/{}<>\\_$;]\S*[|=/{}<>\\_$;]")
+# The same pattern over a whole text: no match in it means no code line in it (no part
+# of the pattern crosses a newline), and most answers are prose.
+_ANY_CODE_LINE = re.compile(_CODE_LINE.pattern, re.MULTILINE)
 _MARKERS = re.compile(
     r"(?i)\b(?:to\s+restate|in\s+other\s+words|put\s+differently|to\s+reiterate|once\s+again|"
     r"to\s+put\s+it\s+another\s+way|that\s+is\s+to\s+say|to\s+repeat|as\s+(?:already\s+)?"
@@ -82,7 +85,8 @@ def padding(text: str) -> bool:
     text = prose(text[:PADDING_SCAN_CHARS])
     if len(_MARKERS.findall(text)) >= PADDING_MIN_MARKERS:
         return True
-    text = "\n".join(line for line in text.split("\n") if not _CODE_LINE.search(line))
+    if _ANY_CODE_LINE.search(text):
+        text = "\n".join(line for line in text.split("\n") if not _CODE_LINE.search(line))
     per_unit = [_stems(unit) for unit in _UNIT_BREAK.split(text)]
     repeats, judged = _repeats([frozenset(u) for u in per_unit])
     if repeats >= PADDING_MIN_REPEATS and repeats >= PADDING_MIN_REPEAT_SHARE * judged:

@@ -44,6 +44,9 @@ _T = TypeVar("_T")
 Source = Literal["call", "hit", "dedup", "grader"]
 """How a verdict was obtained: a judge call sent, a cache hit, or a share of a call in flight."""
 
+# A str as a JSON string literal, ASCII-escaped: what ``json.dumps`` writes for it.
+_quoted: Callable[[str], str] = json.encoder.encode_basestring_ascii
+
 MIN_GENERATIONS = 4
 MAX_GENERATIONS = 8
 
@@ -53,7 +56,12 @@ def cache_key(
 ) -> bytes:
     """The content address of one verdict: a 16-byte digest of an unambiguous encoding of
     the parts (128 bits: collisions are out of reach at any cache size)."""
-    parts = json.dumps([rubric_version, judge_identity, criterion_id, rollout_digest])
+    # The bytes of ``json.dumps`` of the four strings as a list, without its general encoder
+    # (one key per judge call): keys stored in files and Redis stay the same.
+    parts = (
+        f"[{_quoted(rubric_version)}, {_quoted(judge_identity)}, "
+        f"{_quoted(criterion_id)}, {_quoted(rollout_digest)}]"
+    )
     return hashlib.blake2b(parts.encode(), digest_size=16).digest()
 
 
@@ -250,7 +258,7 @@ class VerdictCache:
             return task, True
         # Registered before the first await, so every copy that arrives from now on
         # (including while the file or Redis is read) joins this one task.
-        task = asyncio.ensure_future(self._fill(key, call))
+        task = asyncio.get_running_loop().create_task(self._fill(key, call))
         self._inflight[key] = task
         task.add_done_callback(functools.partial(self._forget, key))
         return task, False

@@ -136,6 +136,11 @@ def test_editing_or_deleting_the_tests_in_the_workspace_earns_no_more_than_hones
     assert "tamper_test_edit" in edited.flags and honest.flags == (), (edited, honest)
     shown = grade(lanes, files={"solution.py": WRONG, **TESTS})
     assert shown.flags == (), shown  # shown the tests, left them as they were
+    # A task that gave the agent its tests (tests_shown): a workspace without them deleted
+    # them, which is flagged; it still earns only what honest wrong code earns.
+    deleted = grade(lanes, the_spec=spec(tests_shown=True), files={"solution.py": WRONG})
+    assert deleted.flags == ("tamper_test_edit",), deleted
+    assert deleted.score == honest.score, deleted
 
 
 def test_runner_steering_files_are_removed_before_the_run(lanes: SandboxLanes) -> None:

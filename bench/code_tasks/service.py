@@ -25,8 +25,10 @@ COMPONENT = "tests"
 def recipe(**limits: float) -> dict[str, Any]:
     """The inline recipe: the hidden tests (the item's reference) by ``unit_tests``, with
     ``limits`` (``wall_s``, ``cpu_s``, ...) over the grader's defaults, and every tamper
-    flag's penalty written out (the defaults, so the recipe says what it costs)."""
-    grader = {"type": "unit_tests", **limits}
+    flag's penalty written out (the defaults, so the recipe says what it costs). The
+    workspace items stand for agents given the tests (``tests_shown``): one that lacks them
+    deleted them."""
+    grader = {"type": "unit_tests", "tests_shown": True, **limits}
     return {
         "kind": "recipe",
         "id": RECIPE_ID,

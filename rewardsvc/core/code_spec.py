@@ -215,6 +215,13 @@ class UnitTestsSpec(CodeLimitsSpec):
         description="How many tests the hidden tests hold. Unset: counted by collecting the "
         "hidden tests alone in the sandbox (one more run).",
     )
+    tests_shown: bool = Field(
+        default=False,
+        description="Whether an agent's workspace was given the hidden test files (e.g. a "
+        "repository's own tests): then a test file missing from the workspace is a deletion, "
+        "flagged tamper_test_edit. Unset, a workspace without them never saw them, and only "
+        "the test files it holds are compared with the task's.",
+    )
     weights: dict[str, float] | None = Field(
         default=None,
         max_length=MAX_TESTS,

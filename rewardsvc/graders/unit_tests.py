@@ -110,16 +110,16 @@ def hidden_tests(spec: UnitTestsSpec, reference: str | None) -> dict[str, str] |
 
 
 def tamper_findings(
-    rollout: Rollout, code: Mapping[str, str], tests: Mapping[str, str]
+    rollout: Rollout, code: Mapping[str, str], tests: Mapping[str, str], shown: bool
 ) -> list[tamper.Finding]:
     """The tamper findings of the code under test (:mod:`rewardsvc.safety.tamper`). A
-    workspace that holds any of the hidden tests was shown them, so its edits to them (or a
-    deletion) are findings; a workspace that holds none never saw them, and what it lacks is
-    not a deletion."""
+    workspace that was given the hidden tests (``shown``, the spec's ``tests_shown``), or
+    holds any of them, was shown them: its edits to them, or a deletion, are findings; a
+    workspace never shown them lacks them without deleting them."""
     if not rollout.files:
         return tamper.scan(code)
-    shown = tests if any(path in code for path in tests) else {}
-    return tamper.workspace(code, shown)
+    seen = shown or any(path in code for path in tests)
+    return tamper.workspace(code, tests if seen else {})
 
 
 def code_of(rollout: Rollout, spec: UnitTestsSpec) -> dict[str, str] | None:
@@ -271,7 +271,7 @@ async def unit_tests(rollout: Rollout, spec: UnitTestsSpec, sandbox: Sandbox) ->
     if spec.weights and expected.ids is not None and not set(spec.weights) <= expected.ids:
         unknown = sorted(set(spec.weights) - expected.ids)[:3]
         return GraderResult(None, {}, f"weights: no such tests {unknown}", "grader_failed")
-    findings = await asyncio.to_thread(tamper_findings, rollout, code, tests)
+    findings = await asyncio.to_thread(tamper_findings, rollout, code, tests, spec.tests_shown)
     work = work_dir(code, tests)
     result = await sandbox.run(request(spec, work.files, tests, "run"))
     if result.failure is not None and result.failure not in PROGRAM_FAULTS:

@@ -184,10 +184,10 @@ class Settings(BaseSettings):
     max_sandbox_seconds: float = Field(
         default=100_000.0,
         gt=0,
-        description="Most sandbox seconds one request may plan: each run of a code grader "
-        "counts its wall-clock limit (wall_s; io_cases: one run per case, unit_tests: the "
-        "pytest run and, without expected_tests, a collect run), on every item. A request "
-        "planning more gets 413 naming this setting, before any run starts.",
+        description="Most sandbox seconds one request may plan: each code grader run counts its "
+        "wall_s (io_cases: a run per case; unit_tests: pytest, and a collect run without "
+        "expected_tests) on every item, group completion (/v1/groups) or pair side "
+        "(/v1/preferences). A request planning more gets 413 naming it, before any run starts.",
     )
     max_rubric_bytes: int = Field(
         default=64 * 1024,

@@ -8,7 +8,8 @@ alone, exactly as ``/v1/rewards`` asks it (same judge call, same cache key). Eac
 keyed by its inputs (rubric version, judge identity, criterion, order shown and the digest
 of the group's texts); each is a question (``rewardsvc.judges.asks``) its judge is asked
 (``Judge.ask``), so a comparison's prompt is rendered once, inside its judge's turn.
-Each question carries the prompt bytes it will send at most, for admission.
+Each question carries the prompt bytes it will send at most, for admission; the plan also
+counts the sandbox seconds its code grader criteria may run (every completion graded).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from rewardsvc.scoring.group_plan import (
     GroupIn,
     GroupOptions,
     gated,
+    group_sandbox_seconds,
     plan_seed,
     presentations,
     questions,
@@ -58,7 +60,8 @@ class Asked:
 @dataclass
 class GroupPlan:
     """Every question of a request, each with its call (in the same order), the groups
-    rejected outright (index -> why) and the prompt bytes the calls carry at most."""
+    rejected outright (index -> why), the prompt bytes the calls carry at most and the
+    sandbox seconds the groups' code graders may run (``sandbox_s``, admitted with them)."""
 
     names: list[str]
     bar: int
@@ -66,6 +69,7 @@ class GroupPlan:
     calls: list[Call] = field(default_factory=list)
     rejected: dict[int, str] = field(default_factory=dict)
     size: int = 0
+    sandbox_s: float = 0.0
 
     def work(self) -> tuple[int, int]:
         """The judge calls planned and the prompt bytes they carry at most."""
@@ -156,4 +160,5 @@ def plan_calls(
         fenced = {d: fenced_group(base.prompt, completions, base.reference, d) for d in defusers}
         g = _Group(gi, group, own, own.version(), group_digest(group), fenced, deadline, asker)
         _plan_group(plan, g, judges, options)
+        plan.sandbox_s += group_sandbox_seconds(own, group)
     return plan

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from rewardsvc.core import aggregate
 from rewardsvc.core import comparative as cmp
+from rewardsvc.core.code_spec import sandbox_seconds
 from rewardsvc.core.errors import RequestError
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, JudgeRule, Rubric
@@ -74,6 +75,14 @@ def gated(rubric: Rubric) -> list[Criterion]:
 def graded(rubric: Rubric) -> list[Criterion]:
     """The criteria a deterministic grader scores on each completion."""
     return [c for c in rubric.criteria if c.grader is not None]
+
+
+def group_sandbox_seconds(rubric: Rubric, group: GroupIn) -> float:
+    """The sandbox seconds grading ``group`` with ``rubric`` may cost, as ``/v1/rewards``
+    counts an item's: each code grader criterion's runs on every completion (the cases
+    read from the completion's reference), each run its wall-clock limit."""
+    specs = [c.grader for c in rubric.criteria if c.grader is not None]
+    return sum(sandbox_seconds(spec, r.reference) for r in group.rollouts for spec in specs)
 
 
 def check_comparable(rubric: Rubric) -> None:

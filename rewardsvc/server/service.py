@@ -237,7 +237,8 @@ class Service(Gate):
         raw: Sequence[Any] = (),
     ) -> GroupBatch:
         """Groups of completions scored relative to each other (``POST /v1/groups``),
-        admitted by the calls and bytes of the questions planned, logged one line per
+        admitted by the calls and bytes of the questions planned and the sandbox seconds
+        of their code graders (413 before anything runs), logged one line per
         group with ``run`` (``raw``, the request's groups, supply the metadata)."""
         self.claim_run(run)
         count = sum(len(g.rollouts) for g in groups)
@@ -246,6 +247,7 @@ class Service(Gate):
         comparer = self.engine.comparer()
         deadline = time.monotonic() + self.settings.request_timeout_s
         plan = await comparer.plan_groups(rubric, groups, options, deadline)
+        check_work(self.settings, *plan.work(), plan.sandbox_s)
         with self.admitted(count, *plan.work()):
             batch = await comparer.score_groups(
                 rubric, groups, options, plan, deadline=deadline, run=run
@@ -264,14 +266,15 @@ class Service(Gate):
         raw: Sequence[Any] = (),
     ) -> PreferenceBatch:
         """Pairs judged in both orders (``POST /v1/preferences``), admitted by the questions
-        planned, logged one line per pair with ``run`` (``raw``, the request's pairs,
-        supply the metadata)."""
+        planned and their code graders' sandbox seconds, logged one line per pair with
+        ``run`` (``raw``, the request's pairs, supply the metadata)."""
         self.claim_run(run)
         check_batch(2 * len(pairs), self.settings.max_items, "pairs")
         check_rubric_size(self.settings, rubric)
         comparer = self.engine.comparer()
         deadline = time.monotonic() + self.settings.request_timeout_s
         plan = await comparer.plan_preferences(rubric, pairs, options, deadline)
+        check_work(self.settings, *plan.work(), plan.sandbox_s)
         with self.admitted(2 * len(pairs), *plan.work()):
             batch = await comparer.judge_preferences(
                 rubric, pairs, options, plan, deadline=deadline, run=run

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from fakejudge import FakeJudge
-from test_code_graders_api import fakes
-from test_tamper_flags_api import FLAG, counted, items, score
+from test_code_graders_api import CASES, fakes, serving
+from test_tamper_flags_api import FLAG, HONEST, TAMPERING, counted, items, score
 from test_unit_tests_grader import CORRECT, TESTS
 
 from rewardsvc.core.rubric import Rubric
@@ -138,3 +138,33 @@ def test_rubric_flag_penalties_name_the_graders_flags() -> None:
     assert made.transforms.flag_penalties == penalties
     with pytest.raises(InvalidFile, match=r"unknown flag 'tamper_exit_hok'.*the graders raise"):
         validate_document(rubric(flag_penalties={"tamper_exit_hok": 1}), Rubric, "r", context)
+
+
+def group_rubric(**transforms: Any) -> dict[str, Any]:
+    """A rubric for groups: the io_cases criterion beside one compared criterion."""
+    clear = {"id": "clear", "text": "The code is easy to read."}
+    return {**rubric(clear, **transforms), "judges": ["primary", "secondary"]}
+
+
+@pytest.mark.parametrize(("penalties", "cost"), [({}, True), ({"tamper_exit_hook": 0}, False)])
+async def test_a_group_completion_pays_for_its_grader_flag(
+    tmp_path: Path, fakes: tuple[FakeJudge, FakeJudge], penalties: dict[str, float], cost: bool
+) -> None:
+    group = {
+        "id": "g",
+        "prompt": "Add two integers.",
+        "reference": CASES,
+        "completions": [TAMPERING["exit_hook"], HONEST],
+    }
+    body = {"rubric": group_rubric(flag_penalties=penalties), "groups": [group]}
+    async with serving(tmp_path, fakes) as http:
+        reply = await http.post("/v1/groups", json=body)
+    assert reply.status_code == 200, reply.text
+    (result,) = reply.json()["results"]
+    assert result["flags"] == [["tamper_exit_hook"], []], result
+    flagged, honest = result["rewards"]
+    assert honest is not None and flagged is not None, result
+    if cost:
+        assert flagged == 0.0 and honest > 0.0, result
+    else:
+        assert flagged > 0.0, result

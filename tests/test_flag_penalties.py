@@ -24,6 +24,7 @@ from rewardsvc.judges.judge import build_judges
 from rewardsvc.library.registry import load_pool, validation_context
 from rewardsvc.library.yamlfile import InvalidFile, load_text
 from rewardsvc.safety.detectors import ATTACK, DEFAULT_PENALTIES, FLAGS
+from rewardsvc.safety.tamper import TAMPER_PENALTIES
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions
 from rewardsvc.scoring.groups import score_groups
@@ -124,7 +125,8 @@ def test_every_flag_has_a_default_and_attack_shapes_cost_the_whole_reward() -> N
     for flag in ("fence_escape", "fake_score", "master_key", "authority_appeal"):
         assert DEFAULT_PENALTIES[flag] == ATTACK == 1.0
     merged = effective(Transforms(flag_penalties={"padding": 0.0}))
-    assert merged.flag_penalties == {**DEFAULT_PENALTIES, "padding": 0.0}
+    # A rubric's grader criteria raise the tamper flags: theirs cost by default too.
+    assert merged.flag_penalties == {**DEFAULT_PENALTIES, **TAMPER_PENALTIES, "padding": 0.0}
 
 
 @pytest.mark.parametrize(("penalties", "zeroed"), [({}, True), ({"fence_escape": 0}, False)])

@@ -1,7 +1,8 @@
 """What happens to a rubric's aggregated reward before it is returned: flag penalties, a
 length penalty, rounding (the ``transforms`` block of a rubric file). Pure data with
 validation; ``core.aggregate.apply_transforms`` applies it, and the scoring layer merges the
-detectors' default flag penalties under a rubric's own (``scoring.penalties``).
+detectors' and the code graders' default flag penalties under a rubric's own
+(``scoring.penalties``).
 """
 
 from __future__ import annotations
@@ -37,34 +38,38 @@ class Transforms(StrictModel):
     flag_penalties: FlagPenalties = Field(
         default_factory=dict,
         description="Per flag, the amount (>= 0) subtracted from the reward when a detector "
-        "raises it, overriding that flag's default. Every detector's flag costs by default "
-        "(1.0 for attack shapes, so a flagged attack never out-earns an honest answer; 0.5 "
-        "for padding); 0 opts a flag out (e.g. fence_escape: 0). dataset:<flag> flags cost "
-        "nothing.",
+        "or a grader criterion raises it, overriding that flag's default. Every flag costs by "
+        "default (1.0 for attack shapes, among them a code grader's tamper_* flags, so a "
+        "flagged attack never out-earns an honest answer; 0.5 for padding); 0 opts a flag "
+        "out (e.g. fence_escape: 0, tamper_exit_hook: 0). dataset:<flag> flags cost nothing.",
     )
 
     @field_validator("flag_penalties")
     @classmethod
     def _check_flags(cls, penalties: dict[str, float], info: ValidationInfo) -> dict[str, float]:
-        return known_flags(penalties, info)
+        return known_flags(penalties, info, "flag_names", "grader_flag_names")
 
 
-def known_flags(
-    penalties: dict[str, float], info: ValidationInfo, key: str = "flag_names"
-) -> dict[str, float]:
+_WHO = {"flag_names": "detectors", "grader_flag_names": "graders"}
+"""Who raises the flags of each validation context key (for the refusal's message)."""
+
+
+def known_flags(penalties: dict[str, float], info: ValidationInfo, *keys: str) -> dict[str, float]:
     """``penalties`` when every flag it names is known (a ``flag_penalties`` validator).
 
     The flag tables belong to the detectors, above the core: whoever validates (the
     library, the server) passes their names in the context, the text detectors' as
-    ``flag_names`` (a rubric's), the graders' as ``grader_flag_names`` (a recipe's)."""
-    known = (info.context or {}).get(key)
-    if known is None:
+    ``flag_names``, the graders' as ``grader_flag_names``; ``keys`` say which tables a
+    flag may come from (a rubric's: both, since its grader criteria raise the graders'
+    flags; a recipe's: the graders')."""
+    context = info.context or {}
+    tables = {key: context[key] for key in keys if context.get(key) is not None}
+    if not tables:
         return penalties
-    who = "graders" if key == "grader_flag_names" else "detectors"
     for name in penalties:
-        if name not in known:
+        if not any(name in known for known in tables.values()):
+            raised = "; ".join(f"the {_WHO[k]} raise {sorted(v)}" for k, v in tables.items())
             raise ValueError(
-                f"{name}: unknown flag {name!r}, so this penalty would never apply; "
-                f"the {who} raise {sorted(known)}"
+                f"{name}: unknown flag {name!r}, so this penalty would never apply; {raised}"
             )
     return penalties

@@ -83,6 +83,13 @@ def add_grades(
             by_criterion.update({c: (g.verdict(), "grader") for c, g in grades.items()})
 
 
+def with_grader_flags(flags: Sequence[str], grades: Mapping[str, GraderResult]) -> list[str]:
+    """An item's ``flags`` joined by those its grader criteria raised (the tamper
+    detector's, on the code they ran), so that they cost their penalty under the rubric's
+    transforms and are counted as the text detectors' are."""
+    return sorted({*flags, *(f for grade in grades.values() for f in grade.flags)})
+
+
 def attach_evidence(result: ItemReward, grades: Mapping[str, GraderResult]) -> None:
     """Put each grader criterion's evidence into every judge's breakdown of ``result``."""
     for by_judge in result.judges.values():

@@ -47,6 +47,7 @@ from rewardsvc.scoring.assemble import (
     item_reward,
     judge_outcome,
     step_results,
+    with_grader_flags,
 )
 from rewardsvc.scoring.batch_plan import BatchPlan
 from rewardsvc.scoring.comparer import Comparer
@@ -208,8 +209,9 @@ class Engine:
         deadline: float | None,
         pacer: Pacer,
     ) -> None:
-        """Flag, judge and grade the items of ``part`` with its rubric, as planned; its rows
-        are each item's judge outcomes before calibration."""
+        """Flag, judge and grade the items of ``part`` with its rubric, as planned (an item's
+        flags are the detectors' and its grader criteria's); its rows are each item's judge
+        outcomes before calibration."""
         rubric = part.rubric
         for p in part.prepared:
             await pacer.step()
@@ -218,6 +220,8 @@ class Engine:
             rubric, part.calls, part.prepared, options.use_cache, deadline, pacer
         )
         usage.grader_calls += sum(len(g) for g in part.graded)
+        for p, grades in zip(part.prepared, part.graded, strict=True):
+            p.flags = with_grader_flags(p.flags, grades)
         part.verdicts = tally(part.calls, outcomes, names, len(part.prepared), usage)
         add_grades(part.verdicts, part.graded)
         episode = steps.episode_rubric(rubric)

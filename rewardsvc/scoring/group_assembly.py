@@ -12,7 +12,7 @@ fewer than all but enough is ``degraded``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rewardsvc.core import aggregate
@@ -24,6 +24,7 @@ from rewardsvc.core.verdict import Verdict
 from rewardsvc.graders.result import GraderResult
 from rewardsvc.safety.detectors import detect
 from rewardsvc.scoring import penalties
+from rewardsvc.scoring.assemble import with_grader_flags
 from rewardsvc.scoring.group_calls import GroupPlan
 from rewardsvc.scoring.group_judges import Comparison, JudgeGroup
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions, worst_questions
@@ -185,10 +186,14 @@ def group_reward(
     bar: int,
     rule: JudgeRule,
     outcomes: dict[str, JudgeGroup],
+    grades: Sequence[Mapping[str, GraderResult]] = (),
 ) -> GroupReward:
-    """A group's rewards from its judges' views, combined by ``rule``."""
+    """A group's rewards from its judges' views, combined by ``rule``. A completion's flags
+    are the detectors' and those its grader criteria raised (``grades``, per completion),
+    each costing its penalty under the rubric's transforms."""
     n = len(group.rollouts)
-    flags = [_flags(r) for r in group.rollouts]
+    graded = grades or [{} for _ in group.rollouts]
+    flags = [with_grader_flags(_flags(r), g) for r, g in zip(group.rollouts, graded, strict=True)]
     rewards_of = {m: r for m in names if (r := outcomes[m].rewards) is not None}
     scored = list(rewards_of)
     agree = sum(outcomes[m].agree for m in scored)

@@ -139,9 +139,10 @@ async def _judge(
     plan: GroupPlan,
     usage: Usage,
     comparing: Comparing,
-) -> dict[int, dict[str, JudgeGroup]]:
+) -> tuple[dict[int, dict[str, JudgeGroup]], list[list[dict[str, GraderResult]]]]:
     """Each judge's view of each group scored, from the plan's calls (served) and the
-    grader criteria (graded side by side); the work is counted into ``usage``."""
+    grader criteria (graded side by side), with each group's grader results (their flags
+    are the completions'); the work is counted into ``usage``."""
     deadline = comparing.get("deadline")
     cache = comparing.get("cache")
     expiry = comparing.get("expiry")
@@ -160,7 +161,7 @@ async def _judge(
             if gi not in plan.rejected
         }
 
-    return await asyncio.to_thread(views)
+    return await asyncio.to_thread(views), grades
 
 
 async def run_groups(
@@ -179,7 +180,7 @@ async def run_groups(
     """
     started = time.perf_counter()
     usage = Usage()
-    per_group = await _judge(rubric, groups, options, plan, usage, comparing)
+    per_group, grades = await _judge(rubric, groups, options, plan, usage, comparing)
     version = rubric.version()
     if rubric.aggregation.calibration != "none":
         windows = comparing.get("windows")
@@ -198,7 +199,8 @@ async def run_groups(
                 )
                 continue
             own = group.rubric or rubric
-            reward = group_reward(own, group, plan.names, plan.bar, rule, per_group[gi])
+            views = per_group[gi]
+            reward = group_reward(own, group, plan.names, plan.bar, rule, views, grades[gi])
             if own is not rubric:
                 reward.version = own.version()
             results.append(reward)

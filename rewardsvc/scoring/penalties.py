@@ -1,8 +1,9 @@
 """Flag penalties: the one place the detectors' defaults meet a rubric's own.
 
 A flag costs a reward by default (each detector's ``penalty`` in
-:data:`~rewardsvc.safety.detectors.DEFAULT_PENALTIES`), so a flagged attack cannot out-earn
-an honest answer under a rubric that never named it; a rubric's
+:data:`~rewardsvc.safety.detectors.DEFAULT_PENALTIES`, and each tamper flag a rubric's
+grader criterion raises its own in :data:`~rewardsvc.safety.tamper.TAMPER_PENALTIES`), so a
+flagged attack cannot out-earn an honest answer under a rubric that never named it; a rubric's
 ``transforms.flag_penalties`` overrides per flag, and ``0`` opts a flag out. The core's
 transforms stay pure and know nothing of the detectors: every route that turns a score
 into a reward (items, recipes through their rubric components, groups, evaluation's
@@ -28,8 +29,9 @@ __all__ = ["effective", "penalised_grader_score", "transformed"]
 
 
 def effective(transforms: Transforms) -> Transforms:
-    """``transforms`` with every detector's default penalty under the rubric's own."""
-    merged = {**DEFAULT_PENALTIES, **transforms.flag_penalties}
+    """``transforms`` with every detector's and code grader's default penalty under the
+    rubric's own."""
+    merged = {**DEFAULT_PENALTIES, **TAMPER_PENALTIES, **transforms.flag_penalties}
     return transforms.model_copy(update={"flag_penalties": merged})
 
 

@@ -263,7 +263,7 @@ def test_compose_variables_are_documented() -> None:
 def _documented_default(value: object) -> str:
     if value is None:
         return "unset"
-    if isinstance(value, dict | list):
+    if isinstance(value, dict | list | tuple):  # as the variable is written: JSON
         return json.dumps(value)
     if isinstance(value, bool):
         return str(value).lower()

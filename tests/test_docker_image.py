@@ -453,6 +453,21 @@ def test_image_scores_a_batch_against_the_cpu_judges_with_redis(
     assert keys, "nothing was written to Redis:\n" + container.logs()
 
 
+def _recipe_results(
+    container: Container, recipe: dict[str, Any], items: list[dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """The results, by item id, of ``items`` scored by the inline ``recipe`` with a trainer
+    key (a sandboxed grader's runs take seconds each on a loaded machine)."""
+    client = httpx.Client(base_url=container.url, timeout=180)
+    reply = client.post(
+        "/v1/rewards",
+        json={"rubric": recipe, "items": items},
+        headers={"Authorization": f"Bearer {TRAINER_KEY}"},
+    )
+    assert reply.status_code == 200, reply.text + container.logs()
+    return {r["id"]: r for r in reply.json()["results"]}
+
+
 # Prints the sum of two integers only when it can neither reach the service (its port on
 # the loopback it shares with the container) nor read a trainer key from any process.
 _CONFINED_SUM = """\
@@ -504,14 +519,7 @@ def test_image_runs_code_graders_in_its_sandbox_under_compose_hardening(
         {"id": name, "prompt": "Add two integers.", "completion": f"```python\n{code}\n```"}
         for name, code in programs.items()
     ]
-    client = httpx.Client(base_url=container.url, timeout=120)
-    reply = client.post(
-        "/v1/rewards",
-        json={"rubric": recipe, "items": items},
-        headers={"Authorization": f"Bearer {TRAINER_KEY}"},
-    )
-    assert reply.status_code == 200, reply.text + container.logs()
-    results = {r["id"]: r for r in reply.json()["results"]}
+    results = _recipe_results(container, recipe, items)
     rewards = {name: r["reward"] for name, r in results.items()}
     assert rewards["right"] == 1.0 and rewards["wrong"] == 0.0, f"{results}\n{container.logs()}"
     # The confined program printed the sum on both cases: it reached neither the port nor a
@@ -565,14 +573,7 @@ def test_image_runs_hidden_unit_tests_in_its_sandbox(container: Container) -> No
             },
         },
     ]
-    client = httpx.Client(base_url=container.url, timeout=180)
-    reply = client.post(
-        "/v1/rewards",
-        json={"rubric": recipe, "items": items},
-        headers={"Authorization": f"Bearer {TRAINER_KEY}"},
-    )
-    assert reply.status_code == 200, reply.text + container.logs()
-    results = {r["id"]: r for r in reply.json()["results"]}
+    results = _recipe_results(container, recipe, items)
     rewards = {name: r["reward"] for name, r in results.items()}
     # The conftest was removed before the run (the wrong code's 0.5), and flagged, which
     # costs it the reward.

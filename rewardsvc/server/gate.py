@@ -48,12 +48,15 @@ class Gate(ABC):
         return self.drain_begun.is_set()
 
     @contextlib.contextmanager
-    def admitted(self, items: int, calls: int, prompt_bytes: int = 0) -> Iterator[None]:
+    def admitted(
+        self, items: int, calls: int, prompt_bytes: int = 0, sandbox_s: float = 0.0
+    ) -> Iterator[None]:
         """Hold in-flight slots for ``items`` and ``calls`` (429 when full, 413 when the
-        calls alone exceed max_inflight_calls or their ``prompt_bytes`` exceed
-        max_prompt_bytes_per_request) and count the request as active, so that a drain
-        waits for it."""
-        check_work(self.settings, calls, prompt_bytes)
+        calls alone exceed max_inflight_calls, their ``prompt_bytes`` exceed
+        max_prompt_bytes_per_request or the code graders' runs, ``sandbox_s``, exceed
+        max_sandbox_seconds) and count the request as active, so that a drain waits for
+        it."""
+        check_work(self.settings, calls, prompt_bytes, sandbox_s)
         with self.limiter.admit(items, calls), self._active():
             metrics.INFLIGHT.inc()
             metrics.INFLIGHT_CALLS.inc(calls)

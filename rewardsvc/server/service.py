@@ -247,8 +247,7 @@ class Service(Gate):
         comparer = self.engine.comparer()
         deadline = time.monotonic() + self.settings.request_timeout_s
         plan = await comparer.plan_groups(rubric, groups, options, deadline)
-        check_work(self.settings, *plan.work(), plan.sandbox_s)
-        with self.admitted(count, *plan.work()):
+        with self.admitted(count, *plan.work(), plan.sandbox_s):
             batch = await comparer.score_groups(
                 rubric, groups, options, plan, deadline=deadline, run=run
             )
@@ -274,8 +273,7 @@ class Service(Gate):
         comparer = self.engine.comparer()
         deadline = time.monotonic() + self.settings.request_timeout_s
         plan = await comparer.plan_preferences(rubric, pairs, options, deadline)
-        check_work(self.settings, *plan.work(), plan.sandbox_s)
-        with self.admitted(2 * len(pairs), *plan.work()):
+        with self.admitted(2 * len(pairs), *plan.work(), plan.sandbox_s):
             batch = await comparer.judge_preferences(
                 rubric, pairs, options, plan, deadline=deadline, run=run
             )

@@ -26,6 +26,8 @@ from fakejudge import FakeJudge
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import load_pool
+from rewardsvc.sandbox.bubblewrap import BubblewrapBackend
+from rewardsvc.sandbox.run import RunRequest, RunResult
 
 if TYPE_CHECKING:
     from trainers.harness import FaultProxy
@@ -164,6 +166,21 @@ def qwen_server() -> None:
     """The Qwen2.5-Coder-1.5B-Instruct server (a judge that judges, with tool calls), up
     (:class:`ExtraJudges`; its first start also fetches and converts the model)."""
     EXTRAS.up("qwen-1.5b")
+
+
+@pytest.fixture
+def runs(monkeypatch: pytest.MonkeyPatch) -> list[RunRequest]:
+    """The sandboxed runs the service starts (recorded, then run on the real bubblewrap
+    backend): what a test of sandbox admission counts."""
+    started: list[RunRequest] = []
+    real = BubblewrapBackend.run
+
+    def run(self: BubblewrapBackend, request: RunRequest) -> RunResult:
+        started.append(request)
+        return real(self, request)
+
+    monkeypatch.setattr(BubblewrapBackend, "run", run)
+    return started
 
 
 @pytest.fixture

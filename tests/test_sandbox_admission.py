@@ -17,8 +17,7 @@ import pytest
 from fakejudge import FakeJudge
 from test_graders_hostile import serving as hostile_serving
 
-from rewardsvc.sandbox.bubblewrap import BubblewrapBackend
-from rewardsvc.sandbox.run import RunRequest, RunResult
+from rewardsvc.sandbox.run import RunRequest
 from tests.debian import debian_binary
 
 TEST_FILE = (
@@ -67,20 +66,6 @@ def item(key: str, **fields: Any) -> dict[str, Any]:
 def rewards(reply: httpx.Response) -> dict[str, dict[str, Any]]:
     assert reply.status_code == 200, reply.text
     return {result["id"]: result for result in reply.json()["results"]}
-
-
-@pytest.fixture
-def runs(monkeypatch: pytest.MonkeyPatch) -> list[RunRequest]:
-    """The sandboxed runs the service starts (recorded, then run on the real backend)."""
-    started: list[RunRequest] = []
-    real = BubblewrapBackend.run
-
-    def run(self: BubblewrapBackend, request: RunRequest) -> RunResult:
-        started.append(request)
-        return real(self, request)
-
-    monkeypatch.setattr(BubblewrapBackend, "run", run)
-    return started
 
 
 async def test_a_recipe_grades_workspaces_and_completions_and_restores_the_tests(

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from fakejudge import FakeJudge
 from test_graders_hostile import serving
-from test_sandbox_admission import runs  # noqa: F401 (the fixture counting the runs)
 
 from rewardsvc.sandbox.run import RunRequest
 from tests.debian import debian_binary
@@ -46,7 +45,7 @@ def group(gid: str, completions: list[str]) -> dict[str, Any]:
 async def test_groups_planning_too_many_sandbox_seconds_are_413_and_nothing_runs(
     tmp_path: Path,
     fakes: tuple[FakeJudge, FakeJudge],
-    runs: list[RunRequest],  # noqa: F811
+    runs: list[RunRequest],
 ) -> None:
     """On bbac529 the groups' plan counted no sandbox seconds: this request (2 groups x 3
     completions x 2 cases x 10 s = 120 s > 100 s) was admitted and ran its 12 runs. One
@@ -72,7 +71,7 @@ async def test_groups_planning_too_many_sandbox_seconds_are_413_and_nothing_runs
 async def test_preferences_planning_too_many_sandbox_seconds_are_413_and_nothing_runs(
     tmp_path: Path,
     fakes: tuple[FakeJudge, FakeJudge],
-    runs: list[RunRequest],  # noqa: F811
+    runs: list[RunRequest],
 ) -> None:
     """On bbac529 preferences were admitted as groups were: 3 pairs x 2 completions x 2
     cases x 10 s = 120 s > 100 s ran its 12 runs."""

@@ -2,27 +2,30 @@
 
 Each field's description is the documentation of its variable: the settings list in
 the docs is generated from this model, so keep the descriptions complete. The secrets the
-fields name are read by ``rewardsvc.credentials``.
+fields name are read by ``rewardsvc.credentials``. :class:`Settings` is composed of its
+parts, in this order: :class:`Access` (where it listens, what it serves, who may call),
+:class:`~rewardsvc.settings_limits.WorkLimits` (the bounds of its work) and its own
+fields (cache, shared state, logs, monitor, budgets).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
-from pydantic import Field, NonNegativeInt, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings
 
 from rewardsvc.core.access import KeyScope
 from rewardsvc.credentials import parse_scopes, read_api_keys, read_password
+from rewardsvc.settings_limits import CONFIG, WorkLimits
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
 
-class Settings(BaseSettings):
-    """rewardsvc settings. Each field is the environment variable ``REWARDSVC_<FIELD>``."""
+class Access(BaseSettings):
+    """Where the service listens, what it serves, and who may call it."""
 
-    model_config = SettingsConfigDict(env_prefix="REWARDSVC_", extra="ignore")
+    model_config = CONFIG
 
     host: str = Field(default="127.0.0.1", description="Address to listen on.")
     port: int = Field(default=8000, ge=1, le=65535, description="TCP port to listen on.")
@@ -67,166 +70,31 @@ class Settings(BaseSettings):
         "'inline:*', or 'inline:<rubric id>@*' for one rubric. A field left out does not "
         "restrict; keys of api_keys stay unrestricted. Checked at start.",
     )
-    max_body_bytes: int = Field(
-        default=8 * 1024 * 1024,
-        ge=1024,
-        description="Largest request body accepted, in bytes; larger bodies get 413.",
-    )
-    max_items: int = Field(
-        default=1024, ge=1, description="Most items in one request; more get 413."
-    )
-    max_text_chars: int = Field(
-        default=100_000,
-        ge=1,
-        description="Longest prompt, completion or reference of one item, in characters; a longer "
-        "item is returned with status rejected (the rest of the batch is scored).",
-    )
-    max_inflight: int = Field(
-        default=4096,
-        ge=1,
-        description="Most items being scored at once across all requests; a request that would "
-        "exceed it gets 429 with Retry-After instead of queueing without bound.",
-    )
-    max_inflight_calls: int = Field(
-        default=200_000,
-        ge=1,
-        description="Most judge calls planned at once across all requests (each plan's calls: "
-        "a batched call once, graders none); a request whose calls would exceed it gets 429 "
-        "with Retry-After, and one that alone exceeds it gets 413.",
-    )
-    max_criteria: int = Field(
-        default=64,
-        ge=1,
-        description="Most criteria in one rubric (inline rubrics beyond it get 413).",
-    )
-    max_judges: int = Field(
-        default=8, ge=1, description="Most judges scoring one rubric (beyond it: 413)."
-    )
-    request_timeout_s: float = Field(
-        default=170.0,
-        gt=0,
-        description="Deadline of one scoring request, from admission to answer: judge work "
-        "still running then ends as judge errors (the items get status judge_error). Below "
-        "OpenRLHF's 180 s client timeout, so the trainer sees an answer, not a timeout.",
-    )
-    header_timeout_s: float = Field(
-        default=10.0,
-        gt=0,
-        description="Time a client has to send a request's headers once it connected.",
-    )
-    body_timeout_s: float = Field(
-        default=30.0, gt=0, description="Time a client has to send a request's whole body."
-    )
-    max_connections: int = Field(
-        default=1024,
-        ge=1,
-        description="Most open client connections; beyond it new connections get 503.",
-    )
-    shutdown_timeout_s: float = Field(
-        default=60.0,
-        gt=0,
-        description="On SIGTERM, how long requests already accepted may take to finish; new "
-        "requests get 503 meanwhile. Keep it below Kubernetes' terminationGracePeriodSeconds.",
-    )
-    retry_after_s: tuple[NonNegativeInt, NonNegativeInt] = Field(
-        default=(1, 4),
-        description="Bounds, in whole seconds, of the Retry-After of a refusal that asks the "
-        "client to come back (429 while the in-flight or held-work bounds are full, 503 while "
-        "the service drains): each refusal draws one anew between them, so refused clients "
-        'do not all return at once. As a variable: REWARDSVC_RETRY_AFTER_S="[1, 4]".',
-    )
 
-    @field_validator("retry_after_s")
+    @field_validator("api_key_scopes")
     @classmethod
-    def _check_retry_after(cls, value: tuple[int, int]) -> tuple[int, int]:
-        if value[0] > value[1]:
-            raise ValueError(f"the lower bound {value[0]} is above the upper {value[1]}")
+    def _check_scopes(cls, value: SecretStr | None) -> SecretStr | None:
+        # The CLI shows only the message of a settings error, never the secret input.
+        if value is not None:
+            parse_scopes(value.get_secret_value())
         return value
 
-    grader_workers: int | None = Field(
-        default=None,
-        ge=1,
-        description="Worker processes that run the deterministic graders (each call killed "
-        "at its time limit), per service process; unset: one per CPU the process may use. "
-        "The request that has used the least worker time goes next, so one request's slow "
-        "items cannot starve another's.",
-    )
-    grader_timeout_s: float = Field(
-        default=2.0,
-        gt=0,
-        le=60,
-        description="Time limit of one grader call (a math grader's timeout_s replaces it), "
-        "counted from when a worker takes the call, not while it waits its turn; past it "
-        "the criterion gets no score, with error_kind grader_timeout.",
-    )
-    sandbox_backend: Literal["bubblewrap", "none"] = Field(
-        default="bubblewrap",
-        description="Where the code graders (io_cases, check_program, unit_tests) run programs: "
-        "bubblewrap (the 'bwrap' binary of the Debian package bubblewrap, with user "
-        "namespaces allowed) or none (every code grader gives no score, "
-        "sandbox_unavailable). Never unsandboxed: without a working backend /readyz says so "
-        "when the library uses a code grader.",
-    )
-    sandbox_lanes: int = Field(
-        default=2,
-        ge=1,
-        le=64,
-        description="Sandboxed runs at once, per service process (each a lane thread waiting "
-        "on one sandbox); keep it near the CPUs the programs may use.",
-    )
-    sandbox_queue: int = Field(
-        default=1024,
-        ge=0,
-        description="Sandboxed runs that may wait for a lane (queued fairly between requests; "
-        "an item queues at most 4 of its cases at once); a run beyond it is not run and its "
-        "item gets no score (sandbox_busy).",
-    )
-    max_sandbox_seconds: float = Field(
-        default=100_000.0,
-        gt=0,
-        description="Most sandbox seconds one request may plan: each code grader run counts its "
-        "wall_s (io_cases: a run per case; unit_tests: pytest, and a collect run without "
-        "expected_tests) on every item, group completion (/v1/groups) or pair side "
-        "(/v1/preferences). A request planning more gets 413 naming it, before any run starts.",
-    )
-    max_rubric_bytes: int = Field(
-        default=64 * 1024,
-        ge=1024,
-        description="Largest rubric YAML accepted, in bytes, from a library file or POST "
-        "/v1/rubrics/validate (parsing YAML with line numbers costs about 1.5 s of CPU "
-        "for 60 KB); also the largest inline rubric or recipe of a request, as JSON (413 "
-        "naming its largest field), and the largest criteria one item brings of its own, as "
-        "JSON (that item alone is rejected, naming its criteria).",
-    )
-    max_prompt_bytes_per_request: int = Field(
-        default=256 * 1024 * 1024,
-        ge=1024 * 1024,
-        description="Most prompt bytes one request may plan, over all its judge calls (each "
-        "call carries its item's texts and the rubric): a request planning more gets 413 "
-        "before any prompt is rendered. Applies to /v1/rewards, /v1/groups, /v1/preferences "
-        "and the trainer routes.",
-    )
-    max_held_bytes: int = Field(
-        default=256 * 1024 * 1024,
-        ge=1024 * 1024,
-        description="Most bytes held at once for work that outlives its request or waits "
-        "outside the in-flight limits: ROLL jobs, ORS sessions and tool calls, OpenRLHF and "
-        "slime requests held through an outage, explain output being built. Each counts its "
-        "request text (plus 16 KiB for its task) from admission until it ends; one larger "
-        "than this gets 413, one that does not fit now 429 with Retry-After.",
-    )
-    max_held_per_key: int = Field(
-        default=4096,
-        ge=1,
-        description="Most jobs, ORS sessions and calls and held trainer requests one API key "
-        "(or, without keys, everyone) holds at once; beyond it: 429 with Retry-After.",
-    )
-    max_explain_bytes: int = Field(
-        default=16 * 1024 * 1024,
-        ge=1024,
-        description="Most prompt bytes one request with options.explain may ask to see (every "
-        "prompt of every item is returned); beyond it: 413 naming options.explain.",
-    )
+    def api_key_list(self) -> list[str]:
+        """All configured API keys (from api_keys and api_keys_file); empty means no auth."""
+        return read_api_keys(self.api_keys, self.api_keys_file)
+
+    def api_key_scope_list(self) -> list[KeyScope]:
+        """The scoped API keys of api_key_scopes (validated when the settings were read)."""
+        if self.api_key_scopes is None:
+            return []
+        return parse_scopes(self.api_key_scopes.get_secret_value())
+
+
+class Settings(WorkLimits, Access):
+    """rewardsvc settings. Each field is the environment variable ``REWARDSVC_<FIELD>``."""
+
+    model_config = CONFIG
+
     cache_size: int = Field(
         default=100_000,
         ge=0,
@@ -351,28 +219,6 @@ class Settings(BaseSettings):
             raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
         return level
 
-    @field_validator("api_key_scopes")
-    @classmethod
-    def _check_scopes(cls, value: SecretStr | None) -> SecretStr | None:
-        # The CLI shows only the message of a settings error, never the secret input.
-        if value is not None:
-            parse_scopes(value.get_secret_value())
-        return value
-
-    @model_validator(mode="after")
-    def _check_limits(self) -> Settings:
-        if self.max_inflight < self.max_items:
-            raise ValueError(
-                f"max_inflight ({self.max_inflight}) must be at least max_items "
-                f"({self.max_items}), or a full batch could never be admitted"
-            )
-        if self.max_held_bytes <= self.max_body_bytes:
-            raise ValueError(
-                f"max_held_bytes ({self.max_held_bytes}) must be more than max_body_bytes "
-                f"({self.max_body_bytes}), or a held request of a full body could never start"
-            )
-        return self
-
     @field_validator("run_budgets")
     @classmethod
     def _check_budgets(cls, value: dict[str, float]) -> dict[str, float]:
@@ -388,13 +234,3 @@ class Settings(BaseSettings):
     def redis_password(self) -> str | None:
         """The password in redis_password_file (surrounding whitespace dropped), or None."""
         return read_password(self.redis_password_file)
-
-    def api_key_list(self) -> list[str]:
-        """All configured API keys (from api_keys and api_keys_file); empty means no auth."""
-        return read_api_keys(self.api_keys, self.api_keys_file)
-
-    def api_key_scope_list(self) -> list[KeyScope]:
-        """The scoped API keys of api_key_scopes (validated when the settings were read)."""
-        if self.api_key_scopes is None:
-            return []
-        return parse_scopes(self.api_key_scopes.get_secret_value())

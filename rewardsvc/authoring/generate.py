@@ -219,12 +219,13 @@ def _limits(args: argparse.Namespace) -> Limits:
 
 
 def _generator(args: argparse.Namespace) -> Generator:
-    """The generator judge the options name, from the pool file (its URLs only)."""
+    """The generator judge the options name, from the pool file of the settings (the
+    environment's, ``--judges`` instead when given; its URLs only)."""
     # Imported on use: registering the command must not load the judges' HTTP stack.
+    from rewardsvc.application.root import settings_with
     from rewardsvc.authoring.generation_run import Generator
-    from rewardsvc.settings import Settings
 
-    pool_path = Path(args.judges or Settings().judge_pool)
+    pool_path = Path(settings_with(args.rubrics, args.judges).judge_pool)
     try:
         pool = load_pool(pool_path)
     except (InvalidFile, OSError) as exc:

@@ -23,8 +23,9 @@ prompt alike, so the prompt's case tag does not change it). A request the traine
 
 Every failure kind is crossed with every surface, the comparative ones included (they grade
 a grader criterion per completion since issue 37). Under the two sandbox kinds no sample can
-be scored (the sandbox is off, or its queue has no room): every sample must be flagged, and
-``test_a_sandbox_failure_names_its_kind`` checks that the native routes say which kind.
+be scored (the sandbox is off, or its queue has no room): every sample must be flagged; a
+null of a comparative route names its ``error_kind`` (that one under these two), and
+``test_a_sandbox_failure_names_its_kind`` checks that every native route says which kind.
 
 The objectives of a rubric (several rewards per sample) are crossed the same way in
 ``test_invariant_objectives``, which reuses this module's machinery.
@@ -211,6 +212,8 @@ class Answer:
 
     outcomes: list[Outcome]
     failure: str | None = None
+    kinds: list[str | None] | None = None
+    """The comparative routes: the ``error_kind`` their result gives each null sample."""
 
 
 RETRYABLE = {408, 429, 502, 503, 504}
@@ -292,7 +295,8 @@ async def native_groups(url: str, probe: Probe) -> Answer:
         return no_answer(f"HTTP {reply.status_code}: {reply.text[:300]}", reply.status_code)
     (result,) = reply.json()["results"]
     rewards = result["rewards"] or [None] * len(probe.completions)
-    return Answer([Outcome(r, r is None) for r in rewards])
+    kinds = [result.get("error_kind") for r in rewards if r is None]
+    return Answer([Outcome(r, r is None) for r in rewards], kinds=kinds)
 
 
 async def native_preferences(url: str, probe: Probe) -> Answer:
@@ -302,7 +306,9 @@ async def native_preferences(url: str, probe: Probe) -> Answer:
     if reply.status_code != 200:
         return no_answer(f"HTTP {reply.status_code}: {reply.text[:300]}", reply.status_code)
     (result,) = reply.json()["results"]
-    return Answer([Outcome(result["p_a_better"], result["p_a_better"] is None)])
+    p = result["p_a_better"]
+    kinds = [result.get("error_kind")] if p is None else []
+    return Answer([Outcome(p, p is None)], kinds=kinds)
 
 
 OPENRLHF_TRIES = 5  # OpenRLHF's _fetch_rewards_via_http: 5 tries, then it raises
@@ -1140,6 +1146,9 @@ async def test_no_number_unless_real(
     if fault.kind is not None:
         scored = [o for o in answer.outcomes if not o.flagged]
         assert not scored, f"a number where the service could not score ({fault.kind}): {answer}"
+    if answer.kinds is not None:  # a comparative route: each null names its kind
+        assert None not in answer.kinds, f"a null without its error_kind: {answer}"
+        assert set(answer.kinds) <= {fault.kind} or fault.kind is None, answer
     for index, outcome in enumerate(answer.outcomes):
         if outcome.flagged:
             continue  # a stand-in the trainer is told about
@@ -1154,8 +1163,8 @@ async def test_no_number_unless_real(
 @pytest.mark.parametrize("fault", [pytest.param(f, id=f.name) for f in FAULTS if f.kind])
 async def test_a_sandbox_failure_names_its_kind(rigs: Rigs, fault: Fault) -> None:
     """The nulls of the sandbox kinds say why: the criterion's ``error_kind`` on
-    ``/v1/rewards``; the judge's error (the comparative results have no kind field) on
-    ``/v1/groups`` and ``/v1/preferences``."""
+    ``/v1/rewards``; the result's and each judge's ``error_kind`` (and the kind in the
+    error's text) on ``/v1/groups`` and ``/v1/preferences``."""
     probe = fault.probe(f"kind-{uuid.uuid4().hex[:8]}")
     url = rigs.get(fault).url
     items = [{"id": str(i), "prompt": probe.prompt, "completion": c}
@@ -1169,7 +1178,11 @@ async def test_a_sandbox_failure_names_its_kind(rigs: Rigs, fault: Fault) -> Non
     reply = await _post(url, "/v1/groups", {"rubric": probe.rubric, "groups": [group]})
     (result,) = reply.json()["results"]
     assert result["rewards"] == [None, None] and fault.kind in result["error"], result
+    assert result["error_kind"] == fault.kind, result
+    assert {j["error_kind"] for j in result["judges"].values()} == {fault.kind}, result
     pair = {"id": "p", "prompt": probe.prompt, "a": probe.completions[0], "b": probe.completions[1]}
     reply = await _post(url, "/v1/preferences", {"rubric": probe.rubric, "pairs": [pair]})
     (result,) = reply.json()["results"]
     assert result["p_a_better"] is None and fault.kind in result["error"], result
+    assert result["error_kind"] == fault.kind, result
+    assert {j["error_kind"] for j in result["judges"].values()} == {fault.kind}, result

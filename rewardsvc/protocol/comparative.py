@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from rewardsvc.core import comparative as cmp
+from rewardsvc.core.errors import JudgeErrorKind
 from rewardsvc.core.results import Status
 from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.protocol.items import ItemCriteria, Text
@@ -128,7 +129,9 @@ class ComparisonOut(BaseModel):
     shown: list[int]
     p: list[float] | None = None
     error: str | None = None
-    error_kind: str | None = None
+    error_kind: JudgeErrorKind | None = Field(
+        default=None, description="Why the call failed, as a fixed kind (null when it answered)."
+    )
 
 
 class GroupJudgeOut(BaseModel):
@@ -147,6 +150,12 @@ class GroupJudgeOut(BaseModel):
     )
     comparisons: list[ComparisonOut] = Field(default_factory=list)
     error: str | None = None
+    error_kind: JudgeErrorKind | None = Field(
+        default=None,
+        description="Why this judge has no rewards for the group, as a fixed kind: that of "
+        "its first failed question, a grader's failure first (e.g. sandbox_unavailable, "
+        "grader_timeout, timeout); null when it scored.",
+    )
 
 
 class GroupResultOut(BaseModel):
@@ -167,6 +176,13 @@ class GroupResultOut(BaseModel):
     flags: list[list[str]] = Field(default_factory=list, description="Per completion.")
     error: str | None = None
     version: OwnVersion = None
+    error_kind: JudgeErrorKind | None = Field(
+        default=None,
+        description="Why a judge failed on this group, as a fixed kind: the first failed "
+        "judge's (see judges.*.error_kind). Set whenever a judge failed: with rewards null "
+        "(status judge_error) or without it (degraded); null when every judge scored or "
+        "the group was rejected.",
+    )
 
 
 class ComparativeUsageOut(BaseModel):
@@ -202,6 +218,11 @@ class JudgePreferenceOut(BaseModel):
     consistent: bool | None = None
     criteria: dict[str, dict[str, float]] = Field(default_factory=dict)
     error: str | None = None
+    error_kind: JudgeErrorKind | None = Field(
+        default=None,
+        description="Why this judge has no P(a better), as a fixed kind: that of its first "
+        "failed question, a grader's failure first; null when it answered.",
+    )
 
 
 class PreferenceResultOut(BaseModel):
@@ -220,6 +241,13 @@ class PreferenceResultOut(BaseModel):
     flags: dict[str, list[str]] = Field(default_factory=dict)
     error: str | None = None
     version: OwnVersion = None
+    error_kind: JudgeErrorKind | None = Field(
+        default=None,
+        description="Why a judge failed on this pair, as a fixed kind: the first failed "
+        "judge's (see judges.*.error_kind). Set whenever a judge failed: with p_a_better "
+        "null (status judge_error) or without it (degraded); null when every judge answered "
+        "or the pair was rejected.",
+    )
 
 
 class PreferenceResponse(BaseModel):

@@ -6,7 +6,9 @@ Failures are honest: a judge with any failed question about a group (a compariso
 gate's question) contributes nothing to that group (never a 0); a grader that could not
 score a completion leaves every judge without a view of that group. With fewer than
 ``min_judges`` judges left a group's rewards are all None with status ``judge_error``;
-fewer than all but enough is ``degraded``.
+fewer than all but enough is ``degraded``. Each failure keeps its kind
+(:data:`~rewardsvc.core.errors.JudgeErrorKind`, from the verdict or the grader's result,
+never read from text): a judge's view and a group name the kind of their first failure.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 
 from rewardsvc.core import aggregate
 from rewardsvc.core import comparative as cmp
+from rewardsvc.core.errors import JudgeErrorKind
 from rewardsvc.core.results import Status, Usage
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import JudgeRule, Rubric
@@ -48,6 +51,8 @@ class GroupReward:
     error: str | None = None
     version: str | None = None
     """The version of the group's own rubric, when it brought criteria."""
+    error_kind: JudgeErrorKind | None = None
+    """The kind of the first failed judge's failure (None when every judge scored)."""
 
 
 @dataclass
@@ -58,7 +63,14 @@ class Answers:
     comparisons: list[Comparison] = field(default_factory=list)
     absolute: dict[str, dict[int, float]] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
+    kinds: list[JudgeErrorKind] = field(default_factory=list)
+    """The kind of each failure, in the order of ``failures``."""
     asked: int = 0
+
+    def failed(self, why: str, verdict: Verdict) -> None:
+        """Record a failed question: ``why`` and its verdict's kind."""
+        self.failures.append(why)
+        self.kinds.append(verdict.error_kind or "internal")
 
 
 Answered = dict[tuple[int, str], Answers]
@@ -87,7 +99,7 @@ def collect(plan: GroupPlan, outcomes: Sequence[Outcome], usage: Usage) -> Answe
                 answers.absolute.setdefault(asked.criterion, {})[asked.completion] = verdict.score
             else:
                 where = f"completions[{asked.completion}]"
-                answers.failures.append(f"{asked.criterion} {where}: {verdict.error}")
+                answers.failed(f"{asked.criterion} {where}: {verdict.error}", verdict)
             continue
         c.p, c.error, c.error_kind = (
             _probs(verdict, len(c.shown)),
@@ -96,23 +108,24 @@ def collect(plan: GroupPlan, outcomes: Sequence[Outcome], usage: Usage) -> Answe
         )
         answers.comparisons.append(c)
         if c.p is None:
-            answers.failures.append(f"{c.criterion} {c.order}: {verdict.error}")
+            answers.failed(f"{c.criterion} {c.order}: {verdict.error}", verdict)
     return answered
 
 
 def graded_scores(
     grades: Sequence[dict[str, GraderResult]],
-) -> tuple[dict[str, list[float]], list[str]]:
-    """A group's grader scores per criterion (one per completion), and the failures."""
+) -> tuple[dict[str, list[float]], Answers]:
+    """A group's grader scores per criterion (one per completion), and the failures (with
+    their kinds, as ``/v1/rewards`` reports a grader criterion's)."""
     scores: dict[str, list[float]] = {}
-    failures = []
+    failed = Answers()
     for k, per in enumerate(grades):
         for cid, result in per.items():
             if result.score is None:
-                failures.append(f"grader {cid} completions[{k}]: {result.error}")
+                failed.failed(f"grader {cid} completions[{k}]: {result.error}", result.verdict())
                 continue  # a failure leaves the group without judge views: no stand-in
             scores.setdefault(cid, []).append(result.score)
-    return scores, failures
+    return scores, failed
 
 
 def judge_views(
@@ -127,16 +140,18 @@ def judge_views(
     """Each judge's view of group ``gi`` (its rewards None when a question failed)."""
     n = len(group.rollouts)
     worst = worst_questions(rubric)
-    graded, grader_failures = graded_scores(grades)
+    graded, grader = graded_scores(grades)
     views: dict[str, JudgeGroup] = {}
     for name in names:
         answers = answered.get((gi, name), Answers())
         comps = answers.comparisons
-        if answers.failures or grader_failures:
+        if answers.failures or grader.failures:
             # Any failed question: the judge's view of this group is incomplete: none.
             count = [f"{len(answers.failures)} of {answers.asked} calls failed"]
-            failed = (count if answers.failures else []) + grader_failures + answers.failures
-            views[name] = JudgeGroup(None, comparisons=comps, error="; ".join(failed[:4]))
+            failed = (count if answers.failures else []) + grader.failures + answers.failures
+            kind = (grader.kinds + answers.kinds)[0]
+            error = "; ".join(failed[:4])
+            views[name] = JudgeGroup(None, comparisons=comps, error=error, error_kind=kind)
             continue
         absolute = {cid: [by[k] for k in range(n)] for cid, by in answers.absolute.items()}
         views[name] = options.strategy.judge_view(rubric, n, comps, worst, absolute | graded)
@@ -199,10 +214,13 @@ def group_reward(
     agree = sum(outcomes[m].agree for m in scored)
     compared = sum(outcomes[m].compared for m in scored)
     consistency = agree / compared if compared else None
-    errors = [f"{m}: {outcomes[m].error}" for m in names if outcomes[m].rewards is None]
-    error = "; ".join(errors) or None
+    unscored = [m for m in names if outcomes[m].rewards is None]
+    error = "; ".join(f"{m}: {outcomes[m].error}" for m in unscored) or None
+    kind = outcomes[unscored[0]].error_kind if unscored else None
     if len(scored) < bar:
-        return GroupReward(group.id, [None] * n, "judge_error", None, None, outcomes, flags, error)
+        return GroupReward(
+            group.id, [None] * n, "judge_error", None, None, outcomes, flags, error, error_kind=kind
+        )
     agg = rubric.aggregation
     w = [rubric.judge_weights[m] for m in scored]
     rewards: list[float | None] = []
@@ -218,4 +236,6 @@ def group_reward(
         )
         spread.append(aggregate.uncertainty(scores, variances, w))
     status: Status = "ok" if len(scored) == len(names) else "degraded"
-    return GroupReward(group.id, rewards, status, consistency, spread, outcomes, flags, error)
+    return GroupReward(
+        group.id, rewards, status, consistency, spread, outcomes, flags, error, error_kind=kind
+    )

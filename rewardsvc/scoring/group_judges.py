@@ -46,6 +46,8 @@ class JudgeGroup:
     absolute: dict[str, list[float]] = field(default_factory=dict)
     """The scores of the criteria asked of each completion alone (graders, gates)."""
     error: str | None = None
+    error_kind: JudgeErrorKind | None = None
+    """The kind of the first failure ``error`` lists (None when the judge has its view)."""
     agree: int = 0
     compared: int = 0
 

@@ -21,7 +21,7 @@ from typing import Unpack
 
 from rewardsvc.core import aggregate
 from rewardsvc.core import comparative as cmp
-from rewardsvc.core.errors import RequestError
+from rewardsvc.core.errors import JudgeErrorKind, RequestError
 from rewardsvc.core.results import Status, Usage
 from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.judges.judge import Judge
@@ -51,6 +51,7 @@ class JudgePreference:
     criteria: dict[str, dict[str, float]] = field(default_factory=dict)
     calls: int = 0
     error: str | None = None
+    error_kind: JudgeErrorKind | None = None
 
 
 @dataclass
@@ -69,6 +70,8 @@ class Preference:
     error: str | None = None
     version: str | None = None
     """The version of the pair's own rubric, when it brought criteria."""
+    error_kind: JudgeErrorKind | None = None
+    """The kind of the first failed judge's failure (None when every judge answered)."""
 
 
 @dataclass
@@ -93,7 +96,9 @@ def _judge_preference(
 ) -> JudgePreference:
     calls = len(outcome.comparisons)
     if outcome.rewards is None:
-        return JudgePreference(None, calls=calls, error=outcome.error)
+        return JudgePreference(
+            None, calls=calls, error=outcome.error, error_kind=outcome.error_kind
+        )
     criteria: dict[str, dict[str, float]] = {}
     for c in outcome.comparisons:
         assert c.p is not None  # a judge with rewards had every call answered
@@ -129,6 +134,7 @@ def _preference(rubric: Rubric, group: GroupReward, rule: JudgeRule, margin: flo
             flags,
             error,
             group.version,
+            group.error_kind,
         )
     agg = rubric.aggregation
     weights = rubric.judge_weights
@@ -161,6 +167,7 @@ def _preference(rubric: Rubric, group: GroupReward, rule: JudgeRule, margin: flo
         flags,
         group.error,
         group.version,
+        group.error_kind,
     )
 
 

@@ -118,14 +118,15 @@ def graded_scores(
     """A group's grader scores per criterion (one per completion), and the failures (with
     their kinds, as ``/v1/rewards`` reports a grader criterion's)."""
     scores: dict[str, list[float]] = {}
-    failed = Answers()
+    unscored = Answers()
     for k, per in enumerate(grades):
         for cid, result in per.items():
             if result.score is None:
-                failed.failed(f"grader {cid} completions[{k}]: {result.error}", result.verdict())
+                why = f"grader {cid} completions[{k}]: {result.error}"
+                unscored.failed(why, result.verdict())
                 continue  # a failure leaves the group without judge views: no stand-in
             scores.setdefault(cid, []).append(result.score)
-    return scores, failed
+    return scores, unscored
 
 
 def judge_views(

@@ -16,6 +16,12 @@ sends one space every ``trickle_s`` for ``delay_s``, then the answer), ``stall``
 counted in ``sent_bytes``). ``rewrite`` and ``reply_headers`` make the answered replies
 hostile (damaged logprobs, usage or rate-limit headers).
 
+Tool calling (an agentic judge's loop, ``rewardsvc.judges.toolloop``): a request that
+offers ``tools`` takes the next entry of ``tool_turns`` (a list of ``(name, arguments)``
+answered as the message's ``tool_calls``); with none left, ``tool_forever`` when set (a
+judge that never stops calling tools), else the tool that a named ``tool_choice`` names
+(as vLLM forces it), else it is answered as any other request (no tool call).
+
 :class:`RecordingObserver` records what judges and backends report to their observer.
 
 Run it on its own for benchmarks: ``python tests/fakejudge.py --port 9100``.
@@ -82,6 +88,24 @@ class Script:
     def next_headers(self) -> dict[str, str]:
         """The extra headers of the next reply."""
         return self.reply_headers.popleft() if self.reply_headers else {}
+
+    # Tool-calling turns: each a list of (name, arguments); arguments as a dict (sent as
+    # JSON) or a string (sent as it is).
+    tool_turns: deque[list[tuple[str, Any]]] = field(default_factory=deque)
+    tool_forever: tuple[str, Any] | None = None
+
+    def next_tool_calls(self, body: dict[str, Any]) -> list[tuple[str, Any]] | None:
+        """The tool calls answering ``body``, or None to answer it without any."""
+        if not body.get("tools"):
+            return None
+        if self.tool_turns:
+            return self.tool_turns.popleft()
+        if self.tool_forever is not None:
+            return [self.tool_forever]
+        named = body.get("tool_choice")
+        if isinstance(named, dict):
+            return [(named["function"]["name"], {})]
+        return None
 
     # Answers to response_format requests, one per request; then one the schema fits.
     json_texts: deque[str] = field(default_factory=deque)
@@ -162,6 +186,9 @@ def make_app(script: Script) -> FastAPI:
         if behaviour == "timeout":
             await asyncio.sleep(script.delay_s)
         n = int(body.get("n") or 1)
+        calls = script.next_tool_calls(body)
+        if calls is not None:
+            return _answer(script, _tool_reply(body, calls))
         if behaviour == "garbage":
             return _answer(script, _reply(body, chat, ["I refuse to answer."] * n, None))
         if "response_format" in body:
@@ -273,6 +300,30 @@ def _reply(
             "completion_tokens": completion_tokens,
             "total_tokens": 100 + completion_tokens,
         },
+    }
+
+
+def _tool_reply(body: dict[str, Any], calls: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A chat reply whose message calls ``calls`` (vLLM's shape)."""
+    tool_calls = [
+        {
+            "id": f"call_{k}",
+            "type": "function",
+            "function": {
+                "name": name,
+                "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+            },
+        }
+        for k, (name, arguments) in enumerate(calls)
+    ]
+    message = {"role": "assistant", "content": None, "tool_calls": tool_calls}
+    return {
+        "id": "fake-tools",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake"),
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
     }
 
 

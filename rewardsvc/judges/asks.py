@@ -30,6 +30,9 @@ from rewardsvc.judges.comparative import FencedGroup, group_prompt
 from rewardsvc.judges.methods import Call
 from rewardsvc.judges.prompts import Prompt, Seen
 from rewardsvc.judges.reward_model import UNASKED, PoolingRequest
+from rewardsvc.judges.shapes import CHAT
+from rewardsvc.judges.toolloop import AUTO, DEFAULT_LIMITS, LoopLimits, ToolChoice, ToolLoop
+from rewardsvc.judges.toolresults import Tool
 from rewardsvc.safety.defuse import Defuser
 
 if TYPE_CHECKING:  # the judge asks these: a runtime import would be a cycle
@@ -160,6 +163,40 @@ class Holistic(_Asked):
     def render(self, judge: Judge) -> Prompt:
         """The holistic prompt (``prompts.holistic_prompt``)."""
         return prompts.holistic_prompt(self.rubric, self.rollout, judge.asking)
+
+
+@dataclass(slots=True)
+class AgenticCriterion(_Asked):
+    """One criterion of ``rubric`` about one item, answered after a bounded tool loop
+    (``judges.toolloop``): ``tools`` bound to the item, within ``limits``, the tool choice
+    of each turn ``choice``; the verdict read by the judge's own method."""
+
+    rubric: Rubric
+    criterion: Criterion
+    rollout: Rollout
+    tools: tuple[Tool, ...]
+    limits: LoopLimits = DEFAULT_LIMITS
+    choice: ToolChoice = AUTO
+
+    def refusal(self, judge: Judge) -> str | None:
+        """A judge that does not speak the chat API (tool calling), or a reward model."""
+        if judge.shape is not CHAT:
+            return "an agentic question needs a chat judge (tool calling)"
+        return _Asked.refusal(self, judge)
+
+    def render(self, judge: Judge) -> Prompt:
+        """The criterion's prompt (``prompts.criterion_prompt``), before any tool call."""
+        return prompts.criterion_prompt(self.rubric, self.criterion, self.rollout, judge.asking)
+
+    def overflow(self, judge: Judge, sent: Prompt) -> str | None:
+        """Whether the first turn's prompt and its tool calls fit (later turns and the
+        verdict's prompt grow by bounded tool results: the loop's token limit bounds them)."""
+        return judge.overflow(sent, max(self.limits.turn_tokens, 1))
+
+    def answer(self, judge: Judge, call: Call, sent: Prompt) -> Awaitable[Verdict]:
+        """The loop's verdict (a reached limit: a failed verdict of its ``loop_*`` kind)."""
+        loop = ToolLoop(self.tools, self.limits, self.choice, judge.defuser)
+        return loop.verdict(call, judge.method, sent)
 
 
 @dataclass(slots=True)

@@ -181,7 +181,9 @@ class RunCode:
         files = {p: t.encode("utf-8", "surrogatepass") for p, t in ctx.files().items()}
         files[SNIPPET] = code.encode("utf-8", "surrogatepass")
         limits = Limits(cpu_s=max(1, int(wall)), wall_s=wall, output_bytes=RUN_OUTPUT_BYTES)
-        result = await ctx.sandbox.run(RunRequest((PYTHON, "-I", SNIPPET), files, limits=limits))
+        # Not -I (which leaves the work directory off sys.path): the snippet imports the files.
+        argv = (PYTHON, "-E", "-s", SNIPPET)
+        result = await ctx.sandbox.run(RunRequest(argv, files, limits=limits))
         return _run_output(result)
 
 

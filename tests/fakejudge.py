@@ -191,6 +191,9 @@ def make_app(script: Script) -> FastAPI:
             return _answer(script, _tool_reply(body, calls))
         if behaviour == "garbage":
             return _answer(script, _reply(body, chat, ["I refuse to answer."] * n, None))
+        if "json" in (body.get("structured_outputs") or {}):  # a tool's arguments (toolchoice)
+            text = script.json_texts.popleft() if script.json_texts else "{}"
+            return _answer(script, _reply(body, chat, [text] * n, None))
         if "response_format" in body:
             text = script.json_texts.popleft() if script.json_texts else _json_answer(body)
             return _answer(script, _reply(body, chat, [text] * n, None))

@@ -22,7 +22,8 @@ from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.asks import AgenticCriterion
 from rewardsvc.judges.fencing import parse_fences
 from rewardsvc.judges.judge import Judge
-from rewardsvc.judges.toolloop import LoopLimits, ToolChoice
+from rewardsvc.judges.toolchoice import BY_SCHEMA, ToolChoice
+from rewardsvc.judges.toolloop import LoopLimits
 from rewardsvc.judges.toolresults import CUT_FLAG, Tool, ToolOutput
 from rewardsvc.judgetools.registry import ToolContext, bind
 
@@ -191,3 +192,23 @@ async def test_a_completion_judge_is_refused_the_agentic_question(fake: FakeJudg
     verdict = await _ask(fake, _tools(), api="completion")
     assert verdict.score is None and "chat judge" in (verdict.error or "")
     assert fake.script.requests == 0
+
+
+async def test_a_call_forced_by_the_tool_schema_reads_the_reply_as_its_arguments(
+    fake: FakeJudge,
+) -> None:
+    """For a judge served without a tool parser (vLLM refuses it a named tool_choice)."""
+    fake.script.json_texts.append('{"path": "solution.py"}')
+    choice = ToolChoice(named=("list_files", "read_file"), auto=0, forcing=BY_SCHEMA)
+    verdict = await _ask(fake, _tools(), choice=choice)
+    assert verdict.ok
+    first, second, final = fake.script.bodies
+    assert "tools" not in first and first["structured_outputs"] == {"choice": ["{}"]}
+    assert second["structured_outputs"]["json"]["required"] == ["path"]
+    assert "read_file now" in second["messages"][-1]["content"]
+    steps = json.loads(verdict.raw)["loop"]["steps"]
+    assert [(s["tool"], s["arguments"], s["error"]) for s in steps] == [
+        ("list_files", "{}", False),
+        ("read_file", '{"path": "solution.py"}', False),
+    ]
+    assert "return a + b" in final["messages"][-1]["content"]

@@ -25,7 +25,8 @@ from rewardsvc.graders.code import Sandbox
 from rewardsvc.graders.result import GraderResult
 from rewardsvc.judges.asks import AgenticCriterion
 from rewardsvc.judges.judge import Judge
-from rewardsvc.judges.toolloop import LoopLimits, ToolChoice
+from rewardsvc.judges.toolchoice import ToolChoice
+from rewardsvc.judges.toolloop import LoopLimits
 from rewardsvc.judges.toolresults import Tool, ToolOutput
 from rewardsvc.judgetools.registry import TOOLS, ToolContext, bind
 from rewardsvc.sandbox.bubblewrap import BubblewrapBackend

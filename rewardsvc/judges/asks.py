@@ -31,7 +31,8 @@ from rewardsvc.judges.methods import Call
 from rewardsvc.judges.prompts import Prompt, Seen
 from rewardsvc.judges.reward_model import UNASKED, PoolingRequest
 from rewardsvc.judges.shapes import CHAT
-from rewardsvc.judges.toolloop import AUTO, DEFAULT_LIMITS, LoopLimits, ToolChoice, ToolLoop
+from rewardsvc.judges.toolchoice import AUTO, ToolChoice
+from rewardsvc.judges.toolloop import DEFAULT_LIMITS, LoopLimits, ToolLoop
 from rewardsvc.judges.toolresults import Tool
 from rewardsvc.safety.defuse import Defuser
 

@@ -5,12 +5,12 @@ tools' OpenAI function schemas (``tools``, ``tool_choice``), and in each turn ma
 tools; their results go back to it as ``tool`` messages, each bounded, sanitized and
 fenced like a completion (tool output is policy-controlled text: a program's output, a
 file of the item) and read by the text detectors, whose flags the transcript keeps. A
-turn's ``tool_choice`` is the loop's :class:`ToolChoice`: named tools first (vLLM forces a
-named call through structured outputs, so even a small judge calls them), then ``auto``
-turns, or none. When the judge answers without a tool call (or the choice has no turn
-left), the verdict is read with the judge's own scoring method (logprob, structured, ...)
-from one prompt showing the item, what the tools returned and the question last, so
-uncertainty and calibration work as for any question.
+turn's tool choice is the loop's :class:`~rewardsvc.judges.toolchoice.ToolChoice`: named
+tools first (forced, so even a small judge calls them), then ``auto`` turns, or none. When
+the judge answers without a tool call (or the choice has no turn left), the verdict is
+read with the judge's own scoring method (logprob, structured, ...) from one prompt
+showing the item, what the tools returned and the question last, so uncertainty and
+calibration work as for any question.
 
 :class:`LoopLimits` bound one verdict: turns, tool calls, tokens (every turn's prompt and
 completion), sandbox seconds (what the tools report) and wall time. A limit reached is a
@@ -38,7 +38,8 @@ from rewardsvc.core.errors import JudgeErrorKind
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.methods import Call, ScoringMethod
 from rewardsvc.judges.prompts import Prompt
-from rewardsvc.judges.shapes import Reply, choices, usage
+from rewardsvc.judges.shapes import usage
+from rewardsvc.judges.toolchoice import Asked, ToolChoice, Turn
 from rewardsvc.judges.toolresults import Step, Tool, ToolOutput, Transcript, shown
 from rewardsvc.safety.defuse import Defuser
 
@@ -53,21 +54,6 @@ EVIDENCE_HEAD = (
 )
 ARGUMENT_CHARS = 16_000
 """Longest arguments of one tool call read (longer ones are a tool error)."""
-
-
-@dataclass(frozen=True)
-class ToolChoice:
-    """The ``tool_choice`` of each turn: ``named`` tools first, one turn each, then up to
-    ``auto`` turns where the judge chooses (vLLM needs its tool parser for those)."""
-
-    named: tuple[str, ...] = ()
-    auto: int = 3
-
-    def of(self, turn: int) -> dict[str, Any] | str | None:
-        """The ``tool_choice`` of turn ``turn`` (0-based); None when there is no such turn."""
-        if turn < len(self.named):
-            return {"type": "function", "function": {"name": self.named[turn]}}
-        return "auto" if turn < len(self.named) + self.auto else None
 
 
 @dataclass(frozen=True)
@@ -91,8 +77,6 @@ class LoopLimits:
 
 
 DEFAULT_LIMITS = LoopLimits()
-AUTO = ToolChoice()
-"""Up to three turns where the judge chooses its tools."""
 
 
 class LoopFailed(Exception):
@@ -104,38 +88,8 @@ class LoopFailed(Exception):
         self.transcript = transcript
 
 
-@dataclass(frozen=True)
-class _Asked:
-    """One tool call a judge asked for: its id, tool name and raw arguments."""
-
-    id: str
-    name: str
-    arguments: str
-
-
-def tool_calls(reply: Reply) -> list[_Asked]:
-    """The tool calls of a chat reply's first choice (malformed entries dropped)."""
-    message = choices(reply)[0].get("message")
-    found = message.get("tool_calls") if isinstance(message, dict) else None
-    out: list[_Asked] = []
-    for n, entry in enumerate(found if isinstance(found, list) else []):
-        function = entry.get("function") if isinstance(entry, dict) else None
-        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-            continue
-        arguments = function.get("arguments")
-        call_id = entry.get("id")
-        out.append(
-            _Asked(
-                call_id if isinstance(call_id, str) and call_id else f"call_{n}",
-                function["name"][:64],
-                arguments if isinstance(arguments, str) else json.dumps(arguments),
-            )
-        )
-    return out
-
-
 async def _run_one(
-    asked: _Asked, tools: dict[str, Tool], sandbox_s: float
+    asked: Asked, tools: dict[str, Tool], sandbox_s: float
 ) -> tuple[ToolOutput, int]:
     """The output of one asked call and the characters its tool shows (a tool error for
     an unknown tool or arguments that are no JSON object)."""
@@ -151,6 +105,15 @@ async def _run_one(
     if not isinstance(arguments, dict):
         return ToolOutput("the arguments are not a JSON object", error=True), 400
     return await tool.run(arguments, sandbox_s), tool.output_chars
+
+
+def _assistant(asked: list[Asked]) -> dict[str, Any]:
+    """The judge's turn as the next turn's messages show it: its tool calls."""
+    calls = [
+        {"id": a.id, "type": "function", "function": {"name": a.name, "arguments": a.arguments}}
+        for a in asked
+    ]
+    return {"role": "assistant", "content": "", "tool_calls": calls}
 
 
 class ToolLoop:
@@ -207,10 +170,10 @@ class ToolLoop:
             system,
             {**user, "content": f"{user['content']}\n\n{TOOL_NOTE}"},
         ]
-        schemas = [t.schema() for t in self.tools.values()]
+        schemas = {name: t.schema() for name, t in self.tools.items()}
         turn = 0
-        while (choice := self.choice.of(turn)) is not None:
-            asked = await self._turn(call, prompt, messages, schemas, choice)
+        while (spec := self.choice.of(turn, schemas)) is not None:
+            asked = await self._turn(call, prompt, messages, spec, turn)
             if not asked:
                 break
             turn += 1
@@ -219,6 +182,7 @@ class ToolLoop:
                 raise self._fail(
                     "loop_turns", f"still calling tools after {self.limits.turns} turns"
                 )
+            messages.append(_assistant(asked))
             await self._call_tools(asked, messages, turn)
         return self._final(prompt)
 
@@ -227,19 +191,19 @@ class ToolLoop:
         call: Call,
         prompt: Prompt,
         messages: list[dict[str, Any]],
-        schemas: list[dict[str, Any]],
-        choice: dict[str, Any] | str,
-    ) -> list[_Asked]:
+        spec: Turn,
+        turn: int,
+    ) -> list[Asked]:
         """One turn: the judge's reply to ``messages``, and the tool calls it asks for."""
         spent = self.transcript
         left = self.limits.tokens - spent.prompt_tokens - spent.completion_tokens
+        told = [{"role": "user", "content": spec.note}] if spec.note else []
         # The messages carry tool calls (lists), which Prompt's type does not name: the
         # chat shape sends them as they are.
-        turn = replace(prompt, messages=cast("list[dict[str, str]]", messages))
+        sent = replace(prompt, messages=cast("list[dict[str, str]]", [*messages, *told]))
         reply = await call.send(
-            turn,
-            tools=schemas,
-            tool_choice=choice,
+            sent,
+            **spec.fields,
             max_tokens=max(1, min(self.limits.turn_tokens, left)),
             temperature=call.sampling.temperature,
         )
@@ -248,26 +212,10 @@ class ToolLoop:
         spent.completion_tokens += c
         if spent.prompt_tokens + spent.completion_tokens > self.limits.tokens:
             raise self._fail("loop_tokens", f"the loop used over {self.limits.tokens} tokens")
-        asked = tool_calls(reply)
-        if asked:
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": "",
-                    "tool_calls": [
-                        {
-                            "id": a.id,
-                            "type": "function",
-                            "function": {"name": a.name, "arguments": a.arguments},
-                        }
-                        for a in asked
-                    ],
-                }
-            )
-        return asked
+        return self.choice.read(spec, reply, turn)
 
     async def _call_tools(
-        self, asked: list[_Asked], messages: list[dict[str, Any]], turn: int
+        self, asked: list[Asked], messages: list[dict[str, Any]], turn: int
     ) -> None:
         """Run the turn's calls in order, each result a ``tool`` message and a step."""
         spent, limits = self.transcript, self.limits

@@ -108,7 +108,9 @@ class ListFiles:
 
     name: str = "list_files"
     description: str = "List the response's files (path and size in bytes)."
-    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: dict[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}, "additionalProperties": False}
+    )
     output_chars: int = 8_000
 
     async def call(
@@ -133,6 +135,7 @@ class ReadFile:
             "type": "object",
             "properties": {"path": {"type": "string", "maxLength": 512}},
             "required": ["path"],
+            "additionalProperties": False,
         }
     )
     output_chars: int = 6_000
@@ -164,6 +167,7 @@ class RunCode:
             "type": "object",
             "properties": {"code": {"type": "string", "maxLength": SNIPPET_CHARS}},
             "required": ["code"],
+            "additionalProperties": False,
         }
     )
     output_chars: int = 4_000
@@ -222,7 +226,9 @@ class RunTests:
         "Run the task's hidden unit tests against the response's code in the sandbox; "
         "returns the fraction passed and each test's outcome."
     )
-    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: dict[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}, "additionalProperties": False}
+    )
     output_chars: int = 4_000
 
     async def call(
@@ -260,6 +266,7 @@ class GraderEvidence:
         default_factory=lambda: {
             "type": "object",
             "properties": {"grader": {"type": "string", "maxLength": 64}},
+            "additionalProperties": False,
         }
     )
     output_chars: int = 4_000

@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 from fakejudge import FakeJudge, RecordingObserver
+from pydantic import ValidationError
 
+from rewardsvc.core.judge_tools import JUDGE_TOOLS, JudgeTools
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
@@ -22,8 +24,6 @@ from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.asks import AgenticCriterion
 from rewardsvc.judges.fencing import parse_fences
 from rewardsvc.judges.judge import Judge
-from rewardsvc.judges.toolchoice import BY_SCHEMA, ToolChoice
-from rewardsvc.judges.toolloop import LoopLimits
 from rewardsvc.judges.toolresults import CUT_FLAG, Tool, ToolOutput
 from rewardsvc.judgetools.registry import ToolContext, bind
 
@@ -63,27 +63,22 @@ class Scripted:
         return ToolOutput(self.output, sandbox_s=self.sandbox_s)
 
 
-def _judge(url: str, **extra: Any) -> Judge:
-    config = JudgeConfig(model="fake", base_urls=[url], timeout_s=5.0, **extra)
-    return Judge("primary", config, observer=RecordingObserver())
-
-
 async def _ask(
-    fake: FakeJudge,
-    tools: tuple[Tool, ...],
-    limits: LoopLimits | None = None,
-    choice: ToolChoice | None = None,
-    **extra: Any,
+    fake: FakeJudge, tools: tuple[Tool, ...], declared: bool = True, **settings: Any
 ) -> Verdict:
-    judge = _judge(fake.url, **extra)
-    question = AgenticCriterion(
-        RUBRIC,
-        RUBRIC.criteria[0],
-        ROLLOUT,
-        tools,
-        limits or LoopLimits(),
-        choice or ToolChoice(auto=8),
+    """Ask ``fake`` the agentic question with ``tools``, its pool entry declaring every
+    tool (unless ``declared`` is false) and the loop ``settings`` (``JudgeTools`` fields)."""
+    judge_tools = JudgeTools.model_validate(
+        {"allowed": list(JUDGE_TOOLS), "auto_turns": 3, **settings}
     )
+    config = JudgeConfig(
+        model="fake",
+        base_urls=[fake.url],
+        timeout_s=5.0,
+        tools=judge_tools if declared else None,
+    )
+    judge = Judge("primary", config, observer=RecordingObserver())
+    question = AgenticCriterion(RUBRIC, RUBRIC.criteria[0], ROLLOUT, tools)
     try:
         return await judge.ask(question)
     finally:
@@ -152,28 +147,27 @@ async def test_a_judge_that_never_stops_calling_tools_fails_as_loop_turns(
     fake: FakeJudge,
 ) -> None:
     fake.script.tool_forever = ("list_files", {})
-    limits = LoopLimits(turns=3, tool_calls=100)
-    verdict = await _ask(fake, _tools(), limits, ToolChoice(auto=100))
+    verdict = await _ask(fake, _tools(), auto_turns=3, max_turns=3, max_tool_calls=64)
     assert verdict.score is None and verdict.error_kind == "loop_turns"
-    assert fake.script.requests == 4  # three turns, the fourth still calls a tool
-    assert verdict.prompt_tokens == 400 and verdict.completion_tokens == 80
+    assert fake.script.requests == 3  # its three turns, each still calling a tool
+    assert verdict.prompt_tokens == 300 and verdict.completion_tokens == 60
     assert len(json.loads(verdict.raw)["steps"]) == 3
 
 
 @pytest.mark.parametrize(
-    ("limits", "tool", "kind"),
+    ("limit", "tool", "kind"),
     [
-        (LoopLimits(tool_calls=2), Scripted("t"), "loop_tool_calls"),
-        (LoopLimits(tokens=150), Scripted("t"), "loop_tokens"),
-        (LoopLimits(sandbox_s=3.0), Scripted("t", sandbox_s=2.0), "loop_sandbox"),
-        (LoopLimits(wall_s=0.5), Scripted("t", sleep_s=30.0), "loop_wall"),
+        ({"max_tool_calls": 2}, Scripted("run_code"), "loop_tool_calls"),
+        ({"max_tokens": 256}, Scripted("run_code"), "loop_tokens"),
+        ({"max_sandbox_s": 3.0}, Scripted("run_code", sandbox_s=2.0), "loop_sandbox"),
+        ({"max_wall_s": 0.5}, Scripted("run_code", sleep_s=30.0), "loop_wall"),
     ],
 )
 async def test_each_limit_reached_is_a_typed_failure_never_0(
-    fake: FakeJudge, limits: LoopLimits, tool: Scripted, kind: str
+    fake: FakeJudge, limit: dict[str, Any], tool: Scripted, kind: str
 ) -> None:
-    fake.script.tool_turns.extend([[("t", {})] * 3, [("t", {})] * 3])
-    verdict = await _ask(fake, (tool,), limits)
+    fake.script.tool_turns.extend([[("run_code", {})] * 3, [("run_code", {})] * 3])
+    verdict = await _ask(fake, (tool,), **limit)
     assert verdict.score is None and verdict.error_kind == kind
     assert verdict.prompt_tokens >= 100  # the turns it spent are counted
     assert "structured_outputs" not in fake.script.bodies[-1]  # no verdict was read
@@ -181,17 +175,28 @@ async def test_each_limit_reached_is_a_typed_failure_never_0(
 
 async def test_named_tool_choice_forces_the_tool_then_the_verdict(fake: FakeJudge) -> None:
     tool = Scripted("run_tests", "3 passed")
-    verdict = await _ask(fake, (tool,), choice=ToolChoice(named=("run_tests",), auto=0))
+    verdict = await _ask(fake, (tool,), named=["run_tests"], auto_turns=0)
     assert verdict.ok and tool.calls == 1
     first = fake.script.bodies[0]
     assert first["tool_choice"] == {"type": "function", "function": {"name": "run_tests"}}
     assert "3 passed" in fake.script.bodies[1]["messages"][-1]["content"]
 
 
-async def test_a_completion_judge_is_refused_the_agentic_question(fake: FakeJudge) -> None:
-    verdict = await _ask(fake, _tools(), api="completion")
-    assert verdict.score is None and "chat judge" in (verdict.error or "")
+async def test_a_judge_is_asked_with_the_tools_its_pool_entry_allows_only(
+    fake: FakeJudge,
+) -> None:
+    undeclared = await _ask(fake, _tools(), declared=False)
+    assert undeclared.score is None and "declares tools" in (undeclared.error or "")
+    narrow = await _ask(fake, _tools(), allowed=["read_file"])
+    assert narrow.score is None and "['list_files', 'run_tests']" in (narrow.error or "")
     assert fake.script.requests == 0
+    with pytest.raises(ValidationError, match="api: chat"):
+        JudgeConfig(
+            model="m",
+            base_urls=[fake.url],
+            api="completion",
+            tools=JudgeTools(allowed=["read_file"], auto_turns=1),
+        )
 
 
 async def test_a_call_forced_by_the_tool_schema_reads_the_reply_as_its_arguments(
@@ -199,8 +204,8 @@ async def test_a_call_forced_by_the_tool_schema_reads_the_reply_as_its_arguments
 ) -> None:
     """For a judge served without a tool parser (vLLM refuses it a named tool_choice)."""
     fake.script.json_texts.append('{"path": "solution.py"}')
-    choice = ToolChoice(named=("list_files", "read_file"), auto=0, forcing=BY_SCHEMA)
-    verdict = await _ask(fake, _tools(), choice=choice)
+    named = ["list_files", "read_file"]
+    verdict = await _ask(fake, _tools(), named=named, auto_turns=0, forcing="schema")
     assert verdict.ok
     first, second, final = fake.script.bodies
     assert "tools" not in first and first["structured_outputs"] == {"choice": ["{}"]}

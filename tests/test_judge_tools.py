@@ -16,19 +16,21 @@ from typing import Any
 
 import pytest
 from fakejudge import FakeJudge, RecordingObserver
+from pydantic import ValidationError
 
 from rewardsvc.core.code_spec import UnitTestsSpec
+from rewardsvc.core.judge_tools import JUDGE_TOOLS, JudgeTools
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.code import Sandbox
 from rewardsvc.graders.result import GraderResult
 from rewardsvc.judges.asks import AgenticCriterion
+from rewardsvc.judges.identity import identity_text
 from rewardsvc.judges.judge import Judge
-from rewardsvc.judges.toolchoice import ToolChoice
-from rewardsvc.judges.toolloop import LoopLimits
 from rewardsvc.judges.toolresults import Tool, ToolOutput
 from rewardsvc.judgetools.registry import TOOLS, ToolContext, bind
+from rewardsvc.safety.defuse import DEFAULT_DEFUSER
 from rewardsvc.sandbox.bubblewrap import BubblewrapBackend
 from rewardsvc.sandbox.lanes import SandboxLanes
 from tests.debian import debian_binary
@@ -86,7 +88,7 @@ def test_every_tool_is_one_registry_entry_with_an_openai_function_schema() -> No
         assert schema["type"] == "function" and schema["function"]["name"] == name == spec.name
         assert schema["function"]["parameters"]["type"] == "object"
         assert 0 < bound.output_chars <= 8_000
-    assert set(TOOLS) == {"run_code", "run_tests", "read_file", "list_files", "grader_evidence"}
+    assert set(TOOLS) == set(JUDGE_TOOLS)  # the names a pool entry may allow
     with pytest.raises(ValueError, match="unknown"):
         bind(["run_code", "fetch_url"], ctx)
 
@@ -155,15 +157,9 @@ async def test_a_scripted_judge_runs_the_tests_and_reads_their_output(
         {"id": "t", "criteria": [{"id": "ok", "text": "Correct."}], "judges": [{"name": "j"}]}
     )
     tools: tuple[Tool, ...] = bind(["run_tests", "read_file"], ctx)
-    question = AgenticCriterion(
-        rubric,
-        rubric.criteria[0],
-        ctx.rollout,
-        tools,
-        LoopLimits(),
-        ToolChoice(named=("run_tests",), auto=0),
-    )
-    config = JudgeConfig(model="fake", base_urls=[fake.url], timeout_s=30.0)
+    question = AgenticCriterion(rubric, rubric.criteria[0], ctx.rollout, tools)
+    declared = JudgeTools(allowed=["run_tests", "read_file"], named=["run_tests"])
+    config = JudgeConfig(model="fake", base_urls=[fake.url], timeout_s=30.0, tools=declared)
     judge = Judge("j", config, observer=RecordingObserver())
     try:
         verdict = await judge.ask(question)
@@ -174,3 +170,23 @@ async def test_a_scripted_judge_runs_the_tests_and_reads_their_output(
     assert "test_negative" in final and '"score": 0.666' in final
     step = json.loads(verdict.raw)["loop"]["steps"][0]
     assert step["tool"] == "run_tests" and step["sandbox_s"] > 0
+
+
+def test_a_pool_entry_declares_its_tools_and_bounds_and_they_key_its_verdicts() -> None:
+    base = JudgeConfig(model="m", base_urls=["http://127.0.0.1:1/v1"])
+    declared = JudgeTools(allowed=["run_tests"], named=["run_tests"], auto_turns=1)
+    assert declared.worst_case() == (3, 60.0)  # two turns and the verdict; sandbox seconds
+    agentic = base.model_copy(update={"tools": declared})
+    tighter = base.model_copy(update={"tools": declared.model_copy(update={"max_tokens": 999})})
+    keys = {identity_text("j", c, DEFAULT_DEFUSER) for c in (base, agentic, tighter)}
+    assert len(keys) == 3
+    assert "tools" not in identity_text("j", base, DEFAULT_DEFUSER)  # old keys unchanged
+    for bad, message in [
+        ({"allowed": ["run_tests"], "named": ["read_file"]}, "must be allowed"),
+        ({"allowed": ["run_tests"], "auto_turns": 5}, "between 1 and max_turns"),
+        ({"allowed": ["run_tests"]}, "between 1 and max_turns"),  # no turn at all
+        ({"allowed": ["fetch_url"], "auto_turns": 1}, "allowed"),
+        ({"allowed": ["read_file", "read_file"], "auto_turns": 1}, "listed twice"),
+    ]:
+        with pytest.raises(ValidationError, match=message):
+            JudgeTools.model_validate(bad)

@@ -24,15 +24,13 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.trajectory import step_key
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges import batching, pricing, prompts
+from rewardsvc.judges import batching, pricing, prompts, toolloop
 from rewardsvc.judges.batching import Batch
 from rewardsvc.judges.comparative import FencedGroup, group_prompt
 from rewardsvc.judges.methods import Call
 from rewardsvc.judges.prompts import Prompt, Seen
 from rewardsvc.judges.reward_model import UNASKED, PoolingRequest
 from rewardsvc.judges.shapes import CHAT
-from rewardsvc.judges.toolchoice import AUTO, ToolChoice
-from rewardsvc.judges.toolloop import DEFAULT_LIMITS, LoopLimits, ToolLoop
 from rewardsvc.judges.toolresults import Tool
 from rewardsvc.safety.defuse import Defuser
 
@@ -169,20 +167,23 @@ class Holistic(_Asked):
 @dataclass(slots=True)
 class AgenticCriterion(_Asked):
     """One criterion of ``rubric`` about one item, answered after a bounded tool loop
-    (``judges.toolloop``): ``tools`` bound to the item, within ``limits``, the tool choice
-    of each turn ``choice``; the verdict read by the judge's own method."""
+    (``judges.toolloop``) with ``tools`` bound to the item; the loop's limits and tool
+    choice are the judge's (its pool entry's ``tools``), the verdict read by its method."""
 
     rubric: Rubric
     criterion: Criterion
     rollout: Rollout
     tools: tuple[Tool, ...]
-    limits: LoopLimits = DEFAULT_LIMITS
-    choice: ToolChoice = AUTO
 
     def refusal(self, judge: Judge) -> str | None:
-        """A judge that does not speak the chat API (tool calling), or a reward model."""
-        if judge.shape is not CHAT:
-            return "an agentic question needs a chat judge (tool calling)"
+        """A judge that declares no tools or not these, a judge that does not speak the chat
+        API (tool calling), or a reward model."""
+        declared = judge.config.tools
+        if declared is None or judge.shape is not CHAT:
+            return "an agentic question needs a chat judge that declares tools"
+        refused = sorted({t.name for t in self.tools} - set(declared.allowed))
+        if refused:
+            return f"judge {judge.name!r} is not allowed the tools {refused}"
         return _Asked.refusal(self, judge)
 
     def render(self, judge: Judge) -> Prompt:
@@ -192,11 +193,13 @@ class AgenticCriterion(_Asked):
     def overflow(self, judge: Judge, sent: Prompt) -> str | None:
         """Whether the first turn's prompt and its tool calls fit (later turns and the
         verdict's prompt grow by bounded tool results: the loop's token limit bounds them)."""
-        return judge.overflow(sent, max(self.limits.turn_tokens, 1))
+        limits, _ = toolloop.settings_of(judge.config.tools)
+        return judge.overflow(sent, limits.turn_tokens)
 
     def answer(self, judge: Judge, call: Call, sent: Prompt) -> Awaitable[Verdict]:
         """The loop's verdict (a reached limit: a failed verdict of its ``loop_*`` kind)."""
-        loop = ToolLoop(self.tools, self.limits, self.choice, judge.defuser)
+        limits, choice = toolloop.settings_of(judge.config.tools)
+        loop = toolloop.ToolLoop(self.tools, limits, choice, judge.defuser)
         return loop.verdict(call, judge.method, sent)
 
 

@@ -110,6 +110,8 @@ class _BySchema:
 
 BY_TOOL_CHOICE: Forcing = _ByToolChoice()
 BY_SCHEMA: Forcing = _BySchema()
+FORCINGS: dict[str, Forcing] = {"tool_choice": BY_TOOL_CHOICE, "schema": BY_SCHEMA}
+"""The strategy of each ``forcing`` setting of a judge's ``tools`` (``core.judge_tools``)."""
 
 
 @dataclass(frozen=True)

@@ -35,11 +35,13 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from rewardsvc.core.errors import JudgeErrorKind
+from rewardsvc.core.judge_tools import JudgeTools
 from rewardsvc.core.verdict import Verdict
+from rewardsvc.judges.failures import failed_verdict
 from rewardsvc.judges.methods import Call, ScoringMethod
 from rewardsvc.judges.prompts import Prompt
 from rewardsvc.judges.shapes import usage
-from rewardsvc.judges.toolchoice import Asked, ToolChoice, Turn
+from rewardsvc.judges.toolchoice import AUTO, FORCINGS, Asked, ToolChoice, Turn
 from rewardsvc.judges.toolresults import Step, Tool, ToolOutput, Transcript, shown
 from rewardsvc.safety.defuse import Defuser
 
@@ -68,15 +70,25 @@ class LoopLimits:
     turn_tokens: int = 256
     """The output budget of one turn (its tool calls' JSON)."""
 
-    def identity(self) -> str:
-        """The limits as cache identity text."""
-        return json.dumps(
-            [self.turns, self.tool_calls, self.tokens, self.sandbox_s, self.wall_s],
-            separators=(",", ":"),
-        )
-
 
 DEFAULT_LIMITS = LoopLimits()
+
+
+def settings_of(tools: JudgeTools | None) -> tuple[LoopLimits, ToolChoice]:
+    """The loop's limits and tool choice as a judge's pool entry declares them (defaults
+    for a judge that declares none)."""
+    if tools is None:
+        return DEFAULT_LIMITS, AUTO
+    limits = LoopLimits(
+        turns=tools.max_turns,
+        tool_calls=tools.max_tool_calls,
+        tokens=tools.max_tokens,
+        sandbox_s=tools.max_sandbox_s,
+        wall_s=tools.max_wall_s,
+        turn_tokens=tools.turn_tokens,
+    )
+    choice = ToolChoice(tuple(tools.named), tools.auto_turns, FORCINGS[tools.forcing])
+    return limits, choice
 
 
 class LoopFailed(Exception):
@@ -154,9 +166,8 @@ class ToolLoop:
 
     def _failed(self, kind: JudgeErrorKind, message: str) -> Verdict:
         spent = self.transcript
-        failed = Verdict.failed(message, raw=spent.text(), kind=kind)
-        return replace(
-            failed, prompt_tokens=spent.prompt_tokens, completion_tokens=spent.completion_tokens
+        return failed_verdict(
+            kind, message, 0.0, spent.text(), spent.prompt_tokens, spent.completion_tokens
         )
 
     def _fail(self, kind: JudgeErrorKind, message: str) -> LoopFailed:
@@ -171,19 +182,19 @@ class ToolLoop:
             {**user, "content": f"{user['content']}\n\n{TOOL_NOTE}"},
         ]
         schemas = {name: t.schema() for name, t in self.tools.items()}
-        turn = 0
+        turn, chose = 0, False
         while (spec := self.choice.of(turn, schemas)) is not None:
+            if turn >= self.limits.turns:
+                raise self._fail("loop_turns", f"more than {self.limits.turns} turns")
             asked = await self._turn(call, prompt, messages, spec, turn)
             if not asked:
-                break
-            turn += 1
+                return self._final(prompt)
+            turn, chose = turn + 1, spec.named is None
             self.transcript.turns = turn
-            if turn > self.limits.turns:
-                raise self._fail(
-                    "loop_turns", f"still calling tools after {self.limits.turns} turns"
-                )
             messages.append(_assistant(asked))
             await self._call_tools(asked, messages, turn)
+        if chose:  # the judge's own last turn still called tools: it had not finished
+            raise self._fail("loop_turns", f"still calling tools after its last turn ({turn})")
         return self._final(prompt)
 
     async def _turn(

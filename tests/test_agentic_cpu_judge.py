@@ -32,6 +32,7 @@ from rewardsvc.judgetools.registry import ToolContext, bind
 from rewardsvc.sandbox.bubblewrap import BubblewrapBackend
 from rewardsvc.sandbox.lanes import SandboxLanes
 from tests.debian import debian_binary
+from tests.test_judge_kinds_reasoning import spied
 
 pytestmark = pytest.mark.judges
 
@@ -71,14 +72,7 @@ async def _ask(
     question = AgenticCriterion(RUBRIC, RUBRIC.criteria[0], rollout, bind(["run_tests"], ctx))
     declared = JudgeTools.model_validate({**LIMITS, "named": ["run_tests"], "forcing": forcing})
     judge = Judge("primary", pool.judges["primary"].model_copy(update={"tools": declared}))
-    sent: list[dict[str, Any]] = []
-    send = judge.backend.send
-
-    async def recording(shape: Any, body: dict[str, Any], *args: Any, **kw: Any) -> Any:
-        sent.append(body)
-        return await send(shape, body, *args, **kw)
-
-    judge.backend.send = recording  # type: ignore[method-assign]
+    sent = spied(judge)
     try:
         return await judge.ask(question), sent
     finally:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import textwrap
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,25 +33,7 @@ from rewardsvc.safety.defuse import DEFAULT_DEFUSER
 from rewardsvc.sandbox.bubblewrap import BubblewrapBackend
 from rewardsvc.sandbox.lanes import SandboxLanes
 from tests.debian import debian_binary
-
-TESTS = {
-    "test_solution.py": textwrap.dedent(
-        """\
-        from solution import add
-
-        def test_small():
-            assert add(1, 2) == 3
-
-        def test_negative():
-            assert add(-1, -2) == -3
-
-        def test_zero():
-            assert add(0, 0) == 0
-        """
-    )
-}
-CORRECT = "def add(a, b):\n    return a + b\n"
-WRONG = "def add(a, b):\n    return abs(a + b)\n"  # fails test_negative only
+from tests.test_unit_tests_grader import CORRECT, TESTS, WRONG
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +51,7 @@ def _context(lanes: SandboxLanes | None, program: str, **fields: Any) -> ToolCon
     spec = UnitTestsSpec.model_validate(
         {"type": "unit_tests", "tests": TESTS, "wall_s": 20, "cpu_s": 10}
     )
-    completion = f"Done, all tests pass:\n```python\n{program}```\n"
+    completion = f"Done, all tests pass:\n```python\n{program}\n```\n"
     rollout = Rollout("Write add(a, b).", completion)
     return ToolContext(rollout, Sandbox(lanes), spec, **fields)
 
@@ -132,8 +113,8 @@ def test_read_file_and_list_files_see_the_item_files_only() -> None:
         assert out.error and "no file" in out.text
     assert _call("read_file", ctx, path=3).error
     # Without a workspace, the completion's program is the item's one file.
-    program = ToolContext(Rollout("p", f"```python\n{CORRECT}```"))
-    assert _call("read_file", program, path="solution.py").text == CORRECT.strip()
+    program = ToolContext(Rollout("p", f"```python\n{CORRECT}\n```"))
+    assert _call("read_file", program, path="solution.py").text == CORRECT
 
 
 def test_grader_evidence_shows_the_item_graders_results() -> None:

@@ -88,6 +88,21 @@ class ToolSpec(Protocol):
         ...
 
 
+def _arguments(
+    optional: Mapping[str, dict[str, Any]] | None = None, **required: dict[str, Any]
+) -> dict[str, Any]:
+    """A tool's parameter schema: an object of the ``required`` and ``optional`` properties
+    and no other (a small judge forced by the schema cannot add any)."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {**required, **(optional or {})},
+        "additionalProperties": False,
+    }
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
 def _error(text: str) -> ToolOutput:
     return ToolOutput(text, error=True)
 
@@ -108,9 +123,7 @@ class ListFiles:
 
     name: str = "list_files"
     description: str = "List the response's files (path and size in bytes)."
-    parameters: dict[str, Any] = field(
-        default_factory=lambda: {"type": "object", "properties": {}, "additionalProperties": False}
-    )
+    parameters: dict[str, Any] = field(default_factory=lambda: _arguments())
     output_chars: int = 8_000
 
     async def call(
@@ -131,12 +144,7 @@ class ReadFile:
     name: str = "read_file"
     description: str = "Read one of the response's files by its path (as list_files gives it)."
     parameters: dict[str, Any] = field(
-        default_factory=lambda: {
-            "type": "object",
-            "properties": {"path": {"type": "string", "maxLength": 512}},
-            "required": ["path"],
-            "additionalProperties": False,
-        }
+        default_factory=lambda: _arguments(path={"type": "string", "maxLength": 512})
     )
     output_chars: int = 6_000
 
@@ -163,12 +171,7 @@ class RunCode:
         "holds the response's files; returns the exit code, stdout and stderr."
     )
     parameters: dict[str, Any] = field(
-        default_factory=lambda: {
-            "type": "object",
-            "properties": {"code": {"type": "string", "maxLength": SNIPPET_CHARS}},
-            "required": ["code"],
-            "additionalProperties": False,
-        }
+        default_factory=lambda: _arguments(code={"type": "string", "maxLength": SNIPPET_CHARS})
     )
     output_chars: int = 4_000
 
@@ -226,9 +229,7 @@ class RunTests:
         "Run the task's hidden unit tests against the response's code in the sandbox; "
         "returns the fraction passed and each test's outcome."
     )
-    parameters: dict[str, Any] = field(
-        default_factory=lambda: {"type": "object", "properties": {}, "additionalProperties": False}
-    )
+    parameters: dict[str, Any] = field(default_factory=lambda: _arguments())
     output_chars: int = 4_000
 
     async def call(
@@ -263,11 +264,7 @@ class GraderEvidence:
         "on the response; optionally of one grader by name."
     )
     parameters: dict[str, Any] = field(
-        default_factory=lambda: {
-            "type": "object",
-            "properties": {"grader": {"type": "string", "maxLength": 64}},
-            "additionalProperties": False,
-        }
+        default_factory=lambda: _arguments(optional={"grader": {"type": "string", "maxLength": 64}})
     )
     output_chars: int = 4_000
 

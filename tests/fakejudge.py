@@ -107,6 +107,10 @@ class Script:
             return [(named["function"]["name"], {})]
         return None
 
+    # A judge's policy: P(first choice) read from the request body, instead of
+    # ``first_choice_p`` (e.g. "yes unless a tool result shows otherwise").
+    policy: Callable[[dict[str, Any]], float] | None = None
+
     # Answers to response_format requests, one per request; then one the schema fits.
     json_texts: deque[str] = field(default_factory=deque)
 
@@ -197,7 +201,8 @@ def make_app(script: Script) -> FastAPI:
         if "response_format" in body:
             text = script.json_texts.popleft() if script.json_texts else _json_answer(body)
             return _answer(script, _reply(body, chat, [text] * n, None))
-        dist = _distribution(_choices(body), script.first_choice_p)
+        first_p = script.first_choice_p if script.policy is None else script.policy(body)
+        dist = _distribution(_choices(body), first_p)
         top = max(dist, key=lambda t: dist[t])
         want_logprobs = body.get("logprobs") not in (None, False)
         return _answer(script, _reply(body, chat, [top] * n, dist if want_logprobs else None))

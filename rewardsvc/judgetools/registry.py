@@ -227,7 +227,7 @@ class RunTests:
     name: str = "run_tests"
     description: str = (
         "Run the task's hidden unit tests against the response's code in the sandbox; "
-        "returns the fraction passed and each test's outcome."
+        "returns the fraction passed, each test's outcome and any tampering found."
     )
     parameters: dict[str, Any] = field(default_factory=lambda: _arguments())
     output_chars: int = 4_000
@@ -244,7 +244,11 @@ class RunTests:
         sandbox = ctx.sandbox
         metered = _Metered(sandbox.lanes, sandbox.group, sandbox.deadline)
         result = await unit_tests(ctx.rollout, spec, metered)
-        shown: dict[str, Any] = {"score": result.score, "evidence": result.evidence}
+        shown: dict[str, Any] = {
+            "score": result.score,
+            "flags": list(result.flags),  # what the tamper detector saw the code attempt
+            "evidence": result.evidence,
+        }
         if result.score is None:
             shown = {"error": result.kind, "detail": result.error}
         return ToolOutput(

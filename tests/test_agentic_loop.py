@@ -189,6 +189,8 @@ async def test_a_judge_is_asked_with_the_tools_its_pool_entry_allows_only(
     assert undeclared.score is None and "declares tools" in (undeclared.error or "")
     narrow = await _ask(fake, _tools(), allowed=["read_file"])
     assert narrow.score is None and "['list_files', 'run_tests']" in (narrow.error or "")
+    unbound = await _ask(fake, (Scripted("run_code"),), named=["run_tests"], auto_turns=0)
+    assert unbound.score is None and "['run_tests'] first" in (unbound.error or "")
     assert fake.script.requests == 0
     with pytest.raises(ValidationError, match="api: chat"):
         JudgeConfig(
@@ -217,3 +219,21 @@ async def test_a_call_forced_by_the_tool_schema_reads_the_reply_as_its_arguments
         ("read_file", '{"path": "solution.py"}', False),
     ]
     assert "return a + b" in final["messages"][-1]["content"]
+
+
+async def test_hostile_tool_calls_from_the_judge_server_are_bounded(fake: FakeJudge) -> None:
+    """A reply whose call id and arguments are huge: the arguments are a tool error and
+    neither is sent back whole."""
+    fake.script.tool_turns.append([("read_file", '{"path": "' + "a" * 200_000 + '"}')])
+    fake.script.rewrite = lambda reply: _long_ids(reply)
+    verdict = await _ask(fake, _tools())
+    assert verdict.ok
+    step = json.loads(verdict.raw)["loop"]["steps"][0]
+    assert step["error"] and "arguments over" in step["result"]
+    again = fake.script.bodies[1]["messages"]
+    assert len(json.dumps(again)) < 40_000
+
+
+def _long_ids(reply: dict[str, Any]) -> None:
+    for call in reply["choices"][0]["message"].get("tool_calls") or []:
+        call["id"] = "x" * 100_000

@@ -181,9 +181,13 @@ class AgenticCriterion(_Asked):
         declared = judge.config.tools
         if declared is None or judge.shape is not CHAT:
             return "an agentic question needs a chat judge that declares tools"
-        refused = sorted({t.name for t in self.tools} - set(declared.allowed))
+        bound = {t.name for t in self.tools}
+        refused = sorted(bound - set(declared.allowed))
         if refused:
             return f"judge {judge.name!r} is not allowed the tools {refused}"
+        unbound = sorted(set(declared.named) - bound)
+        if unbound:
+            return f"judge {judge.name!r} is to call {unbound} first, which this item lacks"
         return _Asked.refusal(self, judge)
 
     def render(self, judge: Judge) -> Prompt:

@@ -43,7 +43,7 @@ def tool_calls(reply: Reply) -> list[Asked]:
         call_id = entry.get("id")
         out.append(
             Asked(
-                call_id if isinstance(call_id, str) and call_id else f"call_{n}",
+                call_id[:64] if isinstance(call_id, str) and call_id else f"call_{n}",
                 function["name"][:64],
                 arguments if isinstance(arguments, str) else json.dumps(arguments),
             )

@@ -120,9 +120,14 @@ async def _run_one(
 
 
 def _assistant(asked: list[Asked]) -> dict[str, Any]:
-    """The judge's turn as the next turn's messages show it: its tool calls."""
+    """The judge's turn as the next turn's messages show it: its tool calls (arguments over
+    :data:`ARGUMENT_CHARS` cut: a hostile server's reply is not sent back whole)."""
     calls = [
-        {"id": a.id, "type": "function", "function": {"name": a.name, "arguments": a.arguments}}
+        {
+            "id": a.id,
+            "type": "function",
+            "function": {"name": a.name, "arguments": a.arguments[:ARGUMENT_CHARS]},
+        }
         for a in asked
     ]
     return {"role": "assistant", "content": "", "tool_calls": calls}

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from rewardsvc.core.aggregate import HOLISTIC
+from rewardsvc.core.judge_tools import JudgeTools
 from rewardsvc.core.pool import Prices
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
@@ -164,6 +165,13 @@ class Holistic(_Asked):
         return prompts.holistic_prompt(self.rubric, self.rollout, judge.asking)
 
 
+def _declared(judge: Judge) -> JudgeTools:
+    """The tools ``judge`` declares (an agentic question refuses a judge without)."""
+    declared = judge.config.tools
+    assert declared is not None  # refused otherwise
+    return declared
+
+
 @dataclass(slots=True)
 class AgenticCriterion(_Asked):
     """One criterion of ``rubric`` about one item, answered after a bounded tool loop
@@ -197,12 +205,11 @@ class AgenticCriterion(_Asked):
     def overflow(self, judge: Judge, sent: Prompt) -> str | None:
         """Whether the first turn's prompt and its tool calls fit (later turns and the
         verdict's prompt grow by bounded tool results: the loop's token limit bounds them)."""
-        limits, _ = toolloop.settings_of(judge.config.tools)
-        return judge.overflow(sent, limits.turn_tokens)
+        return judge.overflow(sent, _declared(judge).turn_tokens)
 
     def answer(self, judge: Judge, call: Call, sent: Prompt) -> Awaitable[Verdict]:
         """The loop's verdict (a reached limit: a failed verdict of its ``loop_*`` kind)."""
-        limits, choice = toolloop.settings_of(judge.config.tools)
+        limits, choice = toolloop.settings_of(_declared(judge))
         loop = toolloop.ToolLoop(self.tools, limits, choice, judge.defuser)
         return loop.verdict(call, judge.method, sent)
 

@@ -153,7 +153,3 @@ class ToolChoice:
         if spec.named is None:
             return tool_calls(reply)
         return spec.forcing.read(reply, spec.named, turn)
-
-
-AUTO = ToolChoice()
-"""Up to three turns where the judge chooses its tools."""

@@ -14,8 +14,8 @@ calibration work as for any question.
 
 :class:`LoopLimits` bound one verdict: turns, tool calls, tokens (every turn's prompt and
 completion), sandbox seconds (what the tools report) and wall time. A limit reached is a
-:class:`LoopFailed` carrying its ``loop_*`` error kind, the tokens spent and the
-transcript: a failed verdict, never a score of 0. A tool that fails (unknown tool,
+:class:`LoopFailed` of its ``loop_*`` error kind, which ends as a failed verdict carrying
+the tokens spent and the transcript so far: never a score of 0. A tool that fails (unknown tool,
 arguments that are no JSON object, a file the item does not hold, a run that could not
 start) is a result the judge reads, marked as an error, not a failure of the loop.
 
@@ -41,7 +41,7 @@ from rewardsvc.judges.failures import failed_verdict
 from rewardsvc.judges.methods import Call, ScoringMethod
 from rewardsvc.judges.prompts import Prompt
 from rewardsvc.judges.shapes import usage
-from rewardsvc.judges.toolchoice import AUTO, FORCINGS, Asked, ToolChoice, Turn
+from rewardsvc.judges.toolchoice import FORCINGS, Asked, ToolChoice, Turn
 from rewardsvc.judges.toolresults import Step, Tool, ToolOutput, Transcript, shown
 from rewardsvc.safety.defuse import Defuser
 
@@ -71,14 +71,8 @@ class LoopLimits:
     """The output budget of one turn (its tool calls' JSON)."""
 
 
-DEFAULT_LIMITS = LoopLimits()
-
-
-def settings_of(tools: JudgeTools | None) -> tuple[LoopLimits, ToolChoice]:
-    """The loop's limits and tool choice as a judge's pool entry declares them (defaults
-    for a judge that declares none)."""
-    if tools is None:
-        return DEFAULT_LIMITS, AUTO
+def settings_of(tools: JudgeTools) -> tuple[LoopLimits, ToolChoice]:
+    """The loop's limits and tool choice as a judge's pool entry declares them."""
     limits = LoopLimits(
         turns=tools.max_turns,
         tool_calls=tools.max_tool_calls,
@@ -92,12 +86,11 @@ def settings_of(tools: JudgeTools | None) -> tuple[LoopLimits, ToolChoice]:
 
 
 class LoopFailed(Exception):
-    """A limit of the loop reached: ``kind`` and the ``transcript`` so far."""
+    """A limit of the loop reached, and its ``kind``."""
 
-    def __init__(self, kind: JudgeErrorKind, message: str, transcript: Transcript):
+    def __init__(self, kind: JudgeErrorKind, message: str):
         super().__init__(message)
         self.kind: JudgeErrorKind = kind
-        self.transcript = transcript
 
 
 async def _run_one(
@@ -176,7 +169,7 @@ class ToolLoop:
         )
 
     def _fail(self, kind: JudgeErrorKind, message: str) -> LoopFailed:
-        return LoopFailed(kind, message, self.transcript)
+        return LoopFailed(kind, message)
 
     async def _converse(self, call: Call, prompt: Prompt) -> Prompt:
         """Turns until the judge stops calling tools; the prompt its verdict is read from."""

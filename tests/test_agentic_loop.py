@@ -17,7 +17,7 @@ from fakejudge import FakeJudge, RecordingObserver
 from pydantic import ValidationError
 
 from rewardsvc.core.judge_tools import JUDGE_TOOLS, JudgeTools
-from rewardsvc.core.pool import JudgeConfig
+from rewardsvc.core.pool import JudgeConfig, Prices
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
@@ -64,7 +64,11 @@ class Scripted:
 
 
 async def _ask(
-    fake: FakeJudge, tools: tuple[Tool, ...], declared: bool = True, **settings: Any
+    fake: FakeJudge,
+    tools: tuple[Tool, ...],
+    declared: bool = True,
+    prices: Prices | None = None,
+    **settings: Any,
 ) -> Verdict:
     """Ask ``fake`` the agentic question with ``tools``, its pool entry declaring every
     tool (unless ``declared`` is false) and the loop ``settings`` (``JudgeTools`` fields)."""
@@ -76,6 +80,7 @@ async def _ask(
         base_urls=[fake.url],
         timeout_s=5.0,
         tools=judge_tools if declared else None,
+        prices=prices,
     )
     judge = Judge("primary", config, observer=RecordingObserver())
     question = AgenticCriterion(RUBRIC, RUBRIC.criteria[0], ROLLOUT, tools)
@@ -237,3 +242,12 @@ async def test_hostile_tool_calls_from_the_judge_server_are_bounded(fake: FakeJu
 def _long_ids(reply: dict[str, Any]) -> None:
     for call in reply["choices"][0]["message"].get("tool_calls") or []:
         call["id"] = "x" * 100_000
+
+
+async def test_every_turn_is_priced_and_counted_in_the_verdict(fake: FakeJudge) -> None:
+    fake.script.tool_turns.extend([[("list_files", {})], [("list_files", {})]])
+    prices = Prices(input=1_000_000.0, output=2_000_000.0)  # 1 per prompt token, 2 per output
+    verdict = await _ask(fake, _tools(), prices=prices)
+    # Two tool turns, the turn that stops, the verdict: 4 x 100 prompt tokens; 20 + 20 + 1 + 1.
+    assert (verdict.prompt_tokens, verdict.completion_tokens) == (400, 42)
+    assert verdict.cost == pytest.approx(400 + 2 * 42)

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
+from faketools import next_tool_calls, tool_reply
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 
@@ -93,19 +94,6 @@ class Script:
     # JSON) or a string (sent as it is).
     tool_turns: deque[list[tuple[str, Any]]] = field(default_factory=deque)
     tool_forever: tuple[str, Any] | None = None
-
-    def next_tool_calls(self, body: dict[str, Any]) -> list[tuple[str, Any]] | None:
-        """The tool calls answering ``body``, or None to answer it without any."""
-        if not body.get("tools"):
-            return None
-        if self.tool_turns:
-            return self.tool_turns.popleft()
-        if self.tool_forever is not None:
-            return [self.tool_forever]
-        named = body.get("tool_choice")
-        if isinstance(named, dict):
-            return [(named["function"]["name"], {})]
-        return None
 
     # A judge's policy: P(first choice) read from the request body, instead of
     # ``first_choice_p`` (e.g. "yes unless a tool result shows otherwise").
@@ -190,9 +178,9 @@ def make_app(script: Script) -> FastAPI:
         if behaviour == "timeout":
             await asyncio.sleep(script.delay_s)
         n = int(body.get("n") or 1)
-        calls = script.next_tool_calls(body)
+        calls = next_tool_calls(script.tool_turns, script.tool_forever, body)
         if calls is not None:
-            return _answer(script, _tool_reply(body, calls))
+            return _answer(script, tool_reply(body, calls))
         if behaviour == "garbage":
             return _answer(script, _reply(body, chat, ["I refuse to answer."] * n, None))
         if "json" in (body.get("structured_outputs") or {}):  # a tool's arguments (toolchoice)
@@ -308,30 +296,6 @@ def _reply(
             "completion_tokens": completion_tokens,
             "total_tokens": 100 + completion_tokens,
         },
-    }
-
-
-def _tool_reply(body: dict[str, Any], calls: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A chat reply whose message calls ``calls`` (vLLM's shape)."""
-    tool_calls = [
-        {
-            "id": f"call_{k}",
-            "type": "function",
-            "function": {
-                "name": name,
-                "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
-            },
-        }
-        for k, (name, arguments) in enumerate(calls)
-    ]
-    message = {"role": "assistant", "content": None, "tool_calls": tool_calls}
-    return {
-        "id": "fake-tools",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": body.get("model", "fake"),
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
     }
 
 

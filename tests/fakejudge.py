@@ -16,6 +16,12 @@ sends one space every ``trickle_s`` for ``delay_s``, then the answer), ``stall``
 counted in ``sent_bytes``). ``rewrite`` and ``reply_headers`` make the answered replies
 hostile (damaged logprobs, usage or rate-limit headers).
 
+Tool calling (an agentic judge's loop, ``rewardsvc.judges.toolloop``): a request that
+offers ``tools`` takes the next entry of ``tool_turns`` (a list of ``(name, arguments)``
+answered as the message's ``tool_calls``); with none left, ``tool_forever`` when set (a
+judge that never stops calling tools), else the tool that a named ``tool_choice`` names
+(as vLLM forces it), else it is answered as any other request (no tool call).
+
 :class:`RecordingObserver` records what judges and backends report to their observer.
 
 Run it on its own for benchmarks: ``python tests/fakejudge.py --port 9100``.
@@ -36,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
+from faketools import next_tool_calls, tool_reply
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 
@@ -82,6 +89,15 @@ class Script:
     def next_headers(self) -> dict[str, str]:
         """The extra headers of the next reply."""
         return self.reply_headers.popleft() if self.reply_headers else {}
+
+    # Tool-calling turns: each a list of (name, arguments); arguments as a dict (sent as
+    # JSON) or a string (sent as it is).
+    tool_turns: deque[list[tuple[str, Any]]] = field(default_factory=deque)
+    tool_forever: tuple[str, Any] | None = None
+
+    # A judge's policy: P(first choice) read from the request body, instead of
+    # ``first_choice_p`` (e.g. "yes unless a tool result shows otherwise").
+    policy: Callable[[dict[str, Any]], float] | None = None
 
     # Answers to response_format requests, one per request; then one the schema fits.
     json_texts: deque[str] = field(default_factory=deque)
@@ -162,12 +178,19 @@ def make_app(script: Script) -> FastAPI:
         if behaviour == "timeout":
             await asyncio.sleep(script.delay_s)
         n = int(body.get("n") or 1)
+        calls = next_tool_calls(script.tool_turns, script.tool_forever, body)
+        if calls is not None:
+            return _answer(script, tool_reply(body, calls))
         if behaviour == "garbage":
             return _answer(script, _reply(body, chat, ["I refuse to answer."] * n, None))
+        if "json" in (body.get("structured_outputs") or {}):  # a tool's arguments (toolchoice)
+            text = script.json_texts.popleft() if script.json_texts else "{}"
+            return _answer(script, _reply(body, chat, [text] * n, None))
         if "response_format" in body:
             text = script.json_texts.popleft() if script.json_texts else _json_answer(body)
             return _answer(script, _reply(body, chat, [text] * n, None))
-        dist = _distribution(_choices(body), script.first_choice_p)
+        first_p = script.first_choice_p if script.policy is None else script.policy(body)
+        dist = _distribution(_choices(body), first_p)
         top = max(dist, key=lambda t: dist[t])
         want_logprobs = body.get("logprobs") not in (None, False)
         return _answer(script, _reply(body, chat, [top] * n, dist if want_logprobs else None))

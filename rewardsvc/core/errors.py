@@ -37,6 +37,11 @@ JudgeErrorKind = Literal[
     "sandbox_busy",
     "sandbox_unavailable",
     "sandbox_failed",
+    "loop_turns",
+    "loop_tool_calls",
+    "loop_tokens",
+    "loop_sandbox",
+    "loop_wall",
 ]
 """Why a judge call (or a grader) produced no score: the ``error_kind`` of a failed
 verdict. A grader's: ``grader_timeout`` (it ran past its time limit and was killed),
@@ -48,7 +53,12 @@ of its address space), ``sandbox_busy`` (the sandbox's queue was full, or it shu
 never ran), ``sandbox_unavailable`` (no working sandbox backend: nothing ran, never
 unsandboxed), ``sandbox_failed`` (the sandbox itself failed to start it).
 ``reasoning_budget``: a reasoning judge whose reply did not end its reasoning within its
-budget, so it has no answer to read."""
+budget, so it has no answer to read. An agentic judge's tool loop
+(``rewardsvc.judges.toolloop``) that reached one of its limits before its verdict:
+``loop_turns`` (it still called tools after its last turn), ``loop_tool_calls`` (more tool
+calls than allowed), ``loop_tokens`` (its turns used more tokens than allowed),
+``loop_sandbox`` (its tools used more sandbox seconds than allowed), ``loop_wall`` (it ran
+past its wall time); each is no score, never 0."""
 
 SandboxFailureKind = Literal[
     "sandbox_timeout", "sandbox_memory", "sandbox_busy", "sandbox_unavailable", "sandbox_failed"

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import ConfigDict, Field, HttpUrl, field_validator, model_validator
 
 from rewardsvc.core.base import StrictModel
+from rewardsvc.core.judge_tools import JudgeTools
 from rewardsvc.core.rubric import Identifier
 from rewardsvc.core.scoring_methods import Capability, MethodName, method_entry, methods_description
 
@@ -313,6 +314,11 @@ class JudgeConfig(StrictModel):
         description="Price per million tokens: fills usage.cost and the monitor's cost per "
         "run (default: none, usage.cost stays null).",
     )
+    tools: JudgeTools | None = Field(
+        default=None,
+        description="An agentic judge (chat API only): the tools it may call before it "
+        "answers and the bounds of its loop per verdict. Part of the verdict cache's identity.",
+    )
     reward_model: RewardModelSettings | None = Field(
         default=None,
         description="method reward_model: which pooling endpoint and output give the score, "
@@ -342,6 +348,8 @@ class JudgeConfig(StrictModel):
         # The reasoning parser and the chat template's thinking live behind the chat API.
         if self.api != "chat" and (self.reasoning is not None or self.chat_template_kwargs):
             raise ValueError("reasoning and chat_template_kwargs need api: chat")
+        if self.api != "chat" and self.tools is not None:
+            raise ValueError("tools: an agentic judge needs api: chat (tool calling)")
         return self
 
     def request_extras(self) -> dict[str, Any]:

@@ -16,6 +16,9 @@ sends over a lean aiohttp client (``transport``), classifies failures into typed
 counts (the one reading, hostile numbers clamped), ``pricing`` meters the tokens of a
 call's replies and prices them by the judge's table.
 ``comparative`` asks the listwise and pairwise questions of groups and preferences.
+``toolloop`` runs an agentic judge's bounded tool loop over the chat API (its tools' results
+shown by ``toolresults``, bounded, fenced and flagged; the tools are ``rewardsvc.judgetools``'s)
+before the verdict is read with the judge's own method.
 ``reasoning`` serves judges that think before they answer: it bounds the thinking (vLLM's
 ``thinking_token_budget``), finds the answer after it, and types an overrun.
 ``reward_model`` is the strategy of a ``method: reward_model`` judge: a scalar reward model

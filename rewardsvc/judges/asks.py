@@ -19,17 +19,20 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from rewardsvc.core.aggregate import HOLISTIC
+from rewardsvc.core.judge_tools import JudgeTools
 from rewardsvc.core.pool import Prices
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.trajectory import step_key
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges import batching, pricing, prompts
+from rewardsvc.judges import batching, pricing, prompts, toolloop
 from rewardsvc.judges.batching import Batch
 from rewardsvc.judges.comparative import FencedGroup, group_prompt
 from rewardsvc.judges.methods import Call
 from rewardsvc.judges.prompts import Prompt, Seen
 from rewardsvc.judges.reward_model import UNASKED, PoolingRequest
+from rewardsvc.judges.shapes import CHAT
+from rewardsvc.judges.toolresults import Tool
 from rewardsvc.safety.defuse import Defuser
 
 if TYPE_CHECKING:  # the judge asks these: a runtime import would be a cycle
@@ -160,6 +163,55 @@ class Holistic(_Asked):
     def render(self, judge: Judge) -> Prompt:
         """The holistic prompt (``prompts.holistic_prompt``)."""
         return prompts.holistic_prompt(self.rubric, self.rollout, judge.asking)
+
+
+def _declared(judge: Judge) -> JudgeTools:
+    """The tools ``judge`` declares (an agentic question refuses a judge without)."""
+    declared = judge.config.tools
+    assert declared is not None  # refused otherwise
+    return declared
+
+
+@dataclass(slots=True)
+class AgenticCriterion(_Asked):
+    """One criterion of ``rubric`` about one item, answered after a bounded tool loop
+    (``judges.toolloop``) with ``tools`` bound to the item; the loop's limits and tool
+    choice are the judge's (its pool entry's ``tools``), the verdict read by its method."""
+
+    rubric: Rubric
+    criterion: Criterion
+    rollout: Rollout
+    tools: tuple[Tool, ...]
+
+    def refusal(self, judge: Judge) -> str | None:
+        """A judge that declares no tools or not these, a judge that does not speak the chat
+        API (tool calling), or a reward model."""
+        declared = judge.config.tools
+        if declared is None or judge.shape is not CHAT:
+            return "an agentic question needs a chat judge that declares tools"
+        bound = {t.name for t in self.tools}
+        refused = sorted(bound - set(declared.allowed))
+        if refused:
+            return f"judge {judge.name!r} is not allowed the tools {refused}"
+        unbound = sorted(set(declared.named) - bound)
+        if unbound:
+            return f"judge {judge.name!r} is to call {unbound} first, which this item lacks"
+        return _Asked.refusal(self, judge)
+
+    def render(self, judge: Judge) -> Prompt:
+        """The criterion's prompt (``prompts.criterion_prompt``), before any tool call."""
+        return prompts.criterion_prompt(self.rubric, self.criterion, self.rollout, judge.asking)
+
+    def overflow(self, judge: Judge, sent: Prompt) -> str | None:
+        """Whether the first turn's prompt and its tool calls fit (later turns and the
+        verdict's prompt grow by bounded tool results: the loop's token limit bounds them)."""
+        return judge.overflow(sent, _declared(judge).turn_tokens)
+
+    def answer(self, judge: Judge, call: Call, sent: Prompt) -> Awaitable[Verdict]:
+        """The loop's verdict (a reached limit: a failed verdict of its ``loop_*`` kind)."""
+        limits, choice = toolloop.settings_of(_declared(judge))
+        loop = toolloop.ToolLoop(self.tools, limits, choice, judge.defuser)
+        return loop.verdict(call, judge.method, sent)
 
 
 @dataclass(slots=True)

@@ -2,7 +2,8 @@
 
 ``identity_text`` is the judge's part of every verdict-cache key: a change to anything that
 can change a verdict (model, revision, API, method, sampling, prompts, reasoning, a reward
-model's settings, the defusing of the model's own tokens) must make new keys.
+model's settings, an agentic judge's tools and loop bounds, the defusing of the model's own
+tokens) must make new keys.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ def identity_text(
         identity["revision"] = config.revision
     if reward_model is not None:
         identity["reward_model"] = reward_model.model_dump(mode="json")
+    if config.tools is not None:  # an agentic judge's tools and loop bounds
+        identity["tools"] = config.tools.model_dump(mode="json")
     if defuser.extra_tokens:
         identity["defuser"] = defuser.fingerprint
     return json.dumps(

@@ -54,8 +54,10 @@ def _placed(
 ) -> RewardResult:
     """``result`` with its problems as data, and its error naming them at ``position``
     of the request (wherever in a part of the batch the item was scored)."""
+    if not problems:
+        return result
     found = [ItemProblem(loc=list(p.loc), message=p.message) for p in problems]
-    result = result.model_copy(update={"problems": found or None})
+    result = result.model_copy(update={"problems": found})
     return result if position is None else placed_at(result, position)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 from rewardsvc.core.criteria_formats import CriteriaFormatName
 from rewardsvc.core.errors import JudgeErrorKind
@@ -257,6 +257,12 @@ class RewardResult(BaseModel):
         description="The objectives the rubric or recipe declares, by name: each in [0, 1], "
         "null when its parts could not be scored; null when it declares none.",
     )
+
+    @field_validator("problems", mode="before")
+    @classmethod
+    def _none_when_empty(cls, value: Any) -> Any:
+        # A domain result's empty tuple of problems is read as null, not [].
+        return value or None
 
 
 class Usage(BaseModel):

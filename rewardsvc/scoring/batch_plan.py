@@ -53,13 +53,15 @@ class BatchPlan:
                 n = part.prepared[call.item].index
                 costs[n] = costs[n] + call.cost
             specs = [c.grader for c in part.rubric.criteria if c.grader is not None]
+            if not specs:
+                continue
             for prepared in part.prepared:
                 reference = prepared.rollout.reference
                 seconds = sum(sandbox_seconds(spec, reference) for spec in specs)
                 costs[prepared.index] = costs[prepared.index] + Cost(sandbox_s=seconds)
         return costs
 
-    @property
+    @cached_property
     def cost(self) -> Cost:
         """What the whole batch costs."""
         return sum(self.item_costs, Cost())

@@ -200,6 +200,9 @@ def create_app(
         lifespan=lifespan,
         docs_url=None,  # docs_ui serves /docs from the installed package, not a CDN
         redoc_url=None,
+        # The service's metrics are its Prometheus families (docs: metrics). FastAPI's own
+        # OpenTelemetry hooks, on by default, looked up the global providers on every request.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
 
     install_error_handlers(app)

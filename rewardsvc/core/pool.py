@@ -344,12 +344,17 @@ class JudgeConfig(StrictModel):
         return urls
 
     @model_validator(mode="after")
-    def _reasoning_needs_chat(self) -> Self:
-        # The reasoning parser and the chat template's thinking live behind the chat API.
-        if self.api != "chat" and (self.reasoning is not None or self.chat_template_kwargs):
-            raise ValueError("reasoning and chat_template_kwargs need api: chat")
-        if self.api != "chat" and self.tools is not None:
-            raise ValueError("tools: an agentic judge needs api: chat (tool calling)")
+    def _chat_only_fields(self) -> Self:
+        # The reasoning parser, the chat template's thinking and tool calls live behind the
+        # chat API.
+        chat_only = {
+            "reasoning": self.reasoning is not None,
+            "chat_template_kwargs": bool(self.chat_template_kwargs),
+            "tools": self.tools is not None,
+        }
+        given = [name for name, set_ in chat_only.items() if set_]
+        if self.api != "chat" and given:
+            raise ValueError(f"{' and '.join(given)}: need api: chat")
         return self
 
     def request_extras(self) -> dict[str, Any]:

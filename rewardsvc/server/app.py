@@ -17,6 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
+from fastapi.telemetry import TelemetryConfig
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute
 
@@ -66,6 +67,11 @@ ROUTERS = (
     docs_ui.router,
 )
 """The service's routers, in the order their routes are matched."""
+
+
+# The service's metrics are its Prometheus families (docs: metrics). FastAPI's own
+# OpenTelemetry hooks, on by default, looked up the global providers on every request.
+NO_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False}
 
 
 def build_openapi(app: FastAPI, auth: bool) -> dict[str, Any]:
@@ -200,9 +206,7 @@ def create_app(
         lifespan=lifespan,
         docs_url=None,  # docs_ui serves /docs from the installed package, not a CDN
         redoc_url=None,
-        # The service's metrics are its Prometheus families (docs: metrics). FastAPI's own
-        # OpenTelemetry hooks, on by default, looked up the global providers on every request.
-        telemetry={"tracing": False, "metrics": False, "logs": False},
+        telemetry=NO_TELEMETRY,
     )
 
     install_error_handlers(app)

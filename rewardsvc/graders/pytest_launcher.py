@@ -8,6 +8,10 @@ code. ``collect`` only collects, with every module that cannot be found (the cod
 test, absent then) replaced by a stub, so the hidden tests alone say how many tests the
 task holds. Code the tests import runs in this process and could reach this plugin: the
 grader checks the report against the exit code and the task's own count of tests.
+
+Once pytest's own modules are loaded, no bytecode is read or written (``-I`` ignores
+``PYTHONDONTWRITEBYTECODE``): a cached ``.pyc`` that code under test wrote into a
+writable ``__pycache__`` would otherwise be run in place of a read-only test module.
 """
 
 from __future__ import annotations
@@ -23,7 +27,10 @@ from typing import Any
 # Imported before the work directory joins sys.path: nothing there can shadow it.
 import pytest
 
-CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pytest.ini")
+HERE = os.path.dirname(os.path.abspath(__file__))
+CONFIG = os.path.join(HERE, "pytest.ini")
+NO_BYTECODE = os.path.join(HERE, "no-bytecode")
+"""Where bytecode would be cached: a directory that does not exist in a read-only one."""
 TEXT_CHARS = 300
 
 
@@ -111,6 +118,10 @@ def main(argv: list[str]) -> int:
         sys.meta_path.append(_StubFinder())
     # As ``python -m pytest``: the work directory's modules are importable by the tests.
     sys.path.insert(0, os.getcwd())
+    sys.dont_write_bytecode = True
+    # Python's imports and pytest's assertion rewriting both look for cached bytecode
+    # under this prefix, where none is or can be.
+    sys.pycache_prefix = NO_BYTECODE
     report = Report()
     code = int(pytest.main([*options, *rest], plugins=[report]))
     sys.stdout.flush()

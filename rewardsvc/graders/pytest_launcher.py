@@ -9,7 +9,7 @@ test, absent then) replaced by a stub, so the hidden tests alone say how many te
 task holds. Code the tests import runs in this process and could reach this plugin: the
 grader checks the report against the exit code and the task's own count of tests.
 
-Once pytest's own modules are loaded, no bytecode is read or written (``-I`` ignores
+No bytecode is written, and once the session starts none is read (``-I`` ignores
 ``PYTHONDONTWRITEBYTECODE``): a cached ``.pyc`` that code under test wrote into a
 writable ``__pycache__`` would otherwise be run in place of a read-only test module.
 """
@@ -82,6 +82,17 @@ class Report:
         }
 
 
+class NoBytecode:
+    """From the session's start, before any module of the work directory is imported,
+    Python's imports and pytest's assertion rewriting look for cached bytecode under a
+    prefix where none is or can be (set no earlier: pytest's own plugins, imported before,
+    keep their system's bytecode, which is many milliseconds of every run)."""
+
+    def pytest_sessionstart(self, session: Any) -> None:
+        """The session starts: collection, and the code under test, are next."""
+        sys.pycache_prefix = NO_BYTECODE
+
+
 class _Stub:
     """Whatever the missing code under test is asked for, in a collect run."""
 
@@ -119,11 +130,8 @@ def main(argv: list[str]) -> int:
     # As ``python -m pytest``: the work directory's modules are importable by the tests.
     sys.path.insert(0, os.getcwd())
     sys.dont_write_bytecode = True
-    # Python's imports and pytest's assertion rewriting both look for cached bytecode
-    # under this prefix, where none is or can be.
-    sys.pycache_prefix = NO_BYTECODE
     report = Report()
-    code = int(pytest.main([*options, *rest], plugins=[report]))
+    code = int(pytest.main([*options, *rest], plugins=[report, NoBytecode()]))
     sys.stdout.flush()
     data = json.dumps(report.document(code)).encode()
     fd = int(os.environ["SANDBOX_REPORT_FD"])

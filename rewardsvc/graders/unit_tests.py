@@ -2,10 +2,15 @@
 completion's code (its fenced program, or an agent's workspace).
 
 The work directory holds the code under test with the hidden tests shown read-only in it,
-every file that steers the runner restored or removed (:mod:`~rewardsvc.graders.workspace`). pytest
-is started by a trusted launcher (:mod:`~rewardsvc.graders.pytest_launcher`, shown
-read-only outside the work directory) whose plugin writes a JSON report to a descriptor
-that is no file of the sandbox's. The score is the weighted fraction of the tests passed.
+every file that steers the runner restored or removed
+(:mod:`~rewardsvc.graders.workspace`). pytest is started by a trusted launcher
+(:mod:`~rewardsvc.graders.pytest_launcher`, shown read-only outside the work directory)
+whose plugin writes a JSON report to a descriptor that is no file of the sandbox's. The
+score is the weighted fraction of the tests passed.
+
+The task's side is worked out once for all the completions graded against the same tests
+at the same time (a group's): the reference read into tests, the collect run that counts
+them; each completion's code still runs in a sandbox of its own.
 
 Who is to blame decides between a score and no score, as for ``io_cases``
 (:mod:`~rewardsvc.graders.code`): the run reaching its limits, a collection error, no

@@ -32,8 +32,9 @@ class Limits:
     and everything it starts; ``wall_s`` is the wall clock after which the whole process
     tree is killed; ``output_bytes`` caps what is kept of stdout and of stderr each (the
     rest is read and dropped); ``work_bytes`` sizes the work directory (the files given
-    included) and ``tmp_bytes`` the run's private ``/tmp`` and ``/dev/shm`` (each an
-    in-memory filesystem of that size at most)."""
+    included; split evenly among its mounts when ``ro_files`` sit in subdirectories) and
+    ``tmp_bytes`` the run's private ``/tmp`` and ``/dev/shm`` (each an in-memory
+    filesystem of that size at most)."""
 
     cpu_s: int = 10
     memory_bytes: int = 1024 * _MIB

@@ -135,6 +135,42 @@ def test_no_write_outside_the_work_directory(backend, tmp_path: Path) -> None:
     assert not host_target.exists() and not (ROOT / "escaped.txt").exists()
 
 
+READ_ONLY_PROBE = """
+import json, os
+out = {}
+steps = {
+    "write": lambda: open("tests/deep/t.py", "w").write("x"),
+    "remove": lambda: os.unlink("top.py"),
+    "replace": lambda: os.rename("main.py", "top.py"),
+    "move_dir": lambda: os.rename("tests", "moved"),
+    "move_deep_dir": lambda: os.rename("tests/deep", "tests/moved"),
+    "chmod": lambda: os.chmod("top.py", 0o666),
+    "beside": lambda: open("tests/deep/mine.py", "w").write("x"),
+}
+for name, step in steps.items():
+    try:
+        step()
+        out[name] = "done"
+    except OSError as exc:
+        out[name] = type(exc).__name__
+out["read"] = open("tests/deep/t.py").read() + open("top.py").read()
+print(json.dumps(out))
+"""
+
+
+def test_read_only_files_in_the_work_dir_cannot_be_changed_removed_or_moved_aside(
+    backend,
+) -> None:
+    request = RunRequest(
+        (PYTHON, "main.py"),
+        files={"main.py": READ_ONLY_PROBE.encode(), "tests/helper.py": b""},
+        ro_files={"tests/deep/t.py": b"T", "top.py": b"P"},
+    )
+    seen = report(backend.run(request))
+    assert seen.pop("read") == "TP" and seen.pop("beside") == "done", seen
+    assert "done" not in seen.values(), seen
+
+
 def test_no_view_or_signal_of_host_processes(backend) -> None:
     me = os.getpid()
     result = run_python(

@@ -136,6 +136,17 @@ def test_sandbox_failures_are_error_kinds_a_grader_can_report() -> None:
         {"argv": ("/usr/bin/true",), "files": {"/etc/x": b""}},
         {"argv": ("/usr/bin/true",), "files": {f"f{n}": b"" for n in range(MAX_FILES + 1)}},
         {"argv": ("/usr/bin/true",), "env": {"A=B": "c"}},
+        {"argv": ("/usr/bin/true",), "ro_files": {"../escape": b""}},
+        {"argv": ("/usr/bin/true",), "files": {"t.py": b""}, "ro_files": {"t.py": b""}},
+        {"argv": ("/usr/bin/true",), "files": {"t/x.py": b""}, "ro_files": {"t": b""}},
+        {"argv": ("/usr/bin/true",), "files": {"t": b""}, "ro_files": {"t/x.py": b""}},
+        {"argv": ("/usr/bin/true",), "ro_files": {"t": b"", "t/x.py": b""}},
+        {"argv": ("/usr/bin/true",), "ro_files": {f"d{n}/t.py": b"" for n in range(33)}},
+        {
+            "argv": ("/usr/bin/true",),
+            "files": {f"f{n}": b"" for n in range(MAX_FILES)},
+            "ro_files": {"t.py": b""},
+        },
     ],
 )
 def test_a_request_that_would_reach_outside_its_work_dir_is_refused(bad: dict) -> None:

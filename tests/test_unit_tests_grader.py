@@ -287,3 +287,68 @@ def test_a_sandbox_without_pytest_gives_no_score_not_0(monkeypatch: pytest.Monke
     result = asyncio.run(unit_tests(rollout, spec(expected_tests=3), Sandbox(lanes)))  # type: ignore[arg-type]
     assert result.score is None and result.kind == "sandbox_unavailable", result
     assert len(lanes.runs) == 1  # the probe only: the tests never ran
+
+
+SPLIT_TESTS = {
+    "test_a.py": "from solution import add\n\n\ndef test_small():\n    assert add(1, 2) == 3\n",
+    "tests/test_b.py": TESTS["test_solution.py"].replace("def test_small", "def _small"),
+}
+# At import (while pytest collects test_a.py) the code replaces a test module pytest has
+# not collected yet by one keeping its test names with trivial bodies (the same node ids):
+# written in place, in a new directory put where the tests' one was moved from, or as
+# the cached bytecode pytest's import would load in place of the module.
+_BODY = "def test_negative():\\n    pass\\n\\n\\ndef test_zero():\\n    pass\\n"
+REWRITES = {
+    "in_place": f"""
+with open("tests/test_b.py", "w") as _f:
+    _f.write("{_BODY}")
+""",
+    "moved_aside": f"""
+import os
+
+os.rename("tests", "moved")
+os.mkdir("tests")
+with open("tests/test_b.py", "w") as _f:
+    _f.write("{_BODY}")
+""",
+    "bytecode": f"""
+import importlib.util, marshal, os, sys, pytest
+
+_stat = os.stat("tests/test_b.py")
+_tag = f"{{sys.implementation.cache_tag}}-pytest-{{pytest.__version__}}"
+_code = compile("{_BODY}", os.path.abspath("tests/test_b.py"), "exec")
+_header = importlib.util.MAGIC_NUMBER + bytes(4)
+_header += (int(_stat.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
+_header += (_stat.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+os.makedirs("tests/__pycache__", exist_ok=True)
+with open(f"tests/__pycache__/test_b.{{_tag}}.pyc", "wb") as _f:
+    _f.write(_header + marshal.dumps(_code))
+""",
+}
+
+
+@pytest.mark.parametrize("where", ["program", "workspace"])
+@pytest.mark.parametrize("how", sorted(REWRITES))
+def test_code_under_test_cannot_replace_a_hidden_test_before_pytest_collects_it(
+    lanes: SandboxLanes, where: str, how: str
+) -> None:
+    split = spec(tests=SPLIT_TESTS)
+    code = f"{WRONG}\n\ntry:\n{textwrap.indent(REWRITES[how], '    ')}\nexcept OSError:\n    pass\n"
+    if where == "program":
+        honest, attack = grade(lanes, WRONG, split), grade(lanes, code, split)
+    else:
+        honest = grade(lanes, the_spec=split, files={"solution.py": WRONG})
+        attack = grade(lanes, the_spec=split, files={"solution.py": code})
+    assert honest.score == pytest.approx(2 / 3), honest
+    assert attack.score == honest.score, attack
+    assert "tamper_expected_read" in attack.flags, attack.flags
+
+
+def test_hidden_tests_the_sandbox_cannot_show_read_only_are_the_tasks_fault(
+    lanes: SandboxLanes,
+) -> None:
+    # Each directory holding a read-only test is a mount of its own: at most 32 of them.
+    deep = "/".join(f"d{n}" for n in range(33)) + "/test_deep.py"
+    result = grade(lanes, CORRECT, spec(tests=None), reference=json.dumps({deep: ""}))
+    assert result.score is None and result.kind == "grader_failed", result
+    assert "reference: ro_files: in at most 32 directories" in (result.error or ""), result

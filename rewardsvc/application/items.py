@@ -257,9 +257,12 @@ def read_group(
         problems = field_problems(exc.errors(), raw, prefix=(field, index))
         return GroupIn(fallback, (), "; ".join(str(p) for p in problems))
     texts = parsed.completions if isinstance(parsed, GroupItem) else [parsed.a, parsed.b]
+    workspaces: list[dict[str, str] | None] = [None] * len(texts)
+    if isinstance(parsed, GroupItem) and parsed.files is not None:
+        workspaces = list(parsed.files)  # one per completion (checked by GroupItem)
     rollouts = tuple(
-        rollout_of(Item(prompt=parsed.prompt, completion=t, reference=parsed.reference))
-        for t in texts
+        rollout_of(Item(prompt=parsed.prompt, completion=t, reference=parsed.reference, files=f))
+        for t, f in zip(texts, workspaces, strict=True)
     )
     group_id = parsed.id if parsed.id is not None else fallback
     own = _own_rubric(rubrics, parsed.criteria, (field, index, "criteria"))

@@ -8,6 +8,10 @@ code. ``collect`` only collects, with every module that cannot be found (the cod
 test, absent then) replaced by a stub, so the hidden tests alone say how many tests the
 task holds. Code the tests import runs in this process and could reach this plugin: the
 grader checks the report against the exit code and the task's own count of tests.
+
+No bytecode is written, and once the session starts none is read (``-I`` ignores
+``PYTHONDONTWRITEBYTECODE``): a cached ``.pyc`` that code under test wrote into a
+writable ``__pycache__`` would otherwise be run in place of a read-only test module.
 """
 
 from __future__ import annotations
@@ -23,7 +27,10 @@ from typing import Any
 # Imported before the work directory joins sys.path: nothing there can shadow it.
 import pytest
 
-CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pytest.ini")
+HERE = os.path.dirname(os.path.abspath(__file__))
+CONFIG = os.path.join(HERE, "pytest.ini")
+NO_BYTECODE = os.path.join(HERE, "no-bytecode")
+"""Where bytecode would be cached: a directory that does not exist in a read-only one."""
 TEXT_CHARS = 300
 
 
@@ -75,6 +82,17 @@ class Report:
         }
 
 
+class NoBytecode:
+    """From the session's start, before any module of the work directory is imported,
+    Python's imports and pytest's assertion rewriting look for cached bytecode under a
+    prefix where none is or can be (set no earlier: pytest's own plugins, imported before,
+    keep their system's bytecode, which is many milliseconds of every run)."""
+
+    def pytest_sessionstart(self, session: Any) -> None:
+        """The session starts: collection, and the code under test, are next."""
+        sys.pycache_prefix = NO_BYTECODE
+
+
 class _Stub:
     """Whatever the missing code under test is asked for, in a collect run."""
 
@@ -111,8 +129,9 @@ def main(argv: list[str]) -> int:
         sys.meta_path.append(_StubFinder())
     # As ``python -m pytest``: the work directory's modules are importable by the tests.
     sys.path.insert(0, os.getcwd())
+    sys.dont_write_bytecode = True
     report = Report()
-    code = int(pytest.main([*options, *rest], plugins=[report]))
+    code = int(pytest.main([*options, *rest], plugins=[report, NoBytecode()]))
     sys.stdout.flush()
     data = json.dumps(report.document(code)).encode()
     fd = int(os.environ["SANDBOX_REPORT_FD"])

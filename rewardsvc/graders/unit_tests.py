@@ -1,11 +1,16 @@
 """The ``unit_tests`` grader: a task's hidden tests run by pytest in the sandbox against the
 completion's code (its fenced program, or an agent's workspace).
 
-The work directory holds the code under test with the hidden tests over it, every file
-that steers the runner restored or removed (:mod:`~rewardsvc.graders.workspace`). pytest
-is started by a trusted launcher (:mod:`~rewardsvc.graders.pytest_launcher`, shown
-read-only outside the work directory) whose plugin writes a JSON report to a descriptor
-that is no file of the sandbox's. The score is the weighted fraction of the tests passed.
+The work directory holds the code under test with the hidden tests shown read-only in it,
+every file that steers the runner restored or removed
+(:mod:`~rewardsvc.graders.workspace`). pytest is started by a trusted launcher
+(:mod:`~rewardsvc.graders.pytest_launcher`, shown read-only outside the work directory)
+whose plugin writes a JSON report to a descriptor that is no file of the sandbox's. The
+score is the weighted fraction of the tests passed.
+
+The task's side is worked out once for all the completions graded against the same tests
+at the same time (a group's): the reference read into tests, the collect run that counts
+them; each completion's code still runs in a sandbox of its own.
 
 Who is to blame decides between a score and no score, as for ``io_cases``
 (:mod:`~rewardsvc.graders.code`): the run reaching its limits, a collection error, no
@@ -20,6 +25,7 @@ malformed or do not collect on their own are the task's fault: no score,
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -35,7 +41,7 @@ from rewardsvc.graders.code import PROGRAM_FAULTS, PYTHON, Sandbox, limits, no_s
 from rewardsvc.graders.result import GraderResult, clip_text
 from rewardsvc.graders.workspace import work_dir
 from rewardsvc.safety import tamper
-from rewardsvc.sandbox.run import RUNNER_DIR, Limits, RunRequest, RunResult
+from rewardsvc.sandbox.run import RUNNER_DIR, Limits, RunRequest, RunResult, ro_problem
 
 RUNNER_FILES = {
     "launcher.py": Path(__file__).with_name("pytest_launcher.py").read_bytes(),
@@ -49,6 +55,8 @@ EVIDENCE_TESTS = 32
 """Most per-test outcomes a result's evidence lists (failures first)."""
 COUNTS_KEPT = 256
 """Task test counts kept in memory (one collect run per distinct set of hidden tests)."""
+REFERENCES_KEPT = 16
+"""References read into tests kept in memory (each at most a few MiB)."""
 _TESTS = TypeAdapter(dict[str, str])
 
 
@@ -71,6 +79,7 @@ class Expected:
 
 
 _COUNTS: OrderedDict[str, Expected] = OrderedDict()
+_COLLECTING: dict[str, asyncio.Future[Expected | GraderResult]] = {}
 _PROBE = RunRequest((PYTHON, "-I", "-c", "import pytest"), limits=Limits(wall_s=30.0))
 _runner_found = False  # once pytest was found in the sandbox; checked again until then
 
@@ -94,11 +103,19 @@ async def runner_missing(sandbox: Sandbox) -> GraderResult | None:
 
 def hidden_tests(spec: UnitTestsSpec, reference: str | None) -> dict[str, str] | str:
     """The task's hidden tests (the spec's, else the reference's JSON {path: text}), or
-    why there are none."""
+    why there are none. A reference is read once for all the completions that share it
+    (a group's): the same text gives the same tests, which no caller changes."""
     if spec.tests is not None:
-        return spec.tests
+        return _placed(spec.tests, "tests")
     if reference is None:
         return "unit_tests without tests in its spec needs a reference (the tests)"
+    return reference_tests(reference)
+
+
+@functools.lru_cache(maxsize=REFERENCES_KEPT)
+def reference_tests(reference: str) -> dict[str, str] | str:
+    """The hidden tests a reference holds (a JSON object {path: text}), or why it holds
+    none."""
     try:
         tests = _TESTS.validate_json(reference)
     except ValidationError as exc:
@@ -106,7 +123,14 @@ def hidden_tests(spec: UnitTestsSpec, reference: str | None) -> dict[str, str] |
     problem = files_problem(tests, MAX_TEST_FILES, MAX_TEST_BYTES) or (
         None if tests else "no test files"
     )
-    return tests if problem is None else f"reference: {problem}"
+    return _placed(tests, "reference") if problem is None else f"reference: {problem}"
+
+
+def _placed(tests: dict[str, str], where: str) -> dict[str, str] | str:
+    """``tests``, or why the sandbox cannot show them read-only (a path that is both a test
+    file and a directory of one, or tests in too many directories)."""
+    problem = ro_problem({}, tests)
+    return tests if problem is None else f"{where}: {problem}"
 
 
 def tamper_findings(
@@ -134,7 +158,8 @@ def code_of(rollout: Rollout, spec: UnitTestsSpec) -> dict[str, str] | None:
 def request(
     spec: UnitTestsSpec, files: Mapping[str, str], tests: Mapping[str, str], mode: str
 ) -> RunRequest:
-    """The sandboxed pytest run of ``tests`` in a work directory of ``files``."""
+    """The sandboxed pytest run of ``tests`` (shown read-only) in a work directory of the
+    code under test ``files``."""
     helpers = ("conftest.py", "__init__.py")
     test_files = [
         p for p in sorted(tests) if p.endswith(".py") and PurePosixPath(p).name not in helpers
@@ -148,15 +173,19 @@ def request(
         *([] if own_conftest else ["--noconftest"]),
         *test_files,
     )
-    encoded = {path: text.encode("utf-8", "surrogatepass") for path, text in files.items()}
     return RunRequest(
         argv,
-        encoded,
+        _encoded(files),
         env=ENV,
         limits=limits(spec),
         runner_files=RUNNER_FILES,
         report_bytes=REPORT_BYTES,
+        ro_files=_encoded(tests),
     )
+
+
+def _encoded(files: Mapping[str, str]) -> dict[str, bytes]:
+    return {path: text.encode("utf-8", "surrogatepass") for path, text in files.items()}
 
 
 def read_report(result: RunResult) -> _Report | str:
@@ -173,14 +202,33 @@ async def expected_tests(
     spec: UnitTestsSpec, tests: dict[str, str], sandbox: Sandbox
 ) -> Expected | GraderResult:
     """The task's tests: ``expected_tests``, else those a collect run of the hidden tests
-    alone finds (kept by their content); no score when they do not collect."""
+    alone finds (kept by their content); no score when they do not collect. Completions
+    graded at once against the same tests (a group's) wait for one collect run."""
     if spec.expected_tests is not None:
         return Expected(None, spec.expected_tests)
     key = hashlib.sha256(_TESTS.dump_json(tests)).hexdigest()
     if key in _COUNTS:
         _COUNTS.move_to_end(key)
         return _COUNTS[key]
-    result = await sandbox.run(request(spec, tests, tests, "collect"))
+    running = _COLLECTING.get(key)
+    if running is None or running.get_loop() is not asyncio.get_running_loop():
+        running = asyncio.ensure_future(_collect(spec, tests, sandbox, key))
+        _COLLECTING[key] = running
+        running.add_done_callback(functools.partial(_collected, key))
+    # One waiter cancelled (its deadline) leaves the run to the others.
+    return await asyncio.shield(running)
+
+
+def _collected(key: str, done: asyncio.Future[Expected | GraderResult]) -> None:
+    if _COLLECTING.get(key) is done:
+        del _COLLECTING[key]
+
+
+async def _collect(
+    spec: UnitTestsSpec, tests: dict[str, str], sandbox: Sandbox, key: str
+) -> Expected | GraderResult:
+    """The collect run of the hidden tests alone (its count kept under ``key``)."""
+    result = await sandbox.run(request(spec, {}, tests, "collect"))
     if result.failure is not None and result.failure not in PROGRAM_FAULTS:
         return no_score(result, "collecting the hidden tests")
     report = read_report(result)

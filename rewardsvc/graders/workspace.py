@@ -2,7 +2,9 @@
 every file that could steer the test runner restored from the task or removed.
 
 The code under test is an agent's workspace (an item's ``files``) or the completion's
-program written as one module. Whatever the agent wrote over a hidden test file is
+program written as one module; the hidden tests are shown beside it read-only (the
+sandbox's ``ro_files``), so that code running under pytest cannot rewrite a test module
+before pytest collects it. Whatever the agent wrote over a hidden test file is
 replaced by the task's copy (listed as ``restored``); a file of the agent's that steers
 pytest or Python's start-up (``conftest.py`` anywhere, pytest's configuration files,
 ``sitecustomize``/``usercustomize``, ``.pth`` files, a module or package named like
@@ -27,7 +29,8 @@ RUNNER_MODULES = frozenset({"pytest", "_pytest", "py", "pluggy"})
 
 @dataclass(frozen=True)
 class WorkDir:
-    """The files of one run (path -> text), with the agent's files that were replaced by
+    """The code under test of one run (path -> text; the task's tests are not among them:
+    they are shown read-only beside them), with the agent's files that were replaced by
     the task's (``restored``) or dropped (``removed``), each sorted."""
 
     files: dict[str, str]
@@ -52,8 +55,14 @@ def steers(path: str, test_modules: set[str]) -> bool:
     return bool(module_names(path) & (RUNNER_MODULES | test_modules))
 
 
+def _under(path: str, tests: Mapping[str, str]) -> bool:
+    """Whether ``path`` would sit inside a test file, as if that file were a directory."""
+    return any(str(parent) in tests for parent in PurePosixPath(path).parents)
+
+
 def work_dir(code: Mapping[str, str], tests: Mapping[str, str]) -> WorkDir:
-    """The code under test with the hidden ``tests`` over it (see the module doc)."""
+    """The code under test with what would clash with the hidden ``tests`` taken out (see
+    the module doc)."""
     test_modules = {PurePosixPath(p).stem for p in tests if PurePosixPath(p).suffix == ".py"}
     test_modules.discard("conftest")
     test_modules.discard("__init__")
@@ -65,9 +74,8 @@ def work_dir(code: Mapping[str, str], tests: Mapping[str, str]) -> WorkDir:
         if path in tests:
             if text != tests[path]:
                 restored.append(path)
-        elif steers(path, test_modules) or path in test_dirs:
+        elif steers(path, test_modules) or path in test_dirs or _under(path, tests):
             removed.append(path)
         else:
             files[path] = text
-    files.update(tests)
     return WorkDir(files, tuple(sorted(restored)), tuple(sorted(removed)))

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rewardsvc.core import comparative as cmp
 from rewardsvc.core.errors import JudgeErrorKind
 from rewardsvc.core.results import Status
 from rewardsvc.core.rubric import JudgeRule, Rubric
-from rewardsvc.protocol.items import ItemCriteria, Text
+from rewardsvc.protocol.items import WORKSPACE, ItemCriteria, Text, Workspace
 from rewardsvc.protocol.rewards import CriteriaOptions, OwnVersion, RubricRef
 
 # ------------------------------------------------------------------ requests
@@ -34,6 +34,23 @@ class GroupItem(BaseModel):
     reference: str | None = Field(default=None, description="Reference answer or label.")
     metadata: dict[str, Any] = Field(default_factory=dict)
     criteria: ItemCriteria = None
+    files: list[Workspace] | None = Field(
+        default=None,
+        description="Agent groups: each completion's workspace (untrusted), in the order of "
+        f"`completions`, one per completion; each {WORKSPACE}. A code grader criterion "
+        "(unit_tests) runs each completion's own workspace in a sandbox of its own, with the "
+        "task's test files and runner configuration restored over it, and its tamper flags "
+        "are that completion's. Never shown to a judge.",
+    )
+
+    @model_validator(mode="after")
+    def _one_workspace_per_completion(self) -> GroupItem:
+        if self.files is not None and len(self.files) != len(self.completions):
+            raise ValueError(
+                f"files: {len(self.files)} workspaces for {len(self.completions)} completions "
+                "(one per completion, in order)"
+            )
+        return self
 
 
 class GroupOptionsIn(CriteriaOptions):

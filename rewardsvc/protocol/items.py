@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
     Field,
     Tag,
-    field_validator,
     model_validator,
 )
 
@@ -124,6 +124,23 @@ Entry = Annotated[
 Text = str | list[Entry]
 
 
+def _bounded_files(files: dict[str, str]) -> dict[str, str]:
+    problem = files_problem(files, MAX_WORKSPACE_FILES, MAX_WORKSPACE_BYTES)
+    if problem is not None:
+        raise ValueError(problem)
+    return files
+
+
+Workspace = Annotated[dict[str, str], AfterValidator(_bounded_files)]
+"""An agent's workspace: relative path -> UTF-8 text, bounded and checked."""
+WORKSPACE = (
+    f"relative POSIX path -> UTF-8 text, at most {MAX_WORKSPACE_FILES} files and "
+    f"{MAX_WORKSPACE_BYTES} bytes of paths and text in all; each path relative, without "
+    "'..', NUL or a leading '/', at most 255 characters"
+)
+"""What a :data:`Workspace` is, for the wire fields' descriptions."""
+
+
 class Item(BaseModel):
     """One rollout to score."""
 
@@ -141,20 +158,9 @@ class Item(BaseModel):
         default_factory=dict, description="Free-form; echoed nowhere, logged with the reward."
     )
     criteria: ItemCriteria = None
-    files: dict[str, str] | None = Field(
+    files: Workspace | None = Field(
         default=None,
-        description="The agent's workspace (untrusted): relative POSIX path -> UTF-8 text, at "
-        f"most {MAX_WORKSPACE_FILES} files and {MAX_WORKSPACE_BYTES} bytes of paths and text in "
-        "all; each path relative, without '..', NUL or a leading '/', at most 255 characters. "
-        "A code grader (unit_tests) runs these files instead of the completion's program, "
-        "with the task's test files and runner configuration restored over them.",
+        description=f"The agent's workspace (untrusted): {WORKSPACE}. A code grader "
+        "(unit_tests) runs these files instead of the completion's program, with the task's "
+        "test files and runner configuration restored over them. Never shown to a judge.",
     )
-
-    @field_validator("files")
-    @classmethod
-    def _bounded_files(cls, files: dict[str, str] | None) -> dict[str, str] | None:
-        if files is not None:
-            problem = files_problem(files, MAX_WORKSPACE_FILES, MAX_WORKSPACE_BYTES)
-            if problem is not None:
-                raise ValueError(problem)
-        return files

@@ -7,11 +7,14 @@ capabilities and no further user namespaces, a read-only view of ``/usr`` (and t
 the backend is given), a private ``/proc``, a minimal ``/dev``, a small private ``/tmp``,
 and one writable directory, ``/work``: a fresh tmpfs bounded by ``work_bytes`` into which
 bwrap copies the request's files from anonymous in-memory files, so a run never writes
-to the host's disk and leaves nothing behind. The root is sealed read-only and the
-environment cleared. The rlimits are set by ``prlimit`` inside the sandbox, on the
-program alone, just before it starts. When the service runs as root, bubblewrap itself
-is started as user 65534: inside a user namespace owned by root the kernel does not
-count processes against ``RLIMIT_NPROC``, so a fork bomb would not be bounded.
+to the host's disk and leaves nothing behind. The request's read-only files (a task's
+tests) are bound read-only over their places in ``/work``, and every directory holding one
+is a tmpfs of its own: the program can neither change such a file nor move it aside. The
+root is sealed read-only and the environment cleared. The rlimits are set by ``prlimit``
+inside the sandbox, on the program alone, just before it starts. When the service runs
+as root, bubblewrap itself is started as user 65534: inside a user namespace owned by
+root the kernel does not count processes against ``RLIMIT_NPROC``, so a fork bomb would
+not be bounded.
 """
 
 from __future__ import annotations
@@ -34,10 +37,11 @@ from rewardsvc.sandbox.run import (
     Limits,
     RunRequest,
     RunResult,
+    parents,
 )
 
 NOBODY = 65534
-WORKDIR = "/work"
+WORKDIR = PurePosixPath("/work")
 PRLIMIT = "/usr/bin/prlimit"
 _PATH = "/usr/local/bin:/usr/bin:/bin"
 # A program's own words for an allocation its address-space limit refused.
@@ -110,8 +114,10 @@ class BubblewrapBackend(Backend):
         try:
             files = {path: _memfd(content, held) for path, content in request.files.items()}
             runner = {p: _memfd(content, held) for p, content in request.runner_files.items()}
+            fixed = {p: _memfd(content, held) for p, content in request.ro_files.items()}
             stdin = _memfd(request.stdin, held)
-            argv = [self.bwrap, *self._options(request.limits, status_write, files, runner)]
+            work = _work(request.limits, files, fixed)
+            argv = [self.bwrap, *self._options(request.limits, status_write, runner, work)]
             env = dict(request.env)
             if request.report_bytes:
                 report = _memfd(b"", held)
@@ -119,7 +125,8 @@ class BubblewrapBackend(Backend):
             for name, value in env.items():
                 argv += ["--setenv", name, value]
             argv += [*_prlimit(request.limits), *request.argv]
-            given = (*files.values(), *runner.values(), *([report] if report is not None else []))
+            given = (*files.values(), *fixed.values(), *runner.values())
+            given += (report,) if report is not None else ()
             proc = subprocess.Popen(
                 argv,
                 stdin=stdin,
@@ -148,7 +155,7 @@ class BubblewrapBackend(Backend):
         return _result(watched, request.limits)
 
     def _options(
-        self, limits: Limits, status_fd: int, files: dict[str, int], runner: dict[str, int]
+        self, limits: Limits, status_fd: int, runner: dict[str, int], work: list[str]
     ) -> list[str]:
         system = ["--ro-bind", "/usr", "/usr"]
         for link in ("bin", "sbin", "lib", "lib64", "lib32", "libx32"):
@@ -156,15 +163,10 @@ class BubblewrapBackend(Backend):
                 system += ["--symlink", f"usr/{link}", f"/{link}"]
         for path in self.ro_paths:
             system += ["--ro-bind", path, path]
-        for parent in _parents(runner):
+        for parent in parents(runner):
             system += ["--dir", f"{RUNNER_DIR}/{parent}"]
         for path, fd in runner.items():
             system += ["--perms", "0444", "--ro-bind-data", str(fd), f"{RUNNER_DIR}/{path}"]
-        work = ["--perms", "0755", "--size", str(limits.work_bytes), "--tmpfs", WORKDIR]
-        for parent in _parents(files):
-            work += ["--dir", f"{WORKDIR}/{parent}"]
-        for path, fd in files.items():
-            work += ["--perms", "0755", "--file", str(fd), f"{WORKDIR}/{path}"]
         return [
             *system,
             *("--proc", "/proc", "--dev", "/dev"),
@@ -172,20 +174,33 @@ class BubblewrapBackend(Backend):
             *("--size", str(limits.tmp_bytes), "--tmpfs", "/dev/shm"),
             *work,
             # bwrap's own root is a writable tmpfs (host memory): seal it once built.
-            *("--remount-ro", "/", "--chdir", WORKDIR),
+            *("--remount-ro", "/", "--chdir", str(WORKDIR)),
             *("--unshare-all", "--unshare-user", "--disable-userns"),
             *("--uid", str(NOBODY), "--gid", str(NOBODY), "--cap-drop", "ALL"),
             *("--hostname", "sandbox", "--die-with-parent", "--new-session", "--as-pid-1"),
-            *("--clearenv", "--setenv", "PATH", _PATH, "--setenv", "HOME", WORKDIR),
+            *("--clearenv", "--setenv", "PATH", _PATH, "--setenv", "HOME", str(WORKDIR)),
             *("--setenv", "LANG", "C.UTF-8"),
             *("--json-status-fd", str(status_fd)),
         ]
 
 
-def _parents(files: dict[str, int]) -> list[PurePosixPath]:
-    """The directories ``files`` need, parents first."""
-    parents = {parent for path in files for parent in PurePosixPath(path).parents}
-    return sorted(parents - {PurePosixPath(".")}, key=lambda p: len(p.parts))
+def _work(limits: Limits, files: dict[str, int], fixed: dict[str, int]) -> list[str]:
+    """The options that build ``/work``: a tmpfs, with one more mounted at each directory
+    that holds a read-only file (a mount point cannot be moved or removed, so neither can
+    the file), the work directory's bytes shared among them; then the ``files``, copied in
+    writable, and the ``fixed`` files, bound read-only over their places."""
+    mounts = [PurePosixPath("."), *parents(fixed)]
+    share = str(max(1, limits.work_bytes // len(mounts)))
+    work: list[str] = []
+    for mount in mounts:
+        work += ["--perms", "0755", "--size", share, "--tmpfs", str(WORKDIR / mount)]
+    for parent in parents(files):
+        work += ["--dir", str(WORKDIR / parent)]
+    for path, fd in files.items():
+        work += ["--perms", "0755", "--file", str(fd), str(WORKDIR / path)]
+    for path, fd in fixed.items():
+        work += ["--perms", "0444", "--ro-bind-data", str(fd), str(WORKDIR / path)]
+    return work
 
 
 def _read_back(fd: int, cap: int) -> tuple[bytes, bool]:

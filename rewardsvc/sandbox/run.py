@@ -4,7 +4,7 @@ and what it gave (:class:`RunResult`), as plain typed data."""
 from __future__ import annotations
 
 import signal
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -12,8 +12,11 @@ from rewardsvc.core.errors import SandboxFailureKind
 
 _MIB = 1 << 20
 MAX_FILES = 320
-"""Most files one run may be given (each is a descriptor while the sandbox starts): an
-agent's workspace (256 at most) with a task's tests."""
+"""Most files one run may be given, ``files``, ``ro_files`` and ``runner_files`` together
+(each is a descriptor while the sandbox starts): an agent's workspace (256 at most) with a
+task's tests."""
+MAX_RO_DIRS = 32
+"""Most directories inside the work directory that hold ``ro_files`` (each its own mount)."""
 RUNNER_DIR = "/runner"
 """Where a run's trusted ``runner_files`` are shown, read-only, outside the work directory."""
 REPORT_FD_ENV = "SANDBOX_REPORT_FD"
@@ -29,8 +32,9 @@ class Limits:
     and everything it starts; ``wall_s`` is the wall clock after which the whole process
     tree is killed; ``output_bytes`` caps what is kept of stdout and of stderr each (the
     rest is read and dropped); ``work_bytes`` sizes the work directory (the files given
-    included) and ``tmp_bytes`` the run's private ``/tmp`` and ``/dev/shm`` (each an
-    in-memory filesystem of that size at most)."""
+    included; split evenly among its mounts when ``ro_files`` sit in subdirectories) and
+    ``tmp_bytes`` the run's private ``/tmp`` and ``/dev/shm`` (each an in-memory
+    filesystem of that size at most)."""
 
     cpu_s: int = 10
     memory_bytes: int = 1024 * _MIB
@@ -66,6 +70,23 @@ def _check_place(path: str) -> None:
         raise ValueError(f"files[{path!r}]: must be a relative path inside the work directory")
 
 
+def parents(paths: Iterable[str]) -> list[PurePosixPath]:
+    """The directories that hold ``paths`` (relative), at every level, parents first."""
+    found = {parent for path in paths for parent in PurePosixPath(path).parents}
+    return sorted(found - {PurePosixPath(".")}, key=lambda p: (len(p.parts), p))
+
+
+def ro_problem(files: Mapping[str, bytes | str], ro_files: Mapping[str, bytes | str]) -> str | None:
+    """Why ``ro_files`` cannot be shown beside ``files`` (a path that is a file of one and
+    a directory or file of the other, or of both, or too many directories), or None."""
+    dirs = {str(d) for d in parents(ro_files)}
+    if len(dirs) > MAX_RO_DIRS:
+        return f"ro_files: in at most {MAX_RO_DIRS} directories, got {len(dirs)}"
+    held = {str(d) for d in parents(files)}
+    clash = sorted((set(ro_files) | dirs) & set(files) | (dirs | held) & set(ro_files))
+    return f"ro_files[{clash[0]!r}]: also a file or a directory of the run" if clash else None
+
+
 @dataclass(frozen=True)
 class RunRequest:
     """Run ``argv`` (``argv[0]`` a path inside the sandbox's read-only system, e.g.
@@ -73,6 +94,11 @@ class RunRequest:
     content, at most :data:`MAX_FILES`), with ``stdin`` as its standard input and only
     ``env`` (over a fixed ``PATH``, ``HOME`` and ``LANG``) in its environment, within
     ``limits``.
+
+    ``ro_files`` (relative path -> content) are shown read-only inside the work directory
+    (the task's files, e.g. its hidden tests): the program cannot write, delete or replace
+    them, nor move a directory that holds one (each such directory, at most
+    :data:`MAX_RO_DIRS`, is a mount of its own, which the program's other files may share).
 
     ``runner_files`` (relative path -> content) are the caller's trusted files, shown
     read-only under :data:`RUNNER_DIR`, outside the work directory (a test runner and its
@@ -87,16 +113,19 @@ class RunRequest:
     limits: Limits = field(default_factory=Limits)
     runner_files: Mapping[str, bytes] = field(default_factory=dict)
     report_bytes: int = 0
+    ro_files: Mapping[str, bytes] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.argv or any("\0" in arg for arg in self.argv):
             raise ValueError("argv: must be a non-empty list of strings without NUL")
-        if len(self.files) + len(self.runner_files) > MAX_FILES:
-            raise ValueError(
-                f"files: at most {MAX_FILES}, got {len(self.files) + len(self.runner_files)}"
-            )
-        for path in [*self.files, *self.runner_files]:
+        count = len(self.files) + len(self.ro_files) + len(self.runner_files)
+        if count > MAX_FILES:
+            raise ValueError(f"files: at most {MAX_FILES}, got {count}")
+        for path in [*self.files, *self.ro_files, *self.runner_files]:
             _check_place(path)
+        problem = ro_problem(self.files, self.ro_files)
+        if problem is not None:
+            raise ValueError(problem)
         if not 0 <= self.report_bytes <= MAX_REPORT_BYTES:
             raise ValueError(f"report_bytes: between 0 and {MAX_REPORT_BYTES}")
         for name, value in self.env.items():

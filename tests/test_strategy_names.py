@@ -31,9 +31,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     # Parsing: the pool file refuses chat-only fields on a completion judge (the core
     # cannot see the API shapes of ``rewardsvc.judges.shapes``).
-    "core/pool.py": {
-        'if self.api != "chat" and given:'
-    },
+    "core/pool.py": {'if self.api != "chat" and given:'},
 }
 
 

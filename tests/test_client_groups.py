@@ -33,7 +33,12 @@ def group_answer(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         texts = [c if isinstance(c, str) else "0.5" for c in group["completions"]]
         if "fail" in texts:
             results.append(
-                {"id": group["id"], "rewards": [None] * len(texts), "status": "judge_error"}
+                {
+                    "id": group["id"],
+                    "rewards": [None] * len(texts),
+                    "status": "judge_error",
+                    "error_kind": "sandbox_busy",
+                }
             )
             continue
         results.append(
@@ -180,6 +185,7 @@ async def test_async_client_groups_and_preferences(fake: FakeService) -> None:
             run="r2",
         )
     assert groups.results[0].status == "judge_error" and groups.results[0].rewards == [None, None]
+    assert groups.results[0].error_kind == "sandbox_busy"
     (body,) = fake.bodies("/v1/preferences")
     assert body["run"] == "r2" and body["options"] == {"margin": 0.1}
     assert [p["id"] for p in body["pairs"]] == ["0", "1"]

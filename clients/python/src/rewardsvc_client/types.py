@@ -240,6 +240,9 @@ class GroupResult:
     judges: dict[str, Any] = field(default_factory=dict)
     flags: list[list[str]] = field(default_factory=list)
     error: str | None = None
+    error_kind: str | None = None
+    """Why the group has no rewards (or fewer judges), as a fixed kind: ``sandbox_busy``,
+    ``timeout``, ``grader_failed``, ...; None when every judge scored."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GroupResult:
@@ -255,6 +258,7 @@ class GroupResult:
             judges=dict(data.get("judges") or {}),
             flags=[[str(f) for f in fs] for fs in data.get("flags") or []],
             error=data.get("error"),
+            error_kind=data.get("error_kind"),
         )
 
 
@@ -292,6 +296,9 @@ class PreferenceResult:
     judges: dict[str, Any] = field(default_factory=dict)
     flags: dict[str, list[str]] = field(default_factory=dict)
     error: str | None = None
+    error_kind: str | None = None
+    """Why the pair has no verdict (or fewer judges), as a fixed kind; None when every
+    judge answered."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PreferenceResult:
@@ -311,6 +318,7 @@ class PreferenceResult:
             judges=dict(data.get("judges") or {}),
             flags={str(k): [str(f) for f in v] for k, v in (data.get("flags") or {}).items()},
             error=data.get("error"),
+            error_kind=data.get("error_kind"),
         )
 
 

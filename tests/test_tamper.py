@@ -61,6 +61,8 @@ TAMPERING: list[tuple[str, str]] = [
     ("tamper_outside_write", "import os\nos.chmod('/', 0o777)\n"),
     ("tamper_outside_write", "import shutil\nshutil.rmtree('../tests')\n"),
     ("tamper_outside_write", "import os\nos.open('/work/../x', os.O_WRONLY | os.O_CREAT)\n"),
+    # the runner's process replaced at import (the test rewritten, then pytest run again)
+    ("tamper_exit_hook", "import os, sys\nif True:\n    os.execv(sys.executable, sys.orig_argv)\n"),
     ("tamper_kill_parent", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"),
     # names given their values elsewhere: a loop over literals, an assignment
     ("tamper_kill_parent", "import os\nfor pid in (os.getppid(), 12):\n    os.kill(pid, 9)\n"),
@@ -94,6 +96,7 @@ HONEST: list[str] = [
     # honest imports and processes
     "import urllib.parse, json, os\nprint(urllib.parse.quote('a b'), os.getpid())\n",
     "import subprocess\nsubprocess.run(['ls', '-l'])\n",
+    "import os, sys\n\ndef restart():\n    os.execv(sys.executable, sys.argv)\n",
     "import os\nos.kill(os.getpid(), 0)\n",
     "import unittest\n\nclass T(unittest.TestCase):\n"
     "    def test_a(self):\n        self.assertEqual(1, 1)\n",

@@ -75,8 +75,8 @@ TAMPER: tuple[TamperFlag, ...] = (
     ),
     TamperFlag(
         "tamper_exit_hook",
-        "exit at import (module-level sys.exit, os._exit, exit, quit, raise SystemExit), "
-        "atexit.register, signal.signal",
+        "exit at import (module-level sys.exit, os._exit, exit, quit, raise SystemExit, or "
+        "os.exec* replacing the process), atexit.register, signal.signal",
     ),
     TamperFlag(
         "tamper_expected_read",

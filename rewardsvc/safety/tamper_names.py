@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import re
 
-EXITS = frozenset(["sys.exit", "os._exit", "exit", "quit", "builtins.exit", "builtins.quit"])
+# Replacing the process at import (``os.exec*``) ends the checked run as an exit does: the
+# runner that was collecting never reports, and whatever the new process runs instead does.
+EXITS = frozenset(
+    ["sys.exit", "os._exit", "exit", "quit", "builtins.exit", "builtins.quit"]
+    + [f"os.exec{suffix}" for suffix in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")]
+)
 HOOKS = frozenset(["atexit.register", "signal.signal", "signal.setitimer", "signal.alarm"])
 PATCHED_ROOTS = frozenset(["pytest", "_pytest", "unittest", "builtins", "pluggy"])
 IMPORT_STATE = ("sys.modules", "sys.meta_path", "sys.path_hooks", "builtins.__dict__")

@@ -160,13 +160,15 @@ class ToolLoop:
             raw=json.dumps({"answer": verdict.raw, "loop": json.loads(spent.text())}),
             prompt_tokens=verdict.prompt_tokens + spent.prompt_tokens,
             completion_tokens=verdict.completion_tokens + spent.completion_tokens,
+            calls=spent.calls + verdict.calls,
         )
 
     def _failed(self, kind: JudgeErrorKind, message: str) -> Verdict:
         spent = self.transcript
-        return failed_verdict(
+        failed = failed_verdict(
             kind, message, 0.0, spent.text(), spent.prompt_tokens, spent.completion_tokens
         )
+        return replace(failed, calls=max(1, spent.calls))
 
     def _fail(self, kind: JudgeErrorKind, message: str) -> LoopFailed:
         return LoopFailed(kind, message)
@@ -216,6 +218,7 @@ class ToolLoop:
             max_tokens=max(1, min(self.limits.turn_tokens, left)),
             temperature=call.sampling.temperature,
         )
+        spent.calls += 1
         p, c = usage(reply)
         spent.prompt_tokens += p
         spent.completion_tokens += c

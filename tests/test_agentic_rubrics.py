@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from fakejudge import FakeJudge
+from prometheus_client import REGISTRY
 from test_api_support import app_client, fake_pool_doc, settings_for
 from test_rubric import problems, write
 
@@ -159,6 +160,19 @@ async def serving(
             yield served
 
 
+def _counted(metric: str, **labels: str) -> float:
+    """A Prometheus counter's value now (0 before its first count)."""
+    return REGISTRY.get_sample_value(f"{metric}_total", labels) or 0.0
+
+
+def _loops(ended: str) -> float:
+    return _counted("rewardsvc_judge_tool_loops", judge="primary", ended=ended)
+
+
+def _tool_calls(tool: str, outcome: str) -> float:
+    return _counted("rewardsvc_judge_tool_calls", judge="primary", tool=tool, outcome=outcome)
+
+
 def _item(key: str, program: str = CORRECT) -> dict[str, Any]:
     return {"id": key, "prompt": "Write add(a, b).", "completion": f"```python\n{program}```"}
 
@@ -166,6 +180,7 @@ def _item(key: str, program: str = CORRECT) -> dict[str, Any]:
 async def test_a_scripted_judge_runs_the_tests_and_explain_shows_its_transcript(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runs: list[RunRequest]
 ) -> None:
+    answered, tested = _loops("answered"), _tool_calls("run_tests", "ok")
     async with serving(tmp_path, monkeypatch, TOOLS) as served:
         reply = await served.score(
             [_item("right"), _item("wrong", "def add(a, b):\n    return 0\n")], explain=True
@@ -194,12 +209,16 @@ async def test_a_scripted_judge_runs_the_tests_and_explain_shows_its_transcript(
             assert verdict["p"]["yes"] == pytest.approx(0.8) and verdict["error_kind"] is None
         # The graders' run, then the judge's run_tests run: one pytest run each per item.
         assert len([r for r in runs if "test_solution.py" in r.files]) == 4
+        # Prometheus counts each loop by how it ended and each tool call by its outcome.
+        assert _loops("answered") == answered + 2
+        assert _tool_calls("run_tests", "ok") == tested + 2
 
 
 async def test_a_judge_that_never_stops_is_null_with_its_kind_on_v1_rewards(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runs: list[RunRequest]
 ) -> None:
     tools = {"allowed": ["run_tests", "read_file"], "auto_turns": 2}
+    looped, tested = _loops("loop_turns"), _tool_calls("run_tests", "ok")
     async with serving(tmp_path, monkeypatch, tools) as served:
         served.judge.script.tool_forever = ("run_tests", {})
         reply = await served.score([_item("looping")])
@@ -209,6 +228,8 @@ async def test_a_judge_that_never_stops_is_null_with_its_kind_on_v1_rewards(
         assert works["score"] is None and works["error_kind"] == "loop_turns"
         assert result["reward"] is None and result["status"] == "judge_error"
         assert served.admitted == [3] and served.judge.script.requests == 2
+        assert _loops("loop_turns") == looped + 1
+        assert _tool_calls("run_tests", "ok") == tested + 2
 
 
 @pytest.mark.parametrize(

@@ -251,3 +251,30 @@ async def test_a_loop_over_the_limits_is_refused_before_any_call_or_run(
         assert reply.status_code == 413, reply.text
         assert field in reply.text
         assert served.judge.script.requests == 0 and runs == []
+
+
+@pytest.mark.parametrize(
+    ("tooled", "field"),
+    [
+        ({"tools": ["read_file"]}, "rubric.tools"),
+        (
+            {"criteria": [{**RUBRIC["criteria"][0], "tools": ["read_file"]}]},
+            "rubric.criteria[0].tools",
+        ),
+    ],
+)
+async def test_groups_and_preferences_refuse_tools_naming_the_field(
+    tmp_path: Path, fake: FakeJudge, tooled: dict[str, Any], field: str
+) -> None:
+    criteria = [{"id": "works", "text": "The program is correct."}]
+    inline = {**RUBRIC, "criteria": criteria, **tooled}
+    completions = [f"```python\n{CORRECT}```", "```python\ndef add(a, b):\n    return 0\n```"]
+    group = {"id": "g", "prompt": "Write add(a, b).", "completions": completions}
+    pool = JudgePool.model_validate(fake_pool_doc(fake.url, fake.url))
+    (tmp_path / "rubrics").mkdir()
+    async with app_client(settings_for(tmp_path / "rubrics"), pool) as (client, _, _):
+        for route, key in (("/v1/groups", "groups"), ("/v1/preferences", "pairs")):
+            reply = await client.post(route, json={"rubric": inline, key: [group]})
+            assert reply.status_code == 422, reply.text
+            assert reply.json()["field"] == field, reply.text
+    assert fake.script.requests == 0

@@ -276,5 +276,7 @@ async def test_groups_and_preferences_refuse_tools_naming_the_field(
         for route, key in (("/v1/groups", "groups"), ("/v1/preferences", "pairs")):
             reply = await client.post(route, json={"rubric": inline, key: [group]})
             assert reply.status_code == 422, reply.text
-            assert reply.json()["field"] == field, reply.text
+            refused = reply.json()
+            assert refused["field"] == field, reply.text
+            assert "with no judge tools" in refused["message"], reply.text  # not unknown
     assert fake.script.requests == 0

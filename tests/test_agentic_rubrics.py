@@ -280,3 +280,23 @@ async def test_groups_and_preferences_refuse_tools_naming_the_field(
             assert refused["field"] == field, reply.text
             assert "with no judge tools" in refused["message"], reply.text  # not unknown
     assert fake.script.requests == 0
+
+
+async def test_a_group_whose_own_criteria_allow_tools_is_rejected_alone(
+    tmp_path: Path, fake: FakeJudge
+) -> None:
+    plain = {**RUBRIC, "criteria": [{"id": "works", "text": "The program is correct."}]}
+    completions = [f"```python\n{CORRECT}```", "```python\ndef add(a, b):\n    return 0\n```"]
+    own = [{"id": "runs", "text": "The program runs.", "tools": ["run_tests"]}]
+    groups = [
+        {"id": "tooled", "prompt": "Write add.", "completions": completions, "criteria": own},
+        {"id": "plain", "prompt": "Write add.", "completions": completions},
+    ]
+    pool = JudgePool.model_validate(fake_pool_doc(fake.url, fake.url))
+    (tmp_path / "rubrics").mkdir()
+    async with app_client(settings_for(tmp_path / "rubrics"), pool) as (client, _, _):
+        reply = await client.post("/v1/groups", json={"rubric": plain, "groups": groups})
+    assert reply.status_code == 200, reply.text
+    tooled, scored = reply.json()["results"]
+    assert tooled["status"] == "rejected" and "with no judge tools" in tooled["error"], tooled
+    assert scored["status"] == "ok", scored

@@ -305,6 +305,7 @@ class RecordingObserver:
     def __init__(self) -> None:
         self.calls: list[tuple[str, Verdict]] = []
         self.breakers: list[tuple[str, str, bool]] = []
+        self.loops: list[tuple[str, str, list[tuple[str, bool]]]] = []
 
     def judge_call(self, judge: str, verdict: Verdict) -> None:
         """Keep the verdict."""
@@ -313,6 +314,10 @@ class RecordingObserver:
     def breaker(self, judge: str, url: str, is_open: bool) -> None:
         """Keep the change."""
         self.breakers.append((judge, url, is_open))
+
+    def tool_loop(self, judge: str, ended: str, calls: Any) -> None:
+        """Keep how an agentic judge's loop ended and its tool calls."""
+        self.loops.append((judge, ended, list(calls)))
 
     def cache_hit(self, dedup: bool) -> None:
         """Ignore."""

@@ -24,11 +24,11 @@ PATTERNS = (
 ALLOWED: dict[str, set[str]] = {
     # The strategy objects' own definitions: the rubric's properties that read its fields.
     "core/rubric.py": {
-        'return self.scope == "step"',
         'return self.kind == "constitution"',
         'return self.combine == "implicit"',
         'return self.combine == "worst"',
     },
+    "core/criterion.py": {'return self.scope == "step"'},
     # Parsing: the pool file refuses chat-only fields on a completion judge (the core
     # cannot see the API shapes of ``rewardsvc.judges.shapes``).
     "core/pool.py": {'if self.api != "chat" and given:'},

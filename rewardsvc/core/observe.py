@@ -27,6 +27,12 @@ class Observer(Protocol):
         """A judge call finished (``verdict.error_kind`` is set when it failed)."""
         return None
 
+    def tool_loop(self, judge: str, ended: str, calls: Sequence[tuple[str, bool]]) -> None:
+        """An agentic judge's tool loop ended: ``answered``, a ``loop_*`` kind, or
+        ``judge_error`` (a turn's call failed); ``calls`` its tool calls, each (tool name,
+        ``unknown`` for one the judge may not call; whether it gave an error)."""
+        return None
+
     def breaker(self, judge: str, url: str, is_open: bool) -> None:
         """A base URL's circuit breaker opened or closed."""
         return None
@@ -70,6 +76,11 @@ class Observers:
         """Forward to each."""
         for o in self.observers:
             o.judge_call(judge, verdict)
+
+    def tool_loop(self, judge: str, ended: str, calls: Sequence[tuple[str, bool]]) -> None:
+        """Forward to each."""
+        for o in self.observers:
+            o.tool_loop(judge, ended, calls)
 
     def breaker(self, judge: str, url: str, is_open: bool) -> None:
         """Forward to each."""

@@ -130,8 +130,9 @@ class Usage:
     (cache hits cost nothing)."""
 
     def called(self, verdict: Verdict, order: str | None = None) -> None:
-        """Count one judge call, its tokens and cost (under ``order`` for a comparison)."""
-        self.judge_calls += 1
+        """Count one judge call (an agentic verdict's every request), its tokens and cost
+        (under ``order`` for a comparison)."""
+        self.judge_calls += verdict.calls
         self.prompt_tokens += verdict.prompt_tokens
         self.completion_tokens += verdict.completion_tokens
         self.cached_tokens += verdict.cached_tokens

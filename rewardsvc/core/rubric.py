@@ -15,7 +15,7 @@ import functools
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, Self
+from typing import Any, Literal, Self
 
 from pydantic import (
     ConfigDict,
@@ -25,136 +25,21 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic.config import JsonDict
 
 from rewardsvc.core.base import StrictModel, check_unique_ids
-from rewardsvc.core.graders_spec import GraderSpec
+from rewardsvc.core.criterion import Category as Category
+from rewardsvc.core.criterion import Criterion as Criterion
+from rewardsvc.core.criterion import Identifier as Identifier
+from rewardsvc.core.criterion import View as View
+from rewardsvc.core.judge_tools import ToolName
 from rewardsvc.core.monitor_spec import MonitorConfig
 from rewardsvc.core.objectives import ObjectiveName, RubricObjective, check_rubric_objectives
 from rewardsvc.core.transforms import Transforms
 
-Category = Literal["essential", "important", "optional", "pitfall"]
-ScaleKind = Literal["binary", "likert"]
 Combine = Literal["explicit", "implicit", "worst"]
 JudgeRule = Literal["mean", "min", "uwo", "median", "softmin"]
-View = Literal["final", "trace", "tools"]
-Scope = Literal["episode", "step"]
 StepCombine = Literal["min", "mean", "last", "discounted"]
 Calibration = Literal["none", "zscore", "rank"]
-
-Identifier = Annotated[
-    str,
-    Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$", description="Lower-case id: a-z 0-9 _ . -"),
-]
-
-
-def _drop_schema_default(schema: JsonDict) -> None:
-    """Remove the advertised default from a field's JSON Schema."""
-    schema.pop("default", None)
-
-
-class Criterion(StrictModel):
-    """One checkable statement about a response (or, in a constitution, one principle)."""
-
-    id: Identifier = Field(description="Unique within the rubric; used in reward breakdowns.")
-    text: str = Field(
-        default="",
-        description="The statement the judge checks, phrased so that 'yes' is what the weight "
-        "describes: for a pitfall, 'yes' means the pitfall is present. At least 3 characters "
-        "unless a grader scores the criterion.",
-    )
-    grader: GraderSpec | None = Field(
-        default=None,
-        description="A deterministic grader that scores this criterion instead of the judges "
-        "(no judge call).",
-    )
-    category: Category = Field(
-        default="important",
-        description="essential (may gate), important, optional, or pitfall (weight must be < 0).",
-    )
-    weight: float = Field(
-        default=1.0,
-        description="Contribution to the judge score; negative for pitfalls. "
-        "Defaults by category when omitted: essential 5, important 3, optional 1, pitfall -3.",
-        # The real default depends on the category (set before validation), so the
-        # schema must not advertise a single one.
-        json_schema_extra=_drop_schema_default,
-    )
-    scale: ScaleKind = Field(
-        default="binary",
-        description="binary: the judge answers yes/no; likert: a digit in `likert_range`.",
-    )
-    likert_range: tuple[int, int] = Field(
-        default=(1, 5),
-        description="Lowest and highest Likert value (single digits, 0..9), for scale: likert.",
-    )
-    gate: float | None = Field(
-        default=None,
-        ge=0.0,
-        le=1.0,
-        description="Essential criteria only: a score below this caps the judge score at `cap`.",
-    )
-    cap: float = Field(
-        default=0.0, ge=0.0, le=1.0, description="The cap applied when the gate fails."
-    )
-    view: View | None = Field(
-        default=None,
-        description="What the judge sees of an agent trajectory for this criterion: final "
-        "(the last assistant message), trace (every step, call and result) or tools (only "
-        "the tool calls and their results); default the rubric's view.",
-    )
-    scope: Scope = Field(
-        default="episode",
-        description="episode: scored once per item; step: scored for each assistant step, "
-        "the judge seeing the trajectory up to and including that step (process reward).",
-    )
-
-    @property
-    def per_step(self) -> bool:
-        """Scored for each assistant step (process reward), not once per episode."""
-        return self.scope == "step"
-
-    @property
-    def asks_judges(self) -> bool:
-        """Scored by the judges once per episode (no grader, not per step)."""
-        return self.grader is None and not self.per_step
-
-    @model_validator(mode="before")
-    @classmethod
-    def _default_weight(cls, data: object) -> object:
-        if isinstance(data, dict) and "weight" not in data:
-            defaults = {"essential": 5.0, "important": 3.0, "optional": 1.0, "pitfall": -3.0}
-            data = {**data, "weight": defaults.get(data.get("category", "important"), 1.0)}
-        return data
-
-    @field_validator("likert_range")
-    @classmethod
-    def _check_range(cls, value: tuple[int, int]) -> tuple[int, int]:
-        low, high = value
-        if not 0 <= low < high <= 9:
-            raise ValueError("must be two single digits with low < high (0..9)")
-        return value
-
-    @model_validator(mode="after")
-    def _check_category(self) -> Criterion:
-        if self.category == "pitfall" and self.weight >= 0:
-            raise ValueError("weight: a pitfall must have a negative weight")
-        if self.category != "pitfall" and self.weight < 0:
-            raise ValueError("weight: only a pitfall may have a negative weight")
-        if self.gate is not None and self.category != "essential":
-            raise ValueError("gate: only an essential criterion may have a gate")
-        if self.grader is None and len(self.text) < 3:
-            raise ValueError("text: at least 3 characters (or give a grader)")
-        if self.grader is not None and self.scale != "binary":
-            raise ValueError("scale: a grader criterion has no judge scale")
-        return self
-
-    def scale_values(self) -> list[int]:
-        """The answer values the judge may give: [0, 1] for binary (no, yes)."""
-        if self.scale == "binary":
-            return [0, 1]
-        low, high = self.likert_range
-        return list(range(low, high + 1))
 
 
 class JudgeRef(StrictModel):
@@ -236,6 +121,13 @@ class Rubric(StrictModel):
     gamma: float = Field(
         default=0.9, gt=0.0, le=1.0, description="Discount per step, for step_combine: discounted."
     )
+    tools: list[ToolName] | None = Field(
+        default=None,
+        min_length=1,
+        exclude_if=lambda tools: tools is None,  # unset, the rubric's version is unchanged
+        description="Judge tools allowed for every criterion the judges score that does not "
+        "set its own tools (see the criterion's tools).",
+    )
     objectives: dict[ObjectiveName, RubricObjective] | None = Field(
         default=None,
         description="Named objectives returned beside the reward, each from a criterion "
@@ -316,6 +208,9 @@ class Rubric(StrictModel):
                     f"requires_reference: criterion {c.id!r} is graded against the "
                     "reference; set requires_reference: true"
                 )
+        tooled = self.tools is not None or any(c.tools is not None for c in self.criteria)
+        if tooled and self.implicit_combine:
+            raise ValueError("tools: combine implicit asks one holistic question, without tools")
         step = self.step_criteria
         if step and self.implicit_combine:
             raise ValueError("combine: criteria with scope: step need explicit or worst")
@@ -345,6 +240,14 @@ class Rubric(StrictModel):
         author: untrusted text, which judge prompts fence and defuse. A rubric file's or an
         inline rubric's criteria never did (see ``core.item_rubric.ItemRubric``)."""
         return False
+
+    def tools_of(self, criterion: Criterion) -> tuple[str, ...]:
+        """The judge tools allowed for ``criterion``: its own, else the rubric's (none for
+        a criterion the judges do not score once per episode)."""
+        if not criterion.asks_judges:
+            return ()
+        tools = criterion.tools if criterion.tools is not None else self.tools
+        return tuple(tools or ())
 
     @property
     def step_criteria(self) -> list[Criterion]:

@@ -33,6 +33,8 @@ class Verdict:
     """What the call's replies cost at the judge's ``prices`` (None: the judge has none)."""
     reasoning: str = ""
     reasoning_tokens: int = 0
+    calls: int = 1
+    """The judge requests the verdict took: an agentic judge's each turn and the verdict."""
 
     @property
     def ok(self) -> bool:

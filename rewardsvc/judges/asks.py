@@ -210,7 +210,9 @@ class AgenticCriterion(_Asked):
     def answer(self, judge: Judge, call: Call, sent: Prompt) -> Awaitable[Verdict]:
         """The loop's verdict (a reached limit: a failed verdict of its ``loop_*`` kind)."""
         limits, choice = toolloop.settings_of(_declared(judge))
-        loop = toolloop.ToolLoop(self.tools, limits, choice, judge.defuser)
+        loop = toolloop.ToolLoop(
+            self.tools, limits, choice, judge.defuser, judge.observer, judge.name
+        )
         return loop.verdict(call, judge.method, sent)
 
 

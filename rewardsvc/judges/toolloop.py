@@ -36,6 +36,7 @@ from typing import Any, cast
 
 from rewardsvc.core.errors import JudgeErrorKind
 from rewardsvc.core.judge_tools import JudgeTools
+from rewardsvc.core.observe import NULL_OBSERVER, Observer
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.failures import failed_verdict
 from rewardsvc.judges.methods import Call, ScoringMethod
@@ -136,16 +137,37 @@ class ToolLoop:
         limits: LoopLimits,
         choice: ToolChoice,
         defuser: Defuser,
+        observer: Observer = NULL_OBSERVER,
+        judge: str = "",
     ):
         self.tools = {t.name: t for t in tools}
         self.limits = limits
         self.choice = choice
         self.defuser = defuser
         self.transcript = Transcript()
+        self.observer = observer
+        self.judge = judge
 
     async def verdict(self, call: Call, method: ScoringMethod, prompt: Prompt) -> Verdict:
         """The judge's verdict on ``prompt`` after its tool calls; a reached limit is a
-        failed verdict of its kind, the transcript in ``raw``."""
+        failed verdict of its kind, the transcript in ``raw``. How the loop ended and its
+        tool calls go to the observer (``tool_loop``)."""
+        try:
+            verdict = await self._looped(call, method, prompt)
+        except Exception:  # a turn's call failed: the judge reports the failure
+            self._report("judge_error")
+            raise
+        self._report(verdict.error_kind or "answered")
+        return verdict
+
+    def _report(self, ended: str) -> None:
+        # A tool name comes from the judge's server: one it may not call is not a label.
+        calls = [
+            (s.tool if s.tool in self.tools else "unknown", s.error) for s in self.transcript.steps
+        ]
+        self.observer.tool_loop(self.judge, ended, calls)
+
+    async def _looped(self, call: Call, method: ScoringMethod, prompt: Prompt) -> Verdict:
         try:
             async with asyncio.timeout(self.limits.wall_s):
                 final = await self._converse(call, prompt)
@@ -160,13 +182,15 @@ class ToolLoop:
             raw=json.dumps({"answer": verdict.raw, "loop": json.loads(spent.text())}),
             prompt_tokens=verdict.prompt_tokens + spent.prompt_tokens,
             completion_tokens=verdict.completion_tokens + spent.completion_tokens,
+            calls=spent.calls + verdict.calls,
         )
 
     def _failed(self, kind: JudgeErrorKind, message: str) -> Verdict:
         spent = self.transcript
-        return failed_verdict(
+        failed = failed_verdict(
             kind, message, 0.0, spent.text(), spent.prompt_tokens, spent.completion_tokens
         )
+        return replace(failed, calls=max(1, spent.calls))
 
     def _fail(self, kind: JudgeErrorKind, message: str) -> LoopFailed:
         return LoopFailed(kind, message)
@@ -216,6 +240,7 @@ class ToolLoop:
             max_tokens=max(1, min(self.limits.turn_tokens, left)),
             temperature=call.sampling.temperature,
         )
+        spent.calls += 1
         p, c = usage(reply)
         spent.prompt_tokens += p
         spent.completion_tokens += c

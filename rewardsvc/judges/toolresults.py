@@ -88,6 +88,7 @@ class Transcript:
 
     steps: list[Step] = field(default_factory=list)
     turns: int = 0
+    calls: int = 0  # the judge requests sent: the turns, and a last one without a tool call
     prompt_tokens: int = 0
     completion_tokens: int = 0
     sandbox_s: float = 0.0

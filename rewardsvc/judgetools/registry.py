@@ -295,13 +295,22 @@ TOOLS: dict[str, ToolSpec] = {
 """Every judge tool by name: a new tool is one entry."""
 
 
+@dataclass
+class Later:
+    """One item's :class:`ToolContext`, set once it is known: a plan binds an item's tools
+    before its request is admitted, and the engine sets ``ctx`` (the graders' results
+    among it) after grading the item, before it sends the item's agentic questions."""
+
+    ctx: ToolContext | None = None
+
+
 @dataclass(frozen=True)
 class Bound:
     """A registry tool bound to one item's context: a loop's
     :class:`~rewardsvc.judges.toolloop.Tool`."""
 
     spec: ToolSpec
-    ctx: ToolContext
+    item: Later
 
     @property
     def name(self) -> str:
@@ -320,13 +329,17 @@ class Bound:
         return {"type": "function", "function": {**function, "parameters": spec.parameters}}
 
     async def run(self, arguments: dict[str, Any], sandbox_s: float) -> ToolOutput:
-        """The tool's output on the bound item."""
-        return await self.spec.call(self.ctx, arguments, sandbox_s)
+        """The tool's output on the bound item (an error while its context is unset)."""
+        if self.item.ctx is None:
+            return _error("the response's tools are not ready")
+        return await self.spec.call(self.item.ctx, arguments, sandbox_s)
 
 
-def bind(names: Sequence[str], ctx: ToolContext) -> tuple[Tool, ...]:
-    """The tools ``names`` bound to ``ctx``'s item; ``ValueError`` for an unknown name."""
+def bind(names: Sequence[str], ctx: ToolContext | Later) -> tuple[Tool, ...]:
+    """The tools ``names`` bound to ``ctx``'s item (a :class:`Later` one: to its context
+    once set); ``ValueError`` for an unknown name."""
     unknown = sorted(set(names) - set(TOOLS))
     if unknown:
         raise ValueError(f"tools: unknown {unknown}; known: {sorted(TOOLS)}")
-    return tuple(Bound(TOOLS[n], ctx) for n in names)
+    item = ctx if isinstance(ctx, Later) else Later(ctx)
+    return tuple(Bound(TOOLS[n], item) for n in names)

@@ -21,6 +21,7 @@ from rewardsvc.core.results import ItemReward
 from rewardsvc.core.rollout import ItemIn, ScoreOptions
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.prompts import Seen
+from rewardsvc.scoring import agentic
 from rewardsvc.scoring.judging import JudgeLike
 from rewardsvc.scoring.parts import Part
 from rewardsvc.scoring.planning import Cost, When
@@ -73,7 +74,9 @@ class BatchPlan:
         Per judge (in the rubric's order), per call: the key of its verdict (a criterion
         id, ``criterion@stepK``, ``aggregate.HOLISTIC``), or, for one call answering
         several (a batched judge's criteria of one view, a process reward model's steps),
-        their keys joined by ``asks.BATCH_JOIN``, shown once (``Question.label``).
+        their keys joined by ``asks.BATCH_JOIN``, shown once (``Question.label``). An
+        agentic judge's call, once run, is followed by its tool calls, their results as
+        shown and its verdict (``agentic.transcript_seen``).
         """
         order = [j.name for j in self.rubric.judges if j.name in self.names]
         seen: list[dict[str, dict[str, Seen]] | None] = [None] * len(self.items)
@@ -87,6 +90,9 @@ class BatchPlan:
                 label = call.question.label(call.criterion)
                 if label not in into:
                     into[label] = judges[call.judge].render(call.question).seen
+                if call.tools is not None and part.verdicts:  # an agentic judge's, once run
+                    verdict, _ = part.verdicts[call.item][call.judge][call.criterion]
+                    into[label] = agentic.transcript_seen(into[label], verdict)
         return seen
 
     def only(self, positions: Sequence[int]) -> BatchPlan:

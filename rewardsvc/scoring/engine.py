@@ -39,7 +39,7 @@ from rewardsvc.graders.registry import Graders, grade_criteria
 from rewardsvc.graders.result import GraderResult
 from rewardsvc.judges.judge import Judge
 from rewardsvc.safety.detectors import THREAD_ABOVE_CHARS, detect
-from rewardsvc.scoring import steps
+from rewardsvc.scoring import agentic, steps
 from rewardsvc.scoring.assemble import (
     add_grades,
     attach_evidence,
@@ -245,15 +245,25 @@ class Engine:
         deadline: float | None,
         pacer: Pacer,
     ) -> tuple[list[Outcome], list[dict[str, GraderResult]]]:
-        """The judge calls' outcomes and each item's grader results, run side by side."""
-        judged = serve(self.cache, self._expiry, calls, use_cache, deadline, pacer)
+        """The judge calls' outcomes and each item's grader results, run side by side; the
+        agentic questions after the graders, whose results their tools show."""
+        plain = [c for c in calls if c.tools is None]
+        judged = serve(self.cache, self._expiry, plain, use_cache, deadline, pacer)
         if any(c.grader is not None for c in rubric.criteria):
             rollouts = [p.rollout for p in prepared]
             grading = grade_criteria(self.graders, rubric, rollouts, deadline)
             outcomes, graded = await asyncio.gather(judged, grading)
+        else:  # nothing to grade: no tasks to run the judge calls beside nothing
+            outcomes, graded = await judged, [{} for _ in prepared]
+        if len(plain) == len(calls):
             return outcomes, graded
-        # Nothing to grade: no tasks to run the judge calls beside nothing.
-        return await judged, [{} for _ in prepared]
+        lanes = None if self.graders is None else self.graders.sandbox
+        items = [(p.rollout, p.tools) for p in prepared]
+        agentic.set_contexts(rubric, items, graded, lanes, deadline)
+        tooled = [c for c in calls if c.tools is not None]
+        looped = iter(await serve(self.cache, self._expiry, tooled, use_cache, deadline, pacer))
+        first = iter(outcomes)
+        return [next(first) if c.tools is None else next(looped) for c in calls], graded
 
     async def _calibrate(
         self, rubric: Rubric, version: str, names: list[str], rows: list[dict[str, JudgeOutcome]]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Protocol, TypeVar
 
+from rewardsvc.core.judge_tools import JudgeTools
 from rewardsvc.judges.asks import Question, Sent
 
 R = TypeVar("R")
@@ -50,3 +51,11 @@ def scores_steps(judge: JudgeLike) -> bool:
     """Whether the judge scores every step of a trajectory in one call (a process reward
     model: ``asks.AllSteps``)."""
     return bool(getattr(judge, "scores_steps", False))
+
+
+def declared_tools(judge: JudgeLike) -> JudgeTools | None:
+    """The tools the judge's pool entry declares (an agentic judge: ``asks.AgenticCriterion``
+    asks it the criteria that allow tools); None for a judge without."""
+    config = getattr(judge, "config", None)
+    tools = getattr(config, "tools", None)
+    return tools if isinstance(tools, JudgeTools) else None

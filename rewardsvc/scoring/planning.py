@@ -4,7 +4,9 @@ per (item, judge) for ``combine: implicit``, or one call answering all criteria 
 judge) for step criteria. A judge that scores whole items (a reward model) is asked no
 criteria: one call per item, under ``aggregate.HOLISTIC``, and for step criteria one per
 step (``HOLISTIC@stepK``, the trajectory up to step K as the item) or, for a process reward
-model, one per trajectory shared by its steps and the item. Each call carries its
+model, one per trajectory shared by its steps and the item. A criterion the rubric allows
+tools, asked of a judge whose pool entry declares tools, is an agentic question
+(:mod:`.agentic`), its cost the loop's worst case. Each call carries its
 verdict-cache key and its cost: one call (a call shared by several verdicts is carried by
 the first of them) and the prompt bytes it shows at most, bounded from the texts before
 anything is rendered. The calls read the request's deadline when they start (``When``):
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from rewardsvc.core import aggregate
@@ -33,7 +35,8 @@ from rewardsvc.judges.asks import (
     WholeItem,
 )
 from rewardsvc.judges.batching import SharedCall, by_view
-from rewardsvc.scoring import steps
+from rewardsvc.judgetools.registry import Later
+from rewardsvc.scoring import agentic, steps
 from rewardsvc.scoring.judging import JudgeLike, batches_criteria, scores_steps, scores_whole_item
 from rewardsvc.scoring.pacing import Pacer
 from rewardsvc.storage.cache import cache_key
@@ -79,6 +82,7 @@ class Prepared:
     id: str
     rollout: Rollout
     flags: list[str]
+    tools: Later = field(default_factory=Later)  # its agentic questions' context, once known
 
 
 @dataclass
@@ -94,6 +98,7 @@ class Call:
     run: Callable[[], Awaitable[Verdict]]
     batch: SharedCall | None = None  # the call this verdict shares with its item's other criteria
     cost: Cost = ONE_CALL
+    tools: Later | None = None  # an agentic question's: the context it waits for
 
 
 def question_bytes(rubric: Rubric, criteria: Sequence[Criterion], texts: int) -> int:
@@ -200,9 +205,7 @@ def _episode_calls(judge: JudgeLike, rubric: Rubric, slot: _Slot) -> list[Call]:
     calls: list[Call] = []
     if not batches_criteria(judge):
         for c in asked:
-            question = CriterionOnItem(rubric, c, rollout)
-            cost = Cost(1, question_bytes(rubric, [c], texts))
-            calls.append(slot.call(c.id, digest, question, _by(when, judge, question), cost))
+            calls.append(_criterion_call(judge, rubric, c, slot))
         return calls
     for group in by_view(rubric, asked):
         batched = BatchedCriteria.of(rubric, group, rollout)
@@ -213,6 +216,23 @@ def _episode_calls(judge: JudgeLike, rubric: Rubric, slot: _Slot) -> list[Call]:
             calls.append(slot.call(criterion.id, digest, batched, run, cost, batch))
             cost = SHARED  # the group's first verdict carries the call
     return calls
+
+
+def _criterion_call(judge: JudgeLike, rubric: Rubric, criterion: Criterion, slot: _Slot) -> Call:
+    """One judge's call on one criterion of one item: an agentic question when the rubric
+    allows the criterion tools the judge declares (its cost the loop's worst case),
+    else a plain one."""
+    item = slot.item
+    shown = question_bytes(rubric, [criterion], slot.texts)
+    tooled = agentic.agentic_question(judge, rubric, criterion, item.rollout, item.tools)
+    if tooled is None:
+        question = CriterionOnItem(rubric, criterion, item.rollout)
+        run = _by(slot.when, judge, question)
+        return slot.call(criterion.id, slot.digest, question, run, Cost(1, shown))
+    cost = Cost(*agentic.loop_cost(judge, shown))
+    call = slot.call(criterion.id, slot.digest, tooled, _by(slot.when, judge, tooled), cost)
+    call.tools = item.tools
+    return call
 
 
 def _item_calls(judge: JudgeLike, rubric: Rubric, slot: _Slot) -> list[Call]:

@@ -3,6 +3,7 @@ observer of the scoring path and the request-counting middleware."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Generic, TypeVar
 
 from prometheus_client import Counter, Gauge, Histogram
@@ -43,6 +44,17 @@ JUDGE_COST = Counter(
     "rewardsvc_judge_cost_total",
     "What judge calls cost at their judges' prices (judges with prices only), by judge",
     ["judge"],
+)
+JUDGE_TOOL_CALLS = Counter(
+    "rewardsvc_judge_tool_calls_total",
+    "Agentic judges' tool calls, by judge, tool and outcome (ok or error)",
+    ["judge", "tool", "outcome"],
+)
+JUDGE_TOOL_LOOPS = Counter(
+    "rewardsvc_judge_tool_loops_total",
+    "Agentic judges' tool loops, by judge and how they ended (answered, a loop_* limit, "
+    "judge_error)",
+    ["judge", "ended"],
 )
 CACHE_HITS = Counter("rewardsvc_cache_hits_total", "Verdicts served from the cache")
 DEDUP_HITS = Counter(
@@ -92,6 +104,8 @@ _ITEMS = Children(ITEMS)
 _REWARDS = Children(REWARDS)
 _FLAGS = Children(FLAGS)
 _REQUESTS = Children(REQUESTS)
+_TOOL_CALLS = Children(JUDGE_TOOL_CALLS)
+_TOOL_LOOPS = Children(JUDGE_TOOL_LOOPS)
 
 
 class _JudgeSeries:
@@ -126,6 +140,12 @@ class PrometheusObserver:
             _JUDGE_TOKENS(judge, "cached").inc(verdict.cached_tokens)
         if verdict.cost is not None:
             _JUDGE_COST(judge).inc(verdict.cost)
+
+    def tool_loop(self, judge: str, ended: str, calls: Sequence[tuple[str, bool]]) -> None:
+        """Count the loop by how it ended, and its tool calls by tool and outcome."""
+        _TOOL_LOOPS(judge, ended).inc()
+        for tool, error in calls:
+            _TOOL_CALLS(judge, tool, "error" if error else "ok").inc()
 
     def breaker(self, judge: str, url: str, is_open: bool) -> None:
         """Show the breaker's state."""

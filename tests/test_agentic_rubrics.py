@@ -208,7 +208,7 @@ async def test_a_scripted_judge_runs_the_tests_and_explain_shows_its_transcript(
             verdict = json.loads(shown[-1]["content"])
             assert verdict["p"]["yes"] == pytest.approx(0.8) and verdict["error_kind"] is None
         # The graders' run, then the judge's run_tests run: one pytest run each per item.
-        assert len([r for r in runs if "test_solution.py" in r.files]) == 4
+        assert len([r for r in runs if "test_solution.py" in {**r.files, **r.ro_files}]) == 4
         # Prometheus counts each loop by how it ended and each tool call by its outcome.
         assert _loops("answered") == answered + 2
         assert _tool_calls("run_tests", "ok") == tested + 2

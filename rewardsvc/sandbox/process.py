@@ -1,5 +1,7 @@
 """Watching one sandbox process from outside: its output read with a cap (never unbounded
-memory), its wall clock, the status its launcher reports, and a kill of its whole tree.
+memory), its wall clock (given back the time it waited for a busy host's CPU:
+:mod:`~rewardsvc.sandbox.waiting`), the status its launcher reports, and a kill of its
+whole tree.
 
 The launcher (bubblewrap) writes JSON documents on a status pipe: the host pid of the
 sandbox's process 1 once it exists (``child-pid``) and the program's exit code when it
@@ -20,9 +22,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewardsvc.sandbox import waiting
+
 _CHUNK = 1 << 16
 # After a kill, pipes still open this long (a process that escaped the kill) are dropped.
 _KILL_GRACE_S = 2.0
+# Less time than this owed for waiting on a busy host is not worth another look.
+_MIN_EXTENSION_S = 0.01
 
 
 @dataclass
@@ -63,11 +69,20 @@ class _Tree:
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
         self.init_fd: int | None = None
+        self.init_pid: int | None = None
 
     def found_init(self, pid: int) -> None:
         if self.init_fd is None:
             with contextlib.suppress(OSError):  # already gone
                 self.init_fd = os.pidfd_open(pid)
+                self.init_pid = pid
+
+    def owed_s(self, wall_s: float, elapsed_s: float) -> float:
+        """The wall time the host owes the run (:func:`waiting.owed_s`); none before its
+        process 1 is known."""
+        if self.init_pid is None:
+            return 0.0
+        return waiting.owed_s(wall_s, elapsed_s, waiting.scheduled(self.init_pid))
 
     def kill(self) -> None:
         """Kill the sandbox's process 1: its namespace dies with it, and the launcher reaps
@@ -111,7 +126,8 @@ def _pump(
     status_buffer = bytearray()
     tree = _Tree(proc)
     killed = False
-    deadline = time.monotonic() + wall_s
+    started = time.monotonic()
+    deadline = started + wall_s
     try:
         with selectors.DefaultSelector() as selector:
             for pipe in (proc.stdout, proc.stderr):
@@ -122,6 +138,11 @@ def _pump(
                 if left <= 0:
                     if killed:
                         break  # something still holds a pipe after the kill: stop reading
+                    now = time.monotonic()
+                    later = started + wall_s + tree.owed_s(wall_s, now - started)
+                    if later - now > _MIN_EXTENSION_S:
+                        deadline = later  # it waited for a busy host's CPU: its time back
+                        continue
                     tree.kill()
                     killed, deadline = True, time.monotonic() + _KILL_GRACE_S
                     continue

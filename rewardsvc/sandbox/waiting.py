@@ -1,0 +1,62 @@
+"""How long a sandbox's processes waited for a CPU: the wall clock's allowance on a busy host.
+
+A program's wall clock is the task's limit, counted against the program (a program that
+never ends scores 0 for that case). On a host busier than the limits assumed, an honest
+program can reach it while it waits in the kernel's run queue for a CPU it never got.
+That wait is the host's, not the program's: :func:`owed_s` gives it back, read from the
+kernel's per-task scheduler statistics (``/proc/<pid>/task/<tid>/schedstat``: time on a
+CPU, time runnable but waiting) over the tree under the sandbox's process 1.
+
+Only a tree that used at most one CPU's worth of time is owed its wait: a program that
+starts busy processes of its own makes them wait for each other, and that wait is its
+doing. A sleeping program waits for no CPU, so it is killed at its wall clock as before.
+The allowance is capped (:data:`WALL_CAP` times the wall clock), so a run holds its lane
+for a bounded time whatever the host does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+WALL_CAP = 3.0
+"""A run is killed at this many times its wall clock whatever it waited."""
+_MAX_TASKS = 4096  # the walk is bounded (the sandbox's process limit bounds it too)
+_NS = 1e-9
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """A process tree's scheduler times, in seconds: on a CPU (summed over its tasks), and
+    the longest any one task waited runnable for a CPU."""
+
+    on_cpu_s: float = 0.0
+    waited_s: float = 0.0
+
+
+def owed_s(wall_s: float, elapsed_s: float, seen: Scheduled) -> float:
+    """The wall time owed to a run ``elapsed_s`` into its ``wall_s``: its longest wait for
+    a CPU, when its tree used at most one CPU's worth, up to ``(WALL_CAP - 1) * wall_s``."""
+    if seen.on_cpu_s > elapsed_s:
+        return 0.0
+    return min(seen.waited_s, (WALL_CAP - 1.0) * wall_s)
+
+
+def scheduled(root_pid: int, proc: Path = Path("/proc")) -> Scheduled:
+    """The scheduler times of ``root_pid`` and every process under it (tasks that are gone
+    by the time they are read count as nothing)."""
+    on_cpu = waited = 0.0
+    pids, seen = [root_pid], 0
+    while pids and seen < _MAX_TASKS:
+        pid = pids.pop()
+        with contextlib.suppress(OSError):
+            for task in (proc / str(pid) / "task").iterdir():
+                seen += 1
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    fields = (task / "schedstat").read_text().split()
+                    on_cpu += int(fields[0]) * _NS
+                    waited = max(waited, int(fields[1]) * _NS)
+                with contextlib.suppress(OSError, ValueError):
+                    pids.extend(int(p) for p in (task / "children").read_text().split())
+    return Scheduled(on_cpu, waited)

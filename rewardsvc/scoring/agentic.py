@@ -48,6 +48,13 @@ def agentic_question(
     return AgenticCriterion(rubric, criterion, rollout, bind(names, item))
 
 
+def asks_agentically(judge: JudgeLike, rubric: Rubric, criterion: Criterion) -> bool:
+    """Whether ``judge`` asks ``criterion`` of ``rubric`` with tools: the rubric allows it
+    some the judge declares (``/v1/groups`` then asks it of each completion alone)."""
+    declared = declared_tools(judge)
+    return declared is not None and any(t in declared.allowed for t in rubric.tools_of(criterion))
+
+
 def loop_cost(judge: JudgeLike, question_bytes: int) -> tuple[int, int, float]:
     """The worst case of one agentic verdict of ``judge`` whose first prompt is
     ``question_bytes`` bytes: its calls (each turn and the verdict:

@@ -3,13 +3,16 @@ engine's executor (``serving.serve``: the verdict cache, joining identical calls
 the request's deadline and the engine's expiry).
 
 Two kinds of question: a comparison (one criterion, or the holistic question, over the
-completions shown in one order) and an essential gate's criterion asked of one completion
-alone, exactly as ``/v1/rewards`` asks it (same judge call, same cache key). Each call is
+completions shown in one order) and a criterion asked of one completion alone, exactly as
+``/v1/rewards`` asks it (same judge call, same cache key): an essential gate's, and one
+allowing tools of a judge that declares them, an agentic loop per completion
+(:mod:`.agentic`: its own tool context, never shared with another completion's). Each call is
 keyed by its inputs (rubric version, judge identity, criterion, order shown and the digest
 of the group's texts); each is a question (``rewardsvc.judges.asks``) its judge is asked
 (``Judge.ask``), so a comparison's prompt is rendered once, inside its judge's turn.
-Each question carries the prompt bytes it will send at most, for admission; the plan also
-counts the sandbox seconds its code grader criteria may run (every completion graded).
+Each question carries the calls and prompt bytes it will send at most, for admission (an
+agentic loop its worst case); the plan also counts the sandbox seconds its code grader
+criteria may run (every completion graded) and its loops may spend.
 """
 
 from __future__ import annotations
@@ -18,15 +21,18 @@ import functools
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from rewardsvc.core import comparative as cmp
-from rewardsvc.core.rubric import Rubric
+from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import prompts
-from rewardsvc.judges.asks import Comparing, CriterionOnItem
+from rewardsvc.judges.asks import Comparing, CriterionOnItem, Question
 from rewardsvc.judges.comparative import FencedGroup, ask, fenced_group
 from rewardsvc.judges.judge import Judge
+from rewardsvc.judgetools.registry import Later
 from rewardsvc.safety.defuse import Defuser
+from rewardsvc.scoring import agentic
 from rewardsvc.scoring.group_judges import Comparison
 from rewardsvc.scoring.group_plan import (
     GroupIn,
@@ -47,8 +53,8 @@ Ask = Callable[[Judge, Comparing, float | None], Awaitable[Verdict]]
 
 @dataclass
 class Asked:
-    """One planned question of one group: a comparison, or (``comparison`` None) the
-    gated ``criterion`` asked of completion ``completion`` alone."""
+    """One planned question of one group: a comparison, or (``comparison`` None)
+    ``criterion`` asked of completion ``completion`` alone (gated, or agentic)."""
 
     group: int
     judge: str
@@ -61,7 +67,9 @@ class Asked:
 class GroupPlan:
     """Every question of a request, each with its call (in the same order), the groups
     rejected outright (index -> why), the prompt bytes the calls carry at most and the
-    sandbox seconds the groups' code graders may run (``sandbox_s``, admitted with them)."""
+    sandbox seconds the groups' code graders and agentic loops may run (``sandbox_s``,
+    admitted with them); ``looped``, the calls the loops may make beyond one each, and
+    ``contexts``, each group's tool context per completion (set once it is graded)."""
 
     names: list[str]
     bar: int
@@ -70,10 +78,13 @@ class GroupPlan:
     rejected: dict[int, str] = field(default_factory=dict)
     size: int = 0
     sandbox_s: float = 0.0
+    looped: int = 0
+    contexts: dict[int, tuple[Later, ...]] = field(default_factory=dict)
 
     def work(self) -> tuple[int, int]:
-        """The judge calls planned and the prompt bytes they carry at most."""
-        return len(self.calls), self.size
+        """The judge calls planned (an agentic loop's every turn) and the prompt bytes
+        they carry at most."""
+        return len(self.calls) + self.looped, self.size
 
 
 def group_digest(group: GroupIn) -> str:
@@ -97,24 +108,48 @@ class _Group:
     fenced: Mapping[Defuser, FencedGroup]
     deadline: float | None
     asker: Ask
+    laters: tuple[Later, ...]
+    shared: int  # the prompt bytes every question of the group carries
+
+
+def _alone(plan: GroupPlan, g: _Group, name: str, judge: Judge, criterion: Criterion) -> None:
+    """``criterion`` asked of each completion alone by ``judge``: an agentic loop (its own
+    tool context per completion; its worst case counted) when the rubric allows it tools
+    the judge declares, else plainly, as ``/v1/rewards`` asks it."""
+    identity = judge.cache_identity()
+    for k, rollout in enumerate(g.group.rollouts):
+        plan.asked.append(Asked(g.index, name, criterion.id, None, k))
+        shown = g.shared + prompts.text_bytes(rollout.completion)
+        later = g.laters[k]
+        tooled = agentic.agentic_question(judge, g.rubric, criterion, rollout, later)
+        alone: Question[Verdict, Any] = tooled or CriterionOnItem(g.rubric, criterion, rollout)
+        run = functools.partial(judge.ask, alone, deadline=g.deadline)
+        key = cache_key(g.version, identity, criterion.id, rollout.digest())
+        call = Call(g.index, name, criterion.id, key, alone, run)
+        if tooled is not None:
+            calls, shown, seconds = agentic.loop_cost(judge, shown)
+            plan.looped += calls - 1
+            plan.sandbox_s += seconds
+            call.tools = later
+        plan.calls.append(call)
+        plan.size += shown
 
 
 def _plan_group(
     plan: GroupPlan, g: _Group, judges: Mapping[str, Judge], options: GroupOptions
 ) -> None:
-    """The group's comparisons, then its gated criteria asked of each completion."""
+    """The group's comparisons, then the criteria each judge asks of each completion alone
+    (its gated ones, and those it asks agentically)."""
     rollouts = g.group.rollouts
-    base = rollouts[0]
-    shared = (
-        prompts.CALL_OVERHEAD_BYTES
-        + prompts.rubric_bytes(g.rubric)
-        + prompts.text_bytes(base.prompt, base.reference)
-    )
     each = [prompts.text_bytes(r.completion) for r in rollouts]
     shows = presentations(len(rollouts), options, cmp.rng_for(plan_seed(g.group, options.seed)))
     for name in plan.names:
         judge, identity = judges[name], judges[name].cache_identity()
+        alone = list(gated(g.rubric))
         for question, criterion in questions(g.rubric):
+            if criterion is not None and agentic.asks_agentically(judge, g.rubric, criterion):
+                alone.append(criterion)
+                continue
             for order, shown in shows:
                 what = f"compare:{question}:{','.join(map(str, shown))}"
                 key = cache_key(g.version, identity, what, g.digest)
@@ -124,15 +159,9 @@ def _plan_group(
                 comparing = Comparing(g.rubric, criterion, g.fenced, shown)
                 asked = functools.partial(g.asker, judge, comparing, g.deadline)
                 plan.calls.append(Call(g.index, name, question, key, comparing, asked))
-                plan.size += shared + sum(each[k] for k in shown)
-        for criterion in gated(g.rubric):
-            for k, rollout in enumerate(rollouts):
-                plan.asked.append(Asked(g.index, name, criterion.id, None, k))
-                alone = CriterionOnItem(g.rubric, criterion, rollout)
-                run = functools.partial(judge.ask, alone, deadline=g.deadline)
-                key = cache_key(g.version, identity, criterion.id, rollout.digest())
-                plan.calls.append(Call(g.index, name, criterion.id, key, alone, run))
-                plan.size += shared + prompts.text_bytes(rollout.completion)
+                plan.size += g.shared + sum(each[k] for k in shown)
+        for criterion in alone:
+            _alone(plan, g, name, judge, criterion)
 
 
 def plan_calls(
@@ -158,7 +187,16 @@ def plan_calls(
         base = group.rollouts[0]
         completions = [r.completion for r in group.rollouts]
         fenced = {d: fenced_group(base.prompt, completions, base.reference, d) for d in defusers}
-        g = _Group(gi, group, own, own.version(), group_digest(group), fenced, deadline, asker)
+        laters = tuple(Later() for _ in group.rollouts)
+        shared = (
+            prompts.CALL_OVERHEAD_BYTES
+            + prompts.rubric_bytes(own)
+            + prompts.text_bytes(base.prompt, base.reference)
+        )
+        digest = group_digest(group)
+        g = _Group(gi, group, own, own.version(), digest, fenced, deadline, asker, laters, shared)
         _plan_group(plan, g, judges, options)
+        if any(c.tools is not None for c in plan.calls if c.item == gi):
+            plan.contexts[gi] = laters
         plan.sandbox_s += group_sandbox_seconds(own, group)
     return plan

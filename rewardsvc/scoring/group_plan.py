@@ -58,7 +58,9 @@ def worst_questions(rubric: Rubric) -> dict[str, bool]:
 def questions(rubric: Rubric) -> list[tuple[str, Criterion | None]]:
     """The comparison questions: one per criterion the judges compare, or one holistic for
     ``implicit``. An essential gate is asked of each completion alone (``gated``) and a
-    grader's criterion is graded (``graded``): neither is compared."""
+    grader's criterion is graded (``graded``): neither is compared. A criterion allowing
+    tools is among them: a judge declaring its tools asks it of each completion alone
+    instead (``group_calls``)."""
     if rubric.implicit_combine:
         return [(aggregate.HOLISTIC, None)]
     return [(c.id, c) for c in rubric.criteria if c.asks_judges and c.gate is None]
@@ -88,15 +90,12 @@ def group_sandbox_seconds(rubric: Rubric, group: GroupIn) -> float:
 def check_comparable(rubric: Rubric) -> None:
     """Refuse (:class:`RequestError`, naming the field) a rubric feature a comparison cannot
     honour: a ``scope: step`` criterion (a comparison sees whole completions, not steps)
-    ``objectives`` (a group's rewards are one dimension, relative within the group) and
-    judge ``tools`` (a comparison is asked of the texts, with no tool loop)."""
-    if rubric.tools is not None:
-        raise RequestError.at(("rubric", "tools"), _TOOLS)
+    and ``objectives`` (a group's rewards are one dimension, relative within the group).
+    A criterion allowing judge ``tools`` is honoured: a judge declaring them asks it of
+    each completion alone (``group_calls``), one without compares it from the texts."""
     for k, c in enumerate(rubric.criteria):
         if c.per_step:
             raise RequestError.at(("rubric", "criteria", k, "scope"), _STEPS.format(c.id))
-        if c.tools is not None:
-            raise RequestError.at(("rubric", "criteria", k, "tools"), _TOOLS)
     if rubric.objectives:
         raise RequestError.at(
             ("rubric", "objectives"),
@@ -110,21 +109,12 @@ _STEPS = (
 )
 
 
-_TOOLS = (
-    "groups and preferences compare the texts, with no judge tools (score criteria that "
-    "allow tools with POST /v1/rewards)"
-)
-
-
 def _step_criterion(group: GroupIn, index: int) -> str | None:
-    """Why a group whose own criteria include a ``scope: step`` one, or one allowing judge
-    tools, is rejected alone."""
+    """Why a group whose own criteria include a ``scope: step`` one is rejected alone."""
     own = group.rubric.criteria if group.rubric is not None else []
     for c in own:
         if c.per_step:
             return f"groups[{index}].criteria: " + _STEPS.format(c.id)
-        if c.tools is not None:
-            return f"groups[{index}].criteria: criterion {c.id!r}: " + _TOOLS
     return None
 
 

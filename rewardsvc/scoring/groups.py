@@ -5,7 +5,9 @@
 implicit``) the comparisons of the options' method (``comparison_methods``: ``listwise``
 asks each of ``orders`` presentation orders once; ``pairwise`` every pair of the
 tournament in both orders), and each essential gate's criterion asked of every completion
-alone, as ``/v1/rewards`` asks it. A feature a comparison cannot honour (``scope: step``,
+alone, as ``/v1/rewards`` asks it, as is a criterion allowing tools of a judge declaring
+them (each completion its own tool loop, run once the completion's graders have graded:
+its tool context holds their results). A feature a comparison cannot honour (``scope: step``,
 ``objectives``) is refused there, naming its field. :func:`run_groups` runs the plan through
 the engine's executor (``serving.serve``: cache, joining calls in flight, deadline, the
 engine's expiry) beside the grader criteria (``graders.registry.grade_criteria``); per judge
@@ -36,6 +38,7 @@ from rewardsvc.graders.registry import Graders, grade_criteria
 from rewardsvc.graders.result import GraderResult
 from rewardsvc.judges.comparative import ask
 from rewardsvc.judges.judge import Judge
+from rewardsvc.scoring import agentic
 from rewardsvc.scoring.comparison_methods import Method
 from rewardsvc.scoring.group_assembly import (
     GroupReward,
@@ -49,7 +52,7 @@ from rewardsvc.scoring.group_judges import JudgeGroup
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions, check_comparable, graded
 from rewardsvc.scoring.pacing import Pacer
 from rewardsvc.scoring.selection import min_judges_for, select_judges
-from rewardsvc.scoring.serving import Expiry, serve
+from rewardsvc.scoring.serving import Expiry, Outcome, serve
 from rewardsvc.storage.cache import VerdictCache
 from rewardsvc.storage.calibration import CalibrationWindows
 
@@ -143,14 +146,7 @@ async def _judge(
     """Each judge's view of each group scored, from the plan's calls (served) and the
     grader criteria (graded side by side), with each group's grader results (their flags
     are the completions'); the work is counted into ``usage``."""
-    deadline = comparing.get("deadline")
-    cache = comparing.get("cache")
-    expiry = comparing.get("expiry")
-    if cache is None:  # identical calls in flight are still joined
-        cache = VerdictCache(max_entries=0)
-    served = serve(cache, expiry or Expiry(), plan.calls, options.use_cache, deadline, Pacer())
-    grading = _grade(comparing.get("graders"), rubric, groups, plan, deadline)
-    outcomes, grades = await asyncio.gather(served, grading)
+    outcomes, grades = await _served(rubric, groups, options, plan, comparing)
     usage.grader_calls += sum(len(per) for g in grades for per in g)
     answered = collect(plan, outcomes, usage)
 
@@ -162,6 +158,39 @@ async def _judge(
         }
 
     return await asyncio.to_thread(views), grades
+
+
+async def _served(
+    rubric: Rubric,
+    groups: Sequence[GroupIn],
+    options: GroupOptions,
+    plan: GroupPlan,
+    comparing: Comparing,
+) -> tuple[list[Outcome], list[list[dict[str, GraderResult]]]]:
+    """The outcomes of the plan's calls, in its order, and each group's grader results:
+    the comparisons and plain questions beside the graders, the agentic loops after them
+    (each completion's tool context holds its graders' results)."""
+    deadline = comparing.get("deadline")
+    cache = comparing.get("cache")
+    expiry = comparing.get("expiry") or Expiry()
+    if cache is None:  # identical calls in flight are still joined
+        cache = VerdictCache(max_entries=0)
+    plain = [c for c in plan.calls if c.tools is None]
+    served = serve(cache, expiry, plain, options.use_cache, deadline, Pacer())
+    graders = comparing.get("graders")
+    grading = _grade(graders, rubric, groups, plan, deadline)
+    outcomes, grades = await asyncio.gather(served, grading)
+    if len(plain) == len(plan.calls):
+        return outcomes, grades
+    lanes = None if graders is None else graders.sandbox
+    for gi, laters in plan.contexts.items():
+        group = groups[gi]
+        items = list(zip(group.rollouts, laters, strict=True))
+        agentic.set_contexts(group.rubric or rubric, items, grades[gi], lanes, deadline)
+    tooled = [c for c in plan.calls if c.tools is not None]
+    looped = iter(await serve(cache, expiry, tooled, options.use_cache, deadline, Pacer()))
+    first = iter(outcomes)
+    return [next(first) if c.tools is None else next(looped) for c in plan.calls], grades
 
 
 async def run_groups(

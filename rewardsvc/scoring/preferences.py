@@ -4,7 +4,8 @@ Each pair is a pairwise group of two (``rewardsvc.scoring.groups``), so calls, f
 statuses follow the group rules. Per judge and criterion the two orders give
 ``P(a better | a shown first)`` and ``P(a better | b shown first)``; the criteria combine
 per order as for groups (absolute weights, or the lowest for ``worst``, graded and gated
-criteria by their scores of a and b, an essential gate capping a side below it;
+criteria by their scores of a and b, an essential gate capping a side below it, a
+criterion a judge asks with tools by each side's own tool loop, as a group's;
 renormalized over the two sides); a judge's ``p_a_better`` is the mean of its two orders.
 Per-judge calibration is refused (``aggregation.calibration``): a judge's P(a better) is
 already a probability on the one scale the label reads. Judges combine

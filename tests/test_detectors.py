@@ -338,3 +338,28 @@ def test_any_text_gives_sorted_known_flags(text: str) -> None:
     assert out == sorted(set(out))
     assert set(out) <= set(detectors.FLAGS)
     assert flags(text) == out
+
+
+def each_check(text: str, table: tuple[detectors.Detector, ...] = detectors.DETECTORS) -> set[str]:
+    """The flags of ``text`` by every detector's own check, one at a time."""
+    scanned = scan.window(text)
+    return {d.flag for d in table if d.check(scanned)}
+
+
+CORPUS = [t for texts in ATTACKS.values() for t in texts] + NORMAL
+
+
+@pytest.mark.parametrize("text", CORPUS)
+def test_the_one_pass_scan_flags_what_each_check_flags(text: str) -> None:
+    assert set(detectors.flags_of(text)) == each_check(text)
+    on_data = tuple(d for d in detectors.DETECTORS if d.on_data)
+    expected = {detectors.DATASET_PREFIX + f for f in each_check(text, on_data)}
+    assert set(detectors.dataset_flags([text])) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(max_size=300) | st.lists(PIECES | st.text(max_size=8), max_size=40).map("".join)
+)
+def test_the_one_pass_scan_agrees_on_any_text(text: str) -> None:
+    assert set(detectors.flags_of(text)) == each_check(text)

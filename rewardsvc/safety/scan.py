@@ -39,15 +39,15 @@ def window(text: str) -> str:
     return text
 
 
-_OPTIONS = re2.Options()
-# Room for the lazily built DFA of a flag's merged rules, so it does not fall back to the
-# (still linear, slower) NFA on varied input.
-_OPTIONS.max_mem = 32 << 20
+RX_OPTIONS = re2.Options()
+# Room for the lazily built DFA of a flag's merged rules (and of the set of every flag's
+# rules), so it does not fall back to the (still linear, slower) NFA on varied input.
+RX_OPTIONS.max_mem = 32 << 20
 
 
 def rx(pattern: str) -> re2._Regexp:
     """An RE2 pattern (linear time: no backtracking, no look-around, no back-references)."""
-    return re2.compile(pattern, _OPTIONS)
+    return re2.compile(pattern, RX_OPTIONS)
 
 
 _INLINE_CODE = re.compile(r"`[^`\n]{1,200}`")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from rewardsvc.safety.scan import prose, rx
+from rewardsvc.safety.scan import prose, rx, window
 
 # ---- padding --------------------------------------------------------------------------------
 
@@ -33,14 +33,21 @@ _STOP_WORDS = (
 _STOP = frozenset(_STOP_WORDS.split())
 # Stdlib ``re`` where many matches are collected (faster findall); none of these patterns
 # can backtrack: no nested or overlapping repetition.
-_WORD = re.compile(r"[a-z]+")
+# Words of three letters or more: shorter ones are not judged.
+_WORD = re.compile(r"[a-z]{3,}")
 # Sentences, list items and paragraphs (a hard-wrapped line is not a unit of its own).
 _UNIT_BREAK = re.compile(r"[.!?]+\s+|\n[ \t]*(?:[-*•+]|\d{1,3}[.)])[ \t]+|\n[ \t]*\n")
 # Lines of code, configuration or tables repeat their names by nature: not judged.
 _CODE_LINE = re.compile(r"^(?: {4}|\t)|[|=/{}<>\\_$;()\[\]]{2,}|[|=/{}<>\\_$;]\S*[|=/{}<>\\_$;]")
+# Python's ``\s`` in a str pattern (``str.isspace``), for RE2, whose ``\s`` is ASCII only.
+PY_SPACE = (
+    "\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f \\x85\\xa0\\x{1680}\\x{2000}-\\x{200a}"
+    "\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}"
+)
 # The same pattern over a whole text: no match in it means no code line in it (no part
-# of the pattern crosses a newline), and most answers are prose.
-_ANY_CODE_LINE = re.compile(_CODE_LINE.pattern, re.MULTILINE)
+# of the pattern crosses a newline), and most answers are prose. RE2 (one linear pass,
+# where ``re`` tries three branches at every character), with Python's ``\S``.
+_ANY_CODE_LINE = rx("(?m)" + _CODE_LINE.pattern.replace("\\S", f"[^{PY_SPACE}]"))
 _MARKERS = re.compile(
     r"(?i)\b(?:to\s+restate|in\s+other\s+words|put\s+differently|to\s+reiterate|once\s+again|"
     r"to\s+put\s+it\s+another\s+way|that\s+is\s+to\s+say|to\s+repeat|as\s+(?:already\s+)?"
@@ -50,7 +57,36 @@ _MARKERS = re.compile(
 
 def _stems(text: str) -> list[str]:
     # A 5-letter prefix is a crude stem that maps "scatter", "scattered", "scattering" together.
-    return [w[:5] for w in _WORD.findall(text.lower()) if len(w) >= 3 and w not in _STOP]
+    return [w[:5] for w in _WORD.findall(text.lower()) if w not in _STOP]
+
+
+# A word of every marker: each match of ``_MARKERS`` holds one of them in the lowercased
+# text once the letters that ``re``'s IGNORECASE matches to ASCII ones (İ ı ſ K) are
+# folded; ``str.count`` over that is far cheaper than the pattern, which tries its
+# branches at every character of a text that holds none.
+_MARKER_WORDS = (
+    "again",
+    "another",
+    "differently",
+    "mentioned",
+    "reiterate",
+    "repeat",
+    "restate",
+    "said",
+    "say",
+    "stated",
+    "words",
+)
+
+
+def _may_have_markers(text: str) -> bool:
+    """False when ``text`` cannot hold ``PADDING_MIN_MARKERS`` matches of ``_MARKERS``
+    (fewer marker words than that)."""
+    folded = text.lower()
+    if not text.isascii():
+        # İ lowercases to i and a combining dot, K to k; folding more never drops a word.
+        folded = folded.replace("i\u0307", "i").replace("ı", "i").replace("ſ", "s")
+    return sum(folded.count(w) for w in _MARKER_WORDS) >= PADDING_MIN_MARKERS
 
 
 def _diversity(stems: list[str]) -> float:
@@ -82,10 +118,11 @@ def padding(text: str) -> bool:
     words in sliding windows. A thorough answer adds new content as it goes; one
     "in short" summary is not padding.
     """
-    text = prose(text[:PADDING_SCAN_CHARS])
-    if len(_MARKERS.findall(text)) >= PADDING_MIN_MARKERS:
+    # As detectors see it (valid UTF-8, for RE2): ``flags_of`` gives its window already.
+    text = prose(window(text)[:PADDING_SCAN_CHARS])
+    if _may_have_markers(text) and len(_MARKERS.findall(text)) >= PADDING_MIN_MARKERS:
         return True
-    if _ANY_CODE_LINE.search(text):
+    if _ANY_CODE_LINE.search(text.encode("utf-8")):
         text = "\n".join(line for line in text.split("\n") if not _CODE_LINE.search(line))
     per_unit = [_stems(unit) for unit in _UNIT_BREAK.split(text)]
     repeats, judged = _repeats([frozenset(u) for u in per_unit])

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, replace
 
 from rewardsvc.core.errors import FieldProblem
+from rewardsvc.core.media import Image
 from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.core.trajectory import CUT_FLAG, Trajectory
 
@@ -36,7 +37,8 @@ class Rollout:
     ``data_flags`` are the attack shapes found in the item's dataset texts (prompt,
     reference, its own criteria) when it was read, named ``dataset:<flag>``; ``files`` is
     an agent's workspace (relative POSIX path -> UTF-8 text, sorted by path), the code a
-    code grader runs instead of the completion's program.
+    code grader runs instead of the completion's program; ``images`` are the images its
+    texts hold by :func:`~rewardsvc.core.media.image_marker` (index into this tuple).
     """
 
     prompt: str
@@ -46,6 +48,7 @@ class Rollout:
     step: int | None = None
     data_flags: tuple[str, ...] = ()
     files: tuple[tuple[str, str], ...] = ()
+    images: tuple[Image, ...] = ()
 
     @classmethod
     def of(cls, trajectory: Trajectory, reference: str | None = None) -> Rollout:
@@ -100,6 +103,10 @@ class Rollout:
                 text.encode("utf-8", "surrogatepass"),
             ):
                 h.update(len(field).to_bytes(8, "big") + field)
+        # An image joins the key by the hash of its bytes (and its place): a one-pixel
+        # change is a miss, the same image sent again a hit.
+        for image in self.images:
+            h.update(b"image:" + image.sha256.encode())
         return h.hexdigest()
 
 

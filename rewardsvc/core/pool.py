@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import ConfigDict, Field, HttpUrl, field_validator, model_validator
 
 from rewardsvc.core.base import StrictModel
+from rewardsvc.core.capabilities import Capabilities as Capabilities
 from rewardsvc.core.judge_tools import JudgeTools
 from rewardsvc.core.rubric import Identifier
 from rewardsvc.core.scoring_methods import Capability, MethodName, method_entry, methods_description
@@ -49,24 +50,6 @@ class RateLimit(StrictModel):
         description="Tokens per minute at most (TPM): prompt tokens (estimated before the "
         "call from its text, corrected by the reply's usage) plus the call's max_tokens.",
     )
-
-
-class Capabilities(StrictModel):
-    """What the judge's endpoint can do (vLLM does all of it; hosted APIs differ)."""
-
-    top_logprobs: bool = Field(
-        default=True,
-        description="Returns top_logprobs (methods logprob and batched read them).",
-    )
-    structured_outputs: bool = Field(
-        default=True,
-        description="Constrains output (structured_outputs, response_format json_schema): "
-        "methods logprob, batched and structured send them.",
-    )
-
-    def lacking(self, needs: frozenset[Capability]) -> list[Capability]:
-        """The capabilities of ``needs`` this endpoint has not, in a stable order."""
-        return sorted(c for c in needs if not getattr(self, c))
 
 
 class Prices(StrictModel):
@@ -355,6 +338,11 @@ class JudgeConfig(StrictModel):
         given = [name for name, set_ in chat_only.items() if set_]
         if self.api != "chat" and given:
             raise ValueError(f"{' and '.join(given)}: need api: chat")
+        # Images reach a judge as chat content parts; a reward model and an agentic
+        # judge's loop read text only.
+        blind = self.api != "chat" or self.tools is not None or method_entry(self.method).whole_item
+        if self.capabilities.vision and blind:
+            raise ValueError("capabilities.vision: needs api: chat, no tools, not reward_model")
         return self
 
     def request_extras(self) -> dict[str, Any]:

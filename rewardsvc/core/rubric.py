@@ -5,8 +5,9 @@ These models are pure data with validation; they do no I/O. Loading a file
 in ``rewardsvc.library.registry``. The JSON Schema that editors use is generated
 from ``Rubric``. Validators that need to know the deployment read it from the
 pydantic validation context: ``judge_names`` (the judge pool's names), ``judge_unable``
-(why a pool judge cannot score: its method needs what its endpoint cannot do) and
-``flag_names`` (the detectors' flags); a check whose key is absent is skipped.
+(why a pool judge cannot score: its method needs what its endpoint cannot do),
+``judge_vision`` (the pool judges that see images: a rubric with ``media: [image]`` needs
+one) and ``flag_names`` (the detectors' flags); a check whose key is absent is skipped.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ Combine = Literal["explicit", "implicit", "worst"]
 JudgeRule = Literal["mean", "min", "uwo", "median", "softmin"]
 StepCombine = Literal["min", "mean", "last", "discounted"]
 Calibration = Literal["none", "zscore", "rank"]
+Media = Literal["image"]
 
 
 class JudgeRef(StrictModel):
@@ -95,6 +97,14 @@ class Rubric(StrictModel):
         min_length=1,
         description="Judges that score this rubric: names, or {name, weight}.",
         json_schema_extra={"minItems": 1},
+    )
+    media: list[Media] = Field(
+        default_factory=list,
+        exclude_if=lambda media: not media,  # unset, the rubric's version is unchanged
+        description="Media its items carry besides text: [image] says they carry images, "
+        "so at least one of its judges must see them (capabilities.vision in the judge "
+        "pool), else the rubric is refused. Its text-only judges still score, reading a "
+        "placeholder where each image stood, flagged without_images.",
     )
     aggregation: Aggregation = Field(default_factory=Aggregation)
     min_judges: int = Field(
@@ -167,6 +177,23 @@ class Rubric(StrictModel):
                 raise ValueError(f"[{i}]: {unable[j.name]}")
             seen.add(j.name)
         return judges
+
+    @field_validator("media")
+    @classmethod
+    def _check_media(cls, media: list[Media], info: ValidationInfo) -> list[Media]:
+        if len(set(media)) != len(media):
+            raise ValueError("a medium is listed twice")
+        seeing = (info.context or {}).get("judge_vision")
+        judges = info.data.get("judges")
+        if seeing is None or judges is None or "image" not in media:
+            return media
+        if not any(j.name in seeing for j in judges):
+            names = ", ".join(repr(j.name) for j in judges)
+            raise ValueError(
+                f"the rubric's items carry images, but none of its judges ({names}) sees "
+                "images: list a judge whose pool entry says capabilities: {vision: true}"
+            )
+        return media
 
     _pool_weights: dict[str, float] = PrivateAttr(default_factory=dict)
 

@@ -98,8 +98,9 @@ def _versions(*tables: Mapping[str, Served]) -> dict[str, str]:
 def validation_context(pool: JudgePool | None) -> dict[str, Any]:
     """What a rubric or recipe is validated against: the detectors' flag names (a
     rubric's ``flag_penalties``), the graders' (the tamper flags: a recipe's), and the judge
-    names of ``pool`` with the judges that cannot score (unchecked when there is no pool)
-    and each judge's weight (bound to the rubric, see ``Rubric.judge_weights``)."""
+    names of ``pool`` with the judges that cannot score, those that see images (unchecked
+    when there is no pool) and each judge's weight (bound to the rubric, see
+    ``Rubric.judge_weights``)."""
     context: dict[str, Any] = {
         "flag_names": frozenset(FLAGS) | frozenset(NOTE_FLAGS),
         "grader_flag_names": frozenset(TAMPER_FLAGS),
@@ -107,6 +108,9 @@ def validation_context(pool: JudgePool | None) -> dict[str, Any]:
     if pool is not None:
         context["judge_names"] = frozenset(pool.judges)
         context["judge_unable"] = unable_judges(pool)
+        context["judge_vision"] = frozenset(
+            name for name, j in pool.judges.items() if j.capabilities.vision
+        )
         context["judge_weights"] = {name: j.weight for name, j in pool.judges.items()}
     return context
 

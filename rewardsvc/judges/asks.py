@@ -233,8 +233,8 @@ class Comparing(_OneVerdict):
 
     def render(self, judge: Judge) -> Prompt:
         """The comparison prompt (``comparative.group_prompt``)."""
-        group = self.fenced[judge.defuser]
-        return group_prompt(self.rubric, self.criterion, group, self.shown, judge.shape)
+        group, sees = self.fenced[judge.defuser], judge.asking.sees
+        return group_prompt(self.rubric, self.criterion, group, self.shown, judge.shape, sees)
 
     def overflow(self, judge: Judge, sent: Prompt) -> str | None:
         """Whether the prompt and the method's answer fit."""
@@ -296,8 +296,9 @@ class BatchedCriteria(_ByKey):
 
     def render(self, judge: Judge) -> Batch:
         """The batched prompt (``batching.batch_prompt``)."""
+        sees = judge.asking.sees
         return batching.batch_prompt(
-            self.rubric, self.criteria, self.rollout, judge.shape, judge.defuser
+            self.rubric, self.criteria, self.rollout, judge.shape, judge.defuser, sees=sees
         )
 
     def overflow(self, judge: Judge, sent: Batch) -> str | None:

@@ -98,8 +98,10 @@ def batch_prompt(
     shape: ApiShape,
     defuser: Defuser = DEFAULT_DEFUSER,
     fit_chars: int = DEFAULT_FIT_CHARS,
+    sees: bool = False,
 ) -> Batch:
-    """The batched call for ``criteria`` of one item (all in one view: the first's)."""
+    """The batched call for ``criteria`` of one item (all in one view: the first's); its
+    images shown as image parts when the judge ``sees`` them."""
     if not criteria:
         raise ValueError("a batch needs at least one criterion")
     questions = tuple(_ask(rubric, c, shape, defuser) for c in criteria)
@@ -126,7 +128,15 @@ def batch_prompt(
     block = Question(tail, (), ())
     view = item_view(rubric, criteria[0])
     prompt = prompts.render(
-        rubric, rollout, block, shape, defuser=defuser, view=view, fit_chars=fit_chars, lead=lead
+        rubric,
+        rollout,
+        block,
+        shape,
+        defuser=defuser,
+        view=view,
+        fit_chars=fit_chars,
+        lead=lead,
+        sees=sees,
     )
     return Batch(prompt, tuple(c.id for c in criteria), questions)
 

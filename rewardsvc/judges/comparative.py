@@ -28,11 +28,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rewardsvc.core.comparative import LABELS
+from rewardsvc.core.media import Image
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.fencing import untrusted
+from rewardsvc.judges.imagery import Gallery
 from rewardsvc.judges.items import ITEM_TRAILER
-from rewardsvc.judges.prompts import Prompt, criteria_list, shared_context
+from rewardsvc.judges.prompts import Prompt, criteria_list, shared_context, with_images
 from rewardsvc.judges.questions import Question, statement
 from rewardsvc.judges.shapes import ApiShape
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
@@ -70,11 +72,13 @@ def _letters(n: int) -> tuple[str, ...]:
 class FencedGroup:
     """A group's untrusted texts sanitized and fenced once, for every comparison of it:
     ``task`` is the prompt (and reference) part, ``responses`` each completion's block;
-    ``defuser`` sanitized them, and sanitizes the criteria that came with the item."""
+    ``defuser`` sanitized them, and sanitizes the criteria that came with the item.
+    ``images`` are those the blocks' markers name (re-indexed: ``imagery.Gallery``)."""
 
     task: str
     responses: tuple[str, ...]
     defuser: Defuser = DEFAULT_DEFUSER
+    images: tuple[Image, ...] = ()
 
     def block(self, shown: Sequence[int]) -> str:
         """The group part of a prompt showing the completions ``shown`` (input indices) in
@@ -91,15 +95,24 @@ def fenced_group(
     completions: Sequence[str],
     reference: str | None = None,
     defuser: Defuser = DEFAULT_DEFUSER,
+    images: Sequence[Sequence[Image]] = (),
 ) -> FencedGroup:
-    """The group's texts sanitized with ``defuser`` and fenced, each once."""
+    """The group's texts sanitized with ``defuser`` and fenced, each once; ``images`` are
+    each completion's rollout's images (the prompt's and reference's markers name the
+    first's), so each completion's images stand in its own block."""
+    gallery = Gallery()
+    task_images = images[0] if images else ()
+    prompt = gallery.take(prompt, task_images)
     task = "The task given to the assistant:\n" + untrusted(prompt, "prompt", defuser)
     if reference is not None:
         task += "\n\nA reference answer, for comparison:\n" + untrusted(
-            reference, "reference", defuser
+            gallery.take(reference, task_images), "reference", defuser
         )
-    responses = tuple(untrusted(text, "response", defuser) for text in completions)
-    return FencedGroup(task, responses, defuser)
+    responses = tuple(
+        untrusted(gallery.take(text, images[k] if k < len(images) else ()), "response", defuser)
+        for k, text in enumerate(completions)
+    )
+    return FencedGroup(task, responses, defuser, tuple(gallery.images))
 
 
 def group_block(
@@ -176,15 +189,17 @@ def group_prompt(
     group: FencedGroup,
     shown: Sequence[int],
     shape: ApiShape,
+    sees: bool = False,
 ) -> Prompt:
     """:func:`comparison_prompt` from a group fenced once: the completions ``shown``
-    (input indices) in that order."""
+    (input indices) in that order, their images as image parts when the judge ``sees``
+    them (each completion's in its own block, moving with it), else placeholders."""
     question = comparison_question(rubric, criterion, len(shown), shape, group.defuser)
     context = shared_context(rubric, with_criteria=False)
     if criterion is None:
         context = "\n\n".join(p for p in (context, criteria_list(rubric, group.defuser)) if p)
     body = "\n\n".join(p for p in (context, group.block(shown), question.text) if p)
-    return shape.prompt(question, _COMPARE_RULES, body)
+    return with_images(shape.prompt(question, _COMPARE_RULES, body), group.images, sees)
 
 
 def ask(judge: Judge, question: Comparing, deadline: float | None = None) -> Awaitable[Verdict]:

@@ -3,7 +3,7 @@
 ``identity_text`` is the judge's part of every verdict-cache key: a change to anything that
 can change a verdict (model, revision, API, method, sampling, prompts, reasoning, a reward
 model's settings, an agentic judge's tools and loop bounds, the defusing of the model's own
-tokens) must make new keys.
+tokens, whether it sees images) must make new keys.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ def identity_text(
         identity["tools"] = config.tools.model_dump(mode="json")
     if defuser.extra_tokens:
         identity["defuser"] = defuser.fingerprint
+    if config.capabilities.vision:  # it sees the images a text-only judge reads as placeholders
+        identity["sees"] = "images"
     return json.dumps(
         {**identity, **reasoning_identity(config)}, sort_keys=True, separators=(",", ":")
     )

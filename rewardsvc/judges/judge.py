@@ -33,7 +33,7 @@ from rewardsvc.judges.limits import context_tokens, least_tokens
 from rewardsvc.judges.methods import Call, ScoringMethod
 from rewardsvc.judges.prompts import Asking, Prompt
 from rewardsvc.judges.reasoning import reader_for
-from rewardsvc.judges.shapes import prompt_text
+from rewardsvc.judges.shapes import prompt_images, prompt_text
 from rewardsvc.judges.strategy import strategy_for
 from rewardsvc.judges.turns import Turns
 from rewardsvc.safety.defuse import Defuser
@@ -73,6 +73,8 @@ class Judge:
         self.scores_whole_item = self.reward_model is not None
         self.scores_steps = self.reward_model is not None and self.reward_model.scores_steps
         self.shape = self._strategy.shape
+        # Its prompts show an item's images as image parts, else placeholders.
+        self.sees_images = self._strategy.sees
         self._reader = reader_for(config)
         self._extras = config.request_extras()
         self._identity: tuple[JudgeConfig, Defuser, str] | None = None
@@ -168,20 +170,23 @@ class Judge:
 
     def overflow(self, prompt: Prompt, answer: int | None = None) -> str | None:
         """Why ``prompt`` cannot fit the judge's context with an answer of ``answer`` tokens
-        (default: the method's output budget), or None when it may."""
+        (default: the method's output budget), or None when it may: its text's least
+        tokens plus ``capabilities.image_tokens`` for each image it shows."""
         limit = context_tokens(self.config)
         if limit is None:
             return None
-        text = prompt_text(prompt)
-        least = least_tokens(text)
+        text, images = prompt_text(prompt), prompt_images(prompt)
+        # An image costs the model's own count of tokens, at least the pool's image_tokens.
+        least = least_tokens(text) + images * self.config.capabilities.image_tokens
         if answer is None:
             answer = self.method.output_tokens(self.config.sampling)
         # A reasoning judge's thinking must fit too.
         answer = self._reader.output_tokens(answer)
         if least + answer <= limit:
             return None
+        shown = f"{len(text)} characters" + (f" and {images} images" if images else "")
         return (
-            f"the prompt ({len(text)} characters, at least {least} tokens) and the answer "
+            f"the prompt ({shown}, at least {least} tokens) and the answer "
             f"({answer} tokens) do not fit judge {self.name!r}'s context of {limit} tokens"
         )
 

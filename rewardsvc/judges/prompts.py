@@ -46,6 +46,11 @@ marker, so the fence stays unclosable and at most ``FENCE_RUN_LIMIT + 1`` long.
 A judge whose model has special tokens of its own passes a ``Defuser`` built
 from them (its ``Asking.defuser``, which every prompt builder reads).
 
+An item's images (``rollout.images``) stand in its text as markers
+(``rewardsvc.core.media``) through sanitizing, fencing and fitting; :func:`with_images`
+turns them, last, into image parts for a judge that sees images or into a placeholder
+(``rewardsvc.judges.imagery``).
+
 Agent trajectories (``rollout.trajectory``) are shown in the view the criterion or
 rubric asks for (``final``, ``trace``, ``tools``; a trajectory with tool calls and no
 view shows ``trace``), fitted by ``Trajectory.render``. Every part (message, reasoning,
@@ -59,12 +64,15 @@ one item share their prompt up to the end of step k, for the prefix cache.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
 
+from rewardsvc.core.media import Image, has_markers
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric, View
 from rewardsvc.core.trajectory import DEFAULT_FIT_CHARS
+from rewardsvc.judges.imagery import blind, seen_content
 from rewardsvc.judges.items import item_block, item_view
 from rewardsvc.judges.questions import (
     GIVEN,
@@ -80,8 +88,9 @@ from rewardsvc.safety.defuse import DEFAULT_DEFUSER, Defuser
 
 Api = Literal["chat", "completion"]
 
-Seen = list[dict[str, str]] | str
-"""What a judge reads of one call: its messages (chat) or its text (completion)."""
+Seen = list[dict[str, Any]] | str
+"""What a judge reads of one call: its messages (chat; a message's content is text, or
+content parts when it shows images) or its text (completion)."""
 
 if TYPE_CHECKING:  # the shapes build Prompts: a runtime import would be a cycle
     from rewardsvc.judges.shapes import ApiShape
@@ -116,7 +125,7 @@ class Prompt:
     of what the items of its task share."""
 
     question: Question
-    messages: list[dict[str, str]] | None = None
+    messages: list[dict[str, Any]] | None = None
     text: str | None = None
     affinity: Affinity | None = None
 
@@ -173,6 +182,7 @@ def render(
     view: View | None = None,
     fit_chars: int = DEFAULT_FIT_CHARS,
     lead: str = "",
+    sees: bool = False,
 ) -> Prompt:
     """Messages (chat) or text (completion) in prefix-cache order: shared, item, question.
 
@@ -180,11 +190,30 @@ def render(
     same for every item of the rubric, so it joins the shared prefix. The affinity's item
     key hashes the shared part and the item (for a step rollout, the shared part and the
     task only, so that every step of one trajectory has the same key); its group key, the
-    shared part and the task, so that the items of one task prefer one replica."""
+    shared part and the task, so that the items of one task prefer one replica. The
+    item's images are shown as ``sees`` says (:func:`with_images`)."""
     context = shared_context(rubric, with_criteria, defuser)
     item, affinity = _item_part(context, rollout, defuser, view, fit_chars)
     body = "\n\n".join(p for p in (context, lead, item, question.text) if p)
-    return shape.prompt(question, _GRADER_RULES, body, affinity)
+    prompt = shape.prompt(question, _GRADER_RULES, body, affinity)
+    return with_images(prompt, rollout.images, sees)
+
+
+def with_images(prompt: Prompt, images: Sequence[Image], sees: bool) -> Prompt:
+    """``prompt`` with its image markers shown (``rewardsvc.judges.imagery``): as image
+    parts of its chat messages for a judge that ``sees`` images, else as placeholders."""
+    if prompt.messages is None:
+        text = prompt.text or ""
+        return replace(prompt, text=blind(text)) if has_markers(text) else prompt
+    if not any(has_markers(m.get("content") or "") for m in prompt.messages):
+        return prompt  # no image in it: most prompts, kept as they are
+    messages = [
+        {**m, "content": seen_content(m["content"], images, sees)}
+        if isinstance(m.get("content"), str)
+        else m
+        for m in prompt.messages
+    ]
+    return replace(prompt, messages=messages)
 
 
 @dataclass(frozen=True)
@@ -200,6 +229,9 @@ class Asking:
     reasoning: int = REASONING_MAX_CHARS
     defuser: Defuser = DEFAULT_DEFUSER
     fit_chars: int = DEFAULT_FIT_CHARS
+    sees: bool = False
+    """Whether the judge sees images (``capabilities.vision``): its prompts show an item's
+    images as image parts, else a placeholder where each stood."""
 
 
 def criterion_prompt(
@@ -226,6 +258,7 @@ def criterion_prompt(
         defuser=asking.defuser,
         view=view,
         fit_chars=asking.fit_chars,
+        sees=asking.sees,
     )
 
 
@@ -241,6 +274,7 @@ def holistic_prompt(rubric: Rubric, rollout: Rollout, asking: Asking) -> Prompt:
         asking.defuser,
         rubric.view,
         asking.fit_chars,
+        sees=asking.sees,
     )
 
 

@@ -43,6 +43,7 @@ from typing import Any
 
 from rewardsvc.core.pool import RateLimit
 from rewardsvc.judges.failures import BackendError, parse_retry_after
+from rewardsvc.judges.imagery import part_texts
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|us|µs|ns|h|m|s)")
 _UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
@@ -94,7 +95,7 @@ def prompt_chars(body: Mapping[str, Any]) -> int:
     total = 0
     for message in body.get("messages") or ():
         content = message.get("content") if isinstance(message, dict) else None
-        total += _MESSAGE_CHARS + (len(content) if isinstance(content, str) else 0)
+        total += _MESSAGE_CHARS + sum(len(t) for t in part_texts(content))
     return total
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any, Protocol, TypeGuard
 
+from rewardsvc.judges.imagery import image_count, part_texts
 from rewardsvc.judges.prompts import Api, Prompt
 from rewardsvc.judges.questions import Question
 from rewardsvc.judges.routing import Affinity
@@ -280,7 +281,15 @@ def shape_for(api: Api) -> ApiShape:
 
 
 def prompt_text(prompt: Prompt) -> str:
-    """The text the judge reads for ``prompt`` (messages' contents, or the text)."""
+    """The text the judge reads for ``prompt`` (messages' contents, or the text; of a
+    message showing images, its text parts)."""
     if prompt.messages is not None:
-        return "\n".join(m.get("content") or "" for m in prompt.messages)
+        return "\n".join(t for m in prompt.messages for t in part_texts(m.get("content")))
     return prompt.text or ""
+
+
+def prompt_images(prompt: Prompt) -> int:
+    """How many images ``prompt`` shows its judge (image parts of its messages)."""
+    if prompt.messages is None:
+        return 0
+    return sum(image_count(m.get("content")) for m in prompt.messages)

@@ -17,16 +17,17 @@ from rewardsvc.safety.defuse import Defuser
 class Strategy:
     """How one judge scores: its method object (a reward model's own, or an LLM method),
     the reward model when it is one, its API shape and the reasoning room its output
-    budget leaves."""
+    budget leaves, and whether it sees images."""
 
     method: ScoringMethod
     reward_model: RewardModel | None
     shape: ApiShape
     reasoning: int
+    sees: bool = False
 
     def asking(self, defuser: Defuser) -> Asking:
         """How the judge's prompts are asked, its untrusted text defused with ``defuser``."""
-        return Asking(self.method, self.shape, self.reasoning, defuser)
+        return Asking(self.method, self.shape, self.reasoning, defuser, sees=self.sees)
 
 
 def strategy_for(config: JudgeConfig) -> Strategy:
@@ -37,4 +38,5 @@ def strategy_for(config: JudgeConfig) -> Strategy:
         reward_model=rm,
         shape=shape_for(config.api),
         reasoning=reasoning_chars(config.sampling.max_tokens),
+        sees=config.capabilities.vision,
     )

@@ -28,6 +28,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from rewardsvc.core.media import has_markers, image_marker, split_markers
+
 WORD_JOINER = "\u2060"
 FENCE_RUN_LIMIT = 16
 
@@ -189,5 +191,12 @@ def collapse_backtick_runs(text: str) -> str:
 
 
 def sanitize(text: str, defuser: Defuser = DEFAULT_DEFUSER) -> str:
-    """Untrusted text as it goes inside a judge prompt's fence: runs collapsed, tokens broken."""
+    """Untrusted text as it goes inside a judge prompt's fence: runs collapsed, tokens broken;
+    an image marker (``rewardsvc.core.media``) kept whole, for the judge's prompt to show."""
+    if has_markers(text):
+        # Each run between markers alone: no defuser token can match into a marker.
+        return "".join(
+            image_marker(p) if isinstance(p, int) else defuser.defuse(collapse_backtick_runs(p))
+            for p in split_markers(text)
+        )
     return defuser.defuse(collapse_backtick_runs(text))

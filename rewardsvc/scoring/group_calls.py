@@ -80,6 +80,8 @@ class GroupPlan:
     sandbox_s: float = 0.0
     looped: int = 0
     contexts: dict[int, tuple[Later, ...]] = field(default_factory=dict)
+    blind: frozenset[str] = frozenset()
+    """The judges that read text only: a placeholder stands for each image of a group."""
 
     def work(self) -> tuple[int, int]:
         """The judge calls planned (an agentic loop's every turn) and the prompt bytes
@@ -186,7 +188,10 @@ def plan_calls(
         own = group.rubric or rubric
         base = group.rollouts[0]
         completions = [r.completion for r in group.rollouts]
-        fenced = {d: fenced_group(base.prompt, completions, base.reference, d) for d in defusers}
+        images = [r.images for r in group.rollouts]
+        fenced = {
+            d: fenced_group(base.prompt, completions, base.reference, d, images) for d in defusers
+        }
         laters = tuple(Later() for _ in group.rollouts)
         shared = (
             prompts.CALL_OVERHEAD_BYTES

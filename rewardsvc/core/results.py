@@ -52,6 +52,9 @@ class JudgeOutcome:
     variance: float = 0.0
     criteria: dict[str, CriterionOutcome] = field(default_factory=dict)
     error: str | None = None
+    without_images: bool = False
+    """The item carries images and this judge reads text only: it scored with a
+    placeholder where each image stood."""
 
 
 @dataclass

@@ -166,6 +166,11 @@ class GroupJudgeOut(BaseModel):
         "or an essential gate's (asked of each completion alone), its score.",
     )
     comparisons: list[ComparisonOut] = Field(default_factory=list)
+    without_images: bool = Field(
+        default=False,
+        description="True when the group carries images and this judge reads text only "
+        "(no capabilities.vision): it compared with a placeholder where each image stood.",
+    )
     error: str | None = None
     error_kind: JudgeErrorKind | None = Field(
         default=None,

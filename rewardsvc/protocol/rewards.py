@@ -145,6 +145,12 @@ class JudgeResult(BaseModel):
     variance: float = Field(default=0.0, description="Within-judge variance of the score.")
     criteria: dict[str, CriterionScore] = Field(default_factory=dict)
     error: str | None = None
+    without_images: bool = Field(
+        default=False,
+        description="True when the item carries images and this judge reads text only "
+        "(its pool entry lacks capabilities.vision): it scored the item with a placeholder "
+        "where each image stood. A judge that sees images, or an item without any: false.",
+    )
 
 
 class RubricRef(BaseModel):

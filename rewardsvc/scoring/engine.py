@@ -53,7 +53,7 @@ from rewardsvc.scoring.batch_plan import BatchPlan
 from rewardsvc.scoring.comparer import Comparer
 from rewardsvc.scoring.groups import Comparing
 from rewardsvc.scoring.item_checks import checked
-from rewardsvc.scoring.judging import JudgeLike
+from rewardsvc.scoring.judging import JudgeLike, without_images
 from rewardsvc.scoring.pacing import Pacer
 from rewardsvc.scoring.parts import Part, split
 from rewardsvc.scoring.planning import Call, Prepared, When, plan
@@ -225,16 +225,17 @@ class Engine:
         part.verdicts = tally(part.calls, outcomes, names, len(part.prepared), usage)
         add_grades(part.verdicts, part.graded)
         episode = steps.episode_rubric(rubric)
-        for per_judge in part.verdicts:
+        for p, per_judge in zip(part.prepared, part.verdicts, strict=True):
             await pacer.step()
-            part.rows.append(
-                {
-                    name: judge_outcome(episode, episode_part(per_judge[name]))
-                    if episode is not None
-                    else JudgeOutcome(score=None, error="the rubric has only step criteria")
-                    for name in names
-                }
-            )
+            row = {
+                name: judge_outcome(episode, episode_part(per_judge[name]))
+                if episode is not None
+                else JudgeOutcome(score=None, error="the rubric has only step criteria")
+                for name in names
+            }
+            for name, outcome in row.items():
+                outcome.without_images = without_images(self.judges[name], p.rollout)
+            part.rows.append(row)
 
     async def _judge_and_grade(
         self,

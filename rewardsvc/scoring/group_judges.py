@@ -50,6 +50,8 @@ class JudgeGroup:
     """The kind of the first failure ``error`` lists (None when the judge has its view)."""
     agree: int = 0
     compared: int = 0
+    without_images: bool = False
+    """The group carries images and this judge reads text only (placeholders instead)."""
 
 
 Scores = Mapping[str, Sequence[float]]

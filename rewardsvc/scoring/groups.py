@@ -103,6 +103,7 @@ async def plan_groups(
     check_comparable(rubric)
     names = select_judges(rubric, judges, options.judges)
     plan = GroupPlan(names, min_judges_for(rubric, options.min_judges, len(names)))
+    plan.blind = frozenset(n for n in names if not judges[n].sees_images)
     # Planning and fencing a large request takes a while: off the event loop.
     return await asyncio.to_thread(
         plan_calls,
@@ -151,11 +152,16 @@ async def _judge(
     answered = collect(plan, outcomes, usage)
 
     def views() -> dict[int, dict[str, JudgeGroup]]:
-        return {
+        out = {
             gi: judge_views(g.rubric or rubric, g, gi, plan.names, options, answered, grades[gi])
             for gi, g in enumerate(groups)
             if gi not in plan.rejected
         }
+        for gi, per in out.items():
+            if any(r.images for r in groups[gi].rollouts):
+                for name in plan.blind & per.keys():
+                    per[name].without_images = True
+        return out
 
     return await asyncio.to_thread(views), grades
 

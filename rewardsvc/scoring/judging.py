@@ -2,7 +2,8 @@
 provides, so that the engine runs on stand-ins in tests and never on a transport.
 
 A judge is asked one way (``ask``) every question of ``rewardsvc.judges.asks``. Its
-capabilities (``batches_criteria``, ``scores_whole_item``, ``scores_steps``) are read here
+capabilities (``batches_criteria``, ``scores_whole_item``, ``scores_steps``,
+``sees_images``) are read here
 once: planning asks what a judge can do, never which method it has."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Awaitable
 from typing import Protocol, TypeVar
 
 from rewardsvc.core.judge_tools import JudgeTools
+from rewardsvc.core.rollout import Rollout
 from rewardsvc.judges.asks import Question, Sent
 
 R = TypeVar("R")
@@ -39,6 +41,13 @@ def batches_criteria(judge: JudgeLike) -> bool:
     """Whether the judge answers all criteria of one view of an item in one call (method
     ``batched``: ``asks.BatchedCriteria``)."""
     return bool(getattr(judge, "batches_criteria", False))
+
+
+def without_images(judge: JudgeLike, rollout: Rollout) -> bool:
+    """Whether ``judge`` scores ``rollout`` without seeing its images: the item carries
+    some and the judge reads text only (``capabilities.vision`` false), so its prompts
+    held a placeholder where each image stood."""
+    return bool(rollout.images) and not getattr(judge, "sees_images", False)
 
 
 def scores_whole_item(judge: JudgeLike) -> bool:

@@ -15,13 +15,16 @@ from pydantic import ValidationError
 from vision_items import BLUE, GREEN, RED, rollout
 
 from rewardsvc.application.wire import group_response
-from rewardsvc.core.media import image_marker
+from rewardsvc.core.media import MARK_CLOSE, MARK_OPEN, image_marker
 from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.asks import CriterionOnItem
+from rewardsvc.judges.imagery import IMAGE_PLACEHOLDER
 from rewardsvc.judges.judge import Judge
+from rewardsvc.judges.reward_model import conversation
 from rewardsvc.library.registry import Registry, validation_context
+from rewardsvc.safety.defuse import DEFAULT_DEFUSER
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions
 from rewardsvc.scoring.groups import score_groups
 
@@ -165,3 +168,12 @@ async def test_a_group_with_images_reaches_the_vision_judge_in_each_block(
     assert orders == {"blue", "green"}  # the debiasing orders moved the images too
     out = group_response(batch).results[0].judges
     assert out["reader"].without_images is True and out["seer"].without_images is False
+
+
+def test_a_reward_model_reads_the_placeholder() -> None:
+    """A reward model reads text only: its conversation holds the placeholder where each
+    image stood, never the marker characters. On main the markers went as they were."""
+    messages = conversation(rollout(f"see {image_marker(1)}", BLUE), DEFAULT_DEFUSER)
+    text = "".join(m["content"] for m in messages)
+    assert text.count(IMAGE_PLACEHOLDER) == 2
+    assert MARK_OPEN not in text and MARK_CLOSE not in text

@@ -45,6 +45,7 @@ from rewardsvc.core.trajectory import Trajectory
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.backends import Backend
 from rewardsvc.judges.failures import ReplyFailed
+from rewardsvc.judges.imagery import blind
 from rewardsvc.judges.limits import least_tokens
 from rewardsvc.judges.methods import Call
 from rewardsvc.judges.prompts import Prompt
@@ -88,13 +89,19 @@ def task_messages(rollout: Rollout, defuser: Defuser) -> Messages:
     if trajectory is not None and trajectory.task and not trajectory.rich:
         turns = [e for e in trajectory.task if e.kind == "message"]
         if turns and all(e.role in _CHAT_ROLES for e in turns):
-            return [{"role": e.role, "content": defuser.defuse(e.text)} for e in turns]
-    return [{"role": "user", "content": defuser.defuse(rollout.prompt)}]
+            return [{"role": e.role, "content": _shown(e.text, defuser)} for e in turns]
+    return [{"role": "user", "content": _shown(rollout.prompt, defuser)}]
+
+
+def _shown(text: str, defuser: Defuser) -> str:
+    """Untrusted ``text`` as a reward model reads it: the placeholder where each image
+    stood (a reward model reads text only), control tokens broken."""
+    return defuser.defuse(blind(text))
 
 
 def conversation(rollout: Rollout, defuser: Defuser) -> Messages:
     """The item as a reward model reads it: the task, then the policy's reply (defused)."""
-    reply = {"role": "assistant", "content": defuser.defuse(rollout.completion)}
+    reply = {"role": "assistant", "content": _shown(rollout.completion, defuser)}
     return [*task_messages(rollout, defuser), reply]
 
 
@@ -127,7 +134,7 @@ def step_conversation(rollout: Rollout, separator: str, defuser: Defuser) -> Mes
         defuser = Defuser([*defuser.extra_tokens, separator])
     steps = ""
     for text in step_texts(rollout):
-        part = defuser.defuse(text)
+        part = _shown(text, defuser)
         if _spans(steps, part, separator):
             part = WORD_JOINER + part
         if _spans(part, separator, separator):

@@ -20,6 +20,7 @@ from rewardsvc.core.media import MARK_CLOSE, MARK_OPEN, image_marker
 from rewardsvc.core.pool import JudgeConfig
 from rewardsvc.core.rollout import ItemIn, Rollout
 from rewardsvc.core.rubric import Rubric
+from rewardsvc.judges.asks import CriterionOnItem
 from rewardsvc.judges.comparative import fenced_group, group_prompt
 from rewardsvc.judges.fencing import parse_fences, untrusted
 from rewardsvc.judges.imagery import IMAGE_PLACEHOLDER
@@ -27,6 +28,7 @@ from rewardsvc.judges.judge import Judge
 from rewardsvc.judges.methods import method_for
 from rewardsvc.judges.prompts import Asking, criterion_prompt
 from rewardsvc.judges.shapes import CHAT, COMPLETION
+from rewardsvc.protocol.rewards import RewardResult
 from rewardsvc.safety.defuse import Defuser, sanitize
 from rewardsvc.scoring.engine import Engine
 
@@ -245,3 +247,17 @@ def test_the_prompt_cache_keeps_serving_image_items(vision: bool) -> None:
         assert _image_urls(green.messages[-1]["content"]) == [GREEN.url]
     else:
         assert red.messages == green.messages
+
+
+def test_explain_returns_the_content_parts_a_vision_judge_read(fake: FakeJudge) -> None:
+    """options.explain shows what the judge read: for a vision judge, its content parts.
+    On main (b6f5204) the wire model took only text contents and refused the parts."""
+    judge = _judge("seer", fake.url, True)
+    seen = judge.render(CriterionOnItem(RUBRIC, RUBRIC.criteria[0], rollout())).seen
+    result = RewardResult.model_validate(
+        {"id": "i", "reward": 0.5, "status": "ok", "explain": {"seer": {"correct": seen}}}
+    )
+    assert result.explain is not None
+    content = result.explain["seer"]["correct"][-1]["content"]  # type: ignore[index]
+    assert _image_urls(content) == [RED.url]
+    assert RED.url in result.model_dump_json()

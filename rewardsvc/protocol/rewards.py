@@ -253,10 +253,11 @@ class RewardResult(BaseModel):
         description="Process rewards (criteria with scope: step): one reward per assistant "
         "step; the item's reward combines them by the rubric's step_combine.",
     )
-    explain: dict[str, dict[str, list[dict[str, str]] | str]] | None = Field(
+    explain: dict[str, dict[str, list[dict[str, Any]] | str]] | None = Field(
         default=None,
         description="options.explain: per judge, per criterion (or criterion@stepK; method "
-        "batched: the criteria of one call joined by +), the messages or prompt it read.",
+        "batched: the criteria of one call joined by +), the messages or prompt it read (a "
+        "judge that sees images: its message's content parts, each image by its URL).",
     )
     objectives: dict[str, float | None] | None = Field(
         default=None,

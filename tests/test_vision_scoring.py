@@ -17,7 +17,7 @@ from vision_items import BLUE, GREEN, RED, rollout
 from rewardsvc.application.wire import group_response
 from rewardsvc.core.media import MARK_CLOSE, MARK_OPEN, image_marker
 from rewardsvc.core.pool import JudgeConfig, JudgePool
-from rewardsvc.core.rollout import Rollout
+from rewardsvc.core.rollout import ItemIn, Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.asks import CriterionOnItem
 from rewardsvc.judges.imagery import IMAGE_PLACEHOLDER
@@ -25,8 +25,10 @@ from rewardsvc.judges.judge import Judge
 from rewardsvc.judges.reward_model import conversation
 from rewardsvc.library.registry import Registry, validation_context
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER
+from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions
 from rewardsvc.scoring.groups import score_groups
+from rewardsvc.storage.cache import VerdictCache
 
 POOL = JudgePool.model_validate(
     {
@@ -177,3 +179,22 @@ def test_a_reward_model_reads_the_placeholder() -> None:
     text = "".join(m["content"] for m in messages)
     assert text.count(IMAGE_PLACEHOLDER) == 2
     assert MARK_OPEN not in text and MARK_CLOSE not in text
+
+
+async def test_the_verdict_cache_keys_by_the_image_bytes(fake: FakeJudge) -> None:
+    """The same image again is a cache hit; another image in the same text is a miss and
+    is sent to the judge: the call's key holds ``Rollout.digest``, which hashes each
+    image's bytes."""
+    engine = Engine({"seer": _judge("seer", fake.url, True)}, cache=VerdictCache(max_entries=100))
+    rubric = Rubric.model_validate({**RUBRIC.model_dump(exclude={"judges"}), "judges": ["seer"]})
+    red, other = rollout(), Rollout(rollout().prompt, rollout().completion, images=(GREEN,))
+    try:
+        await engine.score(rubric, [ItemIn("a", red)])
+        again = await engine.score(rubric, [ItemIn("b", red)])
+        assert again.usage.cache_hits == 1 and fake.script.requests == 1
+        changed = await engine.score(rubric, [ItemIn("c", other)])
+    finally:
+        await engine.aclose()
+    assert changed.usage.cache_hits == 0 and fake.script.requests == 2
+    sent = fake.script.bodies[-1]["messages"][-1]["content"]
+    assert [p["image_url"]["url"] for p in sent if p["type"] == "image_url"] == [GREEN.url]

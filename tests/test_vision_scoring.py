@@ -14,7 +14,7 @@ from fakejudge import FakeJudge, RecordingObserver
 from pydantic import ValidationError
 from vision_items import BLUE, GREEN, RED, rollout
 
-from rewardsvc.application.wire import group_response
+from rewardsvc.application.wire import group_response, preference_response
 from rewardsvc.core.media import MARK_CLOSE, MARK_OPEN, image_marker
 from rewardsvc.core.pool import JudgeConfig, JudgePool
 from rewardsvc.core.rollout import ItemIn, Rollout
@@ -28,6 +28,7 @@ from rewardsvc.safety.defuse import DEFAULT_DEFUSER
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions
 from rewardsvc.scoring.groups import score_groups
+from rewardsvc.scoring.preferences import judge_preferences
 from rewardsvc.storage.cache import VerdictCache
 
 POOL = JudgePool.model_validate(
@@ -198,3 +199,25 @@ async def test_the_verdict_cache_keys_by_the_image_bytes(fake: FakeJudge) -> Non
     assert changed.usage.cache_hits == 0 and fake.script.requests == 2
     sent = fake.script.bodies[-1]["messages"][-1]["content"]
     assert [p["image_url"]["url"] for p in sent if p["type"] == "image_url"] == [GREEN.url]
+
+
+async def test_a_pair_with_images_flags_the_text_only_judge(fake: FakeJudge) -> None:
+    """``/v1/preferences``' path: both orders reach the vision judge with a's and b's
+    images in their blocks; the text-only judge's verdict says without_images."""
+    judges = {"seer": _judge("seer", fake.url, True), "reader": _judge("reader", fake.url, False)}
+    pair = GroupIn("p", (rollout(f"blue {image_marker(1)}", BLUE), rollout("no picture")))
+    try:
+        batch = await judge_preferences(judges, RUBRIC, [pair])
+    finally:
+        for j in judges.values():
+            await j.aclose()
+    seen = [b["messages"][-1]["content"] for b in fake.script.bodies]
+    parts = [c for c in seen if isinstance(c, list)]
+    assert len(parts) == 2  # orders ab and ba
+    for content in parts:
+        assert [p["image_url"]["url"] for p in content if p["type"] == "image_url"] == [
+            RED.url,
+            BLUE.url,
+        ]
+    out = preference_response(batch).results[0].judges
+    assert out["reader"].without_images is True and out["seer"].without_images is False

@@ -239,6 +239,11 @@ class JudgePreferenceOut(BaseModel):
     orders: dict[str, float] | None = None
     consistent: bool | None = None
     criteria: dict[str, dict[str, float]] = Field(default_factory=dict)
+    without_images: bool = Field(
+        default=False,
+        description="True when the pair carries images and this judge reads text only "
+        "(no capabilities.vision): it compared with a placeholder where each image stood.",
+    )
     error: str | None = None
     error_kind: JudgeErrorKind | None = Field(
         default=None,

@@ -53,6 +53,8 @@ class JudgePreference:
     calls: int = 0
     error: str | None = None
     error_kind: JudgeErrorKind | None = None
+    without_images: bool = False
+    """The pair carries images and this judge reads text only (placeholders instead)."""
 
 
 @dataclass
@@ -98,7 +100,11 @@ def _judge_preference(
     calls = len(outcome.comparisons)
     if outcome.rewards is None:
         return JudgePreference(
-            None, calls=calls, error=outcome.error, error_kind=outcome.error_kind
+            None,
+            calls=calls,
+            error=outcome.error,
+            error_kind=outcome.error_kind,
+            without_images=outcome.without_images,
         )
     criteria: dict[str, dict[str, float]] = {}
     for c in outcome.comparisons:
@@ -111,8 +117,9 @@ def _judge_preference(
         for o in ("ab", "ba")
     }
     mean = (orders["ab"] + orders["ba"]) / 2
+    consistent = cmp.consistent(orders["ab"], orders["ba"])
     return JudgePreference(
-        mean, orders, cmp.consistent(orders["ab"], orders["ba"]), criteria, calls
+        mean, orders, consistent, criteria, calls, without_images=outcome.without_images
     )
 
 

@@ -202,6 +202,8 @@ def render(
 def with_images(prompt: Prompt, images: Sequence[Image], sees: bool) -> Prompt:
     """``prompt`` with its image markers shown (``rewardsvc.judges.imagery``): as image
     parts of its chat messages for a judge that ``sees`` images, else as placeholders."""
+    if not images:
+        return prompt  # no image, no marker: the media room strips forged ones on reading
     if prompt.messages is None:
         text = prompt.text or ""
         return replace(prompt, text=blind(text)) if has_markers(text) else prompt

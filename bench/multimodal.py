@@ -23,7 +23,7 @@ import base64
 import io
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,13 +74,14 @@ def png(size: tuple[int, int], seed: int) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
-def direct(client: httpx.Client, item: Item) -> Measured:
-    """The item as one chat call to the VLM judge (max_tokens 1, top 20 logprobs)."""
-    parts: list[dict[str, Any]] = []
-    if item.image_url is not None:
-        parts.append({"type": "image_url", "image_url": {"url": item.image_url}})
-    parts.append({"type": "text", "text": item.question})
-    body = {
+def chat_body(question: str, image_urls: Sequence[str] = ()) -> dict[str, Any]:
+    """A single-token Yes/No chat call to the VLM judge (top 20 logprobs): one user message
+    of the images' ``image_url`` parts, then the question."""
+    parts: list[dict[str, Any]] = [
+        {"type": "image_url", "image_url": {"url": url}} for url in image_urls
+    ]
+    parts.append({"type": "text", "text": question})
+    return {
         "model": MODEL,
         "messages": [{"role": "user", "content": parts}],
         "max_tokens": 1,
@@ -88,8 +89,13 @@ def direct(client: httpx.Client, item: Item) -> Measured:
         "logprobs": True,
         "top_logprobs": 20,
     }
+
+
+def direct(client: httpx.Client, item: Item) -> Measured:
+    """The item as one chat call to the VLM judge."""
+    images = () if item.image_url is None else (item.image_url,)
     start = time.perf_counter()
-    reply = client.post(VLM_URL, json=body)
+    reply = client.post(VLM_URL, json=chat_body(item.question, images))
     seconds = time.perf_counter() - start
     reply.raise_for_status()
     return Measured(reply.json()["usage"]["prompt_tokens"], seconds)

@@ -10,20 +10,17 @@ cpujudge.sh gives it hold: no http(s) image is fetched, and images per prompt ar
 
 from __future__ import annotations
 
-import base64
 import importlib.util
-import io
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from PIL import Image
+
+from bench.multimodal import VLM_URL, chat_body, png
 
 pytestmark = pytest.mark.judges
 
-URL = "http://127.0.0.1:8108/v1/chat/completions"
-MODEL = "smolvlm-135m-untrained"
 QUESTION = "Does the picture show a red square? Answer Yes or No."
 VLM_PY = Path(__file__).resolve().parent.parent / "deploy" / "cpu-judge" / "vlm.py"
 
@@ -41,32 +38,9 @@ def vlm_module() -> Any:
 IMAGE_COST = vlm_module().IMAGE_TOKENS + 3
 
 
-def png(size: tuple[int, int] = (320, 240), dot: tuple[int, int] | None = None) -> str:
-    """A red square on white as a PNG data: URL; ``dot`` turns one pixel black."""
-    image = Image.new("RGB", size, "white")
-    image.paste((255, 0, 0), (40, 40, 200, 200))
-    if dot is not None:
-        image.putpixel(dot, (0, 0, 0))
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
-
-
 def chat(*image_urls: str) -> httpx.Response:
     """One single-token logprob call with the images' parts before the question."""
-    parts: list[dict[str, Any]] = [
-        {"type": "image_url", "image_url": {"url": url}} for url in image_urls
-    ]
-    parts.append({"type": "text", "text": QUESTION})
-    body = {
-        "model": MODEL,
-        "messages": [{"role": "user", "content": parts}],
-        "max_tokens": 1,
-        "temperature": 0,
-        "logprobs": True,
-        "top_logprobs": 20,
-    }
-    return httpx.post(URL, json=body, timeout=120)
+    return httpx.post(VLM_URL, json=chat_body(QUESTION, image_urls), timeout=120)
 
 
 def scored(*image_urls: str) -> tuple[int, dict[str, float]]:
@@ -81,7 +55,7 @@ def scored(*image_urls: str) -> tuple[int, dict[str, float]]:
 
 def test_an_image_costs_its_tokens_and_logprobs_still_come_back(vlm_server: None) -> None:
     text_only, text_logprobs = scored()
-    with_image, image_logprobs = scored(png())
+    with_image, image_logprobs = scored(png((320, 240), seed=1))
     assert with_image - text_only == IMAGE_COST
     assert set(text_logprobs) == set(image_logprobs) == {"Yes", "No"}
     # The untrained tower still reaches the answer: the image moves the logprobs.
@@ -90,9 +64,9 @@ def test_an_image_costs_its_tokens_and_logprobs_still_come_back(vlm_server: None
 
 def test_every_image_costs_the_same_whatever_its_size(vlm_server: None) -> None:
     text_only, _ = scored()
-    small, _ = scored(png((64, 48)))
-    large, _ = scored(png((1200, 900), dot=(5, 5)))
-    two, _ = scored(png(), png(dot=(7, 7)))
+    small, _ = scored(png((64, 48), seed=2))
+    large, _ = scored(png((1200, 900), seed=3))
+    two, _ = scored(png((320, 240), seed=4), png((320, 240), seed=5))
     assert small - text_only == large - text_only == IMAGE_COST
     assert two - text_only == 2 * IMAGE_COST
 
@@ -106,6 +80,6 @@ def test_vllm_itself_fetches_no_http_image(vlm_server: None) -> None:
 
 
 def test_images_per_prompt_are_bounded(vlm_server: None) -> None:
-    reply = chat(*[png(dot=(i, i)) for i in range(5)])
+    reply = chat(*[png((64, 48), seed=i) for i in range(5)])
     assert reply.status_code == 400
     assert "image" in reply.text

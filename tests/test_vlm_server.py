@@ -5,17 +5,21 @@ SmolLM2's real text model behind an untrained vision tower: its answers about im
 nothing, so what is checked is the wire path. An image sent as a data: URL content part is
 encoded by the judge (the prompt grows by the image's tokens, whatever the image's size),
 the single-token Yes/No logprobs come back with an image as without, and the vLLM flags
-cpujudge.sh gives it hold: no http(s) image is fetched, and images per prompt are bounded.
+cpujudge.sh gives it hold: no http(s) image is fetched, images per prompt and pixels per
+image are bounded.
 """
 
 from __future__ import annotations
 
+import base64
 import importlib.util
+import io
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from PIL import Image
 
 from bench.multimodal import VLM_URL, chat_body, png
 
@@ -83,3 +87,13 @@ def test_images_per_prompt_are_bounded(vlm_server: None) -> None:
     reply = chat(*[png((64, 48), seed=i) for i in range(5)])
     assert reply.status_code == 400
     assert "image" in reply.text
+
+
+def test_vllm_refuses_an_image_over_its_pixel_bound_before_decoding(vlm_server: None) -> None:
+    # VLLM_MAX_IMAGE_PIXELS=16777216 (cpujudge.sh): vLLM's default would decode 179 Mpx.
+    image = Image.new("L", (5000, 5000), 255)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    reply = chat("data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode())
+    assert reply.status_code == 400
+    assert "exceed the maximum of 16777216 pixels" in reply.text

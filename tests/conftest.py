@@ -64,7 +64,7 @@ class ExtraJudges:
 
     FIXTURES: ClassVar[dict[str, str]] = {
         "rm_server": "smollm2-rm", "think_server": "smollm2-think", "prm_server": "smollm2-prm",
-        "qwen_server": "qwen-1.5b",
+        "qwen_server": "qwen-1.5b", "vlm_server": "smolvlm",
     }  # fmt: skip
     """The fixture that asks for each server: tests name it, or a fixture they use does."""
     ALONE: ClassVar[frozenset[str]] = frozenset({"qwen-1.5b"})
@@ -166,6 +166,13 @@ def qwen_server() -> None:
     """The Qwen2.5-Coder-1.5B-Instruct server (a judge that judges, with tool calls), up
     (:class:`ExtraJudges`; its first start also fetches and converts the model)."""
     EXTRAS.up("qwen-1.5b")
+
+
+@pytest.fixture
+def vlm_server() -> None:
+    """The smolvlm vision-language server (SmolLM2 behind an untrained vision tower), up
+    (:class:`ExtraJudges`; its first start also assembles the model, ~10 s)."""
+    EXTRAS.up("smolvlm")
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@
 #   REWARDSVC_SMOLLM2_THINK_PORT  port of the optional smollm2-135m-think (default 8103)
 #   REWARDSVC_QWEN_1_5B_PORT, REWARDSVC_QWEN_0_5B_PORT
 #                            ports of the optional Qwen2.5-Coder judges (default 8106, 8107)
+#   REWARDSVC_SMOLVLM_PORT   port of the optional vision-language judge smolvlm (default 8108)
 #   REWARDSVC_PYTHON         python used to create the venv (default python3)
 #   VLLM_CPU_KVCACHE_SPACE   KV cache GiB per server (default 2)
 #   REWARDSVC_VLLM_ARGS      extra arguments for both vLLM servers (default --enforce-eager;
@@ -68,6 +69,12 @@ DEFAULTS=(
 # bfloat16 weights: in float32 the 1.5B's 1.8 G parameters alone would take 7 GB, and decoding
 # is memory-bound (bf16 measured ~0.35 s a token on one core).
 QWEN_ARGS='VLLM_CPU_KVCACHE_SPACE=1 --max-model-len 4096 --dtype bfloat16'
+# The VLM judge reads images from data: URLs only. vLLM fetches http(s) image URLs itself
+# and an empty --allowed-media-domains allows every domain, so the list names one host under
+# the reserved .invalid TLD (RFC 6761), which never resolves; no redirects; at most
+# VLM_IMAGES images a prompt; images above 16 Mpx refused before decoding.
+VLM_IMAGES=${REWARDSVC_SMOLVLM_IMAGES:-4}
+VLM_ARGS="VLLM_CPU_KVCACHE_SPACE=1 VLLM_MEDIA_URL_ALLOW_REDIRECTS=0 VLLM_MAX_IMAGE_PIXELS=16777216 --limit-mm-per-prompt {\"image\":$VLM_IMAGES} --allowed-media-domains no-media.invalid"
 RM_ARGS='--runner pooling --convert classify --hf-overrides {"classifier_from_token":["no","yes"],"method":"from_2_way_softmax"}'
 # Started only when named (same table; a model folder of the defaults, served another way).
 # Leading NAME=VALUE words of the args are the server's environment (over the defaults).
@@ -89,6 +96,10 @@ EXTRAS=(
   "qwen-1.5b|qwen2.5-coder-1.5b-instruct|qwen2.5-coder-1.5b-instruct|${REWARDSVC_QWEN_1_5B_PORT:-8106}|0|${QWEN_ARGS} --enable-auto-tool-choice --tool-call-parser hermes"
   # Qwen2.5-Coder-0.5B-Instruct: the same family, weaker (for cascades and judge drift).
   "qwen-0.5b|qwen2.5-coder-0.5b-instruct|qwen2.5-coder-0.5b-instruct|${REWARDSVC_QWEN_0_5B_PORT:-8107}|1|${QWEN_ARGS}"
+  # A vision-language judge (Idefics3, as SmolVLM): SmolLM2's real text weights behind a
+  # seeded, untrained vision tower (vlm.py, through derive.py). It proves that an image
+  # reaches a judge and what it costs in tokens; its vision judges nothing.
+  "smolvlm|smolvlm-135m-untrained|smolvlm-135m-untrained|${REWARDSVC_SMOLVLM_PORT:-8108}|1|${VLM_ARGS}"
 )
 JUDGES=("${DEFAULTS[@]}")
 

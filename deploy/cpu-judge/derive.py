@@ -16,6 +16,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from vlm import smolvlm
+
 THINK_START, THINK_END = "<think>", "</think>"
 # SmolLM2's own template, with the assistant turn opened on "<think>\n" as Qwen3 and the
 # DeepSeek-R1 distills do; chat_template_kwargs {"enable_thinking": false} closes it at once
@@ -60,7 +62,10 @@ def smollm2_think(models: Path, out: Path) -> None:
 
 
 # key (as in cpujudge.sh's EXTRAS) -> (models folder, output folder) -> None
-DERIVATIONS: dict[str, Callable[[Path, Path], None]] = {"smollm2-think": smollm2_think}
+DERIVATIONS: dict[str, Callable[[Path, Path], None]] = {
+    "smollm2-think": smollm2_think,
+    "smolvlm": smolvlm,  # vlm.py: SmolLM2 behind an untrained vision tower
+}
 
 
 def main() -> None:

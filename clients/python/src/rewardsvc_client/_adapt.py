@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self, TypeVar
 
+from rewardsvc_client._media import wire_content
 from rewardsvc_client.client import (
     DEFAULT_MAX_BATCH,
     DEFAULT_TIMEOUT,
@@ -219,7 +220,8 @@ def _message(message: Any) -> dict[str, Any] | None:
     if role is None:
         kind = _get(message, "type")
         return _plain(message) if isinstance(kind, str) else None
-    out: dict[str, Any] = {"role": str(role), "content": _plain(_get(message, "content"))}
+    content = _plain(wire_content(_get(message, "content")))
+    out: dict[str, Any] = {"role": str(role), "content": content}
     for key in MESSAGE_KEYS[2:]:
         value = _get(message, key)
         if value is not None and value != []:
@@ -230,8 +232,9 @@ def _message(message: Any) -> dict[str, Any] | None:
 def to_wire_text(value: Any) -> str | list[dict[str, Any]]:
     """A prompt or completion as the service takes it: a string, or a list of chat messages
     or Responses-API items. Messages keep their tool calls, tool_call_id, reasoning and
-    content parts (images included: the service shows a placeholder and flags them), so the
-    judge sees what the agent did, not only what it said."""
+    content parts, so the judge sees what the agent did, not only what it said; an image
+    part reaches the service as an ``image_url`` part (a PIL image or bytes as a data: URL,
+    ``_media``)."""
     if value is None:
         return ""
     if isinstance(value, str):

@@ -35,6 +35,10 @@ rewardsvc deployed as veRL's reward model server needs no URL. ``run`` defaults 
 REWARDSVC_RUN. The question must be in the dataset's ``extra_info`` as ``question`` or
 ``prompt`` (``prompt_key``), because ``solution_str`` is the response alone.
 
+Images: a message ``prompt`` with ``image_url`` parts reaches the judge as it is; veRL's
+own image rows (``{"bytes": ...}``, PIL), copied into ``extra_info["images"]``, go as data:
+URLs at the question's ``<image>`` markers (``rewardsvc_client._media.with_images``).
+
 Per-prompt rubrics: ``extra_info[criteria_key]`` (default ``criteria``; e.g. HealthBench's
 rows copied to ``extra_info["rubrics"]`` with ``criteria_key=rubrics``) is sent as the
 sample's own criteria, read in ``criteria_format``
@@ -83,6 +87,7 @@ from rewardsvc_client._adapt import (
     to_wire_text,
     wire_item,
 )
+from rewardsvc_client._media import with_images
 from rewardsvc_client._objectives import missing_objectives, objective_numbers
 from rewardsvc_client._retrying import Ask, drive, drive_sync, results_or_none
 from rewardsvc_client._steps import Steps
@@ -125,6 +130,7 @@ def _item(
     reference, criteria = split_label(ground_truth)
     if extra_info and extra_info.get(config.criteria_key) is not None:
         criteria = extra_info[config.criteria_key]
+    question = with_images(question, (extra_info or {}).get("images"))
     return wire_item(
         index,
         to_wire_text(question),

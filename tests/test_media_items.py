@@ -135,7 +135,7 @@ def library(tmp_path: Path) -> Path:
 
 def pool_of(fake: FakeJudge, *domains: str) -> JudgePool:
     doc = fake_pool_doc(fake.url, fake.url)
-    return JudgePool.model_validate({**doc, "media_domains": list(domains)})
+    return JudgePool.model_validate({**doc, "media_domains": list(domains)} if domains else doc)
 
 
 async def test_bad_images_reject_their_items_alone_naming_the_part(

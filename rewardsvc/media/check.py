@@ -74,7 +74,7 @@ def _data_image(url: str, rules: MediaRules) -> Image | str:
         return "a data: URL whose base64 does not decode"
     if len(data) > rules.max_bytes:
         return f"{len(data)} bytes, more than max_image_bytes={rules.max_bytes}"
-    problem = _header_problem(data, fmt, rules)
+    problem = header_problem(data, fmt, rules)
     if problem is not None:
         return problem
     size = _decoded(data, fmt, rules.decode_timeout_s)
@@ -84,7 +84,7 @@ def _data_image(url: str, rules: MediaRules) -> Image | str:
     return Image(media_type, hashlib.sha256(data).hexdigest(), width, height, len(data), url)
 
 
-def _header_problem(data: bytes, fmt: str, rules: MediaRules) -> str | None:
+def header_problem(data: bytes, fmt: str, rules: MediaRules) -> str | None:
     """Why the image's header (read without decoding its pixels) refuses it, or None."""
     try:
         with PILImage.open(io.BytesIO(data), formats=[fmt]) as img:
@@ -103,7 +103,9 @@ def _header_problem(data: bytes, fmt: str, rules: MediaRules) -> str | None:
     return None
 
 
-def _decode(data: bytes, fmt: str) -> tuple[int, int]:
+def decode_whole(data: bytes, fmt: str) -> tuple[int, int]:
+    """The size of image ``data`` (Pillow format ``fmt``) once all its pixels are decoded
+    (raises what Pillow raises for a truncated or corrupt file)."""
     with PILImage.open(io.BytesIO(data), formats=[fmt]) as img:
         img.load()
         return img.size
@@ -112,7 +114,7 @@ def _decode(data: bytes, fmt: str) -> tuple[int, int]:
 def _decoded(data: bytes, fmt: str, timeout_s: float) -> tuple[int, int] | str:
     """The image's size once decoded whole in the bounded worker, or why it does not
     decode (truncated, corrupt, or slower than ``timeout_s``)."""
-    future = _worker().submit(_decode, data, fmt)
+    future = _worker().submit(decode_whole, data, fmt)
     try:
         return future.result(timeout=timeout_s)
     except concurrent.futures.TimeoutError:

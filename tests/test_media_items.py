@@ -287,3 +287,29 @@ def test_a_group_shares_its_prompt_image_with_each_completion() -> None:
     read = read_group(0, group)
     assert [len(r.images) for r in read.rollouts] == [1, 2]
     assert all(r.images[0].url == url for r in read.rollouts)
+
+
+async def test_a_trainer_route_refuses_a_bad_image_naming_its_field(
+    library: Path, fake: FakeJudge
+) -> None:
+    async with app_client(settings_for(library), pool_of(fake)) as (http, _, _):
+        bad = {"prompt": asked(b64(b"not a png")), "response": "Red."}
+        reply = await http.post("/slime/tiny", json=bad)
+        assert reply.status_code == 422, reply.text
+        assert reply.json()["field"] == "prompt"
+        assert reply.json()["message"].startswith("prompt[0].content[1].image_url: ")
+        good = {"prompt": asked(png()), "response": "Red."}
+        assert (await http.post("/slime/tiny", json=good)).status_code == 200
+
+
+def test_a_decode_past_its_time_limit_rejects_its_item_and_frees_the_decoder() -> None:
+    from rewardsvc.media.collect import MediaReader
+    from rewardsvc.media.rules import MediaRules
+
+    slow = b64(noise_png(1024))  # its decode takes far longer than a microsecond
+    rules = MediaRules(max_bytes=8 << 20, decode_timeout_s=1e-6)
+    late = read_item(0, {"prompt": asked(slow), "completion": "Noise."}, media=MediaReader(rules))
+    assert late.error is not None and "its decoding took more than" in late.error
+    # The decoder is given back when that decode ends: the next image is read.
+    again = read_item(0, {"prompt": asked(png()), "completion": "Red."})
+    assert again.rollout is not None and len(again.rollout.images) == 1

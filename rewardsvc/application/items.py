@@ -31,7 +31,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from rewardsvc.core.errors import FieldProblem, Loc, field_problems, placed
-from rewardsvc.core.media import strip_markers
+from rewardsvc.core.media import MARK_CLOSE, MARK_OPEN, strip_markers
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.trajectory import Trajectory
@@ -80,19 +80,35 @@ def unreadable_text(value: Any, loc: Loc = ()) -> FieldProblem | None:
     return None
 
 
+def _marked(value: Any) -> bool:
+    """Whether any string inside ``value`` (keys included) holds a marker character."""
+    stack = [value]
+    while stack:
+        top = stack.pop()
+        if isinstance(top, str):
+            if MARK_OPEN in top or MARK_CLOSE in top:
+                return True
+        elif isinstance(top, dict):
+            stack.extend(top)
+            stack.extend(top.values())
+        elif isinstance(top, list):
+            stack.extend(top)
+    return False
+
+
 def unmarked(value: Any) -> Any:
     """``value`` with the image markers' characters removed from every string (keys
-    included); the same object when it holds none, so reading a batch without them
-    copies nothing."""
+    included); the same object when it holds none (a batch without them is not copied)."""
+    return _stripped(value) if _marked(value) else value
+
+
+def _stripped(value: Any) -> Any:
     if isinstance(value, str):
         return strip_markers(value)
     if isinstance(value, dict):
-        pairs = [(unmarked(k), unmarked(v)) for k, v in value.items()]
-        same = all(a is k and b is v for (a, b), (k, v) in zip(pairs, value.items(), strict=True))
-        return value if same else dict(pairs)
+        return {_stripped(k): _stripped(v) for k, v in value.items()}
     if isinstance(value, list):
-        items = [unmarked(v) for v in value]
-        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+        return [_stripped(v) for v in value]
     return value
 
 

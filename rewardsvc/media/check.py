@@ -20,7 +20,11 @@ from rewardsvc.core.media import Image
 from .rules import FORMATS, MAX_URL_CHARS, MediaRules
 
 # One decode at a time for the whole process: the memory images take while decoded is
-# then at most one bounded image (max_pixels, 4 bytes each), whatever the load.
+# then at most one bounded image (max_pixels, 4 bytes each), whatever the load. The slot is
+# taken before a decode is handed to the worker and given back by the worker when the
+# decode ends (even one its caller stopped waiting for), so the time limit counts the
+# decode alone, never the wait for the slot.
+_slot = threading.BoundedSemaphore(1)
 _decoder: concurrent.futures.ThreadPoolExecutor | None = None
 _decoder_lock = threading.Lock()
 
@@ -77,7 +81,7 @@ def _data_image(url: str, rules: MediaRules) -> Image | str:
     problem = header_problem(data, fmt, rules)
     if problem is not None:
         return problem
-    size = _decoded(data, fmt, rules.decode_timeout_s)
+    size = _decoded(data, fmt, rules)
     if isinstance(size, str):
         return size
     width, height = size
@@ -111,15 +115,28 @@ def decode_whole(data: bytes, fmt: str) -> tuple[int, int]:
         return img.size
 
 
-def _decoded(data: bytes, fmt: str, timeout_s: float) -> tuple[int, int] | str:
-    """The image's size once decoded whole in the bounded worker, or why it does not
-    decode (truncated, corrupt, or slower than ``timeout_s``)."""
-    future = _worker().submit(decode_whole, data, fmt)
+def _decode_in_slot(data: bytes, fmt: str) -> tuple[int, int]:
     try:
-        return future.result(timeout=timeout_s)
+        return decode_whole(data, fmt)
+    finally:
+        _slot.release()
+
+
+def _decoded(data: bytes, fmt: str, rules: MediaRules) -> tuple[int, int] | str:
+    """The image's size once decoded whole in the bounded worker, or why it does not
+    decode (truncated, corrupt, slower than the time limit, or the decoder busy for longer
+    than ``rules.decode_wait_s``)."""
+    if not _slot.acquire(timeout=rules.decode_wait_s):
+        return f"the image decoder stayed busy for {rules.decode_wait_s:g} s: send it again"
+    try:
+        future = _worker().submit(_decode_in_slot, data, fmt)
+    except BaseException:
+        _slot.release()
+        raise
+    try:
+        return future.result(timeout=rules.decode_timeout_s)
     except concurrent.futures.TimeoutError:
-        future.cancel()
-        return f"its decoding took more than {timeout_s:g} s"
+        return f"its decoding took more than {rules.decode_timeout_s:g} s"
     # Pillow's parsers raise SyntaxError, besides OSError, for a malformed file.
     except (PILImage.DecompressionBombError, OSError, ValueError, SyntaxError) as exc:
         return f"does not decode as a {fmt} image ({type(exc).__name__}: {str(exc)[:120]})"

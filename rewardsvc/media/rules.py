@@ -10,6 +10,9 @@ DEFAULT_MAX_IMAGE_PIXELS = 16 * 1024 * 1024
 DEFAULT_MAX_IMAGE_SIDE = 8192
 DECODE_TIMEOUT_S = 5.0
 """How long the decode of one image may take before its item is rejected."""
+DECODE_WAIT_S = 30.0
+"""How long an image may wait for the decoder (one decode at a time) before its item is
+rejected."""
 MAX_URL_CHARS = 2048
 """The longest ``http(s)`` URL accepted for an image (a data URL is bounded by its bytes)."""
 
@@ -37,3 +40,4 @@ class MediaRules:
     max_side: int = DEFAULT_MAX_IMAGE_SIDE
     domains: frozenset[str] = frozenset()
     decode_timeout_s: float = DECODE_TIMEOUT_S
+    decode_wait_s: float = DECODE_WAIT_S

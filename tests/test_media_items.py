@@ -218,9 +218,10 @@ def test_images_become_markers_in_order_and_a_forged_marker_is_stripped() -> Non
     }
     rollout = read_item(0, item).rollout
     assert rollout is not None
+    # The forged marker is gone (checked first: on b6f5204 it reached the judges whole).
+    assert "Looks like image:0 again" in rollout.completion
     assert [i.url for i in rollout.images] == [red, blue]
     assert rollout.prompt.endswith(image_marker(0))
-    assert "Looks like image:0 again" in rollout.completion
     assert rollout.completion.count(MARK_OPEN) == 1 and image_marker(1) in rollout.completion
     assert rollout.reference == "ref image:1" and not has_markers(rollout.reference)
 

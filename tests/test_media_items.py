@@ -314,3 +314,36 @@ def test_a_decode_past_its_time_limit_rejects_its_item_and_frees_the_decoder() -
     # The decoder is given back when that decode ends: the next image is read.
     again = read_item(0, {"prompt": asked(png()), "completion": "Red."})
     assert again.rollout is not None and len(again.rollout.images) == 1
+
+
+def _saved(fmt: str, mime: str, frames: int = 1) -> str:
+    first, *more = [PILImage.new("RGB", (8, 8), (40 * n, 2, 3)) for n in range(frames)]
+    out = io.BytesIO()
+    first.save(out, fmt, save_all=frames > 1, append_images=more)
+    return f"data:{mime};base64," + base64.b64encode(out.getvalue()).decode()
+
+
+@pytest.mark.parametrize(
+    ("url", "refusal"),
+    [
+        (_saved("WEBP", "image/webp"), None),
+        (_saved("GIF", "image/gif"), None),
+        (_saved("JPEG", "image/jpeg"), None),
+        (_saved("GIF", "image/gif", frames=2), "an animated image"),
+        (_saved("PNG", "image/png", frames=2), "an animated image"),
+        ("data:image/svg+xml;base64,PHN2Zz4=", "image type 'image/svg+xml' is not accepted"),
+        ("data:image/png,plain", "must be base64"),
+        ("data:image/png;base64,!!!!", "base64 does not decode"),
+        ("https://user:pw@images.example.com/a.png", "does not fetch media"),
+        ("ftp://images.example.com/a.png", "only data: URLs"),
+    ],
+)
+def test_image_types_and_urls(url: str, refusal: str | None) -> None:
+    from rewardsvc.media.check import check_url
+    from rewardsvc.media.rules import MediaRules
+
+    found = check_url(url, MediaRules(domains=frozenset({ALLOWED_HOST})))
+    if refusal is None:
+        assert not isinstance(found, str) and (found.width, found.height) == (8, 8)
+    else:
+        assert isinstance(found, str) and refusal in found

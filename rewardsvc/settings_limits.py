@@ -1,5 +1,6 @@
 """The bounds of the service's work, as settings: request and batch sizes, work in flight,
-deadlines, the grader workers and the sandbox, and the work a request may plan or hold.
+deadlines, the grader workers and the sandbox, the work a request may plan or hold, and the
+images an item may carry.
 
 :class:`WorkLimits` is composed into :class:`rewardsvc.settings.Settings` (its fields are
 ``REWARDSVC_*`` variables like the others, in this order); each description documents its
@@ -12,6 +13,13 @@ from typing import Literal, Self
 
 from pydantic import Field, NonNegativeInt, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from rewardsvc.media.rules import (
+    DEFAULT_MAX_IMAGE_BYTES,
+    DEFAULT_MAX_IMAGE_PIXELS,
+    DEFAULT_MAX_IMAGE_SIDE,
+    DEFAULT_MAX_IMAGES_PER_ITEM,
+)
 
 CONFIG = SettingsConfigDict(env_prefix="REWARDSVC_", extra="ignore")
 """Where every part of the settings reads its fields from: ``REWARDSVC_<FIELD>``."""
@@ -175,6 +183,31 @@ class WorkLimits(BaseSettings):
         ge=1,
         description="Most jobs, ORS sessions and calls and held trainer requests one API key "
         "(or, without keys, everyone) holds at once; beyond it: 429 with Retry-After.",
+    )
+    max_image_bytes: int = Field(
+        default=DEFAULT_MAX_IMAGE_BYTES,
+        ge=1024,
+        description="Largest image an item may carry, in bytes of its file (a data: URL's "
+        "decoded base64); a larger one rejects its item, naming the image's part.",
+    )
+    max_images_per_item: int = Field(
+        default=DEFAULT_MAX_IMAGES_PER_ITEM,
+        ge=0,
+        description="Most images one item (its prompt and completion together) may carry; "
+        "an item with more is rejected, naming the first image beyond it.",
+    )
+    max_image_pixels: int = Field(
+        default=DEFAULT_MAX_IMAGE_PIXELS,
+        ge=1,
+        description="Most pixels (width x height, read from the image's header before it is "
+        "decoded) of one image; a larger one rejects its item. Decoding holds about 4 bytes "
+        "per pixel, one image at a time per service process.",
+    )
+    max_image_side: int = Field(
+        default=DEFAULT_MAX_IMAGE_SIDE,
+        ge=1,
+        description="Longest width or height of one image, in pixels; a longer one rejects "
+        "its item.",
     )
     max_explain_bytes: int = Field(
         default=16 * 1024 * 1024,

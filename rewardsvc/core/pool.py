@@ -360,3 +360,8 @@ class JudgePool(StrictModel):
     model_config = ConfigDict(json_schema_extra={"title": "rewardsvc judge pool"})
 
     judges: dict[Identifier, JudgeConfig] = Field(min_length=1)
+    media_domains: list[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")]] = Field(
+        default_factory=list,
+        description="Hosts (exact, lower case) whose http(s) image URLs pass to the judges "
+        "untouched, never fetched (match vLLM's --allowed-media-domains); others are refused.",
+    )

@@ -58,14 +58,20 @@ ItemCriteria = Annotated[
 
 class Message(BaseModel):
     """One chat message: role, text or content parts, tool calls and the call a tool
-    message answers. Text parts are read; other parts (images, audio, files) become a
-    placeholder and the ``non_text_part`` flag; other keys are ignored."""
+    message answers. Text parts are read; image parts (``image_url`` with a ``data:`` URL,
+    or a URL of the judge pool's ``media_domains``; Responses ``input_image``) are checked,
+    bounded and kept as images, never fetched (an image refused rejects its item, naming
+    the part); other parts (audio, files) become a placeholder and the ``non_text_part``
+    flag; other keys are ignored."""
 
     model_config = ConfigDict(extra="ignore")
 
     role: str = Field(min_length=1, description="system, user, assistant, tool, ...")
     content: str | list[dict[str, Any]] | None = Field(
-        default=None, description="Text, or OpenAI content parts (text parts are read)."
+        default=None,
+        description="Text, or OpenAI content parts: text parts are read, image parts "
+        '({"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}) kept '
+        "as images (see 'Images in items').",
     )
     tool_calls: list[ToolCall] | None = Field(
         default=None, description="An assistant message's tool calls."

@@ -45,7 +45,8 @@ async def _read(
     found = (
         service.library_rubric(rubric) if isinstance(rubric, str) else service.inline_rubric(rubric)
     )
-    return found, await read_groups(service.settings, found, options, raw, field, parts)
+    domains = service.registry.pool.media_domains
+    return found, await read_groups(service.settings, found, options, raw, field, parts, domains)
 
 
 router = APIRouter(prefix="/v1", tags=["comparative"])

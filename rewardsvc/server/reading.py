@@ -29,6 +29,8 @@ from rewardsvc.application.targets import Target
 from rewardsvc.core.monitor_spec import inline_rubric_name
 from rewardsvc.core.rollout import ItemIn
 from rewardsvc.core.rubric import Rubric
+from rewardsvc.media.collect import MediaReader
+from rewardsvc.media.rules import MediaRules
 from rewardsvc.protocol.rewards import CriteriaOptions, RewardOptions
 from rewardsvc.scoring.group_plan import GroupIn
 from rewardsvc.server import access
@@ -66,16 +68,35 @@ def item_rubrics(
     )
 
 
+def media_reader(settings: Settings, domains: Sequence[str] = ()) -> MediaReader:
+    """The reader of one request's images: the bounds of ``settings``, and the judge
+    pool's ``domains`` whose URLs are passed on untouched."""
+    rules = MediaRules(
+        max_bytes=settings.max_image_bytes,
+        max_per_item=settings.max_images_per_item,
+        max_pixels=settings.max_image_pixels,
+        max_side=settings.max_image_side,
+        domains=frozenset(domains),
+    )
+    return MediaReader(rules)
+
+
 def read_items(
-    settings: Settings, target: Target, items: Sequence[Any], options: RewardOptions
+    settings: Settings,
+    target: Target,
+    items: Sequence[Any],
+    options: RewardOptions,
+    domains: Sequence[str] = (),
 ) -> list[ItemIn]:
-    """The items read (each with its own rubric where it brings criteria); 413 when a
-    rubric they are judged with exceeds the criteria or judges per rubric. CPU work: run it
-    in a worker thread."""
+    """The items read (each with its own rubric where it brings criteria, its images
+    checked, URLs allowed of the pool's ``domains`` only); 413 when a rubric they are
+    judged with exceeds the criteria or judges per rubric. CPU work: run it in a worker
+    thread."""
     for rubric in target.judged_rubrics():
         check_rubric_size(settings, rubric)
     rubrics = item_rubrics(settings, target.template, options)
-    inputs = [read_item(i, raw, rubrics) for i, raw in enumerate(items)]
+    media = media_reader(settings, domains)
+    inputs = [read_item(i, raw, rubrics, media) for i, raw in enumerate(items)]
     own = {id(i.rubric): i.rubric for i in inputs if i.rubric is not None}
     for rubric in own.values():
         check_rubric_size(settings, rubric)
@@ -85,8 +106,9 @@ def read_items(
 def reads_quickly(items: Sequence[Any], budget: int = INLINE_READ_CHARS) -> bool:
     """Whether raw ``items`` are read in less time than a hand-off to a worker thread: none
     brings criteria of its own (each set becomes a rubric, validated), and together they
-    hold at most ``budget`` characters of text and keys (8 for any other value), counted
-    until the budget is spent (measuring a large body costs no more than a small one)."""
+    hold at most ``budget`` characters of text and keys (8 for any other value) and no
+    ``data:`` URL (an image, decoded as it is read), counted until the budget is spent
+    (measuring a large body costs no more than a small one)."""
     if any(isinstance(i, dict) and i.get("criteria") is not None for i in items):
         return False
     left = budget
@@ -94,6 +116,8 @@ def reads_quickly(items: Sequence[Any], budget: int = INLINE_READ_CHARS) -> bool
     while stack:
         value = stack.pop()
         if isinstance(value, str):
+            if value[:5].lower() == "data:":
+                return False  # an image: its decode may take milliseconds
             left -= len(value)
         elif isinstance(value, dict):
             left -= 8 + sum(len(k) for k in value)
@@ -124,14 +148,17 @@ async def read_groups(
     raw: Sequence[Any],
     field: str = "groups",
     parts: Sequence[str] = ("completions",),
+    domains: Sequence[str] = (),
 ) -> list[GroupIn]:
     """Each raw group (or pair: ``parts`` ``a``, ``b``) read on its own, with its own
-    criteria where it brings them: 413 naming ``field`` first when they hold more than
-    ``max_items`` completions, then read in a worker thread."""
+    criteria where it brings them, its images checked (URLs allowed of ``domains`` only):
+    413 naming ``field`` first when they hold more than ``max_items`` completions, then
+    read in a worker thread."""
     check_batch(completions_in(raw, parts), settings.max_items, field)
     rubrics = item_rubrics(settings, rubric, options)
+    media = media_reader(settings, domains)
 
     def read() -> list[GroupIn]:
-        return [read_group(i, one, field, parts, rubrics) for i, one in enumerate(raw)]
+        return [read_group(i, one, field, parts, rubrics, media) for i, one in enumerate(raw)]
 
     return await asyncio.to_thread(read)

@@ -181,7 +181,8 @@ class Service(Gate):
         explain's output (413)."""
         self.claim_run(run)
         check_batch(len(items), self.settings.max_items, field_name)
-        read = functools.partial(reading.read_items, self.settings, target, items, options)
+        domains = self.registry.pool.media_domains
+        read = functools.partial(reading.read_items, self.settings, target, items, options, domains)
         # After the cheap limits; off the loop unless it is quick.
         quick = reading.reads_quickly(items)
         inputs = read() if quick else await asyncio.to_thread(read)

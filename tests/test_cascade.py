@@ -1,0 +1,234 @@
+"""Cascades of judges: routing by the escalation rule, the deciding stage on the wire, usage
+per stage, admission of the worst case, and failures that are null, never 0.
+
+Stage judges are in-process stubs (their score per criterion scripted) for the routing,
+and ``fakejudge.py`` servers over HTTP for admission and failures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakejudge import FakeJudge
+from pydantic import ValidationError
+from test_api_support import app_client, fake_pool_doc, settings_for
+
+from rewardsvc.application.targets import score_batch
+from rewardsvc.core.errors import RequestError
+from rewardsvc.core.pool import JudgePool
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.core.verdict import Verdict
+from rewardsvc.judges.asks import CriterionOnItem
+from rewardsvc.protocol.rewards import RewardOptions
+from rewardsvc.scoring.engine import Engine
+
+
+class Stub:
+    """A judge whose P(yes) is ``score(criterion id)``; None fails with ``kind``."""
+
+    def __init__(
+        self, name: str, score: Callable[[str], float | None], kind: str = "http_5xx"
+    ):
+        self.name, self.score, self.kind = name, score, kind
+        self.asked: list[str] = []
+
+    def cache_identity(self) -> str:
+        return f"stub:{self.name}"
+
+    async def ask(self, question: Any, *, deadline: float | None = None) -> Verdict:
+        assert isinstance(question, CriterionOnItem)
+        await asyncio.sleep(0)
+        cid = question.criterion.id
+        self.asked.append(cid)
+        value = self.score(cid)
+        if value is None:
+            return Verdict.failed(f"{self.kind}: stub down", kind=self.kind)  # type: ignore[arg-type]
+        return Verdict(
+            value, 0.01, {"yes": value, "no": 1 - value}, prompt_tokens=7, completion_tokens=1
+        )
+
+    async def aclose(self) -> None:
+        pass
+
+
+def cascaded(escalate: dict[str, Any] | None = None, **cascade: Any) -> Rubric:
+    """Three criteria, a cheap stage then an expensive one."""
+    stages = cascade.pop("stages", None) or [
+        {"judges": ["small"], "escalate": escalate or {"kind": "band", "lo": 0.2, "hi": 0.8}},
+        {"judges": ["big"]},
+    ]
+    judges = [name for stage in stages for name in stage["judges"]]
+    return Rubric.model_validate(
+        {
+            "id": "cascaded",
+            "criteria": [
+                {"id": "a", "text": "A holds."},
+                {"id": "b", "text": "B holds."},
+                {"id": "c", "text": "C holds."},
+            ],
+            "judges": judges,
+            "cascade": {"stages": stages, **cascade},
+        }
+    )
+
+
+ITEMS = [{"id": "i0", "prompt": "q", "completion": "an answer"}]
+SURE = {"a": 0.95, "b": 0.5, "c": 0.05}.get  # b is in the band [0.2, 0.8]
+
+
+async def test_only_uncertain_criteria_reach_the_next_stage_and_say_which_decided():
+    small, big = Stub("small", SURE), Stub("big", lambda _: 0.3)
+    engine = Engine({"small": small, "big": big})
+    response = await score_batch(engine, cascaded(), ITEMS)
+    assert sorted(small.asked) == ["a", "b", "c"]
+    assert big.asked == ["b"]
+    [result] = response.results
+    assert result.status == "ok"
+    row = result.judges["cascade"].criteria
+    assert {c: s.stage for c, s in row.items()} == {"a": 1, "b": 2, "c": 1}
+    assert {c: s.score for c, s in row.items()} == {"a": 0.95, "b": 0.3, "c": 0.05}
+    # The reward is the rubric's mean of the deciding stages' answers.
+    assert result.reward == pytest.approx((0.95 + 0.3 + 0.05) / 3)
+    usage = response.usage
+    assert [(s.judges, s.questions, s.judge_calls) for s in usage.stages] == [
+        (["small"], 3, 3),
+        (["big"], 1, 1),
+    ]
+    assert usage.judge_calls == 4 and usage.prompt_tokens == 4 * 7
+
+
+async def test_scope_item_escalates_the_whole_item():
+    small, big = Stub("small", SURE), Stub("big", lambda _: 0.3)
+    engine = Engine({"small": small, "big": big})
+    response = await score_batch(engine, cascaded(scope="item"), ITEMS)
+    assert sorted(big.asked) == ["a", "b", "c"]
+    stages = {s.stage for s in response.results[0].judges["cascade"].criteria.values()}
+    assert stages == {2}
+
+
+async def test_entropy_and_disagreement_rules_route():
+    small, big = Stub("small", SURE), Stub("big", lambda _: 0.3)
+    entropy = cascaded({"kind": "entropy", "above": 0.5})
+    await score_batch(Engine({"small": small, "big": big}), entropy, ITEMS)
+    assert big.asked == ["b"]  # H(0.95) and H(0.05) ~ 0.29, H(0.5) = 1
+    agree, split, big = Stub("s1", SURE), Stub("s2", {"a": 0.9, "b": 0.5, "c": 0.7}.get), Stub("big", lambda _: 0.3)
+    stages = [
+        {"judges": ["s1", "s2"], "escalate": {"kind": "disagreement", "above": 0.3}},
+        {"judges": ["big"]},
+    ]
+    engine = Engine({"s1": agree, "s2": split, "big": big})
+    response = await score_batch(engine, cascaded(stages=stages), ITEMS)
+    assert big.asked == ["c"]  # 0.05 vs 0.7
+    row = response.results[0].judges["cascade"].criteria
+    assert row["a"].score == pytest.approx((0.95 + 0.9) / 2)
+
+
+async def test_a_stage_down_is_null_with_its_kind_never_0():
+    small, big = Stub("small", lambda _: None, kind="timeout"), Stub("big", lambda _: 0.9)
+    response = await score_batch(Engine({"small": small, "big": big}), cascaded(), ITEMS)
+    [result] = response.results
+    assert (result.status, result.reward) == ("judge_error", None)
+    assert {s.error_kind for s in result.judges["cascade"].criteria.values()} == {"timeout"}
+    assert big.asked == []
+
+
+async def test_uncertain_then_next_stage_down_is_null_with_its_kind():
+    small, big = Stub("small", SURE), Stub("big", lambda _: None, kind="http_5xx")
+    response = await score_batch(Engine({"small": small, "big": big}), cascaded(), ITEMS)
+    [result] = response.results
+    assert (result.status, result.reward) == ("judge_error", None)
+    row = result.judges["cascade"].criteria
+    assert (row["b"].stage, row["b"].score, row["b"].error_kind) == (2, None, "http_5xx")
+    assert row["a"].score == 0.95
+
+
+async def test_an_ensemble_stage_short_of_judges_is_degraded_when_min_judges_allows():
+    stages = [
+        {"judges": ["s1", "s2"], "escalate": {"kind": "band", "lo": 0.2, "hi": 0.8}},
+        {"judges": ["big"]},
+    ]
+    judges = {"s1": Stub("s1", SURE), "s2": Stub("s2", lambda _: None), "big": Stub("big", lambda _: 0.3)}
+    response = await score_batch(Engine(judges), cascaded(stages=stages), ITEMS)
+    [result] = response.results
+    assert result.status == "degraded" and result.reward is not None
+    strict = [{**stages[0], "min_judges": 2}, stages[1]]
+    response = await score_batch(Engine(judges), cascaded(stages=strict), ITEMS)
+    assert (response.results[0].status, response.results[0].reward) == ("judge_error", None)
+
+
+def test_a_bad_cascade_is_refused_naming_the_field():
+    with pytest.raises(ValidationError, match="every stage but the last needs one"):
+        cascaded(stages=[{"judges": ["small"]}, {"judges": ["big"]}])
+    with pytest.raises(ValidationError, match="the last stage decides"):
+        band = {"kind": "band", "lo": 0.2, "hi": 0.8}
+        cascaded(stages=[{"judges": ["small"], "escalate": band}, {"judges": ["big"], "escalate": band}])
+    with pytest.raises(ValidationError, match="lo: 0.9 is above hi: 0.1"):
+        cascaded({"kind": "band", "lo": 0.9, "hi": 0.1})
+    with pytest.raises(ValidationError, match="disagreement needs two judges"):
+        cascaded({"kind": "disagreement", "above": 0.2})
+    with pytest.raises(ValidationError, match="'other' is in no stage"):
+        Rubric.model_validate(
+            {**cascaded().model_dump(exclude_unset=True), "judges": ["small", "big", "other"]}
+        )
+
+
+async def test_a_judge_subset_of_a_cascade_is_refused():
+    engine = Engine({"small": Stub("small", SURE), "big": Stub("big", SURE)})
+    with pytest.raises(RequestError, match="options.judges: a cascaded rubric"):
+        await score_batch(engine, cascaded(), ITEMS, RewardOptions(judges=["big"]))
+
+
+CASCADE_YAML = """\
+id: cascaded
+criteria:
+  - {id: a, text: A holds.}
+  - {id: b, text: B holds.}
+judges: [primary, secondary]
+cascade:
+  stages:
+    - judges: [primary]
+      escalate: {kind: band, lo: 0.2, hi: 0.9}
+    - judges: [secondary]
+"""
+
+
+async def _post(tmp_path: Path, path: str, body: dict[str, Any], **limits: Any) -> tuple[Any, int]:
+    (tmp_path / "cascaded.yaml").write_text(CASCADE_YAML)
+    with FakeJudge() as one, FakeJudge() as two:  # both answer yes with p = 0.8
+        pool = JudgePool.model_validate(fake_pool_doc(one.url, two.url))
+        async with app_client(settings_for(tmp_path, **limits), pool) as (client, _, _):
+            reply = await client.post(path, json=body)
+        return reply, one.script.requests + two.script.requests
+
+
+async def test_over_http_the_stage_field_and_usage_per_stage(tmp_path: Path):
+    items = [{"id": f"i{n}", "prompt": f"q{n}", "completion": "yes"} for n in range(2)]
+    reply, calls = await _post(tmp_path, "/v1/rewards", {"rubric": "cascaded", "items": items})
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    # p = 0.8 is inside [0.2, 0.9]: every question goes on to the second stage.
+    assert [s["questions"] for s in body["usage"]["stages"]] == [4, 4]
+    assert calls == 8 == body["usage"]["judge_calls"]
+    row = body["results"][0]["judges"]["cascade"]["criteria"]
+    assert {c: s["stage"] for c, s in row.items()} == {"a": 2, "b": 2}
+
+
+async def test_admission_weighs_every_stage_and_refuses_with_no_call(tmp_path: Path):
+    items = [{"id": f"i{n}", "prompt": f"q{n}", "completion": "yes"} for n in range(2)]
+    body = {"rubric": "cascaded", "items": items}
+    # Two items x two criteria x two stages = 8 calls in the worst case; 6 allowed.
+    reply, calls = await _post(tmp_path, "/v1/rewards", body, max_inflight_calls=6)
+    assert reply.status_code == 413, reply.text
+    assert "8 judge calls" in reply.json()["message"]
+    assert calls == 0
+
+
+async def test_groups_refuse_a_cascade(tmp_path: Path):
+    groups = [{"prompt": "q", "completions": ["a", "b"]}]
+    reply, calls = await _post(tmp_path, "/v1/groups", {"rubric": "cascaded", "groups": groups})
+    assert reply.status_code == 422, reply.text
+    assert "cascade" in reply.json()["message"] and calls == 0

@@ -19,10 +19,13 @@ from test_api_support import app_client, fake_pool_doc, settings_for
 
 from rewardsvc.application.targets import score_batch
 from rewardsvc.core.errors import RequestError
+from rewardsvc.core.monitor_spec import MonitorConfig
 from rewardsvc.core.pool import JudgePool
+from rewardsvc.core.results import CriterionOutcome, ItemReward, JudgeOutcome
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.asks import CriterionOnItem
+from rewardsvc.monitor.runs import RunState
 from rewardsvc.protocol.rewards import RewardOptions
 from rewardsvc.scoring.engine import Engine
 
@@ -30,9 +33,7 @@ from rewardsvc.scoring.engine import Engine
 class Stub:
     """A judge whose P(yes) is ``score(criterion id)``; None fails with ``kind``."""
 
-    def __init__(
-        self, name: str, score: Callable[[str], float | None], kind: str = "http_5xx"
-    ):
+    def __init__(self, name: str, score: Callable[[str], float | None], kind: str = "http_5xx"):
         self.name, self.score, self.kind = name, score, kind
         self.asked: list[str] = []
 
@@ -115,7 +116,11 @@ async def test_entropy_and_disagreement_rules_route():
     entropy = cascaded({"kind": "entropy", "above": 0.5})
     await score_batch(Engine({"small": small, "big": big}), entropy, ITEMS)
     assert big.asked == ["b"]  # H(0.95) and H(0.05) ~ 0.29, H(0.5) = 1
-    agree, split, big = Stub("s1", SURE), Stub("s2", {"a": 0.9, "b": 0.5, "c": 0.7}.get), Stub("big", lambda _: 0.3)
+    agree, split, big = (
+        Stub("s1", SURE),
+        Stub("s2", {"a": 0.9, "b": 0.5, "c": 0.7}.get),
+        Stub("big", lambda _: 0.3),
+    )
     stages = [
         {"judges": ["s1", "s2"], "escalate": {"kind": "disagreement", "above": 0.3}},
         {"judges": ["big"]},
@@ -151,7 +156,11 @@ async def test_an_ensemble_stage_short_of_judges_is_degraded_when_min_judges_all
         {"judges": ["s1", "s2"], "escalate": {"kind": "band", "lo": 0.2, "hi": 0.8}},
         {"judges": ["big"]},
     ]
-    judges = {"s1": Stub("s1", SURE), "s2": Stub("s2", lambda _: None), "big": Stub("big", lambda _: 0.3)}
+    judges = {
+        "s1": Stub("s1", SURE),
+        "s2": Stub("s2", lambda _: None),
+        "big": Stub("big", lambda _: 0.3),
+    }
     response = await score_batch(Engine(judges), cascaded(stages=stages), ITEMS)
     [result] = response.results
     assert result.status == "degraded" and result.reward is not None
@@ -165,8 +174,10 @@ def test_a_bad_cascade_is_refused_naming_the_field():
         cascaded(stages=[{"judges": ["small"]}, {"judges": ["big"]}])
     with pytest.raises(ValidationError, match="the last stage decides"):
         band = {"kind": "band", "lo": 0.2, "hi": 0.8}
-        cascaded(stages=[{"judges": ["small"], "escalate": band}, {"judges": ["big"], "escalate": band}])
-    with pytest.raises(ValidationError, match="lo: 0.9 is above hi: 0.1"):
+        cascaded(
+            stages=[{"judges": ["small"], "escalate": band}, {"judges": ["big"], "escalate": band}]
+        )
+    with pytest.raises(ValidationError, match=r"lo: 0\.9 is above hi: 0\.1"):
         cascaded({"kind": "band", "lo": 0.9, "hi": 0.1})
     with pytest.raises(ValidationError, match="disagreement needs two judges"):
         cascaded({"kind": "disagreement", "above": 0.2})
@@ -178,7 +189,7 @@ def test_a_bad_cascade_is_refused_naming_the_field():
 
 async def test_a_judge_subset_of_a_cascade_is_refused():
     engine = Engine({"small": Stub("small", SURE), "big": Stub("big", SURE)})
-    with pytest.raises(RequestError, match="options.judges: a cascaded rubric"):
+    with pytest.raises(RequestError, match=r"options\.judges: a cascaded rubric"):
         await score_batch(engine, cascaded(), ITEMS, RewardOptions(judges=["big"]))
 
 
@@ -232,3 +243,26 @@ async def test_groups_refuse_a_cascade(tmp_path: Path):
     reply, calls = await _post(tmp_path, "/v1/groups", {"rubric": "cascaded", "groups": groups})
     assert reply.status_code == 422, reply.text
     assert "cascade" in reply.json()["message"] and calls == 0
+
+
+def _cascaded_item(n: int, escalated: int) -> ItemReward:
+    """An item whose cascade row answered three criteria, ``escalated`` of them by stage 2."""
+    criteria = {
+        c: CriterionOutcome(0.5, stage=2 if k < escalated else 1) for k, c in enumerate("abc")
+    }
+    row = JudgeOutcome(score=0.5, raw_score=0.5, criteria=criteria)
+    return ItemReward(id=f"i{n}", reward=0.5, status="ok", judges={"cascade": row})
+
+
+def test_the_monitor_alerts_when_the_escalation_share_moves_from_the_baseline():
+    config = MonitorConfig(window=16, baseline=16, eval_every=4, for_evals=1)
+    run = RunState("cascaded", "run", "v1", config, now=0.0)
+    events = [e for n in range(32) for e in run.add(_cascaded_item(n, n % 3 == 0), float(n))]
+    assert run.signals["escalation_share"] == pytest.approx(1 / 3 * 6 / 16, abs=0.03)
+    assert "escalation_shift" not in {e.name for e in events}
+    # The policy drifts into the uncertain band: two criteria of three escalate.
+    events = [e for n in range(32, 64) for e in run.add(_cascaded_item(n, 2), float(n))]
+    assert run.signals["escalation_share"] == pytest.approx(2 / 3)
+    assert [(e.name, e.state) for e in events if e.name == "escalation_shift"] == [
+        ("escalation_shift", "firing")
+    ]

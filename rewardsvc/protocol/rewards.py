@@ -275,9 +275,7 @@ class StageUsage(BaseModel):
     """One cascade stage's work for this request."""
 
     judges: list[str] = Field(description="The stage's judges.")
-    questions: int = Field(
-        default=0, description="Questions (item, criterion) the stage answered."
-    )
+    questions: int = Field(default=0, description="Questions (item, criterion) the stage answered.")
     judge_calls: int = 0
     cache_hits: int = 0
     prompt_tokens: int = 0

@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.scoring.cascade import refuse_comparisons
 from rewardsvc.judges.judge import Judge
+from rewardsvc.scoring.cascade import refuse_comparisons
 from rewardsvc.scoring.group_calls import GroupPlan
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions
 from rewardsvc.scoring.groups import Comparing, GroupBatch, plan_groups, run_groups

@@ -25,6 +25,7 @@ from rewardsvc.core.results import CriterionOutcome, ItemReward, JudgeOutcome
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.asks import CriterionOnItem
+from rewardsvc.judges.judge import build_judges
 from rewardsvc.monitor.runs import RunState
 from rewardsvc.protocol.rewards import RewardOptions
 from rewardsvc.scoring.engine import Engine
@@ -266,3 +267,40 @@ def test_the_monitor_alerts_when_the_escalation_share_moves_from_the_baseline():
     assert [(e.name, e.state) for e in events if e.name == "escalation_shift"] == [
         ("escalation_shift", "firing")
     ]
+
+
+@pytest.mark.judges
+async def test_a_cascade_of_the_real_cpu_judges_end_to_end(cpu_pool: JudgePool):
+    """SmolLM2 (primary) then Gemma (secondary): a wide band sends some questions on, and
+    every criterion says which stage decided it."""
+    stages = [
+        {"judges": ["primary"], "escalate": {"kind": "band", "lo": 0.05, "hi": 0.95}},
+        {"judges": ["secondary"]},
+    ]
+    rubric = cascaded(stages=stages)
+    engine = Engine(build_judges(cpu_pool))
+    items = [
+        {"id": "good", "prompt": "What is the capital of France?", "completion": "Paris."},
+        {"id": "bad", "prompt": "What is the capital of France?", "completion": "Berlin."},
+    ]
+    try:
+        response = await score_batch(engine, rubric, items)
+    finally:
+        await engine.aclose()
+    first, second = response.usage.stages
+    assert (first.questions, first.judge_calls) == (6, 6)
+    assert second.questions == second.judge_calls <= 6
+    decided = [c.stage for r in response.results for c in r.judges["cascade"].criteria.values()]
+    assert sorted(decided).count(2) == second.questions and set(decided) <= {1, 2}
+    for r in response.results:
+        assert r.status == "ok" and r.reward is not None and 0.0 <= r.reward <= 1.0
+
+
+async def test_items_with_their_own_criteria_keep_the_cascade():
+    """An item's own rubric is the batch rubric with its criteria: the cascade comes along."""
+    small, big = Stub("small", {"mine": 0.5}.get), Stub("big", lambda _: 0.9)
+    items = [{**ITEMS[0], "criteria": [{"id": "mine", "text": "Mine holds."}]}]
+    response = await score_batch(Engine({"small": small, "big": big}), cascaded(), items)
+    [result] = response.results
+    assert result.status == "ok"
+    assert {c: s.stage for c, s in result.judges["cascade"].criteria.items()} == {"mine": 2}

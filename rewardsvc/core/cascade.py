@@ -38,7 +38,7 @@ class Band(StrictModel):
     """Escalate when the stage's probability (its mean score over its judges: P(yes) for
     a binary criterion under the logprob method) lies in ``[lo, hi]``."""
 
-    kind: Literal["band"] = "band"
+    kind: Literal["band"]
     lo: float = Field(ge=0.0, le=1.0, description="Lowest uncertain probability.")
     hi: float = Field(ge=0.0, le=1.0, description="Highest uncertain probability.")
 
@@ -58,7 +58,7 @@ class Entropy(StrictModel):
     its judges, else the Bernoulli of its score), normalized to [0, 1] by the log of the
     number of answers, is above ``above``."""
 
-    kind: Literal["entropy"] = "entropy"
+    kind: Literal["entropy"]
     above: float = Field(ge=0.0, le=1.0, description="Highest confident normalized entropy.")
 
     def escalates(self, answer: Verdict, scores: Sequence[float]) -> bool:
@@ -70,7 +70,7 @@ class Disagreement(StrictModel):
     """Escalate when the stage's judges' scores span more than ``above`` (max - min); an
     ensemble stage only."""
 
-    kind: Literal["disagreement"] = "disagreement"
+    kind: Literal["disagreement"]
     above: float = Field(ge=0.0, le=1.0, description="Widest agreeing spread of scores.")
 
     def escalates(self, answer: Verdict, scores: Sequence[float]) -> bool:

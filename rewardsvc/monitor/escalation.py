@@ -7,8 +7,8 @@ and how many of them a later stage decided (``CriterionOutcome.stage`` above 1),
 run's rolling window and over its first ``baseline`` items. Its signals join the run's:
 ``escalation_share`` (the window's) and ``escalation_shift`` (how far it moved from the
 baseline's, either way), whose default rule (``core.monitor_spec``) alerts past 0.15
-(a rubric's ``monitor.rules`` may set another). Counted in each replica's own process (a shared monitor merges
-the other signals, not this one).
+(a rubric's ``monitor.rules`` may set another). Counted in each replica's own process
+(a shared monitor merges the other signals, not this one).
 """
 
 from __future__ import annotations

@@ -307,7 +307,7 @@ class Engine:
         self, part: Part, rule: JudgeRule, names: list[str], min_judges: int, pacer: Pacer
     ) -> list[ItemReward]:
         """Each item's reward from its calibrated rows, under the part's rubric."""
-        rewards = []
+        rewards: list[ItemReward] = []
         for p, row, per_judge, grades in zip(
             part.prepared, part.rows, part.verdicts, part.graded, strict=True
         ):

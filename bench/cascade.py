@@ -146,17 +146,21 @@ def summarize(
         "chosen": [None if p is None else vars(p) for p in chosen],
         "fragment": fitted,
         "second_stage_saved": 1 - escalated / max(1, first.questions),
-        "disagreement_with_second_alone": sum(a != c for a, c in zip(alone, cascade)) / n,
-        "accuracy_cascade": sum(c == y for c, y in zip(cascade, labels)) / n,
-        "accuracy_second_alone": sum(a == y for a, y in zip(alone, labels)) / n,
-        "accuracy_first_alone": sum((reward(i.stages[0]) >= 0.5) == y for i, y in zip(held, labels))
-        / n,
+        "disagreement_with_second_alone": 1 - agreement(alone, cascade),
+        "accuracy_cascade": agreement(cascade, labels),
+        "accuracy_second_alone": agreement(alone, labels),
+        "accuracy_first_alone": agreement([reward(i.stages[0]) >= 0.5 for i in held], labels),
         "unscored": sum(r.reward is None for r in live.results),
         "usage_stages": [vars(s) for s in live.usage.stages],
         "scoring_s": scoring_s,
         "live_s": live_s,
         "curves": [[vars(p) for p in c] for c in curves],
     }
+
+
+def agreement(a: list[bool], b: list[bool]) -> float:
+    """The share of positions where ``a`` and ``b`` agree."""
+    return sum(x == y for x, y in zip(a, b, strict=True)) / max(1, len(a))
 
 
 def markdown(result: dict[str, Any], command: str) -> str:
@@ -177,7 +181,8 @@ def markdown(result: dict[str, Any], command: str) -> str:
             "| figure | value |",
             "|---|---|",
             f"| second-stage questions saved | {pct(result['second_stage_saved'])} |",
-            f"| disagreement of the cascade with the second stage alone | {pct(result['disagreement_with_second_alone'])} |",
+            "| disagreement of the cascade with the second stage alone | "
+            f"{pct(result['disagreement_with_second_alone'])} |",
             f"| accuracy vs labels: cascade | {pct(result['accuracy_cascade'])} |",
             f"| accuracy vs labels: second stage alone | {pct(result['accuracy_second_alone'])} |",
             f"| accuracy vs labels: first stage alone | {pct(result['accuracy_first_alone'])} |",

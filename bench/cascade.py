@@ -6,11 +6,12 @@ On the project's labelled answers (``rubrics/data/pointwise-small.jsonl`` and ea
 ``rubrics/data/pref-quality.yaml``), in one run:
 
 1. every item scored by both stages once (``rewardsvc cascade calibrate``'s scoring);
-2. the band of the first stage fitted on the even items (``--max-disagreement``, default
-   0.02), the curve of every band written beside the results;
-3. the cascade with that band served live (the engine, cache off) on the odd items, held
-   out: the share of second-stage questions saved, the disagreement of its rewards with the
-   second stage alone, and the accuracy against the labels of both.
+2. the band of the first stage fitted on the items of the odd-numbered questions
+   (``--max-disagreement``, default 0.02), the curve of every band written beside;
+3. the cascade with that band served live (the engine, cache off) on the items of the
+   even-numbered questions, held out: the share of second-stage questions saved, the
+   disagreement of its rewards with the second stage alone, and the accuracy against the
+   labels of both.
 
 Needs the servers up (``deploy/cpu-judge/cpujudge.sh start``; for ``--second qwen-1.5b``
 also ``cpujudge.sh start qwen-1.5b``)::
@@ -27,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.judge_quality import CPU, DATA, read
 from bench.outputs import add_out_argument, write_results
 from rewardsvc.application.targets import score_batch
 from rewardsvc.core.pool import JudgePool
@@ -34,22 +36,13 @@ from rewardsvc.core.rubric import Rubric
 from rewardsvc.evaluation import cascade_calibrate as cal
 from rewardsvc.evaluation import cascade_sweep
 from rewardsvc.judges.judge import build_judges
-from rewardsvc.library.yamlfile import parse_yaml
 from rewardsvc.protocol.rewards import RewardOptions
 from rewardsvc.scoring.engine import Engine
 
-ROOT = Path(__file__).resolve().parent.parent
-CPU = ROOT / "deploy" / "cpu-judge"
-DATA = ROOT / "rubrics" / "data"
 SECOND = {
     "gemma": (CPU / "judges.yaml", "secondary"),
     "qwen-1.5b": (CPU / "judges.serve.yaml", "primary"),
 }
-
-
-def read(path: Path) -> Any:
-    """A YAML file of the repository as plain data."""
-    return parse_yaml(path.read_text(), str(path))
 
 
 def rows() -> list[dict[str, Any]]:
@@ -67,6 +60,14 @@ def rows() -> list[dict[str, Any]]:
                 }
             )
     return out
+
+
+def fold(item_id: str) -> int:
+    """0 (fit) or 1 (held out): by question, so that a question's good and bad answers
+    fall in one fold and each fold holds both labels (``point-01a`` and ``point-01b``,
+    ``pref-01:chosen`` and ``pref-01:rejected`` share question 01)."""
+    number = int("".join(ch for ch in item_id.split(":")[0] if ch.isdigit()))
+    return number % 2
 
 
 def setup(second: str) -> tuple[JudgePool, Rubric]:
@@ -98,14 +99,16 @@ async def run(second: str, max_disagreement: float) -> dict[str, Any]:
         scored = await cal.score_stages(engine, rubric, data)
         scoring_s = time.monotonic() - started
         reward = cal.reward_of(rubric)
-        fit_on, held = scored[0::2], scored[1::2]
+        folds = [fold(r["id"]) for r in data]
+        fit_on = [i for i, f in zip(scored, folds, strict=True) if f == 0]
+        held = [i for i, f in zip(scored, folds, strict=True) if f == 1]
         chosen, curves = cascade_sweep.fit(fit_on, reward, max_disagreement=max_disagreement)
         fitted = cal.fitted(rubric, chosen)
         live_rubric = Rubric.model_validate(
             {**rubric.model_dump(mode="json", exclude_unset=True), **fitted},
             context={"judge_names": set(pool.judges)},
         )
-        held_rows = data[1::2]
+        held_rows = [r for r, f in zip(data, folds, strict=True) if f == 1]
         items = [
             {"id": r["id"], "prompt": r["prompt"], "completion": r["completion"]} for r in held_rows
         ]
@@ -158,6 +161,20 @@ def summarize(
     }
 
 
+def budget_rows(curve: list[dict[str, Any]]) -> list[str]:
+    """Markdown rows: per escalation budget, the band :func:`cascade_sweep.pick` chooses."""
+    points = [cascade_sweep.Point(**p) for p in curve]
+    out = []
+    for budget in (0.1, 0.25, 0.5, 0.75):
+        p = cascade_sweep.pick(points, max_escalation=budget)
+        if p is not None:
+            out.append(
+                f"| {budget:.2f} | [{p.lo}, {p.hi}] | {p.escalation:.3f} | "
+                f"{p.disagreement:.3f} | {p.accuracy:.3f} |"
+            )
+    return out
+
+
 def agreement(a: list[bool], b: list[bool]) -> float:
     """The share of positions where ``a`` and ``b`` agree."""
     return sum(x == y for x, y in zip(a, b, strict=True)) / max(1, len(a))
@@ -175,8 +192,9 @@ def markdown(result: dict[str, Any], command: str) -> str:
             f"- Command: `{command}`",
             f"- Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; scoring both stages "
             f"{result['scoring_s']:.0f} s, the live cascade {result['live_s']:.0f} s",
-            f"- Band fitted on the even items (max disagreement 2 %): {band}; measured on the "
-            f"{result['held_items']} odd items, held out.",
+            f"- Band fitted on {result['fit_items']} items (odd-numbered questions; max "
+            f"disagreement 2 %): {band}; measured on the {result['held_items']} items of the "
+            "even-numbered questions, held out.",
             "",
             "| figure | value |",
             "|---|---|",
@@ -188,7 +206,14 @@ def markdown(result: dict[str, Any], command: str) -> str:
             f"| accuracy vs labels: first stage alone | {pct(result['accuracy_first_alone'])} |",
             f"| items without a reward | {result['unscored']} |",
             "",
-            "The curve of every band (fit items) is in the JSON (`curves`) and the PNG.",
+            "Along the curve (fit items): the least disagreement with the second stage "
+            "alone within an escalation budget, and its accuracy vs labels:",
+            "",
+            "| escalation at most | band | escalation | disagreement | accuracy |",
+            "|---|---|---|---|---|",
+            *budget_rows(result["curves"][0]),
+            "",
+            "The curve of every band is in the JSON (`curves`) and the PNG.",
         ]
     )
 

@@ -21,7 +21,7 @@ from rewardsvc.application.targets import score_batch
 from rewardsvc.core.errors import RequestError
 from rewardsvc.core.monitor_spec import MonitorConfig
 from rewardsvc.core.pool import JudgePool
-from rewardsvc.core.results import CriterionOutcome, ItemReward, JudgeOutcome
+from rewardsvc.core.results import CriterionOutcome, ItemReward, JudgeOutcome, StageUsage, Usage
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.asks import CriterionOnItem
@@ -304,3 +304,18 @@ async def test_items_with_their_own_criteria_keep_the_cascade():
     [result] = response.results
     assert result.status == "ok"
     assert {c: s.stage for c, s in result.judges["cascade"].criteria.items()} == {"mine": 2}
+
+
+def test_stage_usages_add_up_stage_by_stage():
+    """Two parts of a batch (or two batches of a recipe) add each stage's work to its own."""
+    a, b = Usage(), Usage()
+    a.add_stage(1, Usage(judge_calls=3), StageUsage(["small"], questions=3, judge_calls=3))
+    b.add_stage(1, Usage(judge_calls=2), StageUsage(["small"], questions=2, judge_calls=2))
+    b.add_stage(2, Usage(judge_calls=1, cost=0.5), StageUsage(["big"], 1, 1, cost=0.5))
+    total = a + b
+    assert total.judge_calls == 6 and total.cost == 0.5
+    assert [(s.judges, s.questions, s.judge_calls, s.cost) for s in total.stages] == [
+        (["small"], 5, 5, None),
+        (["big"], 1, 1, 0.5),
+    ]
+    assert len(a.stages) == 1  # the operands are left as they were

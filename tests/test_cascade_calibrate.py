@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from fakejudge import FakeJudge
 from test_api_support import fake_pool_doc
+from test_cascade import CASCADE_YAML
 
 from rewardsvc.cli import main
 from rewardsvc.core.cascade import Band
@@ -77,27 +78,13 @@ def test_wider_bands_escalate_no_less():
             assert wider.escalation >= points[(lo, hi)].escalation
 
 
-CASCADED = """\
-id: cascaded
-criteria:
-  - {id: a, text: A holds.}
-  - {id: b, text: B holds.}
-judges: [primary, secondary]
-cascade:
-  stages:
-    - judges: [primary]
-      escalate: {kind: band, lo: 0.0, hi: 1.0}
-    - judges: [secondary]
-"""
-
-
 def test_the_command_scores_every_stage_and_writes_a_valid_cascade(tmp_path: Path, capsys):
     """Both fakes answer yes with p = 0.8: every band agrees with the last stage, so the
     widest band that escalates nothing (hi below 0.8) wins, and the fragment written
     validates as the rubric's cascade."""
     (tmp_path / "rubrics").mkdir()
     rubric_file = tmp_path / "rubrics" / "cascaded.yaml"
-    rubric_file.write_text(CASCADED)
+    rubric_file.write_text(CASCADE_YAML)
     data = tmp_path / "data.jsonl"
     rows = [{"prompt": f"q{n}", "completion": "yes", "label": n % 2} for n in range(4)]
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -114,7 +101,7 @@ def test_the_command_scores_every_stage_and_writes_a_valid_cascade(tmp_path: Pat
     assert (chosen["lo"], chosen["hi"], chosen["escalation"]) == (0.0, 0.775, 0.0)
     assert result["last_stage_accuracy"] == 0.5  # p = 0.8 for every answer, half labelled 0
     fragment = parse_yaml(out.read_text(), str(out))
-    doc = {**parse_yaml(CASCADED, "cascaded.yaml"), **fragment}
+    doc = {**parse_yaml(CASCADE_YAML, "cascaded.yaml"), **fragment}
     fitted = Rubric.model_validate(doc)
     assert fitted.cascade is not None
     assert fitted.cascade.stages[0].escalate == Band(kind="band", lo=0.0, hi=0.775)

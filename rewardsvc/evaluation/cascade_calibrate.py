@@ -94,7 +94,7 @@ def fitted(rubric: Rubric, chosen: Sequence[Point | None]) -> dict[str, Any]:
             )
         stages.append(stage)
     section = cascade.model_copy(update={"stages": stages})
-    return {"cascade": section.model_dump(mode="json")}
+    return {"cascade": section.model_dump(mode="json", exclude_none=True)}
 
 
 def report(

@@ -188,10 +188,12 @@ def test_a_bad_cascade_is_refused_naming_the_field():
         )
 
 
-async def test_a_judge_subset_of_a_cascade_is_refused():
+async def test_a_judge_subset_or_bar_of_a_cascade_is_refused():
     engine = Engine({"small": Stub("small", SURE), "big": Stub("big", SURE)})
     with pytest.raises(RequestError, match=r"options\.judges: a cascaded rubric"):
         await score_batch(engine, cascaded(), ITEMS, RewardOptions(judges=["big"]))
+    with pytest.raises(RequestError, match=r"options\.min_judges: a cascaded rubric"):
+        await score_batch(engine, cascaded(), ITEMS, RewardOptions(min_judges=1))
 
 
 CASCADE_YAML = """\

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from rewardsvc.core.cascade import Cascade, Stage, StageAnswer, stage_answer
 from rewardsvc.core.errors import RequestError
 from rewardsvc.core.results import ItemReward, StageUsage, Usage
+from rewardsvc.core.rollout import ScoreOptions
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.scoring.judging import JudgeLike, scores_whole_item
@@ -46,15 +47,17 @@ class Decided:
     short: bool
 
 
-def check_request(rubric: Rubric, judges: Mapping[str, JudgeLike], only: object) -> None:
-    """Refuse a request a cascade cannot serve: a subset of judges (``options.judges``),
-    or a stage judge that scores whole items (a reward model answers no criterion)."""
+def check_request(rubric: Rubric, judges: Mapping[str, JudgeLike], options: ScoreOptions) -> None:
+    """Refuse a request a cascade cannot serve: a subset of judges (``options.judges``) or
+    a bar of judges (``options.min_judges``: each stage has its own), or a stage judge
+    that scores whole items (a reward model answers no criterion)."""
     if rubric.cascade is None:
         return
-    if only is not None:
-        raise RequestError.at(
-            ("options", "judges"), "a cascaded rubric is scored by its stages, not a subset"
-        )
+    for name, value in (("judges", options.judges), ("min_judges", options.min_judges)):
+        if value is not None:
+            raise RequestError.at(
+                ("options", name), "a cascaded rubric is scored by its stages, as they are"
+            )
     for name in rubric.cascade.judges:
         judge = judges.get(name)
         if judge is not None and scores_whole_item(judge):

@@ -130,7 +130,7 @@ class Engine:
         or a rubric judge missing from the pool); item-level problems never raise.
         """
         options = options or ScoreOptions()
-        cascade.check_request(rubric, self.judges, options.judges)
+        cascade.check_request(rubric, self.judges, options)
         names = select_judges(rubric, self.judges, options.judges)
         min_judges = min_judges_for(rubric, options.min_judges, len(names))
         rejected: list[ItemReward | None] = [None] * len(items)

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from test_api_support import app_client, fake_pool_doc, settings_for
 
 from rewardsvc.application.targets import score_batch
+from rewardsvc.cli import main
 from rewardsvc.core.errors import RequestError
 from rewardsvc.core.monitor_spec import MonitorConfig
 from rewardsvc.core.pool import JudgePool
@@ -182,6 +183,9 @@ def test_a_bad_cascade_is_refused_naming_the_field():
         cascaded({"kind": "band", "lo": 0.9, "hi": 0.1})
     with pytest.raises(ValidationError, match="disagreement needs two judges"):
         cascaded({"kind": "disagreement", "above": 0.2})
+    with pytest.raises(ValidationError, match="objectives name criteria, not judges"):
+        doc = cascaded().model_dump(exclude_unset=True)
+        Rubric.model_validate({**doc, "objectives": {"cheap": {"judges": ["small"]}}})
     with pytest.raises(ValidationError, match="'other' is in no stage"):
         Rubric.model_validate(
             {**cascaded().model_dump(exclude_unset=True), "judges": ["small", "big", "other"]}
@@ -321,3 +325,12 @@ def test_stage_usages_add_up_stage_by_stage():
         (["big"], 1, 1, 0.5),
     ]
     assert len(a.stages) == 1  # the operands are left as they were
+
+
+def test_validate_names_the_file_and_line_of_a_bad_cascade(tmp_path: Path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(CASCADE_YAML.replace("lo: 0.2, hi: 0.9", "lo: 0.9, hi: 0.2"))
+    assert main(["validate", str(bad)]) != 0
+    assert f"{bad}:9: cascade.stages[0].escalate.band: lo: 0.9 is above hi: 0.2" in (
+        capsys.readouterr().out
+    )

@@ -200,11 +200,17 @@ def _mean_probs(verdicts: Sequence[Verdict]) -> dict[str, float] | None:
 
 
 def check_in_rubric(
-    cascade: Cascade, judges: Sequence[str], implicit: bool, stepped: bool, tooled: bool
+    cascade: Cascade,
+    judges: Sequence[str],
+    implicit: bool,
+    stepped: bool,
+    tooled: bool,
+    objective_judges: bool = False,
 ) -> None:
     """Refuse a cascade its rubric cannot run (``ValueError`` naming the field): every
     stage judge in the rubric's ``judges`` and every listed judge in a stage; criteria
-    asked one by one of plain judges (no ``combine: implicit``, step criteria or tools)."""
+    asked one by one of plain judges (no ``combine: implicit``, step criteria or tools);
+    no objective naming judges (the cascade's rewards have one row, not one per judge)."""
     staged = cascade.judges
     for name in staged:
         if name not in judges:
@@ -220,3 +226,5 @@ def check_in_rubric(
         raise ValueError("cascade: criteria with scope: step are not cascaded")
     if tooled:
         raise ValueError("cascade: agentic questions (tools) are not cascaded")
+    if objective_judges:
+        raise ValueError("objectives: a cascaded rubric's objectives name criteria, not judges")

@@ -229,7 +229,9 @@ class Rubric(StrictModel):
             raise ValueError("criteria: the criteria with scope: step need a positive weight")
         if self.cascade is not None:
             names = [j.name for j in self.judges]
-            check_in_rubric(self.cascade, names, self.implicit_combine, bool(step), tooled)
+            by_judges = any(o.judges for o in (self.objectives or {}).values())
+            implicit = self.implicit_combine
+            check_in_rubric(self.cascade, names, implicit, bool(step), tooled, by_judges)
         check_rubric_objectives(self)
         return self
 

@@ -1,5 +1,5 @@
-"""The ``rewardsvc`` command: serve, validate, schema, score, probe, label, eval, rubrics,
-redteam, fuzz-graders."""
+"""The ``rewardsvc`` command: serve, validate, schema, score, probe, label, eval, cascade,
+rubrics, redteam, fuzz-graders."""
 
 from __future__ import annotations
 
@@ -302,11 +302,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_local(sub, config_args)
     from rewardsvc.authoring.commands import register as register_authoring
+    from rewardsvc.evaluation.cascade_commands import register as register_cascade
     from rewardsvc.evaluation.commands import register as register_evaluation
     from rewardsvc.fuzzing.commands import register as register_fuzzing
     from rewardsvc.redteam.commands import register as register_redteam
 
-    for register in (register_evaluation, register_authoring, register_redteam, register_fuzzing):
+    registers = (register_evaluation, register_cascade, register_authoring, register_redteam)
+    for register in (*registers, register_fuzzing):
         register(sub, config_args)
     return parser
 

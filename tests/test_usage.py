@@ -45,6 +45,7 @@ def test_each_wire_usage_reads_its_own_fields() -> None:
         "cached_tokens": 0,
         "cost": None,
         "cost_per_reward": None,
+        "stages": [],
     }
     comparative = ComparativeUsageOut.model_validate(usage, from_attributes=True)
     assert comparative.model_dump() == {

@@ -39,7 +39,9 @@ def _out(model: type[M], domain: Any) -> M:
 
 def reward_result(item: ItemReward, position: int | None = None) -> RewardResult:
     """The wire form of one item's reward under a rubric, the item at ``position`` of
-    the request (None: its error as the engine placed it)."""
+    the request (None: its error as the engine placed it). A cascaded rubric's judges are
+    one row under the cascade's name, each criterion with the ``stage`` that decided it
+    (``CriterionScore.stage``)."""
     return _placed(_out(RewardResult, item), item.problems, position)
 
 
@@ -63,7 +65,8 @@ def _placed(
 
 def usage_out(usage: Usage, rewards: int = 0) -> UsageOut:
     """The wire form of a batch's usage of ``rewards`` results (a rubric's has no calls
-    avoided by gates), with its cost per reward."""
+    avoided by gates), with its cost per reward; a cascaded rubric's with each stage's work
+    (``usage.stages``)."""
     out = _out(UsageOut, usage)
     if usage.cost is not None and rewards:
         out.cost_per_reward = usage.cost / rewards

@@ -90,6 +90,8 @@ DEFAULT_RULES: dict[str, Rule] = {
     "judge_error_share": Rule(threshold=0.2),
     "degraded_share": Rule(threshold=0.3),
     "rejected_share": Rule(threshold=0.2),
+    # A cascade's escalation share moved from the run's baseline (monitor.escalation).
+    "escalation_shift": Rule(threshold=0.15),
 }
 
 

@@ -29,6 +29,8 @@ class CriterionOutcome:
     """A grader criterion's evidence (what it extracted and compared); None for judges."""
     reasoning: str | None = None
     """A reasoning judge's reasoning before its answer (returned with options.explain)."""
+    stage: int | None = None
+    """A cascade's row: the stage (1 the first) whose answer this is; None otherwise."""
 
     @classmethod
     def of(cls, verdict: Verdict) -> CriterionOutcome:
@@ -112,6 +114,45 @@ def without_reasoning(item: ItemReward) -> ItemReward:
 
 
 @dataclass
+class StageUsage:
+    """One cascade stage's work in a request: the questions it answered (asked of each of
+    its ``judges``), the calls they took, cache hits, tokens and cost."""
+
+    judges: list[str]
+    questions: int = 0
+    judge_calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+
+    @classmethod
+    def of(cls, usage: Usage, judges: list[str], questions: int) -> StageUsage:
+        """The stage's entry from what its calls used."""
+        return cls(
+            list(judges),
+            questions,
+            usage.judge_calls,
+            usage.cache_hits,
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.cost,
+        )
+
+    def __add__(self, other: StageUsage) -> StageUsage:
+        """The work of both (one stage, two batches or parts of one)."""
+        return StageUsage(
+            self.judges,
+            self.questions + other.questions,
+            self.judge_calls + other.judge_calls,
+            self.cache_hits + other.cache_hits,
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            add_cost(self.cost, other.cost),
+        )
+
+
+@dataclass
 class Usage:
     """Work done for one request: judge calls made, served from the cache or made
     unnecessary by a recipe's gates, grader runs, tokens, wall time and, for comparisons,
@@ -131,6 +172,8 @@ class Usage:
     cost: float | None = None
     """What the calls cost at their judges' prices; None while no priced judge was called
     (cache hits cost nothing)."""
+    stages: list[StageUsage] = field(default_factory=list)
+    """A cascaded rubric's work per stage, the first stage first (empty otherwise)."""
 
     def called(self, verdict: Verdict, order: str | None = None) -> None:
         """Count one judge call (an agentic verdict's every request), its tokens and cost
@@ -149,12 +192,26 @@ class Usage:
         counts = {
             f.name: getattr(self, f.name) + getattr(other, f.name)
             for f in fields(self)
-            if f.name not in ("calls_by_order", "cost")
+            if f.name not in ("calls_by_order", "cost", "stages")
         }
         orders = dict(self.calls_by_order)
         for order, n in other.calls_by_order.items():
             orders[order] = orders.get(order, 0) + n
-        return Usage(**counts, calls_by_order=orders, cost=add_cost(self.cost, other.cost))
+        stages = [*self.stages, *other.stages[len(self.stages) :]]
+        for n, stage in enumerate(other.stages[: len(self.stages)]):
+            stages[n] = stages[n] + stage
+        cost = add_cost(self.cost, other.cost)
+        return Usage(**counts, calls_by_order=orders, cost=cost, stages=stages)
+
+    def add_stage(self, number: int, spent: Usage, stage: StageUsage) -> None:
+        """Count ``spent`` (a cascade stage's calls, without stages of its own) into this
+        usage, and ``stage`` as the work of stage ``number`` (1 the first)."""
+        total = self + spent
+        for f in fields(self):
+            setattr(self, f.name, getattr(total, f.name))
+        while len(self.stages) < number:
+            self.stages.append(StageUsage(stage.judges))
+        self.stages[number - 1] = self.stages[number - 1] + stage
 
 
 def add_cost(a: float | None, b: float | None) -> float | None:

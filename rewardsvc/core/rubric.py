@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from rewardsvc.core.base import StrictModel, check_unique_ids
+from rewardsvc.core.cascade import Cascade, check_in_rubric
 from rewardsvc.core.criterion import Category as Category
 from rewardsvc.core.criterion import Criterion as Criterion
 from rewardsvc.core.criterion import Identifier as Identifier
@@ -138,6 +139,12 @@ class Rubric(StrictModel):
         description="Judge tools allowed for every criterion the judges score that does not "
         "set its own tools (see the criterion's tools).",
     )
+    cascade: Cascade | None = Field(
+        default=None,
+        exclude_if=lambda cascade: cascade is None,  # unset, the rubric's version is unchanged
+        description="Judges in stages, cheapest first: a criterion goes on to the next "
+        "stage only when the previous one is unsure (see docs/how-to/cascades.md).",
+    )
     objectives: dict[ObjectiveName, RubricObjective] | None = Field(
         default=None,
         description="Named objectives returned beside the reward, each from a criterion "
@@ -212,8 +219,12 @@ class Rubric(StrictModel):
     @property
     def judge_weights(self) -> dict[str, float]:
         """Each listed judge's weight when judge scores combine: the rubric's ``weight``
-        times the pool's (``JudgeConfig.weight``, 1 when validated without a pool)."""
-        return {j.name: j.weight * self._pool_weights.get(j.name, 1.0) for j in self.judges}
+        times the pool's (``JudgeConfig.weight``, 1 when validated without a pool); a
+        cascade's one row weighs 1."""
+        weights = {j.name: j.weight * self._pool_weights.get(j.name, 1.0) for j in self.judges}
+        if self.cascade is not None:
+            weights[self.cascade.name] = 1.0
+        return weights
 
     @model_validator(mode="after")
     def _check_counts(self) -> Rubric:
@@ -243,6 +254,11 @@ class Rubric(StrictModel):
             raise ValueError("combine: criteria with scope: step need explicit or worst")
         if step and not any(c.weight > 0 for c in step):
             raise ValueError("criteria: the criteria with scope: step need a positive weight")
+        if self.cascade is not None:
+            names = [j.name for j in self.judges]
+            by_judges = any(o.judges for o in (self.objectives or {}).values())
+            implicit = self.implicit_combine
+            check_in_rubric(self.cascade, names, implicit, bool(step), tooled, by_judges)
         check_rubric_objectives(self)
         return self
 

@@ -14,6 +14,7 @@ from rewardsvc.core.results import ItemReward
 from rewardsvc.monitor import health as rubric_health
 from rewardsvc.monitor import stats
 from rewardsvc.monitor.alerts import Alert, AlertEvent, AlertTracker
+from rewardsvc.monitor.escalation import Escalation
 from rewardsvc.monitor.health import GroupStat, Health, criterion_key
 
 STATUSES = ("judge_error", "degraded", "rejected")
@@ -204,6 +205,7 @@ class RunState:
         self.tracker = AlertTracker(config.for_evals)
         self.history = History()
         self.events: deque[Mark] = deque(maxlen=MAX_EVENTS)
+        self.escalation = Escalation(config.window, config.baseline)
         self._reset_baseline()
 
     def _reset_baseline(self) -> None:
@@ -226,6 +228,7 @@ class RunState:
 
     def add(self, item: ItemReward, now: float) -> list[AlertEvent]:
         """Count one scored item; evaluate the rules when an evaluation is due."""
+        self.escalation.add(item)
         return self.add_sample(Sample.of(item), now)
 
     def add_sample(self, sample: Sample, now: float) -> list[AlertEvent]:
@@ -314,6 +317,7 @@ class RunState:
                 [float(s.length) for s in self.window], self.baseline_lengths
             )
         signals.update(self._ceilings())
+        signals.update(self.escalation.signals())
         health = rubric_health.measure(self.window, self.config.health)
         signals["zero_spread_share"] = health.zero_spread_share
         self.signals, self.health = signals, health

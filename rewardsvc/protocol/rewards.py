@@ -135,6 +135,12 @@ class CriterionScore(BaseModel):
         description="options.explain: a reasoning judge's reasoning before its answer "
         "(null otherwise).",
     )
+    stage: int | None = Field(
+        default=None,
+        description="A cascaded rubric (under the cascade's name among the judges): the "
+        "stage, 1 the first, whose answer this is; its score, variance and p are that "
+        "stage's (the mean over an ensemble stage's judges). Null for a plain judge.",
+    )
 
 
 class JudgeResult(BaseModel):
@@ -272,6 +278,18 @@ class RewardResult(BaseModel):
         return value or None
 
 
+class StageUsage(BaseModel):
+    """One cascade stage's work for this request."""
+
+    judges: list[str] = Field(description="The stage's judges.")
+    questions: int = Field(default=0, description="Questions (item, criterion) the stage answered.")
+    judge_calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = Field(default=None, description="The stage's calls at their prices.")
+
+
 class Usage(BaseModel):
     """Judge work done for this request (cache hits and deduplicated calls cost nothing)."""
 
@@ -297,6 +315,11 @@ class Usage(BaseModel):
     )
     cost_per_reward: float | None = Field(
         default=None, description="cost divided by the number of results."
+    )
+    stages: list[StageUsage] = Field(
+        default_factory=list,
+        description="A cascaded rubric: the work of each stage, the first first; a later "
+        "stage's questions over the first's is the share escalated. Empty otherwise.",
     )
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.judge import Judge
+from rewardsvc.scoring.cascade import refuse_comparisons
 from rewardsvc.scoring.group_calls import GroupPlan
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions
 from rewardsvc.scoring.groups import Comparing, GroupBatch, plan_groups, run_groups
@@ -39,6 +40,7 @@ class Comparer:
         deadline: float | None,
     ) -> GroupPlan:
         """Every question of ``groups`` (its ``work`` is what admission weighs)."""
+        refuse_comparisons(rubric)
         return await plan_groups(self.judges, rubric, groups, options, **self._with(deadline))
 
     async def score_groups(
@@ -62,6 +64,7 @@ class Comparer:
         deadline: float | None,
     ) -> GroupPlan:
         """Every question of ``pairs``."""
+        refuse_comparisons(rubric)
         return await plan_preferences(self.judges, rubric, pairs, options, **self._with(deadline))
 
     async def judge_preferences(

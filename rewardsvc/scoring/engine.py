@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 
 from rewardsvc.core import aggregate
 from rewardsvc.core.objectives import rubric_objectives, with_objectives
@@ -39,7 +39,7 @@ from rewardsvc.graders.registry import Graders, grade_criteria
 from rewardsvc.graders.result import GraderResult
 from rewardsvc.judges.judge import Judge
 from rewardsvc.safety.detectors import THREAD_ABOVE_CHARS, detect
-from rewardsvc.scoring import agentic, steps
+from rewardsvc.scoring import agentic, cascade, steps
 from rewardsvc.scoring.assemble import (
     add_grades,
     attach_evidence,
@@ -130,6 +130,7 @@ class Engine:
         or a rubric judge missing from the pool); item-level problems never raise.
         """
         options = options or ScoreOptions()
+        cascade.check_request(rubric, self.judges, options)
         names = select_judges(rubric, self.judges, options.judges)
         min_judges = min_judges_for(rubric, options.min_judges, len(names))
         rejected: list[ItemReward | None] = [None] * len(items)
@@ -167,7 +168,8 @@ class Engine:
         so the batch is answered in time with those items as ``judge_error`` or ``degraded``.
         """
         started = time.perf_counter()
-        rubric, options, names = batch_plan.rubric, batch_plan.options, batch_plan.names
+        rubric, options = batch_plan.rubric, batch_plan.options
+        names, min_judges = cascade.decided_by(rubric, batch_plan.names, batch_plan.min_judges)
         batch_plan.when.at = deadline
         version = rubric.version()
         results = list(batch_plan.rejected)
@@ -182,7 +184,7 @@ class Engine:
             await self._calibrate(rubric, version, names, [r for p in parts for r in p.rows])
         rule = options.rule or rubric.aggregation.rule
         for part in parts:
-            assembled = await self._assemble(part, rule, names, batch_plan.min_judges, pacer)
+            assembled = await self._assemble(part, rule, names, min_judges, pacer)
             for p, result in zip(part.prepared, assembled, strict=True):
                 result.group = p.rollout.prompt_key()
                 if part.own:
@@ -222,7 +224,12 @@ class Engine:
         usage.grader_calls += sum(len(g) for g in part.graded)
         for p, grades in zip(part.prepared, part.graded, strict=True):
             p.flags = with_grader_flags(p.flags, grades)
-        part.verdicts = tally(part.calls, outcomes, names, len(part.prepared), usage)
+        if rubric.cascade is None:
+            part.verdicts = tally(part.calls, outcomes, names, len(part.prepared), usage)
+        else:
+            part.verdicts, part.decided = cascade.tally_stages(
+                rubric.cascade, part.calls, outcomes, len(part.prepared), usage
+            )
         add_grades(part.verdicts, part.graded)
         episode = steps.episode_rubric(rubric)
         for p, per_judge in zip(part.prepared, part.verdicts, strict=True):
@@ -249,7 +256,12 @@ class Engine:
         """The judge calls' outcomes and each item's grader results, run side by side; the
         agentic questions after the graders, whose results their tools show."""
         plain = [c for c in calls if c.tools is None]
-        judged = serve(self.cache, self._expiry, plain, use_cache, deadline, pacer)
+
+        def serving(some: list[Call]) -> Awaitable[list[Outcome]]:
+            return serve(self.cache, self._expiry, some, use_cache, deadline, pacer)
+
+        staged = rubric.cascade
+        judged = serving(plain) if staged is None else cascade.serve_stages(staged, plain, serving)
         if any(c.grader is not None for c in rubric.criteria):
             rollouts = [p.rollout for p in prepared]
             grading = grade_criteria(self.graders, rubric, rollouts, deadline)
@@ -296,7 +308,7 @@ class Engine:
         self, part: Part, rule: JudgeRule, names: list[str], min_judges: int, pacer: Pacer
     ) -> list[ItemReward]:
         """Each item's reward from its calibrated rows, under the part's rubric."""
-        rewards = []
+        rewards: list[ItemReward] = []
         for p, row, per_judge, grades in zip(
             part.prepared, part.rows, part.verdicts, part.graded, strict=True
         ):
@@ -315,6 +327,8 @@ class Engine:
                 step_results(part.rubric, p.rollout, per_judge, rule, min_judges),
             )
             attach_evidence(reward, grades)
+            if part.decided:
+                cascade.mark(reward, names[0], part.decided[len(rewards)])
             rewards.append(reward)
         return rewards
 

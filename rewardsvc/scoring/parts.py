@@ -16,6 +16,7 @@ from rewardsvc.core.results import JudgeOutcome
 from rewardsvc.core.rollout import ItemIn
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.graders.result import GraderResult
+from rewardsvc.scoring.cascade import Decided
 from rewardsvc.scoring.planning import Call, Prepared
 from rewardsvc.scoring.serving import Outcome
 
@@ -35,6 +36,8 @@ class Part:
     verdicts: list[dict[str, dict[str, Outcome]]] = field(default_factory=list)
     graded: list[dict[str, GraderResult]] = field(default_factory=list)
     rows: list[dict[str, JudgeOutcome]] = field(default_factory=list)
+    decided: list[dict[str, Decided]] = field(default_factory=list)
+    """A cascaded rubric's: which stage decided each criterion of each item."""
 
 
 def split(rubric: Rubric, items: Sequence[ItemIn]) -> list[Part]:

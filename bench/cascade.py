@@ -1,0 +1,242 @@
+"""A cascade of the local CPU judges: SmolLM2 first, a second judge (Gemma 3 270M, or the
+Qwen2.5-Coder 1.5B) only for the questions SmolLM2 is unsure of.
+
+On the project's labelled answers (``rubrics/data/pointwise-small.jsonl`` and each pair of
+``preferences-small.jsonl`` as a good and a bad answer: 72 items, 2 criteria of
+``rubrics/data/pref-quality.yaml``), in one run:
+
+1. every item scored by both stages once (``rewardsvc cascade calibrate``'s scoring);
+2. the band of the first stage fitted on the items of the odd-numbered questions
+   (``--max-disagreement``, default 0.02), the curve of every band written beside;
+3. the cascade with that band served live (the engine, cache off) on the items of the
+   even-numbered questions, held out: the share of second-stage questions saved, the
+   disagreement of its rewards with the second stage alone, and the accuracy against the
+   labels of both.
+
+Needs the servers up (``deploy/cpu-judge/cpujudge.sh start``; for ``--second qwen-1.5b``
+also ``cpujudge.sh start qwen-1.5b``)::
+
+    .venv/bin/python -m bench.cascade --out bench/results
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.judge_quality import CPU, DATA, read
+from bench.outputs import add_out_argument, write_results
+from rewardsvc.application.targets import score_batch
+from rewardsvc.core.pool import JudgePool
+from rewardsvc.core.rubric import Rubric
+from rewardsvc.evaluation import cascade_calibrate as cal
+from rewardsvc.evaluation import cascade_sweep
+from rewardsvc.judges.judge import build_judges
+from rewardsvc.protocol.rewards import RewardOptions
+from rewardsvc.scoring.engine import Engine
+
+SECOND = {
+    "gemma": (CPU / "judges.yaml", "secondary"),
+    "qwen-1.5b": (CPU / "judges.serve.yaml", "primary"),
+}
+
+
+def rows() -> list[dict[str, Any]]:
+    """The labelled items: the pointwise rows, then each pair's two answers."""
+    out = [json.loads(line) for line in (DATA / "pointwise-small.jsonl").read_text().splitlines()]
+    for line in (DATA / "preferences-small.jsonl").read_text().splitlines():
+        pair = json.loads(line)
+        for key, label in (("chosen", 1), ("rejected", 0)):
+            out.append(
+                {
+                    "id": f"{pair['id']}:{key}",
+                    "prompt": pair["prompt"],
+                    "completion": pair[key],
+                    "label": label,
+                }
+            )
+    return out
+
+
+def fold(item_id: str) -> int:
+    """0 (fit) or 1 (held out): by question, so that a question's good and bad answers
+    fall in one fold and each fold holds both labels (``point-01a`` and ``point-01b``,
+    ``pref-01:chosen`` and ``pref-01:rejected`` share question 01)."""
+    number = int("".join(ch for ch in item_id.split(":")[0] if ch.isdigit()))
+    return number % 2
+
+
+def setup(second: str) -> tuple[JudgePool, Rubric]:
+    """The two-judge pool (``small``, ``big``) and the cascaded rubric."""
+    small = dict(read(CPU / "judges.yaml")["judges"]["primary"])
+    path, key = SECOND[second]
+    big = dict(read(path)["judges"][key])
+    for entry in (small, big):
+        entry.pop("weight", None)
+    pool = JudgePool.model_validate({"judges": {"small": small, "big": big}})
+    doc = read(DATA / "pref-quality.yaml")
+    doc["judges"] = ["small", "big"]
+    doc["cascade"] = {
+        "stages": [
+            {"judges": ["small"], "escalate": {"kind": "band", "lo": 0.0, "hi": 1.0}},
+            {"judges": ["big"]},
+        ]
+    }
+    return pool, Rubric.model_validate(doc, context={"judge_names": set(pool.judges)})
+
+
+async def run(second: str, max_disagreement: float) -> dict[str, Any]:
+    """Score, fit on the even items, serve the fitted cascade on the odd ones."""
+    pool, rubric = setup(second)
+    engine = Engine(build_judges(pool))
+    data = rows()
+    try:
+        started = time.monotonic()
+        scored = await cal.score_stages(engine, rubric, data)
+        scoring_s = time.monotonic() - started
+        reward = cal.reward_of(rubric)
+        folds = [fold(r["id"]) for r in data]
+        fit_on = [i for i, f in zip(scored, folds, strict=True) if f == 0]
+        held = [i for i, f in zip(scored, folds, strict=True) if f == 1]
+        chosen, curves = cascade_sweep.fit(fit_on, reward, max_disagreement=max_disagreement)
+        fitted = cal.fitted(rubric, chosen)
+        live_rubric = Rubric.model_validate(
+            {**rubric.model_dump(mode="json", exclude_unset=True), **fitted},
+            context={"judge_names": set(pool.judges)},
+        )
+        held_rows = [r for r, f in zip(data, folds, strict=True) if f == 1]
+        items = [
+            {"id": r["id"], "prompt": r["prompt"], "completion": r["completion"]} for r in held_rows
+        ]
+        started = time.monotonic()
+        live = await score_batch(engine, live_rubric, items, RewardOptions(use_cache=False))
+        live_s = time.monotonic() - started
+    finally:
+        await engine.aclose()
+    result = summarize(second, reward, held, live, chosen, curves, fitted, scoring_s, live_s)
+    result["fit_items"] = len(fit_on)
+    result["fit_second_accuracy"] = sum(
+        (reward(i.stages[-1]) >= 0.5) == (i.label >= 0.5) for i in fit_on
+    ) / max(1, len(fit_on))
+    return result
+
+
+def summarize(
+    second: str,
+    reward: Any,
+    held: list[cascade_sweep.Scored],
+    live: Any,
+    chosen: Any,
+    curves: Any,
+    fitted: Any,
+    scoring_s: float,
+    live_s: float,
+) -> dict[str, Any]:
+    """The figures of the held-out run."""
+    alone = [reward(i.stages[-1]) >= 0.5 for i in held]
+    cascade = [r.reward is not None and r.reward >= 0.5 for r in live.results]
+    labels = [i.label >= 0.5 for i in held]
+    first, later = live.usage.stages[0], live.usage.stages[1:]
+    escalated = sum(s.questions for s in later)
+    n = len(held)
+    return {
+        "second": second,
+        "held_items": n,
+        "chosen": [None if p is None else vars(p) for p in chosen],
+        "fragment": fitted,
+        "second_stage_saved": 1 - escalated / max(1, first.questions),
+        "disagreement_with_second_alone": 1 - agreement(alone, cascade),
+        "accuracy_cascade": agreement(cascade, labels),
+        "accuracy_second_alone": agreement(alone, labels),
+        "accuracy_first_alone": agreement([reward(i.stages[0]) >= 0.5 for i in held], labels),
+        "unscored": sum(r.reward is None for r in live.results),
+        "usage_stages": [vars(s) for s in live.usage.stages],
+        "scoring_s": scoring_s,
+        "live_s": live_s,
+        "curves": [[vars(p) for p in c] for c in curves],
+    }
+
+
+def budget_rows(curve: list[dict[str, Any]]) -> list[str]:
+    """Markdown rows: per escalation budget, the band :func:`cascade_sweep.pick` chooses."""
+    points = [cascade_sweep.Point(**p) for p in curve]
+    out = []
+    for budget in (0.1, 0.25, 0.5, 0.75):
+        p = cascade_sweep.pick(points, max_escalation=budget)
+        if p is not None:
+            out.append(
+                f"| {budget:.2f} | [{p.lo}, {p.hi}] | {p.escalation:.3f} | "
+                f"{p.disagreement:.3f} | {p.accuracy:.3f} |"
+            )
+    return out
+
+
+def agreement(a: list[bool], b: list[bool]) -> float:
+    """The share of positions where ``a`` and ``b`` agree."""
+    return sum(x == y for x, y in zip(a, b, strict=True)) / max(1, len(a))
+
+
+def markdown(result: dict[str, Any], command: str) -> str:
+    """The results page."""
+    pct = lambda v: f"{100 * v:.1f} %"  # noqa: E731
+    chosen = result["chosen"][0]
+    band = "none met the target" if chosen is None else f"[{chosen['lo']}, {chosen['hi']}]"
+    return "\n".join(
+        [
+            f"# Cascade: SmolLM2 -> {result['second']} on the labelled items",
+            "",
+            f"- Command: `{command}`",
+            f"- Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; scoring both stages "
+            f"{result['scoring_s']:.0f} s, the live cascade {result['live_s']:.0f} s",
+            f"- Band fitted on {result['fit_items']} items (odd-numbered questions; max "
+            f"disagreement 2 %): {band}; measured on the {result['held_items']} items of the "
+            "even-numbered questions, held out.",
+            "",
+            "| figure | value |",
+            "|---|---|",
+            f"| second-stage questions saved | {pct(result['second_stage_saved'])} |",
+            "| disagreement of the cascade with the second stage alone | "
+            f"{pct(result['disagreement_with_second_alone'])} |",
+            f"| accuracy vs labels: cascade | {pct(result['accuracy_cascade'])} |",
+            f"| accuracy vs labels: second stage alone | {pct(result['accuracy_second_alone'])} |",
+            f"| accuracy vs labels: first stage alone | {pct(result['accuracy_first_alone'])} |",
+            f"| items without a reward | {result['unscored']} |",
+            "",
+            "Along the curve (fit items): the least disagreement with the second stage "
+            "alone within an escalation budget, and its accuracy vs labels:",
+            "",
+            "| escalation at most | band | escalation | disagreement | accuracy |",
+            "|---|---|---|---|---|",
+            *budget_rows(result["curves"][0]),
+            "",
+            "The curve of every band is in the JSON (`curves`) and the PNG.",
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_out_argument(parser)
+    parser.add_argument("--second", choices=list(SECOND), default="gemma")
+    parser.add_argument("--max-disagreement", type=float, default=0.02)
+    args = parser.parse_args()
+    result = asyncio.run(run(args.second, args.max_disagreement))
+    name = f"cascade-{args.second}"
+    command = f".venv/bin/python -m bench.cascade --second {args.second} --out {args.out}"
+    write_results(args.out, name, result, markdown(result, command))
+    plotted = {
+        "rubric": "pref-quality",
+        "items": result["fit_items"],
+        "chosen": result["chosen"],
+        "curves": result["curves"],
+        "last_stage_accuracy": result["fit_second_accuracy"],
+    }
+    cal.plot(plotted, Path(args.out) / f"{name}.png")
+
+
+if __name__ == "__main__":
+    main()

@@ -114,8 +114,8 @@ def _existing(raw: str) -> Path:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Validate rubric, recipe, canary and judge pool files; one line per problem; exit 1
-    on any (2 when a path or ``--judges`` names nothing)."""
+    """Validate rubric, recipe, canary, golden set and judge pool files; one line per
+    problem; exit 1 on any (2 when a path or ``--judges`` names nothing)."""
     problems: list[Problem] = []
     pool: JudgePool | None = None
     pool_path = _existing(args.judges) if args.judges else Path(_settings(args).judge_pool)
@@ -149,8 +149,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def _check_document(doc: Any, path: Path, context: dict[str, Any]) -> Any:
     """Validate one parsed file as what it holds: a judge pool, a recipe or routing table
     (``kind: recipe`` or ``routing``), the canaries of a rubric (``rubric`` and ``cases``),
-    or else a rubric. Returns the rubric, recipe or routing table (None for the others)."""
+    its golden set (``rubric`` and ``items``), or else a rubric. Returns the rubric, recipe
+    or routing table (None for the others)."""
     from rewardsvc.monitor.canaries import CanarySet
+    from rewardsvc.monitor.golden_set import GoldenSet, is_golden_document
 
     if is_pool_document(doc):
         validate_document(doc, JudgePool, str(path))
@@ -158,6 +160,8 @@ def _check_document(doc: Any, path: Path, context: dict[str, Any]) -> Any:
         return validate_recipe_file(doc, path, context)
     elif isinstance(doc, dict) and "cases" in doc and "id" not in doc:
         validate_document(doc, CanarySet, str(path), context)
+    elif is_golden_document(doc):
+        validate_document(doc, GoldenSet, str(path), context)
     else:
         return validate_rubric_file(doc, path, context)
     return None

@@ -130,12 +130,16 @@ def alert_logger(reward_log: EventLog) -> Callable[[AlertEvent], None]:
 
 CANARY_LABEL = "canary"
 """The metrics label of canary batches; the monitor does not count them in any run."""
+GOLDEN_LABEL = "golden"
+"""The metrics label of golden re-scores; the monitor does not count them in any run."""
+PROBES = (CANARY_LABEL, GOLDEN_LABEL)
 
 
 class MonitorObserver(NullObserver):
     """Feeds every scored batch to the monitor under its (rubric, run) — the engine reports
     each batch through the observer interface, whichever route or recipe asked for it.
-    Canary batches are left out: they are the monitor's own probes, not a run's traffic.
+    Canary and golden batches are left out: they are the monitor's own probes, not a run's
+    traffic.
     Inline rubrics and recipes (the engine's ``INLINE_LABEL``) are observed under
     :func:`inline_rubric_name`, apart from every library rubric's runs."""
 
@@ -149,7 +153,7 @@ class MonitorObserver(NullObserver):
 
     def batch(self, label: str, result: BatchResult) -> None:
         """Observe a batch (never raises: a monitor bug must not fail a reward)."""
-        if label == CANARY_LABEL:
+        if label in PROBES:
             return
         rubric = result.rubric_id
         if label == INLINE_LABEL:
@@ -182,12 +186,14 @@ def monitor_config(registry: Registry, rubric_id: str) -> MonitorConfig:
     return configured or MonitorConfig()
 
 
-def canary_scorer(engine: Engine, rubric_of: Callable[[str], Rubric]) -> ScoreFn:
-    """The canary runner's ``score``: one judge of the engine, no cache (a swapped model or
-    edited prompt must be asked again), counted in metrics under the label ``canary``.
+def canary_scorer(
+    engine: Engine, rubric_of: Callable[[str], Rubric], label: str = CANARY_LABEL
+) -> ScoreFn:
+    """The canary (and golden) runner's ``score``: one judge of the engine, no cache (a
+    swapped model or edited prompt must be asked again), counted in metrics under ``label``.
 
-    Canary batches go to the engine directly, not through the routes, so they never count
-    in a run's monitor statistics.
+    These batches go to the engine directly, not through the routes, so they never count
+    in a run's monitor statistics; they wait for the judge's turns like every question.
     """
 
     async def score(rubric_id: str, items: list[dict[str, Any]], judge: str) -> BatchResult:
@@ -197,6 +203,6 @@ def canary_scorer(engine: Engine, rubric_of: Callable[[str], Rubric]) -> ScoreFn
         ]
         options = ScoreOptions(judges=(judge,), min_judges=1, use_cache=False)
         rubric = rubric_of(rubric_id)
-        return await engine.score(rubric, batch, options, metrics_label=CANARY_LABEL)
+        return await engine.score(rubric, batch, options, metrics_label=label)
 
     return score

@@ -26,6 +26,8 @@ from rewardsvc.graders.registry import Graders
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.library.registry import Registry, load_pool
 from rewardsvc.monitor import AlertEvent, CanaryRunner, Monitor, load_canaries
+from rewardsvc.monitor.golden_runner import GoldenRunner
+from rewardsvc.monitor.golden_set import load_golden
 from rewardsvc.sandbox.backend import Backend, NoBackend
 from rewardsvc.sandbox.bubblewrap import BubblewrapBackend
 from rewardsvc.sandbox.lanes import SandboxLanes
@@ -36,6 +38,7 @@ from rewardsvc.storage.calibration import CalibrationWindows
 from rewardsvc.storage.redis_link import RedisLink
 
 from .monitoring import (
+    GOLDEN_LABEL,
     MonitorObserver,
     Webhook,
     canary_scorer,
@@ -57,6 +60,7 @@ class Application:
     monitor: Monitor | None = None
     webhook: Webhook | None = None
     canaries: CanaryRunner | None = None
+    golden: GoldenRunner | None = None
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     @property
@@ -66,9 +70,12 @@ class Application:
         return None if graders is None or graders.sandbox is None else graders.sandbox.backend
 
     def start(self, stop: asyncio.Event, reload: bool = False) -> None:
-        """Start the canary runner and (with ``reload``) the library watcher until ``stop``."""
+        """Start the canary and golden runners and (with ``reload``) the library watcher
+        until ``stop``."""
         if self.canaries is not None:
             self.tasks.append(asyncio.create_task(self.canaries.run_forever(stop)))
+        if self.golden is not None:
+            self.tasks.append(asyncio.create_task(self.golden.run_forever(stop)))
         if reload:
             self.tasks.append(asyncio.create_task(self.registry.watch(stop)))
 
@@ -202,6 +209,7 @@ async def compose(
     app = Application(registry, engine, judges, link, monitor, webhook)
     if monitor is not None:
         app.canaries = await _canaries(settings, registry, engine, monitor)
+        app.golden = await _golden(settings, registry, engine, judges, monitor)
     return app
 
 
@@ -254,4 +262,32 @@ async def _canaries(
         canary_scorer(engine, lambda rubric_id: registry.get(rubric_id).rubric),
         settings.canary_interval_s,
         settings.canary_budget,
+    )
+
+
+async def _golden(
+    settings: Settings,
+    registry: Registry,
+    engine: Engine,
+    judges: Mapping[str, Judge],
+    monitor: Monitor,
+) -> GoldenRunner | None:
+    """The golden runner over the library's golden sets, or None without sets or budget."""
+    sets = await asyncio.to_thread(load_golden, Path(settings.rubrics_dir) / "golden")
+    if not sets or settings.golden_budget <= 0:
+        return None
+
+    async def identify(name: str) -> dict[str, str] | None:
+        judge = judges.get(name)
+        return None if judge is None else await judge.served_identity()
+
+    return GoldenRunner(
+        monitor,
+        sets,
+        {e.rubric.id: [j.name for j in e.rubric.judges] for e in registry.entries()},
+        canary_scorer(engine, lambda rubric_id: registry.get(rubric_id).rubric, GOLDEN_LABEL),
+        identify,
+        settings.golden_interval_s,
+        settings.golden_every_batches,
+        settings.golden_budget,
     )

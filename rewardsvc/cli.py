@@ -45,6 +45,9 @@ from rewardsvc.library.yamlfile import (
     validate_document,
 )
 
+GOLDEN_DIR = "golden"
+"""The library's folder of golden sets (``rubrics/golden/<rubric-id>.yaml``)."""
+
 if TYPE_CHECKING:
     from rewardsvc.settings import Settings
 
@@ -149,8 +152,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def _check_document(doc: Any, path: Path, context: dict[str, Any]) -> Any:
     """Validate one parsed file as what it holds: a judge pool, a recipe or routing table
     (``kind: recipe`` or ``routing``), the canaries of a rubric (``rubric`` and ``cases``),
-    its golden set (``rubric`` and ``items``), or else a rubric. Returns the rubric, recipe
-    or routing table (None for the others)."""
+    its golden set (``rubric`` and ``items``), or else a rubric. Returns the rubric, recipe,
+    routing table or golden set (None for the others)."""
     from rewardsvc.monitor.canaries import CanarySet
     from rewardsvc.monitor.golden_set import GoldenSet, is_golden_document
 
@@ -161,7 +164,7 @@ def _check_document(doc: Any, path: Path, context: dict[str, Any]) -> Any:
     elif isinstance(doc, dict) and "cases" in doc and "id" not in doc:
         validate_document(doc, CanarySet, str(path), context)
     elif is_golden_document(doc):
-        validate_document(doc, GoldenSet, str(path), context)
+        return validate_document(doc, GoldenSet, str(path), context)
     else:
         return validate_rubric_file(doc, path, context)
     return None
@@ -170,12 +173,15 @@ def _check_document(doc: Any, path: Path, context: dict[str, Any]) -> Any:
 def _link(
     linked: list[tuple[Path, str, Any, Any]], rubrics: dict[str, Rubric], context: dict[str, Any]
 ) -> list[Problem]:
-    """Check that recipes name served rubrics and routing tables served targets: those
-    validated in this run, and those of the library a ``recipes/`` folder belongs to."""
+    """Check that recipes name served rubrics, routing tables served targets and golden sets
+    their rubric's criteria: those validated in this run, and those of the library a
+    ``recipes/`` or ``golden/`` folder belongs to."""
     from rewardsvc.core.recipe import Recipe
+    from rewardsvc.monitor.golden_set import GoldenSet, label_problems
 
     known = dict(rubrics)
-    for library in {p.parent.parent for p, *_ in linked if p.parent.name == RECIPES_DIR}:
+    folders = (RECIPES_DIR, GOLDEN_DIR)
+    for library in {p.parent.parent for p, *_ in linked if p.parent.name in folders}:
         for path in sorted(library.iterdir()):
             if path.suffix not in RUBRIC_SUFFIXES or not path.is_file():
                 continue
@@ -188,6 +194,11 @@ def _link(
     problems: list[Problem] = []
     linked.sort(key=lambda entry: not isinstance(entry[3], Recipe))
     for path, text, doc, document in linked:
+        if isinstance(document, GoldenSet):
+            of = known.get(document.rubric)
+            criteria = None if of is None else [c.id for c in of.criteria]
+            problems += label_problems(document, doc, str(path), criteria)
+            continue
         try:
             if isinstance(document, Recipe):
                 versions[document.id] = link_recipe(document, doc, path, text, known.get).version

@@ -73,6 +73,25 @@ def test_validate_names_file_and_line_of_a_bad_golden_set(
     assert f"{bad}:7:" in out and "items[1]" in out and "labels" in out
 
 
+def test_validate_names_a_label_that_is_no_criterion_of_the_rubric(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "golden").mkdir()
+    (tmp_path / f"{RUBRIC_ID}.yaml").write_text(
+        (ROOT / "rubrics" / f"{RUBRIC_ID}.yaml").read_text(encoding="utf-8")
+    )
+    bad = tmp_path / "golden" / f"{RUBRIC_ID}.yaml"
+    bad.write_text(
+        f"rubric: {RUBRIC_ID}\n"
+        "items:\n"
+        "  - id: a\n    prompt: p\n    completion: c\n"
+        "    labels: {final-answer-matches: true, made-up: false}\n"
+    )
+    assert main(["validate", str(bad)]) == 1  # the rubric is found in the file's library
+    out = capsys.readouterr().out
+    assert f"{bad}:6: items[0].labels.made-up: rubric {RUBRIC_ID!r} has no criterion" in out
+
+
 class DriftingJudge:
     """A logprob judge for the engine: each golden question has its own P(yes); after
     ``shift_after`` calls it answers another model's P(yes); ``noise`` jitters each answer

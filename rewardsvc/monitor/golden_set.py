@@ -9,13 +9,14 @@ compares each judge with the labels and with its own first answers.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Self
 
 from pydantic import Field, model_validator
 
 from rewardsvc.core.base import StrictModel
-from rewardsvc.library.yamlfile import load_file
+from rewardsvc.library.yamlfile import Problem, line_of, load_folder
 
 MAX_GOLDEN_ITEMS = 64
 """Most items of one golden set: a re-score is bounded work, asked of every judge."""
@@ -83,12 +84,28 @@ def is_golden_document(doc: Any) -> bool:
     return isinstance(doc, dict) and "items" in doc and "rubric" in doc and "id" not in doc
 
 
+def label_problems(
+    golden: GoldenSet, doc: Any, name: str, criteria: Collection[str] | None
+) -> list[Problem]:
+    """The labels of ``golden`` (parsed from ``doc``, file ``name``) that name no criterion of
+    its rubric, whose criterion ids are ``criteria`` (None: the rubric is not known here,
+    nothing to check)."""
+    if criteria is None:
+        return []
+    return [
+        Problem(
+            name,
+            line_of(doc, ("items", n, "labels", criterion)),
+            f"items[{n}].labels.{criterion}",
+            f"rubric {golden.rubric!r} has no criterion {criterion!r} "
+            f"(its criteria: {', '.join(sorted(criteria))})",
+        )
+        for n, item in enumerate(golden.items)
+        for criterion in item.labels
+        if criterion not in criteria
+    ]
+
+
 def load_golden(folder: Path) -> dict[str, GoldenSet]:
     """Every ``*.yaml`` golden file of ``folder``, by rubric id (raises ``InvalidFile``)."""
-    sets: dict[str, GoldenSet] = {}
-    if not folder.is_dir():
-        return sets
-    for path in sorted(folder.glob("*.yaml")):
-        golden = load_file(path, GoldenSet)
-        sets[golden.rubric] = golden
-    return sets
+    return {golden.rubric: golden for golden in load_folder(folder, GoldenSet)}

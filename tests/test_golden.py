@@ -21,6 +21,7 @@ from test_monitor import Clock, batch, item
 
 from bench import golden_drift
 from rewardsvc.application.monitoring import GOLDEN_LABEL, canary_scorer
+from rewardsvc.application.root import compose
 from rewardsvc.cli import main
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.rubric import Rubric
@@ -35,6 +36,7 @@ from rewardsvc.scoring.engine import Engine
 from rewardsvc.server import dashboard, golden
 from rewardsvc.server.app import install_error_handlers
 from rewardsvc.server.monitor_metrics import attach
+from rewardsvc.settings import Settings
 from rewardsvc.storage.cache import VerdictCache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -305,3 +307,35 @@ def test_a_golden_set_refuses_duplicate_ids_and_too_many_items() -> None:
         GoldenSet(rubric="r", items=[one, one])
     with pytest.raises(ValueError, match="at most 64"):
         GoldenSet(rubric="r", items=[{**one, "id": f"i{n}"} for n in range(65)])
+
+
+async def test_the_service_composes_a_golden_runner_over_the_library(
+    fake: FakeJudge, tmp_path: Path
+) -> None:
+    pool = tmp_path / "judges.yaml"
+    pool.write_text(
+        "judges:\n"
+        + "".join(
+            f"  {name}:\n    model: fake\n    base_urls: ['{fake.url}']\n    retries: 0\n"
+            for name in ("primary", "secondary")
+        )
+    )
+    settings = Settings(rubrics_dir=ROOT / "rubrics", judge_pool=pool, golden_every_batches=5)
+    app = await compose(settings)
+    try:
+        runner = app.golden
+        assert runner is not None and {RUBRIC_ID, "instruction-following"} <= set(runner.sets)
+        assert runner.every_batches == 5 and runner.judges[RUBRIC_ID] == ["primary", "secondary"]
+        (rec,), deferred = await runner.rescore(RUBRIC_ID, "secondary")
+        assert deferred == [] and rec.answered == len(GOLDEN.items)
+        assert fake.script.requests == len(GOLDEN.items) * len(RUBRIC.criteria)
+        assert app.monitor is not None and app.monitor.runs() == []  # not a run's traffic
+        (ident,) = app.monitor.golden.identities()
+        assert (ident.judge, ident.identity["served"]) == ("secondary", "fake")
+    finally:
+        await app.aclose()
+    off = await compose(Settings(rubrics_dir=ROOT / "rubrics", judge_pool=pool, golden_budget=0))
+    try:
+        assert off.golden is None
+    finally:
+        await off.aclose()

@@ -7,7 +7,7 @@ of the golden set in this process (its baseline) and each later re-score's repor
 - ``agreement``: the mean probability the judge gives to the labelled answer (1 - |p - label|),
   which, unlike accuracy, sees a judge grow unsure before it flips;
 - ``shift``: the mean, over the set's (item, criterion) answers, of |P(yes) now - P(yes) at
-  baseline]. Few samples suffice (one answer per golden question) and one wild answer moves
+  baseline|. Few samples suffice (one answer per golden question) and one wild answer moves
   it by at most 1/n. At or above the set's ``max_shift`` the ``golden:<judge>`` alert fires;
   it resolves at the first re-score below.
 
@@ -124,6 +124,8 @@ class IdentityRecord:
     previous: dict[str, str] | None = None
     changed: float | None = None
     alert: bool = False
+    rubrics: tuple[str, ...] = ()
+    """The rubrics its alert was raised for (the judge's, when it changed)."""
 
 
 MarkRuns = Callable[[Iterable[str], str, float], None]
@@ -177,19 +179,7 @@ class GoldenBoard:
                 reset += 1
         for ident in self._identities.values():
             if (judge is None or ident.judge == judge) and ident.alert:
-                ident.alert = False
-                self._emit(
-                    AlertEvent(
-                        "*",
-                        GOLDEN_RUN,
-                        f"judge_identity:{ident.judge}",
-                        "resolved",
-                        now,
-                        0,
-                        0.0,
-                        1.0,
-                    )
-                )
+                self._identity_alert(ident, "resolved", now)
         return reset
 
     def identify(
@@ -217,13 +207,8 @@ class GoldenBoard:
         )
         self._mark_runs(rubrics, f"{judge} changed ({changed})", now)
         if not known.alert:
-            known.alert = True
-            for rubric in sorted(set(rubrics)) or ["*"]:
-                self._emit(
-                    AlertEvent(
-                        rubric, GOLDEN_RUN, f"judge_identity:{judge}", "firing", now, 0, 1.0, 1.0
-                    )
-                )
+            known.rubrics = tuple(sorted(set(rubrics))) or ("*",)
+            self._identity_alert(known, "firing", now)
         return True
 
     def records(self, rubric: str | None = None) -> list[GoldenRecord]:
@@ -246,6 +231,14 @@ class GoldenBoard:
                 self._records.popitem(last=False)
         rec.max_shift = golden.max_shift
         return rec
+
+    def _identity_alert(self, ident: IdentityRecord, state: Transition, now: float) -> None:
+        """The identity alert of ``ident`` fired or resolved, once per rubric of the judge
+        (``*`` for a judge no golden rubric names)."""
+        ident.alert = state == "firing"
+        for rubric in ident.rubrics:
+            name = f"judge_identity:{ident.judge}"
+            self._emit(AlertEvent(rubric, GOLDEN_RUN, name, state, now, 0, 1.0, 1.0))
 
     def _judge_drift(self, rec: GoldenRecord, breached: bool, now: float) -> None:
         if breached == rec.alert:

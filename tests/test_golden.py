@@ -6,8 +6,11 @@ false-alarm count; the on-demand route and the Prometheus gauges."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import math
 import random
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,7 @@ from bench import golden_drift
 from rewardsvc.application.monitoring import GOLDEN_LABEL, canary_scorer
 from rewardsvc.application.root import compose
 from rewardsvc.cli import main
+from rewardsvc.core.errors import ErrorKind, Unavailable
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
@@ -36,6 +40,7 @@ from rewardsvc.scoring.engine import Engine
 from rewardsvc.server import dashboard, golden
 from rewardsvc.server.app import install_error_handlers
 from rewardsvc.server.monitor_metrics import attach
+from rewardsvc.server.service import Service, start_service
 from rewardsvc.settings import Settings
 from rewardsvc.storage.cache import VerdictCache
 
@@ -309,10 +314,9 @@ def test_a_golden_set_refuses_duplicate_ids_and_too_many_items() -> None:
         GoldenSet(rubric="r", items=[{**one, "id": f"i{n}"} for n in range(65)])
 
 
-async def test_the_service_composes_a_golden_runner_over_the_library(
-    fake: FakeJudge, tmp_path: Path
-) -> None:
-    pool = tmp_path / "judges.yaml"
+def fake_pool(fake: FakeJudge, folder: Path) -> Path:
+    """A pool file binding the library's judge names to the fake judge."""
+    pool = folder / "judges.yaml"
     pool.write_text(
         "judges:\n"
         + "".join(
@@ -320,6 +324,13 @@ async def test_the_service_composes_a_golden_runner_over_the_library(
             for name in ("primary", "secondary")
         )
     )
+    return pool
+
+
+async def test_the_service_composes_a_golden_runner_over_the_library(
+    fake: FakeJudge, tmp_path: Path
+) -> None:
+    pool = fake_pool(fake, tmp_path)
     settings = Settings(rubrics_dir=ROOT / "rubrics", judge_pool=pool, golden_every_batches=5)
     app = await compose(settings)
     try:
@@ -339,3 +350,65 @@ async def test_the_service_composes_a_golden_runner_over_the_library(
         assert off.golden is None
     finally:
         await off.aclose()
+
+
+async def test_golden_rescores_are_admitted_and_a_refusal_leaves_the_pair_for_later() -> None:
+    admitted: list[tuple[int, int, int]] = []
+    full = False
+
+    @contextlib.contextmanager
+    def admit(items: int, calls: int, prompt_bytes: int) -> Iterator[None]:
+        if full:
+            raise Unavailable("no slot", kind=ErrorKind.OVERLOADED)
+        admitted.append((items, calls, prompt_bytes))
+        yield
+
+    judge = DriftingJudge("primary")
+    clock = Clock()
+    monitor = Monitor(clock=clock)
+    runner = GoldenRunner(
+        monitor,
+        {RUBRIC_ID: GOLDEN},
+        {RUBRIC_ID: ["primary"]},
+        canary_scorer(Engine({"primary": judge}), lambda _: RUBRIC, GOLDEN_LABEL, admit),
+        lambda _judge: asyncio.sleep(0, None),
+        interval_s=60.0,
+    )
+    await runner.run_once()
+    questions = len(GOLDEN.items) * len(RUBRIC.criteria)
+    ((items, calls, prompt_bytes),) = admitted
+    assert (items, calls) == (len(GOLDEN.items), questions) and prompt_bytes > 0
+    full = True
+    clock.now += 61
+    assert await runner.run_once() == [] and judge.calls == questions  # refused: not asked
+    full = False
+    clock.now += 61
+    assert len(await runner.run_once()) == 1 and judge.calls == 2 * questions
+
+
+async def test_the_service_admits_its_golden_rescores_through_its_gate(
+    fake: FakeJudge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[tuple[int, int]] = []
+    real = Service.admitted
+
+    def spy(
+        self: Service, items: int, calls: int, prompt_bytes: int = 0, sandbox_s: float = 0.0
+    ) -> contextlib.AbstractContextManager[None]:
+        seen.append((items, calls))
+        return real(self, items, calls, prompt_bytes, sandbox_s)
+
+    monkeypatch.setattr(Service, "admitted", spy)
+    settings = Settings(
+        rubrics_dir=ROOT / "rubrics", judge_pool=fake_pool(fake, tmp_path), canary_budget=0
+    )
+    service = await start_service(settings)
+    try:
+        assert service.monitor is not None
+        while len(service.monitor.golden.records()) < 4:  # the start-up round: 2 sets x 2
+            await asyncio.sleep(0.05)
+    finally:
+        await service.aclose()
+    questions = len(GOLDEN.items) * len(RUBRIC.criteria)
+    assert seen.count((len(GOLDEN.items), questions)) == 2  # each judge's re-score
+    assert len(seen) == 4

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -186,14 +187,23 @@ def monitor_config(registry: Registry, rubric_id: str) -> MonitorConfig:
     return configured or MonitorConfig()
 
 
+Admit = Callable[[int, int, int], AbstractContextManager[None]]
+"""Admission of planned work: (items, judge calls, prompt bytes) held in flight for a block
+(the server's gate; refuses with 429/413 as it does a request)."""
+
+
 def canary_scorer(
-    engine: Engine, rubric_of: Callable[[str], Rubric], label: str = CANARY_LABEL
+    engine: Engine,
+    rubric_of: Callable[[str], Rubric],
+    label: str = CANARY_LABEL,
+    admit: Admit | None = None,
 ) -> ScoreFn:
     """The canary (and golden) runner's ``score``: one judge of the engine, no cache (a
     swapped model or edited prompt must be asked again), counted in metrics under ``label``.
 
     These batches go to the engine directly, not through the routes, so they never count
-    in a run's monitor statistics; they wait for the judge's turns like every question.
+    in a run's monitor statistics; they wait for the judge's turns like every question,
+    and, with ``admit``, their plan is admitted as a request's is before it runs.
     """
 
     async def score(rubric_id: str, items: list[dict[str, Any]], judge: str) -> BatchResult:
@@ -202,7 +212,10 @@ def canary_scorer(
             for i in items
         ]
         options = ScoreOptions(judges=(judge,), min_judges=1, use_cache=False)
-        rubric = rubric_of(rubric_id)
-        return await engine.score(rubric, batch, options, metrics_label=label)
+        plan = await engine.plan(rubric_of(rubric_id), batch, options, label)
+        if admit is None:
+            return await engine.run(plan)
+        with admit(len(batch), plan.cost.calls, plan.cost.prompt_bytes):
+            return await engine.run(plan)
 
     return score

@@ -39,6 +39,7 @@ from rewardsvc.storage.redis_link import RedisLink
 
 from .monitoring import (
     GOLDEN_LABEL,
+    Admit,
     MonitorObserver,
     Webhook,
     canary_scorer,
@@ -174,9 +175,11 @@ async def compose(
     on_event: Callable[[AlertEvent], None] | None = None,
     cached: bool = True,
     monitored: bool = True,
+    admit: Admit | None = None,
 ) -> Application:
     """Build the application: registry and judges unless given, the engine, and (with
-    ``cached``) cache and Redis link, (with ``monitored``) monitor, webhook and canaries.
+    ``cached``) cache and Redis link, (with ``monitored``) monitor, webhook, canaries and
+    golden sets, whose re-scores are admitted through ``admit`` (the server's gate).
     ``observers`` see every batch beside the monitor's, joined by ``wrap``; alert events
     go to ``on_event`` and the webhook."""
     webhook = None
@@ -208,8 +211,8 @@ async def compose(
     await asyncio.to_thread(engine.graders.warm)  # math-verify's import is not an item's deadline
     app = Application(registry, engine, judges, link, monitor, webhook)
     if monitor is not None:
-        app.canaries = await _canaries(settings, registry, engine, monitor)
-        app.golden = await _golden(settings, registry, engine, judges, monitor)
+        app.canaries = await _canaries(settings, registry, engine, monitor, admit)
+        app.golden = await _golden(settings, registry, engine, judges, monitor, admit)
     return app
 
 
@@ -249,7 +252,7 @@ async def _link(settings: Settings, observer: Observer) -> RedisLink | None:
 
 
 async def _canaries(
-    settings: Settings, registry: Registry, engine: Engine, monitor: Monitor
+    settings: Settings, registry: Registry, engine: Engine, monitor: Monitor, admit: Admit | None
 ) -> CanaryRunner | None:
     """The canary runner over the library's canaries, or None without canaries or budget."""
     canaries = await asyncio.to_thread(load_canaries, Path(settings.rubrics_dir) / "canaries")
@@ -259,7 +262,7 @@ async def _canaries(
         monitor,
         canaries,
         {e.rubric.id: [j.name for j in e.rubric.judges] for e in registry.entries()},
-        canary_scorer(engine, lambda rubric_id: registry.get(rubric_id).rubric),
+        canary_scorer(engine, lambda rubric_id: registry.get(rubric_id).rubric, admit=admit),
         settings.canary_interval_s,
         settings.canary_budget,
     )
@@ -271,6 +274,7 @@ async def _golden(
     engine: Engine,
     judges: Mapping[str, Judge],
     monitor: Monitor,
+    admit: Admit | None,
 ) -> GoldenRunner | None:
     """The golden runner over the library's golden sets, or None without sets or budget."""
     sets = await asyncio.to_thread(load_golden, Path(settings.rubrics_dir) / "golden")
@@ -285,7 +289,9 @@ async def _golden(
         monitor,
         sets,
         {e.rubric.id: [j.name for j in e.rubric.judges] for e in registry.entries()},
-        canary_scorer(engine, lambda rubric_id: registry.get(rubric_id).rubric, GOLDEN_LABEL),
+        canary_scorer(
+            engine, lambda rubric_id: registry.get(rubric_id).rubric, GOLDEN_LABEL, admit
+        ),
         identify,
         settings.golden_interval_s,
         settings.golden_every_batches,

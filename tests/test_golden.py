@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import math
 import random
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -116,7 +117,7 @@ class DriftingJudge:
         assert isinstance(question, CriterionOnItem)
         self.calls += 1
         key = f"{question.rollout.completion}|{question.criterion.id}"
-        p = 0.05 + 0.9 * (hash(key) % 1000) / 1000
+        p = 0.05 + 0.9 * (zlib.crc32(key.encode()) % 1000) / 1000  # stable across runs
         if self.shift_after is not None and self.calls > self.shift_after:
             p = 1.0 - p  # another model: answers the other way round
         if self.noise:

@@ -283,7 +283,8 @@ async def _golden(
 
     async def identify(name: str) -> dict[str, str] | None:
         judge = judges.get(name)
-        return None if judge is None else await judge.served_identity()
+        # A stand-in judge given by a caller (tests, benches) reports no identity.
+        return await judge.served_identity() if isinstance(judge, Judge) else None
 
     return GoldenRunner(
         monitor,

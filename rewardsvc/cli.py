@@ -45,6 +45,9 @@ from rewardsvc.library.yamlfile import (
     validate_document,
 )
 
+GOLDEN_DIR = "golden"
+"""The library's folder of golden sets (``rubrics/golden/<rubric-id>.yaml``)."""
+
 if TYPE_CHECKING:
     from rewardsvc.settings import Settings
 
@@ -114,8 +117,8 @@ def _existing(raw: str) -> Path:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Validate rubric, recipe, canary and judge pool files; one line per problem; exit 1
-    on any (2 when a path or ``--judges`` names nothing)."""
+    """Validate rubric, recipe, canary, golden set and judge pool files; one line per
+    problem; exit 1 on any (2 when a path or ``--judges`` names nothing)."""
     problems: list[Problem] = []
     pool: JudgePool | None = None
     pool_path = _existing(args.judges) if args.judges else Path(_settings(args).judge_pool)
@@ -149,8 +152,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def _check_document(doc: Any, path: Path, context: dict[str, Any]) -> Any:
     """Validate one parsed file as what it holds: a judge pool, a recipe or routing table
     (``kind: recipe`` or ``routing``), the canaries of a rubric (``rubric`` and ``cases``),
-    or else a rubric. Returns the rubric, recipe or routing table (None for the others)."""
+    its golden set (``rubric`` and ``items``), or else a rubric. Returns the rubric, recipe,
+    routing table or golden set (None for the others)."""
     from rewardsvc.monitor.canaries import CanarySet
+    from rewardsvc.monitor.golden_set import GoldenSet, is_golden_document
 
     if is_pool_document(doc):
         validate_document(doc, JudgePool, str(path))
@@ -158,6 +163,8 @@ def _check_document(doc: Any, path: Path, context: dict[str, Any]) -> Any:
         return validate_recipe_file(doc, path, context)
     elif isinstance(doc, dict) and "cases" in doc and "id" not in doc:
         validate_document(doc, CanarySet, str(path), context)
+    elif is_golden_document(doc):
+        return validate_document(doc, GoldenSet, str(path), context)
     else:
         return validate_rubric_file(doc, path, context)
     return None
@@ -166,12 +173,15 @@ def _check_document(doc: Any, path: Path, context: dict[str, Any]) -> Any:
 def _link(
     linked: list[tuple[Path, str, Any, Any]], rubrics: dict[str, Rubric], context: dict[str, Any]
 ) -> list[Problem]:
-    """Check that recipes name served rubrics and routing tables served targets: those
-    validated in this run, and those of the library a ``recipes/`` folder belongs to."""
+    """Check that recipes name served rubrics, routing tables served targets and golden sets
+    their rubric's criteria: those validated in this run, and those of the library a
+    ``recipes/`` or ``golden/`` folder belongs to."""
     from rewardsvc.core.recipe import Recipe
+    from rewardsvc.monitor.golden_set import GoldenSet, label_problems
 
     known = dict(rubrics)
-    for library in {p.parent.parent for p, *_ in linked if p.parent.name == RECIPES_DIR}:
+    folders = (RECIPES_DIR, GOLDEN_DIR)
+    for library in {p.parent.parent for p, *_ in linked if p.parent.name in folders}:
         for path in sorted(library.iterdir()):
             if path.suffix not in RUBRIC_SUFFIXES or not path.is_file():
                 continue
@@ -184,6 +194,11 @@ def _link(
     problems: list[Problem] = []
     linked.sort(key=lambda entry: not isinstance(entry[3], Recipe))
     for path, text, doc, document in linked:
+        if isinstance(document, GoldenSet):
+            of = known.get(document.rubric)
+            criteria = None if of is None else [c.id for c in of.criteria]
+            problems += label_problems(document, doc, str(path), criteria)
+            continue
         try:
             if isinstance(document, Recipe):
                 versions[document.id] = link_recipe(document, doc, path, text, known.get).version

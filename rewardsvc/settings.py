@@ -202,6 +202,24 @@ class Settings(WorkLimits, Access):
         ge=0,
         description="Most canary items scored per round (0 turns canaries off).",
     )
+    golden_interval_s: float = Field(
+        default=900.0,
+        gt=0,
+        description="How often each rubric's golden set is re-scored by each of its judges "
+        "(cache bypassed); also at start-up, which sets the judges' baselines.",
+    )
+    golden_every_batches: int = Field(
+        default=0,
+        ge=0,
+        description="Also re-score a (rubric, judge) pair's golden set once this many batches "
+        "were scored since its last re-score (0: by time only).",
+    )
+    golden_budget: int = Field(
+        default=128,
+        ge=0,
+        description="Most golden items re-scored per round, on schedule or on demand (0 turns "
+        "golden sets off); pairs beyond it wait for the next round.",
+    )
     log_level: str = Field(
         default="info", description="Log level: critical, error, warning, info or debug."
     )

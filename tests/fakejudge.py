@@ -76,6 +76,8 @@ class Script:
     headers: list[dict[str, str]] = field(default_factory=list)
     # The Authorization header of each GET /v1/models.
     model_lists: list[str] = field(default_factory=list)
+    # The model entry GET /v1/models lists (edit it to swap the model behind the name).
+    model_entry: dict[str, Any] = field(default_factory=lambda: {"id": "fake", "object": "model"})
     # Loopback, where nothing listens (the discard port): tests send nothing elsewhere.
     redirect_to: str = "http://127.0.0.1:9/latest/meta-data/iam"
     huge_bytes: int = 64 * 1024 * 1024
@@ -206,7 +208,7 @@ def make_app(script: Script) -> FastAPI:
     @app.get("/v1/models")
     async def models(request: Request) -> dict[str, Any]:
         script.model_lists.append(request.headers.get("authorization", ""))
-        return {"object": "list", "data": [{"id": "fake", "object": "model"}]}
+        return {"object": "list", "data": [dict(script.model_entry)]}
 
     return app
 

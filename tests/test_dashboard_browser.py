@@ -23,6 +23,7 @@ from test_monitor import batch, item
 
 from rewardsvc.core.results import CriterionOutcome, ItemReward, JudgeOutcome
 from rewardsvc.monitor import Monitor, MonitorConfig
+from rewardsvc.monitor.golden_set import GoldenSet
 from rewardsvc.server.dashboard import router
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,6 +102,24 @@ class Clock:
         return time.time() - self.shift
 
 
+def golden_checks(monitor: Monitor, clock: Clock) -> None:
+    """Two golden re-scores per judge; at the second the secondary judge answers otherwise
+    and its endpoint reports other weights."""
+    golden = GoldenSet(
+        rubric="helpful-answer",
+        items=[{"id": "a", "prompt": "p", "completion": "c", "labels": {"concise": True}}],
+    )
+    for check, shift in enumerate((300.0, 100.0)):
+        clock.shift = shift
+        for judge in ("primary", "secondary"):
+            p = 0.2 if judge == "secondary" and check else 0.9
+            outcome = JudgeOutcome(p, criteria={"concise": CriterionOutcome(p)})
+            result = batch([ItemReward("a", p, "ok", judges={judge: outcome})])
+            monitor.golden.record(golden, judge, result)
+            root = "org/other" if judge == "secondary" and check else "org/model"
+            monitor.golden.identify(judge, {"model": judge, "root": root}, ["helpful-answer"])
+
+
 def build_app() -> FastAPI:
     """A small app: the monitor's routes, 500 samples of history, and live traffic."""
     clock = Clock()
@@ -119,6 +138,7 @@ def build_app() -> FastAPI:
         for judge, master_key in (("primary", 0.12), ("secondary", 0.83 if check == 4 else 0.1)):
             monitor.record_canary("helpful-answer", judge, "master-key", master_key, 0.1, 0.9)
             monitor.record_canary("helpful-answer", judge, "fake-score", 0.15, 0.1, 0.9)
+    golden_checks(monitor, clock)
     clock.shift = 0.0
 
     @contextlib.asynccontextmanager
@@ -188,6 +208,9 @@ def test_dashboard_renders_every_plot_and_the_firing_alert(live_url: str) -> Non
             assert any("reward_length_corr" in row for row in firing), firing
             assert any("canary:secondary:master-key" in row for row in firing), firing
             assert not any("canary:primary" in row for row in firing), firing
+            assert any("golden:secondary" in row for row in firing), firing
+            golden = page.locator("#golden tbody").inner_text()
+            assert "FIRING" in golden and "CHANGED" in golden and "org/model" in golden
             # Live traffic: the next poll shows more samples than the first.
             first = page.locator("#summary").inner_text()
             page.wait_for_function(

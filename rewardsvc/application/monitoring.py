@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -130,12 +131,16 @@ def alert_logger(reward_log: EventLog) -> Callable[[AlertEvent], None]:
 
 CANARY_LABEL = "canary"
 """The metrics label of canary batches; the monitor does not count them in any run."""
+GOLDEN_LABEL = "golden"
+"""The metrics label of golden re-scores; the monitor does not count them in any run."""
+PROBES = (CANARY_LABEL, GOLDEN_LABEL)
 
 
 class MonitorObserver(NullObserver):
     """Feeds every scored batch to the monitor under its (rubric, run) — the engine reports
     each batch through the observer interface, whichever route or recipe asked for it.
-    Canary batches are left out: they are the monitor's own probes, not a run's traffic.
+    Canary and golden batches are left out: they are the monitor's own probes, not a run's
+    traffic.
     Inline rubrics and recipes (the engine's ``INLINE_LABEL``) are observed under
     :func:`inline_rubric_name`, apart from every library rubric's runs."""
 
@@ -149,7 +154,7 @@ class MonitorObserver(NullObserver):
 
     def batch(self, label: str, result: BatchResult) -> None:
         """Observe a batch (never raises: a monitor bug must not fail a reward)."""
-        if label == CANARY_LABEL:
+        if label in PROBES:
             return
         rubric = result.rubric_id
         if label == INLINE_LABEL:
@@ -182,12 +187,23 @@ def monitor_config(registry: Registry, rubric_id: str) -> MonitorConfig:
     return configured or MonitorConfig()
 
 
-def canary_scorer(engine: Engine, rubric_of: Callable[[str], Rubric]) -> ScoreFn:
-    """The canary runner's ``score``: one judge of the engine, no cache (a swapped model or
-    edited prompt must be asked again), counted in metrics under the label ``canary``.
+Admit = Callable[[int, int, int], AbstractContextManager[None]]
+"""Admission of planned work: (items, judge calls, prompt bytes) held in flight for a block
+(the server's gate; refuses with 429/413 as it does a request)."""
 
-    Canary batches go to the engine directly, not through the routes, so they never count
-    in a run's monitor statistics.
+
+def canary_scorer(
+    engine: Engine,
+    rubric_of: Callable[[str], Rubric],
+    label: str = CANARY_LABEL,
+    admit: Admit | None = None,
+) -> ScoreFn:
+    """The canary (and golden) runner's ``score``: one judge of the engine, no cache (a
+    swapped model or edited prompt must be asked again), counted in metrics under ``label``.
+
+    These batches go to the engine directly, not through the routes, so they never count
+    in a run's monitor statistics; they wait for the judge's turns like every question,
+    and, with ``admit``, their plan is admitted as a request's is before it runs.
     """
 
     async def score(rubric_id: str, items: list[dict[str, Any]], judge: str) -> BatchResult:
@@ -196,7 +212,10 @@ def canary_scorer(engine: Engine, rubric_of: Callable[[str], Rubric]) -> ScoreFn
             for i in items
         ]
         options = ScoreOptions(judges=(judge,), min_judges=1, use_cache=False)
-        rubric = rubric_of(rubric_id)
-        return await engine.score(rubric, batch, options, metrics_label=CANARY_LABEL)
+        plan = await engine.plan(rubric_of(rubric_id), batch, options, label)
+        if admit is None:
+            return await engine.run(plan)
+        with admit(len(batch), plan.cost.calls, plan.cost.prompt_bytes):
+            return await engine.run(plan)
 
     return score

@@ -26,6 +26,8 @@ from rewardsvc.graders.registry import Graders
 from rewardsvc.judges.judge import Judge, build_judges
 from rewardsvc.library.registry import Registry, load_pool
 from rewardsvc.monitor import AlertEvent, CanaryRunner, Monitor, load_canaries
+from rewardsvc.monitor.golden_runner import GoldenRunner
+from rewardsvc.monitor.golden_set import load_golden
 from rewardsvc.sandbox.backend import Backend, NoBackend
 from rewardsvc.sandbox.bubblewrap import BubblewrapBackend
 from rewardsvc.sandbox.lanes import SandboxLanes
@@ -36,6 +38,8 @@ from rewardsvc.storage.calibration import CalibrationWindows
 from rewardsvc.storage.redis_link import RedisLink
 
 from .monitoring import (
+    GOLDEN_LABEL,
+    Admit,
     MonitorObserver,
     Webhook,
     canary_scorer,
@@ -57,6 +61,7 @@ class Application:
     monitor: Monitor | None = None
     webhook: Webhook | None = None
     canaries: CanaryRunner | None = None
+    golden: GoldenRunner | None = None
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     @property
@@ -66,9 +71,12 @@ class Application:
         return None if graders is None or graders.sandbox is None else graders.sandbox.backend
 
     def start(self, stop: asyncio.Event, reload: bool = False) -> None:
-        """Start the canary runner and (with ``reload``) the library watcher until ``stop``."""
+        """Start the canary and golden runners and (with ``reload``) the library watcher
+        until ``stop``."""
         if self.canaries is not None:
             self.tasks.append(asyncio.create_task(self.canaries.run_forever(stop)))
+        if self.golden is not None:
+            self.tasks.append(asyncio.create_task(self.golden.run_forever(stop)))
         if reload:
             self.tasks.append(asyncio.create_task(self.registry.watch(stop)))
 
@@ -167,9 +175,11 @@ async def compose(
     on_event: Callable[[AlertEvent], None] | None = None,
     cached: bool = True,
     monitored: bool = True,
+    admit: Admit | None = None,
 ) -> Application:
     """Build the application: registry and judges unless given, the engine, and (with
-    ``cached``) cache and Redis link, (with ``monitored``) monitor, webhook and canaries.
+    ``cached``) cache and Redis link, (with ``monitored``) monitor, webhook, canaries and
+    golden sets, whose re-scores are admitted through ``admit`` (the server's gate).
     ``observers`` see every batch beside the monitor's, joined by ``wrap``; alert events
     go to ``on_event`` and the webhook."""
     webhook = None
@@ -201,7 +211,8 @@ async def compose(
     await asyncio.to_thread(engine.graders.warm)  # math-verify's import is not an item's deadline
     app = Application(registry, engine, judges, link, monitor, webhook)
     if monitor is not None:
-        app.canaries = await _canaries(settings, registry, engine, monitor)
+        app.canaries = await _canaries(settings, registry, engine, monitor, admit)
+        app.golden = await _golden(settings, registry, engine, judges, monitor, admit)
     return app
 
 
@@ -241,7 +252,7 @@ async def _link(settings: Settings, observer: Observer) -> RedisLink | None:
 
 
 async def _canaries(
-    settings: Settings, registry: Registry, engine: Engine, monitor: Monitor
+    settings: Settings, registry: Registry, engine: Engine, monitor: Monitor, admit: Admit | None
 ) -> CanaryRunner | None:
     """The canary runner over the library's canaries, or None without canaries or budget."""
     canaries = await asyncio.to_thread(load_canaries, Path(settings.rubrics_dir) / "canaries")
@@ -251,7 +262,39 @@ async def _canaries(
         monitor,
         canaries,
         {e.rubric.id: [j.name for j in e.rubric.judges] for e in registry.entries()},
-        canary_scorer(engine, lambda rubric_id: registry.get(rubric_id).rubric),
+        canary_scorer(engine, lambda rubric_id: registry.get(rubric_id).rubric, admit=admit),
         settings.canary_interval_s,
         settings.canary_budget,
+    )
+
+
+async def _golden(
+    settings: Settings,
+    registry: Registry,
+    engine: Engine,
+    judges: Mapping[str, Judge],
+    monitor: Monitor,
+    admit: Admit | None,
+) -> GoldenRunner | None:
+    """The golden runner over the library's golden sets, or None without sets or budget."""
+    sets = await asyncio.to_thread(load_golden, Path(settings.rubrics_dir) / "golden")
+    if not sets or settings.golden_budget <= 0:
+        return None
+
+    async def identify(name: str) -> dict[str, str] | None:
+        judge = judges.get(name)
+        # A stand-in judge given by a caller (tests, benches) reports no identity.
+        return await judge.served_identity() if isinstance(judge, Judge) else None
+
+    return GoldenRunner(
+        monitor,
+        sets,
+        {e.rubric.id: [j.name for j in e.rubric.judges] for e in registry.entries()},
+        canary_scorer(
+            engine, lambda rubric_id: registry.get(rubric_id).rubric, GOLDEN_LABEL, admit
+        ),
+        identify,
+        settings.golden_interval_s,
+        settings.golden_every_batches,
+        settings.golden_budget,
     )

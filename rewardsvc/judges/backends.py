@@ -303,12 +303,28 @@ class Backend:
         return any(answers)
 
     async def _lists_models(self, endpoint: Endpoint, timeout: float) -> bool:
+        return await self._models(endpoint, timeout) is not None
+
+    async def models(self, timeout: float = 2.0) -> dict[str, Any] | None:
+        """The ``GET /models`` reply of the first base URL (breaker not open) that answers
+        one, as a JSON object with a ``data`` list; None when none does."""
+        for endpoint in self.endpoints:
+            if endpoint.breaker.state == "open":
+                continue
+            reply = await self._models(endpoint, timeout)
+            if reply is not None:
+                return reply
+        return None
+
+    async def _models(self, endpoint: Endpoint, timeout: float) -> dict[str, Any] | None:
         try:
             async with asyncio.timeout(timeout):
                 reply = await endpoint.client.get("/models", self._auth())
         except _PROBE_ERRORS:
-            return False
-        return isinstance(reply, dict) and isinstance(reply.get("data"), list)
+            return None
+        if isinstance(reply, dict) and isinstance(reply.get("data"), list):
+            return reply
+        return None
 
     async def aclose(self) -> None:
         """Close every client's connection pool."""

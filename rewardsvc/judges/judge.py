@@ -28,7 +28,7 @@ from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges import pricing
 from rewardsvc.judges.backends import Backend
 from rewardsvc.judges.failures import failed_verdict, failure_of
-from rewardsvc.judges.identity import defuser_for, identity_text
+from rewardsvc.judges.identity import defuser_for, identity_text, served_identity
 from rewardsvc.judges.limits import context_tokens, least_tokens
 from rewardsvc.judges.methods import Call, ScoringMethod
 from rewardsvc.judges.prompts import Asking, Prompt
@@ -167,6 +167,12 @@ class Judge:
     async def reachable(self, timeout: float = 2.0) -> bool:
         """Whether the judge answers ``GET /models`` on any base URL whose breaker is not open."""
         return await self.backend.reachable(timeout)
+
+    async def served_identity(self, timeout: float = 2.0) -> dict[str, str] | None:
+        """What this judge is: its configured model and revision and what its endpoint
+        reports (:func:`served_identity`); None when no base URL answers ``GET /models``."""
+        reply = await self.backend.models(timeout)
+        return None if reply is None else served_identity(self.config, reply)
 
     def overflow(self, prompt: Prompt, answer: int | None = None) -> str | None:
         """Why ``prompt`` cannot fit the judge's context with an answer of ``answer`` tokens

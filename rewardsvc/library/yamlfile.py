@@ -265,3 +265,11 @@ def load_file(
     return validate_document(
         parse_yaml(read_text(path, max_bytes), str(path)), model, str(path), context
     )
+
+
+def load_folder(folder: Path, model: type[M]) -> list[M]:
+    """Every ``*.yaml`` file of ``folder`` (not its subfolders) as ``model``, by file name;
+    none when the folder does not exist (raises ``InvalidFile`` for a bad file)."""
+    if not folder.is_dir():
+        return []
+    return [load_file(path, model) for path in sorted(folder.glob("*.yaml"))]

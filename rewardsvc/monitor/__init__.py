@@ -8,9 +8,11 @@ within groups) and its ``non_discriminative`` alert; :mod:`.replay` feeds a rewa
 lines to a monitor (``rewardsvc rubrics health --log``). :mod:`.spend` keeps each run's
 cost (``usage.cost``) and refuses a run past its budget (``BudgetExceeded``, with the
 ``budget_exceeded`` alert). Canary items (known attacks and anchors) are planned here and
-scored through an injected callable.
+scored through an injected callable; so are golden sets (:mod:`.golden_set`, labelled items
+re-scored by :mod:`.golden_runner`), whose :mod:`.golden` board measures each judge against
+the labels and its own baseline and records each judge's identity.
 
-This room is pure apart from the canary runner's awaits and :mod:`.shared`, which merges
+This room is pure apart from the canary and golden runners' awaits and :mod:`.shared`, which merges
 the runs of several replicas in Redis through a link it is given (reading them back with
 :mod:`.shared_view`; and :mod:`.spend`, which keeps a run's cost there): it imports ``core``
 and pydantic, never the application, the server, the scoring room, the judges, wire

@@ -22,7 +22,7 @@ from pydantic import Field
 
 from rewardsvc.core.base import StrictModel
 from rewardsvc.core.results import BatchResult, ItemReward
-from rewardsvc.library.yamlfile import load_file
+from rewardsvc.library.yamlfile import load_folder
 from rewardsvc.monitor.monitor import Monitor
 
 log = logging.getLogger(__name__)
@@ -72,13 +72,7 @@ class CanarySet(StrictModel):
 
 def load_canaries(folder: Path) -> dict[str, CanarySet]:
     """Every ``*.yaml`` canary file of ``folder``, by rubric id (raises ``InvalidFile``)."""
-    sets: dict[str, CanarySet] = {}
-    if not folder.is_dir():
-        return sets
-    for path in sorted(folder.glob("*.yaml")):
-        canary = load_file(path, CanarySet)
-        sets[canary.rubric] = canary
-    return sets
+    return {canary.rubric: canary for canary in load_folder(folder, CanarySet)}
 
 
 @dataclass(frozen=True)

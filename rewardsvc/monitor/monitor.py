@@ -5,14 +5,15 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from rewardsvc.core.monitor_spec import MonitorConfig
 from rewardsvc.core.results import BatchResult
 from rewardsvc.monitor.alerts import AlertEvent
-from rewardsvc.monitor.runs import RunState, Sample, grouped
+from rewardsvc.monitor.golden import GoldenBoard
+from rewardsvc.monitor.runs import Mark, RunState, Sample, grouped
 from rewardsvc.monitor.spend import Spend
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,10 @@ class Monitor:
         self.merged: OrderedDict[tuple[str, str], RunState] = OrderedDict()
         """The runs as merged from every process (set by the sink), most recent last."""
         self._canaries: OrderedDict[tuple[str, str, str], CanaryRecord] = OrderedDict()
+        self.golden = GoldenBoard(self._emit, self.mark_runs, clock)
+        """The judges' golden re-scores and identities (:mod:`.golden`)."""
+        self.batches = 0
+        """Batches observed by this process (the golden schedule counts them)."""
 
     def observe(
         self, rubric_id: str, version: str, run: str | None, result: BatchResult
@@ -117,6 +122,7 @@ class Monitor:
         Beyond ``max_runs`` runs, :func:`evict` drops one.
         """
         now = self.clock()
+        self.batches += 1
         self.spend.add(rubric_id, run, result.usage, len(result.items))
         key = (rubric_id, run or DEFAULT_RUN)
         state = self._runs.get(key)
@@ -142,6 +148,14 @@ class Monitor:
         for event in events:
             self._emit(event)
         return events
+
+    def mark_runs(self, rubrics: Iterable[str], name: str, now: float) -> None:
+        """Put an ``identity`` mark named ``name`` on the timeline of this process's runs of
+        ``rubrics`` (a judge they use changed)."""
+        chosen = set(rubrics)
+        for state in self._runs.values():
+            if state.rubric in chosen:
+                state.events.append(Mark(now, state.samples, "identity", name))
 
     def emit(self, event: AlertEvent) -> None:
         """Send an event raised by the merged state to ``on_event`` (reward log, webhook)."""

@@ -41,11 +41,12 @@ def keep_rank(samples: int, last_seen: float, config: MonitorConfig) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Mark:
-    """A mark on a run's time axis: an alert fired or resolved, or a new rubric version."""
+    """A mark on a run's time axis: an alert fired or resolved, a new rubric version, or a
+    judge of the rubric whose identity changed."""
 
     time: float
     sample: int
-    kind: Literal["firing", "resolved", "version"]
+    kind: Literal["firing", "resolved", "version", "identity"]
     name: str
 
 

@@ -24,12 +24,15 @@ class AlertOut(BaseModel):
 
 
 class EventOut(BaseModel):
-    """A mark on the run's time axis: an alert firing or resolving, or a rubric version."""
+    """A mark on the run's time axis: an alert firing or resolving, a rubric version, or a
+    change of identity of one of the rubric's judges."""
 
     time: datetime
     sample: int = Field(description="Items observed in the run when it happened.")
-    kind: Literal["firing", "resolved", "version"]
-    name: str = Field(description="The alert's name, or the rubric's new version.")
+    kind: Literal["firing", "resolved", "version", "identity"]
+    name: str = Field(
+        description="The alert's name, the rubric's new version, or which judge changed and how."
+    )
 
 
 class HistoryOut(BaseModel):
@@ -113,6 +116,50 @@ class CanaryOut(BaseModel):
     )
 
 
+class GoldenOut(BaseModel):
+    """One judge measured on one rubric's golden set (re-scored with the cache bypassed)."""
+
+    rubric: str
+    judge: str
+    rescores: int = Field(description="Re-scores counted since start-up.")
+    checked: datetime | None = Field(description="When the latest re-score ended.")
+    answered: int = Field(description="Golden items the judge scored at the latest re-score.")
+    expected: int = Field(description="Items in the golden set.")
+    accuracy: float | None = Field(
+        description="Share of the labels the judge's answers match (P(yes) read at 0.5)."
+    )
+    agreement: float | None = Field(
+        description="Mean probability the judge gives to the labelled answer."
+    )
+    shift: float | None = Field(
+        description="Mean |P(yes) - P(yes) at baseline| over the set's answers (null at the "
+        "baseline re-score)."
+    )
+    max_shift: float = Field(description="The shift at which the golden alert fires.")
+    baseline: datetime | None = Field(description="When the baseline re-score ran.")
+    alert: bool = Field(description="True while the judge has drifted by max_shift or more.")
+    since: datetime | None = Field(description="When the alert last fired or resolved.")
+    history: list[tuple[datetime, float | None, float | None, float | None]] | None = Field(
+        default=None, description="(time, accuracy, agreement, shift), with history=true."
+    )
+
+
+class IdentityOut(BaseModel):
+    """What a judge is, as its pool entry and its endpoint's ``GET /v1/models`` say."""
+
+    judge: str
+    identity: dict[str, str] = Field(
+        description="model and revision as configured; served (the ids the endpoint lists), "
+        "root, max_model_len and owned_by as the endpoint reports them."
+    )
+    checked: datetime = Field(description="When it was last read.")
+    previous: dict[str, str] | None = Field(description="The identity before the last change.")
+    changed: datetime | None = Field(description="When it last changed (null: never).")
+    alert: bool = Field(
+        description="True from a change until a re-baseline (POST /v1/monitor/golden)."
+    )
+
+
 class SpendOut(BaseModel):
     """What one run has cost (over its rubrics; over every replica when shared)."""
 
@@ -140,4 +187,32 @@ class MonitorReport(BaseModel):
     canaries: list[CanaryOut]
     spend: list[SpendOut] = Field(
         default_factory=list, description="Cost and budget per run, most recently seen first."
+    )
+    golden: list[GoldenOut] = Field(
+        default_factory=list, description="Per rubric and judge: the golden set's latest re-score."
+    )
+    judges: list[IdentityOut] = Field(
+        default_factory=list, description="Each judge's identity as last read."
+    )
+
+
+class GoldenRequest(BaseModel):
+    """The body of ``POST /v1/monitor/golden``: which golden sets to re-score now."""
+
+    rubric: str | None = Field(default=None, description="Only this rubric's golden set.")
+    judge: str | None = Field(default=None, description="Only this judge.")
+    rebaseline: bool = Field(
+        default=False,
+        description="Forget the matching baselines and resolve their drift and identity "
+        "alerts first, so that this re-score is the new baseline (accepting a judge change).",
+    )
+
+
+class GoldenReport(BaseModel):
+    """The answer of ``POST /v1/monitor/golden``."""
+
+    golden: list[GoldenOut] = Field(description="The records re-scored now.")
+    deferred: list[tuple[str, str]] = Field(
+        description="(rubric, judge) pairs that matched but did not fit the golden budget: "
+        "they are re-scored at the next rounds."
     )

@@ -33,6 +33,7 @@ from rewardsvc.server import (
     compat_roll,
     dashboard,
     docs_ui,
+    golden,
     ops,
     routes,
 )
@@ -64,6 +65,7 @@ ROUTERS = (
     agents.router,
     ops.health,
     dashboard.router,
+    golden.router,
     docs_ui.router,
 )
 """The service's routers, in the order their routes are matched."""

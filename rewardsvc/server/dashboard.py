@@ -31,7 +31,8 @@ from rewardsvc.protocol.monitor import (
     RunOut,
     SpendOut,
 )
-from rewardsvc.server.access import can_read, can_read_rubric, can_read_run
+from rewardsvc.server.access import GRANT, can_read, can_read_rubric, can_read_run
+from rewardsvc.server.golden import golden_out, identity_out
 
 STATIC = Path(__file__).parent / "static"
 ASSETS = {
@@ -142,6 +143,15 @@ def report(monitor: Monitor, rubric: str | None, run: str | None, history: bool)
             for c in monitor.spend.runs()
             if (run is None or c.run == run) and can_read_run(c.run)
         ],
+        golden=[
+            golden_out(g, history)
+            for g in monitor.golden.records(rubric)
+            if can_read_rubric(g.rubric)
+        ],
+        # What serves the judges is the operator's: unrestricted keys see it.
+        judges=[identity_out(i) for i in monitor.golden.identities()]
+        if GRANT.get() is None
+        else [],
     )
 
 
@@ -172,7 +182,8 @@ async def get_monitor_report(
         bool, Query(description="Include each run's downsampled signal history.")
     ] = False,
 ) -> MonitorReport:
-    """Per (rubric, run): samples, current signals and alerts; and the canaries' latest scores.
+    """Per (rubric, run): samples, current signals and alerts; the canaries' latest scores;
+    per rubric and judge the golden set's latest re-score; and each judge's identity.
 
     Behind several replicas sharing Redis, the runs are merged from all of them."""
     if isinstance(monitor.sink, SharedMonitor) and monitor.sink.active:

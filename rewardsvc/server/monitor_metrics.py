@@ -16,7 +16,8 @@ from rewardsvc.monitor import Monitor
 
 
 def render_gauges(monitor: Monitor, max_runs: int = 16) -> list[Metric]:
-    """The monitor's gauges for its ``max_runs`` most recent runs and all its canaries."""
+    """The monitor's gauges for its ``max_runs`` most recent runs, all its canaries and
+    golden records."""
     signal = GaugeMetricFamily(
         "rewardsvc_monitor_signal",
         "Monitor signal over the run's rolling window (by rubric, run and signal)",
@@ -52,7 +53,55 @@ def render_gauges(monitor: Monitor, max_runs: int = 16) -> list[Metric]:
         if c.reward is not None and c.anchor_reward is not None:
             canary_gap.add_metric(labels, c.reward - c.anchor_reward)
         canary_alert.add_metric(labels, 1.0 if c.alert else 0.0)
-    return [signal, samples, alert, canary_gap, canary_alert, *spend_gauges(monitor, max_runs)]
+    return [
+        signal,
+        samples,
+        alert,
+        canary_gap,
+        canary_alert,
+        *spend_gauges(monitor, max_runs),
+        *golden_gauges(monitor),
+    ]
+
+
+GOLDEN_GAUGES = (
+    ("accuracy", "Share of a golden set's labels the judge's answers match"),
+    ("agreement", "Mean probability the judge gives to the golden set's labelled answers"),
+    ("shift", "Mean |P(yes) - P(yes) at baseline| over the golden set (the drift signal)"),
+)
+
+
+def golden_gauges(monitor: Monitor) -> list[Metric]:
+    """Per rubric and judge: the golden set's latest accuracy, agreement, shift and
+    drift alert; per judge, 1 while its identity-change alert is up."""
+    families = {
+        name: GaugeMetricFamily(f"rewardsvc_judge_golden_{name}", text, labels=["rubric", "judge"])
+        for name, text in GOLDEN_GAUGES
+    }
+    alert = GaugeMetricFamily(
+        "rewardsvc_judge_golden_alert",
+        "1 while the judge's golden shift is at or above the set's max_shift",
+        labels=["rubric", "judge"],
+    )
+    identity = GaugeMetricFamily(
+        "rewardsvc_judge_golden_identity_changed",
+        "1 from a change of the judge's identity (model, revision, served model) until a "
+        "re-baseline",
+        labels=["judge"],
+    )
+    for rec in monitor.golden.records():
+        labels = [rec.rubric, rec.judge]
+        for name, value in (
+            ("accuracy", rec.accuracy),
+            ("agreement", rec.agreement),
+            ("shift", rec.shift),
+        ):
+            if value is not None:
+                families[name].add_metric(labels, value)
+        alert.add_metric(labels, 1.0 if rec.alert else 0.0)
+    for ident in monitor.golden.identities():
+        identity.add_metric([ident.judge], 1.0 if ident.alert else 0.0)
+    return [*families.values(), alert, identity]
 
 
 def spend_gauges(monitor: Monitor, max_runs: int = 16) -> list[Metric]:

@@ -16,6 +16,7 @@ import functools
 import gc
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -323,6 +324,14 @@ async def start_service(
         reward_log = RewardLog(
             settings.reward_log, settings.reward_log_max_bytes, settings.reward_log_backups
         )
+    service: Service | None = None
+
+    def admit(items: int, calls: int, prompt_bytes: int) -> AbstractContextManager[None]:
+        # The monitor's probes (canaries, golden sets) take in-flight slots as requests do;
+        # their runners start below, once the service exists.
+        assert service is not None
+        return service.admitted(items, calls, prompt_bytes)
+
     app = await compose(
         settings,
         registry,
@@ -330,6 +339,7 @@ async def start_service(
         observers=[metrics.PrometheusObserver()],
         wrap=HoldAwareObservers,
         on_event=None if reward_log is None else alert_logger(reward_log),
+        admit=admit,
     )
     if app.monitor is not None:
         monitor_metrics.attach(app.monitor, settings.monitor_metric_runs)

@@ -3,7 +3,7 @@
 
 const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
   "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
-const MARK = { firing: "#d62728", resolved: "#2ca02c", version: "#1f77b4" };
+const MARK = { firing: "#d62728", resolved: "#2ca02c", version: "#1f77b4", identity: "#9467bd" };
 const REFRESH_MS = 5000;
 let plots = [];
 let selected = localStorage.getItem("rewardsvc-run") || "";
@@ -96,11 +96,14 @@ function fillRows(selector, entries, rowClass, cells) {
   }
 }
 
-function alertsTable(run, canaries) {
+function alertsTable(run, canaries, golden) {
   const rows = run ? run.alerts.map((a) => [a.name, a.state, a.since, a.value, a.threshold]) : [];
   for (const c of canaries) {
     if (c.alert) rows.push([`canary:${c.judge}:${c.attack}`, "firing", c.since,
       c.reward - c.anchor_reward, c.margin]);
+  }
+  for (const g of golden) {
+    if (g.alert) rows.push([`golden:${g.judge}`, "firing", g.since, g.shift, g.max_shift]);
   }
   const order = { firing: 0, pending: 1, resolved: 2 };
   rows.sort((a, b) => order[a[1]] - order[b[1]]);
@@ -126,6 +129,18 @@ function canaryTable(canaries) {
   fillRows("#canaries", canaries, (c) => (c.alert ? "alert firing" : ""),
     (c) => [c.judge, c.attack, fmt(c.reward), fmt(c.anchor_reward), fmt(c.margin),
       c.alert ? "FIRING" : "ok"]);
+}
+
+// Golden sets: each judge's latest re-score, and whether its identity changed.
+function goldenTable(golden, judges) {
+  const identity = new Map(judges.map((j) => [j.judge, j]));
+  const changed = (g) => {
+    const j = identity.get(g.judge);
+    return j && j.alert ? `CHANGED ${j.changed}` : j ? (j.identity.root || j.identity.served || "") : "";
+  };
+  fillRows("#golden", golden, (g) => (g.alert ? "alert firing" : ""),
+    (g) => [g.judge, String(g.rescores), `${g.answered}/${g.expected}`, fmt(g.accuracy),
+      fmt(g.agreement), fmt(g.shift), fmt(g.max_shift), changed(g), g.alert ? "FIRING" : "ok"]);
 }
 
 function spendTable(spend) {
@@ -160,9 +175,11 @@ function render(report) {
   select.replaceChildren(...keys.map((k) => new Option(k, k, false, k === selected)));
   const run = report.runs.find((r) => `${r.rubric} / ${r.run}` === selected);
   const canaries = report.canaries.filter((c) => !run || c.rubric === run.rubric);
-  alertsTable(run, canaries);
+  const golden = (report.golden || []).filter((g) => !run || g.rubric === run.rubric);
+  alertsTable(run, canaries, golden);
   healthTable(run);
   canaryTable(canaries);
+  goldenTable(golden, report.judges || []);
   spendTable(report.spend || []);
   const h = run ? run.history : { times: [], series: {}, events: [] };
   const times = h.times.map(seconds);

@@ -150,7 +150,9 @@ class WorkLimits(BaseSettings):
         description="Most sandbox seconds one request may plan: each code grader run counts its "
         "wall_s (io_cases: a run per case; unit_tests: pytest, and a collect run without "
         "expected_tests) on every item, group completion (/v1/groups) or pair side "
-        "(/v1/preferences). A request planning more gets 413 naming it, before any run starts.",
+        "(/v1/preferences), and an agentic judge's loop its max_sandbox_s, all times 3 (a run "
+        "starved of CPU on a busy host may run up to 3 times its wall_s). A request planning "
+        "more gets 413 naming it, before any run starts.",
     )
     max_rubric_bytes: int = Field(
         default=64 * 1024,

@@ -27,7 +27,9 @@ from rewardsvc.core.pool import JudgePool
 from rewardsvc.judges.judge import Judge
 from rewardsvc.library.registry import load_pool
 from rewardsvc.sandbox.bubblewrap import BubblewrapBackend
+from rewardsvc.sandbox.lanes import SandboxLanes
 from rewardsvc.sandbox.run import RunRequest, RunResult
+from tests.debian import debian_binary
 
 if TYPE_CHECKING:
     from trainers.harness import FaultProxy
@@ -166,6 +168,19 @@ def qwen_server() -> None:
     """The Qwen2.5-Coder-1.5B-Instruct server (a judge that judges, with tool calls), up
     (:class:`ExtraJudges`; its first start also fetches and converts the model)."""
     EXTRAS.up("qwen-1.5b")
+
+
+@pytest.fixture(scope="module")
+def lanes() -> Iterator[SandboxLanes]:
+    """Two sandbox lanes on the real bubblewrap backend, with Debian's pytest for the
+    sandbox's python3 (the code graders' and judge tools' tests)."""
+    backend = BubblewrapBackend(debian_binary("bwrap", "bubblewrap"))
+    debian_binary("pytest-3", "python3-pytest")
+    available = backend.availability()
+    assert available.ok, available.reason
+    lanes = SandboxLanes(backend, lanes=2, queue_limit=64)
+    yield lanes
+    lanes.close()
 
 
 @pytest.fixture

@@ -165,9 +165,11 @@ async def serving(
             served = Served(client, [one, two], pooling[0])
             admitted = Gate.admitted
 
-            def recording(gate: Gate, items: int, calls: int, prompt_bytes: int = 0) -> Any:
+            def recording(
+                gate: Gate, items: int, calls: int, prompt_bytes: int = 0, **checked: Any
+            ) -> Any:
                 served.admitted.append((items, calls, prompt_bytes))
-                return admitted(gate, items, calls, prompt_bytes)
+                return admitted(gate, items, calls, prompt_bytes, **checked)
 
             monkeypatch.setattr(Gate, "admitted", recording)
             yield served

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,9 +26,7 @@ from rewardsvc.judges.asks import AgenticCriterion
 from rewardsvc.judges.fencing import parse_fences
 from rewardsvc.judges.judge import Judge
 from rewardsvc.judgetools.registry import ToolContext, bind
-from rewardsvc.sandbox.bubblewrap import BubblewrapBackend
 from rewardsvc.sandbox.lanes import SandboxLanes
-from tests.debian import debian_binary
 
 RUBRIC = Rubric.model_validate(
     {
@@ -55,15 +52,6 @@ def trust_unless_shown_otherwise(body: dict[str, Any]) -> float:
         if isinstance(shown, dict) and (shown.get("score") != 1.0 or shown.get("flags")):
             return DOUBT
     return TRUST
-
-
-@pytest.fixture(scope="module")
-def lanes() -> Iterator[SandboxLanes]:
-    backend = BubblewrapBackend(debian_binary("bwrap", "bubblewrap"))
-    debian_binary("pytest-3", "python3-pytest")
-    lanes = SandboxLanes(backend, lanes=2, queue_limit=64)
-    yield lanes
-    lanes.close()
 
 
 async def _reward(fake: FakeJudge, lanes: SandboxLanes, item: dict[str, Any]) -> float:

@@ -28,6 +28,7 @@ from rewardsvc.graders import unit_tests as unit_tests_module
 from rewardsvc.judges.asks import AgenticCriterion, Comparing
 from rewardsvc.judges.judge import build_judges
 from rewardsvc.sandbox.run import RunRequest
+from rewardsvc.sandbox.waiting import WALL_CAP
 from rewardsvc.scoring.group_plan import GroupIn
 from rewardsvc.scoring.groups import plan_groups
 
@@ -103,16 +104,17 @@ async def test_each_completion_is_its_own_loop_and_joins_the_group_reward(
         assert not any(_mine(b, c) for b in own for c in others)  # no loop shared
     assert served.admitted == [9] == [len(bodies)]
     assert reply.json()["usage"]["judge_calls"] == 9
-    # Sandbox runs: each completion's own workspace, run once by its grader and once by
-    # its judge's run_tests; the hidden tests collected once for the group.
+    # Sandbox runs: each completion's own workspace, run once by its grader (its judge's
+    # run_tests shows that run's result: it ran them again before); the hidden tests
+    # collected once for the group.
     modes = [r.argv[3] for r in runs]
     assert modes.count("collect") == 1, modes
     for mark in marks:
         own = [
             r for r in runs if mark.encode() in {**r.files, **r.ro_files}.get("solution.py", b"")
         ]
-        assert [r.argv[3] for r in own] == ["run", "run"], [r.argv for r in own]
-    assert modes.count("run") == 2 * len(marks), modes
+        assert [r.argv[3] for r in own] == ["run"], [r.argv for r in own]
+    assert modes.count("run") == len(marks), modes
 
 
 async def test_a_judge_that_never_stops_leaves_the_group_null_with_its_kind(
@@ -141,9 +143,10 @@ async def test_the_loops_worst_case_is_admitted_before_any_call_or_run(
     rubric = _rubric(tests, ["primary"])
     graded = Rubric.model_validate(rubric).criteria[1].grader
     assert graded is not None
-    # Room for the graders' runs and the plain calls, not for the loops' worst case.
+    # Room for the graders' runs and the plain calls, not for the loops' worst case (the
+    # sandbox seconds at the busy host's cap, as admission counts them).
     limits = {
-        "max_sandbox_seconds": 3 * sandbox_seconds(graded, None) + 3 * 60.0 - 1,
+        "max_sandbox_seconds": WALL_CAP * (3 * sandbox_seconds(graded, None) + 3 * 60.0) - 1,
         "max_inflight_calls": 3 * 3 - 1,
     }
     async with serving(tmp_path, monkeypatch, TOOLS, **{field: limits[field]}) as served:
@@ -204,3 +207,49 @@ async def test_preferences_ask_each_side_alone_as_its_own_loop(
         assert len(own) == 3, side  # its own loop: run_tests, the stopping turn, the verdict
         assert not any(_mine(b, claims["b" if side == "a" else "a"]) for b in own)
     assert served.admitted == [6] == [len(bodies)]
+
+
+def _transcript(seen: list[dict[str, str]]) -> tuple[str, dict[str, Any]]:
+    """The tool result a loop showed its judge, and its verdict, from explain's view."""
+    roles = [m["role"] for m in seen]
+    assert roles[-3:] == ["tool_call", "tool", "verdict"], roles
+    assert json.loads(seen[-3]["content"])["tool"] == "run_tests"
+    return seen[-2]["content"], json.loads(seen[-1]["content"])
+
+
+async def test_explain_shows_each_completions_tool_loop_on_groups_and_preferences(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runs: list[RunRequest]
+) -> None:
+    tests = _fresh_tests()
+    group, _ = _group(tests)
+    rubric = _rubric(tests, ["primary"])
+    pair = {"id": "p", "prompt": "Write add(a, b).", "a": fenced(CORRECT), "b": fenced(WRONG)}
+    async with serving(tmp_path, monkeypatch, TOOLS) as served:
+        served.judge.script.policy = trust_unless_shown_otherwise
+        options = {"explain": True}
+        grouped = await served.client.post(
+            "/v1/groups", json={"rubric": rubric, "groups": [group], "options": options}
+        )
+        paired = await served.client.post(
+            "/v1/preferences", json={"rubric": rubric, "pairs": [pair], "options": options}
+        )
+    assert grouped.status_code == 200, grouped.text
+    (result,) = grouped.json()["results"]
+    shown = result["explain"]
+    assert len(shown) == 3 and all(set(s) == {"primary"} for s in shown), shown
+    for claim, seen in zip(CLAIMS, shown, strict=True):
+        works = seen["primary"]["works"]
+        assert claim in json.dumps(works[:-3])  # its own completion's prompt, no other's
+        assert not any(c in json.dumps(works) for c in CLAIMS if c != claim)
+        result_shown, verdict = _transcript(works)
+        assert "```" in result_shown and verdict["error_kind"] is None
+    # The right program's run passed; the wrong one's and the deleted tests' did not.
+    outcomes = [_transcript(s["primary"]["works"])[0] for s in shown]
+    assert '"score": 1.0' in outcomes[0] and '"score": 1.0' not in outcomes[1], outcomes
+    assert paired.status_code == 200, paired.text
+    (preference,) = paired.json()["results"]
+    sides = preference["explain"]
+    assert set(sides) == {"a", "b"}, sides
+    a_run, _ = _transcript(sides["a"]["primary"]["works"])
+    b_run, _ = _transcript(sides["b"]["primary"]["works"])
+    assert '"score": 1.0' in a_run and '"score": 1.0' not in b_run

@@ -152,9 +152,9 @@ async def serving(
             served = Served(client, judge)
             admitted = Gate.admitted
 
-            def recording(gate: Gate, items: int, calls: int, *args: Any) -> Any:
+            def recording(gate: Gate, items: int, calls: int, *args: Any, **kw: Any) -> Any:
                 served.admitted.append(calls)
-                return admitted(gate, items, calls, *args)
+                return admitted(gate, items, calls, *args, **kw)
 
             monkeypatch.setattr(Gate, "admitted", recording)
             yield served
@@ -207,8 +207,9 @@ async def test_a_scripted_judge_runs_the_tests_and_explain_shows_its_transcript(
             assert f'"score": {passed}' in shown[-2]["content"] and "```" in shown[-2]["content"]
             verdict = json.loads(shown[-1]["content"])
             assert verdict["p"]["yes"] == pytest.approx(0.8) and verdict["error_kind"] is None
-        # The graders' run, then the judge's run_tests run: one pytest run each per item.
-        assert len([r for r in runs if "test_solution.py" in {**r.files, **r.ro_files}]) == 4
+        # The graders' run only: the judge's run_tests shows its result (the same tests on
+        # the same files), one pytest run per item (it ran them again before).
+        assert len([r for r in runs if "test_solution.py" in {**r.files, **r.ro_files}]) == 2
         # Prometheus counts each loop by how it ended and each tool call by its outcome.
         assert _loops("answered") == answered + 2
         assert _tool_calls("run_tests", "ok") == tested + 2

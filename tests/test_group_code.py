@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from fakejudge import FakeJudge
 from test_code_graders_api import fakes, serving
-from test_unit_tests_grader import CORRECT, TESTS, WRONG, fenced, lanes
+from test_unit_tests_grader import CORRECT, TESTS, WRONG, fenced
 
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Rubric
@@ -31,7 +31,7 @@ from rewardsvc.sandbox.lanes import SandboxLanes
 from rewardsvc.sandbox.run import RunRequest, RunResult
 from tests.debian import debian_binary
 
-__all__ = ["fakes", "lanes"]  # the fixtures, used by name
+__all__ = ["fakes"]  # the fixture, used by name
 
 MARKER = "workspace-only-text-7f3a"
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,21 +29,9 @@ from rewardsvc.judges.judge import Judge
 from rewardsvc.judges.toolresults import Tool, ToolOutput
 from rewardsvc.judgetools.registry import TOOLS, ToolContext, bind
 from rewardsvc.safety.defuse import DEFAULT_DEFUSER
-from rewardsvc.sandbox.bubblewrap import BubblewrapBackend
 from rewardsvc.sandbox.lanes import SandboxLanes
-from tests.debian import debian_binary
+from rewardsvc.sandbox.run import RunRequest
 from tests.test_unit_tests_grader import CORRECT, TESTS, WRONG
-
-
-@pytest.fixture(scope="module")
-def lanes() -> Iterator[SandboxLanes]:
-    backend = BubblewrapBackend(debian_binary("bwrap", "bubblewrap"))
-    debian_binary("pytest-3", "python3-pytest")  # pytest for the sandbox's python3
-    available = backend.availability()
-    assert available.ok, available.reason
-    lanes = SandboxLanes(backend, lanes=2, queue_limit=64)
-    yield lanes
-    lanes.close()
 
 
 def _context(lanes: SandboxLanes | None, program: str, **fields: Any) -> ToolContext:
@@ -86,6 +73,24 @@ def test_run_tests_is_the_unit_tests_grader_run(lanes: SandboxLanes) -> None:
     # Too few sandbox seconds left for one run: an error, and nothing runs.
     starved = _call("run_tests", _context(lanes, CORRECT), sandbox_s=5.0)
     assert starved.error and starved.sandbox_s == 0
+
+
+def test_run_tests_shows_the_graders_result_of_the_same_tests_without_running_them(
+    lanes: SandboxLanes, runs: list[RunRequest]
+) -> None:
+    tested = GraderResult(2 / 3, {"outcomes": [], "passed": 2}, flags=("exit_hook",))
+    reused = _call("run_tests", _context(lanes, WRONG, tested=tested))
+    assert runs == [] and reused.sandbox_s == 0 and not reused.error
+    assert json.loads(reused.text) == {
+        "score": pytest.approx(2 / 3),
+        "flags": ["exit_hook"],
+        "evidence": {"outcomes": [], "passed": 2},
+    }
+    # A grader that gave no score (busy, cut by the deadline): the tool runs the tests.
+    busy = GraderResult(None, {}, "busy", "grader_busy")
+    ran = _call("run_tests", _context(lanes, WRONG, tested=busy))
+    assert json.loads(ran.text)["score"] == pytest.approx(2 / 3) and ran.sandbox_s > 0
+    assert [r.argv[3] for r in runs if len(r.argv) > 3].count("run") == 1
 
 
 def test_run_code_runs_a_snippet_beside_the_item_files_and_bounds_its_output(

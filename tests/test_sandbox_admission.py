@@ -96,9 +96,10 @@ async def test_a_recipe_grades_workspaces_and_completions_and_restores_the_tests
 async def test_too_many_sandbox_seconds_is_413_naming_the_setting_and_nothing_runs(
     tmp_path: Path, fakes: tuple[FakeJudge, FakeJudge], runs: list[RunRequest]
 ) -> None:
-    # 3 items x (the pytest run + the collect run) x 20 s = 120 s > 100 s.
+    # 3 items x (the pytest run + the collect run) x 20 s = 120 s, x 3 at the busy host's
+    # cap (WALL_CAP) = 360 s > 300 s; two items' 240 s fit.
     items = [item(f"i{n}", files={"solution.py": CORRECT}) for n in range(3)]
-    async with serving(tmp_path, fakes, max_sandbox_seconds=100) as http:
+    async with serving(tmp_path, fakes, max_sandbox_seconds=300) as http:
         reply = await http.post("/v1/rewards", json={"rubric": RECIPE, "items": items})
         refused_runs = len(runs)
         fits = await http.post("/v1/rewards", json={"rubric": RECIPE, "items": items[:2]})
@@ -114,9 +115,9 @@ async def test_the_cases_of_io_cases_each_cost_their_wall_clock(
 ) -> None:
     grader = {"type": "io_cases", "wall_s": 30}
     recipe = {"kind": "recipe", "id": "io", "components": [{"id": "c", "grader": grader}]}
-    cases = json.dumps([{"input": "1", "output": "1"}] * 4)  # 4 x 30 s = 120 s
+    cases = json.dumps([{"input": "1", "output": "1"}] * 4)  # 4 x 30 s = 120 s (x 3 > 300)
     items = [item("one", completion="```python\nprint(input())\n```", reference=cases)]
-    async with serving(tmp_path, fakes, max_sandbox_seconds=100) as http:
+    async with serving(tmp_path, fakes, max_sandbox_seconds=300) as http:
         reply = await http.post("/v1/rewards", json={"rubric": recipe, "items": items})
     assert reply.status_code == 413 and "max_sandbox_seconds" in reply.text, reply.text
     assert runs == []

@@ -48,10 +48,11 @@ async def test_groups_planning_too_many_sandbox_seconds_are_413_and_nothing_runs
     runs: list[RunRequest],
 ) -> None:
     """On bbac529 the groups' plan counted no sandbox seconds: this request (2 groups x 3
-    completions x 2 cases x 10 s = 120 s > 100 s) was admitted and ran its 12 runs. One
-    group (60 s) fits: every completion's cases run and the right program scores 1.0."""
+    completions x 2 cases x 10 s = 120 s, x 3 at the busy host's cap = 360 s > 300 s) was
+    admitted and ran its 12 runs. One group (60 s, 180 s at the cap) fits: every
+    completion's cases run and the right program scores 1.0."""
     groups = [group(g, [RIGHT, WRONG, RIGHT]) for g in ("a", "b")]
-    async with serving(tmp_path, fakes, max_sandbox_seconds=100) as http:
+    async with serving(tmp_path, fakes, max_sandbox_seconds=300) as http:
         refused = await http.post("/v1/groups", json={"rubric": RUBRIC, "groups": groups})
         refused_runs, asked = len(runs), fakes[0].script.requests + fakes[1].script.requests
         fits = await http.post("/v1/groups", json={"rubric": RUBRIC, "groups": groups[:1]})
@@ -74,9 +75,9 @@ async def test_preferences_planning_too_many_sandbox_seconds_are_413_and_nothing
     runs: list[RunRequest],
 ) -> None:
     """On bbac529 preferences were admitted as groups were: 3 pairs x 2 completions x 2
-    cases x 10 s = 120 s > 100 s ran its 12 runs."""
+    cases x 10 s = 120 s (360 s at the busy host's cap > 300 s) ran its 12 runs."""
     pairs = [{"id": p, "prompt": PROMPT, "a": RIGHT, "b": WRONG, "reference": CASES} for p in "xyz"]
-    async with serving(tmp_path, fakes, max_sandbox_seconds=100) as http:
+    async with serving(tmp_path, fakes, max_sandbox_seconds=300) as http:
         reply = await http.post("/v1/preferences", json={"rubric": RUBRIC, "pairs": pairs})
     assert reply.status_code == 413, reply.text
     assert "max_sandbox_seconds" in reply.text and "120" in reply.text, reply.text

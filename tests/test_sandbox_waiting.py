@@ -13,7 +13,7 @@ import pytest
 
 from rewardsvc.sandbox.bubblewrap import BubblewrapBackend
 from rewardsvc.sandbox.run import Limits, RunRequest
-from rewardsvc.sandbox.waiting import WALL_CAP, Scheduled, owed_s, scheduled
+from rewardsvc.sandbox.waiting import WALL_CAP, Scheduled, owed_s, scheduled, starved
 from tests.debian import debian_binary
 
 BUSY_0_25_S = (
@@ -91,3 +91,26 @@ def test_a_sleeping_program_is_killed_at_its_wall_clock(busy_cpu: None) -> None:
     )
     assert run.failure == "sandbox_timeout"
     assert run.wall_s < 0.6 * WALL_CAP * wall, run.wall_s
+
+
+BUSY_2_S = BUSY_0_25_S.replace("< 0.25", "< 2.0")
+
+
+def test_a_run_is_starved_when_it_waited_longer_than_it_ran_and_was_runnable() -> None:
+    assert starved(Scheduled(on_cpu_s=0.3, waited_s=1.2), 1.5)  # runnable all along
+    # sleeping after a slow start: it waited to start, then slept until killed
+    assert not starved(Scheduled(on_cpu_s=0.05, waited_s=0.25), 0.8)
+    # its own work: it ran more than it waited
+    assert not starved(Scheduled(on_cpu_s=1.0, waited_s=0.4), 1.5)
+
+
+def test_a_starved_program_killed_at_the_cap_is_busy_not_timed_out(busy_cpu: None) -> None:
+    sandbox = BubblewrapBackend(debian_binary("bwrap", "bubblewrap"))
+    wall = 0.5
+    run = sandbox.run(
+        RunRequest(("/usr/bin/python3", "-c", BUSY_2_S), limits=Limits(wall_s=wall, cpu_s=10))
+    )
+    # A sixth of a CPU at most: 2 s of CPU needs 12 s, past the cap (1.5 s). It waited
+    # for a CPU longer than it ran: the host's doing, so no score (busy), never a 0.
+    assert run.failure == "sandbox_busy", (run.failure, run.detail, run.wall_s)
+    assert run.exit_code is None and "too busy" in run.detail

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +25,8 @@ from rewardsvc.graders.unit_tests import unit_tests
 from rewardsvc.library.recipes import validate_recipe_file
 from rewardsvc.library.yamlfile import InvalidFile, parse_yaml
 from rewardsvc.sandbox.backend import NoBackend
-from rewardsvc.sandbox.bubblewrap import BubblewrapBackend
 from rewardsvc.sandbox.lanes import SandboxLanes
 from rewardsvc.sandbox.run import RunRequest, RunResult
-from tests.debian import debian_binary
 
 TESTS = {
     "test_solution.py": textwrap.dedent(
@@ -59,17 +56,6 @@ PASS_ALL_CONFTEST = textwrap.dedent(
         outcome.get_result().outcome = "passed"
     """
 )
-
-
-@pytest.fixture(scope="module")
-def lanes() -> Iterator[SandboxLanes]:
-    backend = BubblewrapBackend(debian_binary("bwrap", "bubblewrap"))
-    debian_binary("pytest-3", "python3-pytest")  # pytest for the sandbox's python3
-    available = backend.availability()
-    assert available.ok, available.reason
-    lanes = SandboxLanes(backend, lanes=2, queue_limit=64)
-    yield lanes
-    lanes.close()
 
 
 def spec(**fields: Any) -> UnitTestsSpec:

@@ -174,6 +174,16 @@ class Usage:
     (cache hits cost nothing)."""
     stages: list[StageUsage] = field(default_factory=list)
     """A cascaded rubric's work per stage, the first stage first (empty otherwise)."""
+    tool_loops: dict[str, int] = field(default_factory=dict)
+    """Agentic judges' tool loops run, by how each ended: ``finished`` (a verdict) or the
+    failed verdict's kind (``loop_turns``, the other ``loop_*`` kinds, ``deadline``...)."""
+    tool_calls: int = 0
+    """The tool calls of those loops."""
+
+    def looped(self, ended: str, tool_calls: int) -> None:
+        """Count one tool loop run, how it ended and its tool calls."""
+        self.tool_loops[ended] = self.tool_loops.get(ended, 0) + 1
+        self.tool_calls += tool_calls
 
     def called(self, verdict: Verdict, order: str | None = None) -> None:
         """Count one judge call (an agentic verdict's every request), its tokens and cost
@@ -192,16 +202,18 @@ class Usage:
         counts = {
             f.name: getattr(self, f.name) + getattr(other, f.name)
             for f in fields(self)
-            if f.name not in ("calls_by_order", "cost", "stages")
+            if f.name not in ("calls_by_order", "cost", "stages", "tool_loops")
         }
-        orders = dict(self.calls_by_order)
-        for order, n in other.calls_by_order.items():
-            orders[order] = orders.get(order, 0) + n
         stages = [*self.stages, *other.stages[len(self.stages) :]]
         for n, stage in enumerate(other.stages[: len(self.stages)]):
             stages[n] = stages[n] + stage
-        cost = add_cost(self.cost, other.cost)
-        return Usage(**counts, calls_by_order=orders, cost=cost, stages=stages)
+        return Usage(
+            **counts,
+            calls_by_order=_summed(self.calls_by_order, other.calls_by_order),
+            cost=add_cost(self.cost, other.cost),
+            stages=stages,
+            tool_loops=_summed(self.tool_loops, other.tool_loops),
+        )
 
     def add_stage(self, number: int, spent: Usage, stage: StageUsage) -> None:
         """Count ``spent`` (a cascade stage's calls, without stages of its own) into this
@@ -212,6 +224,14 @@ class Usage:
         while len(self.stages) < number:
             self.stages.append(StageUsage(stage.judges))
         self.stages[number - 1] = self.stages[number - 1] + stage
+
+
+def _summed(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    """The counts of both, key by key."""
+    out = dict(a)
+    for key, n in b.items():
+        out[key] = out.get(key, 0) + n
+    return out
 
 
 def add_cost(a: float | None, b: float | None) -> float | None:

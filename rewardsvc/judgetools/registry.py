@@ -40,12 +40,17 @@ class ToolContext:
     """What the tools of one item may see: the ``rollout`` (its files, or its program),
     the task's tests (``tests``, the ``unit_tests`` spec, when it has some), the
     deterministic graders' results on it (``evidence``, by grader name) and the
-    ``sandbox`` its runs go to. Nothing of other items, judges or rewards."""
+    ``sandbox`` its runs go to. Nothing of other items, judges or rewards.
+
+    ``tested`` is the result of the ``unit_tests`` grader that ran ``tests`` on this
+    rollout (None when none did): ``run_tests`` shows it rather than run the same tests on
+    the same files again."""
 
     rollout: Rollout
     sandbox: Sandbox = field(default_factory=lambda: Sandbox(None))
     tests: UnitTestsSpec | None = None
     evidence: Mapping[str, GraderResult] = field(default_factory=dict)
+    tested: GraderResult | None = None
 
     def files(self) -> dict[str, str]:
         """The item's files: its workspace, else its program (as the tests import it)."""
@@ -235,27 +240,32 @@ class RunTests:
     async def call(
         self, ctx: ToolContext, arguments: Mapping[str, Any], sandbox_s: float
     ) -> ToolOutput:
-        """The grader's score and evidence (its error when it gave no score)."""
+        """The grader's score and evidence (its error when it gave no score): the
+        ``unit_tests`` grader's own result when it ran these tests on these files and
+        scored (no run, no sandbox seconds), else a run of its own."""
         spec = ctx.tests
         if spec is None:
             return _error("this task has no tests to run")
+        if ctx.tested is not None and ctx.tested.score is not None:
+            return _tests_output(ctx.tested, 0.0)
         if sandbox_s < spec.wall_s:
             return _error(f"not enough sandbox time left (a run may take {spec.wall_s} s)")
         sandbox = ctx.sandbox
         metered = _Metered(sandbox.lanes, sandbox.group, sandbox.deadline)
         result = await unit_tests(ctx.rollout, spec, metered)
-        shown: dict[str, Any] = {
-            "score": result.score,
-            "flags": list(result.flags),  # what the tamper detector saw the code attempt
-            "evidence": result.evidence,
-        }
-        if result.score is None:
-            shown = {"error": result.kind, "detail": result.error}
-        return ToolOutput(
-            json.dumps(shown, indent=1),
-            error=result.score is None,
-            sandbox_s=sum(metered.spent),
-        )
+        return _tests_output(result, sum(metered.spent))
+
+
+def _tests_output(result: GraderResult, sandbox_s: float) -> ToolOutput:
+    """A ``unit_tests`` result as ``run_tests`` shows it, its runs' ``sandbox_s``."""
+    shown: dict[str, Any] = {
+        "score": result.score,
+        "flags": list(result.flags),  # what the tamper detector saw the code attempt
+        "evidence": result.evidence,
+    }
+    if result.score is None:
+        shown = {"error": result.kind, "detail": result.error}
+    return ToolOutput(json.dumps(shown, indent=1), error=result.score is None, sandbox_s=sandbox_s)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from rewardsvc.monitor.alerts import AlertEvent
 from rewardsvc.monitor.golden import GoldenBoard
 from rewardsvc.monitor.runs import Mark, RunState, Sample, grouped
 from rewardsvc.monitor.spend import Spend
+from rewardsvc.monitor.toolloops import ToolLoops
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +100,8 @@ class Monitor:
         self.config_for = config_for or (lambda _rubric: MonitorConfig())
         self.spend = Spend(budget_of, self._emit, clock)
         """Cost per run (over its rubrics) and the runs' budgets (:mod:`.spend`)."""
+        self.tool_loops = ToolLoops(self._emit, clock, max_runs)
+        """Agentic judges' tool loops per (rubric, run), and their alert (:mod:`.toolloops`)."""
         self.max_runs = max_runs
         self.on_event = on_event
         self.clock = clock
@@ -125,6 +128,7 @@ class Monitor:
         self.batches += 1
         self.spend.add(rubric_id, run, result.usage, len(result.items))
         key = (rubric_id, run or DEFAULT_RUN)
+        self.tool_loops.add(*key, result.usage)
         state = self._runs.get(key)
         if state is None:
             state = RunState(key[0], key[1], version, self.config_for(rubric_id), now)

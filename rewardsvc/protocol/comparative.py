@@ -53,7 +53,21 @@ class GroupItem(BaseModel):
         return self
 
 
-class GroupOptionsIn(CriteriaOptions):
+class ComparativeOptions(CriteriaOptions):
+    """What both comparative routes' options hold."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    explain: bool = Field(
+        default=False,
+        description="Return, in each result, what every judge read for each question it "
+        "asked of one completion alone (an essential gate, a criterion an agentic judge "
+        "checks with tools): its chat messages, fences included, and an agentic judge's "
+        "tool calls, their results as shown and its verdict. Comparisons are not shown.",
+    )
+
+
+class GroupOptionsIn(ComparativeOptions):
     """How to compare the completions of each group."""
 
     model_config = ConfigDict(extra="forbid")
@@ -107,7 +121,7 @@ class PairIn(BaseModel):
     criteria: ItemCriteria = None
 
 
-class PreferenceOptionsIn(CriteriaOptions):
+class PreferenceOptionsIn(ComparativeOptions):
     """Overrides and the label margin."""
 
     model_config = ConfigDict(extra="forbid")
@@ -135,6 +149,10 @@ class PreferenceRequest(BaseModel):
 
 
 # ------------------------------------------------------------------ responses
+
+
+Seen = dict[str, dict[str, list[dict[str, str]] | str]]
+"""What each judge read per criterion (``options.explain``), as ``/v1/rewards`` shows it."""
 
 
 class ComparisonOut(BaseModel):
@@ -205,6 +223,12 @@ class GroupResultOut(BaseModel):
         "(status judge_error) or without it (degraded); null when every judge scored or "
         "the group was rejected.",
     )
+    explain: list[Seen] | None = Field(
+        default=None,
+        description="options.explain: per completion, per judge, per criterion asked of it "
+        "alone, what the judge read (an agentic judge's transcript: its tool calls, their "
+        "results and its verdict).",
+    )
 
 
 class ComparativeUsageOut(BaseModel):
@@ -274,6 +298,11 @@ class PreferenceResultOut(BaseModel):
         "judge's (see judges.*.error_kind). Set whenever a judge failed: with p_a_better "
         "null (status judge_error) or without it (degraded); null when every judge answered "
         "or the pair was rejected.",
+    )
+    explain: dict[str, Seen] | None = Field(
+        default=None,
+        description="options.explain: per side (a, b), per judge, per criterion asked of "
+        "that side alone, what the judge read (an agentic judge's transcript).",
     )
 
 

@@ -174,6 +174,31 @@ class SpendOut(BaseModel):
     last_seen: datetime
 
 
+class ToolLoopsOut(BaseModel):
+    """One (rubric, run)'s agentic judge tool loops (counted by this process)."""
+
+    rubric: str
+    run: str
+    loops: int = Field(description="Tool loops run (cache hits run none).")
+    tool_calls: int = Field(description="Their tool calls.")
+    outcomes: dict[str, int] = Field(
+        description="Loops by how they ended: finished (a verdict), or the failed verdict's "
+        "kind (loop_turns, loop_tool_calls, loop_tokens, loop_sandbox, loop_wall, deadline...)."
+    )
+    unfinished_share: float | None = Field(
+        description="The share of the latest loops (up to 200) that ended without a verdict."
+    )
+    baseline: float | None = Field(
+        description="That share over the run's first 100 loops (null until then)."
+    )
+    threshold: float = Field(
+        description="The share at which the tool_loops_unfinished alert fires: the baseline "
+        "plus 0.15, at most 0.5 (0.5 before the baseline)."
+    )
+    alert: AlertOut | None = Field(description="The tool_loops_unfinished alert, once pending.")
+    last_seen: datetime
+
+
 class MonitorReport(BaseModel):
     """The body of ``GET /v1/monitor``."""
 
@@ -193,6 +218,10 @@ class MonitorReport(BaseModel):
     )
     judges: list[IdentityOut] = Field(
         default_factory=list, description="Each judge's identity as last read."
+    )
+    tool_loops: list[ToolLoopsOut] = Field(
+        default_factory=list,
+        description="Agentic judges' tool loops per (rubric, run), most recently seen first.",
     )
 
 

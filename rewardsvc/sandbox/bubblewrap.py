@@ -244,7 +244,15 @@ def _result(watched: Watched, limits: Limits) -> RunResult:
     exit_code = watched.status.get("exit-code")
     failure: SandboxFailureKind | None = None
     detail = ""
-    if watched.killed:
+    if watched.killed and watched.starved:
+        # The host's load stopped it, not the program: no score, never a 0.
+        failure = "sandbox_busy"
+        detail = (
+            f"killed after {watched.wall_s:.3g} s (wall clock {limits.wall_s:g} s) having waited "
+            "for a CPU longer than it ran on one: the host was too busy"
+        )
+        exit_code = None
+    elif watched.killed:
         failure, detail = "sandbox_timeout", f"killed at the wall clock ({limits.wall_s:g} s)"
         exit_code = None
     elif not isinstance(exit_code, int):

@@ -61,6 +61,9 @@ class Watched:
     wall_s: float
     report: tuple[bytes, bool] = (b"", False)
     """What the run wrote to its report descriptor, and whether it wrote more than kept."""
+    starved: bool = False
+    """Killed at the wall clock having waited for a CPU longer than it ran
+    (:func:`waiting.starved`)."""
 
 
 class _Tree:
@@ -83,6 +86,13 @@ class _Tree:
         if self.init_pid is None:
             return 0.0
         return waiting.owed_s(wall_s, elapsed_s, waiting.scheduled(self.init_pid))
+
+    def starved(self, elapsed_s: float) -> bool:
+        """Whether the tree, ``elapsed_s`` into its run, waited for a CPU longer than it ran
+        (:func:`waiting.starved`)."""
+        if self.init_pid is None:
+            return False
+        return waiting.starved(waiting.scheduled(self.init_pid), elapsed_s)
 
     def kill(self) -> None:
         """Kill the sandbox's process 1: its namespace dies with it, and the launcher reaps
@@ -118,14 +128,14 @@ def _status_lines(buffer: bytearray, status: dict[str, Any]) -> None:
 
 def _pump(
     proc: subprocess.Popen[bytes], status_fd: int, streams: dict[int, _Stream], wall_s: float
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[dict[str, Any], bool, bool]:
     """Read the pipes until they close (killing the tree at the wall clock): the status
-    documents, and whether the wall clock killed it."""
+    documents, whether the wall clock killed it, and whether it was starved then."""
     assert proc.stdout is not None and proc.stderr is not None
     status: dict[str, Any] = {}
     status_buffer = bytearray()
     tree = _Tree(proc)
-    killed = False
+    killed = starved = False
     started = time.monotonic()
     deadline = started + wall_s
     try:
@@ -143,6 +153,7 @@ def _pump(
                     if later - now > _MIN_EXTENSION_S:
                         deadline = later  # it waited for a busy host's CPU: its time back
                         continue
+                    starved = tree.starved(now - started)  # read before the kill ends it
                     tree.kill()
                     killed, deadline = True, time.monotonic() + _KILL_GRACE_S
                     continue
@@ -163,7 +174,7 @@ def _pump(
         raise
     finally:
         tree.close()
-    return status, killed
+    return status, killed, starved
 
 
 def _reap(
@@ -192,7 +203,7 @@ def watch(
     assert proc.stdout is not None and proc.stderr is not None
     out, err = _Stream(output_bytes), _Stream(output_bytes)
     streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
-    status, killed = _pump(proc, status_fd, streams, wall_s)
+    status, killed, starved = _pump(proc, status_fd, streams, wall_s)
     _, wait_status, usage = _reap(proc, _KILL_GRACE_S if killed else None)
     proc.returncode = os.waitstatus_to_exitcode(wait_status)
     for pipe in (proc.stdout, proc.stderr):
@@ -208,4 +219,5 @@ def watch(
         returncode=proc.returncode,
         cpu_s=usage.ru_utime + usage.ru_stime,
         wall_s=time.monotonic() - started,
+        starved=starved,
     )

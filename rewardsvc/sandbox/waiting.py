@@ -11,7 +11,10 @@ Only a tree that used at most one CPU's worth of time is owed its wait: a progra
 starts busy processes of its own makes them wait for each other, and that wait is its
 doing. A sleeping program waits for no CPU, so it is killed at its wall clock as before.
 The allowance is capped (:data:`WALL_CAP` times the wall clock), so a run holds its lane
-for a bounded time whatever the host does.
+for a bounded time whatever the host does; admission counts each run at that cap. A run
+killed at its wall clock that waited for a CPU longer than it ran on one, runnable nearly
+all its time (:func:`starved`), was stopped by the host's load, not by its own doing: it is
+``sandbox_busy`` (no score), never a program that timed out (0).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from pathlib import Path
 
 WALL_CAP = 3.0
 """A run is killed at this many times its wall clock whatever it waited."""
+RUNNABLE_SHARE = 0.8
+"""The share of its time a starved run was runnable at least (:func:`starved`)."""
 _MAX_TASKS = 4096  # the walk is bounded (the sandbox's process limit bounds it too)
 _NS = 1e-9
 
@@ -41,6 +46,15 @@ def owed_s(wall_s: float, elapsed_s: float, seen: Scheduled) -> float:
     if seen.on_cpu_s > elapsed_s:
         return 0.0
     return min(seen.waited_s, (WALL_CAP - 1.0) * wall_s)
+
+
+def starved(seen: Scheduled, elapsed_s: float) -> bool:
+    """Whether a tree ``elapsed_s`` into its run waited for a CPU longer than it ran on one,
+    having been runnable (running or waiting) for at least :data:`RUNNABLE_SHARE` of that
+    time: a run killed so was the host's doing. A sleeping program that waited for a CPU
+    only to start was not runnable most of its time: its kill is its own."""
+    runnable = seen.waited_s + seen.on_cpu_s
+    return seen.waited_s > seen.on_cpu_s and runnable >= RUNNABLE_SHARE * elapsed_s
 
 
 def scheduled(root_pid: int, proc: Path = Path("/proc")) -> Scheduled:

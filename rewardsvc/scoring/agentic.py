@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from rewardsvc.core.code_spec import UnitTestsSpec
 from rewardsvc.core.judge_tools import JudgeTools
+from rewardsvc.core.results import Usage
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
@@ -73,12 +75,13 @@ def shown_bytes(declared: JudgeTools) -> int:
     return declared.max_tool_calls * (widest * UTF8_MAX + SHOWN_OVERHEAD_BYTES)
 
 
-def tests_of(rubric: Rubric) -> UnitTestsSpec | None:
-    """The task's hidden tests ``run_tests`` runs: the rubric's ``unit_tests`` grader's spec
-    (its tests, or the item's reference's); None when it grades with none."""
+def tests_of(rubric: Rubric) -> tuple[str, UnitTestsSpec] | None:
+    """The task's hidden tests ``run_tests`` runs: the rubric's ``unit_tests`` grader's
+    criterion id and spec (its tests, or the item's reference's); None when it grades
+    with none."""
     for c in rubric.criteria:
         if isinstance(c.grader, UnitTestsSpec):
-            return c.grader
+            return c.id, c.grader
     return None
 
 
@@ -90,12 +93,15 @@ def set_contexts(
     deadline: float | None,
 ) -> None:
     """Each item's tool context, once its graders have graded (``graded``, by criterion
-    id): its rollout, the task's tests, those results and the sandbox, its runs queued as
-    one request's and none started after ``deadline``."""
-    tests, group = tests_of(rubric), object()
+    id): its rollout, the task's tests and their grader's result on it (which
+    ``run_tests`` shows rather than run them again), those results and the sandbox, its
+    runs queued as one request's and none started after ``deadline``."""
+    found, group = tests_of(rubric), object()
+    cid, tests = found if found is not None else (None, None)
     for (rollout, later), grades in zip(items, graded, strict=True):
         sandbox = Sandbox(lanes, group, deadline)
-        later.ctx = ToolContext(rollout, sandbox, tests, grades)
+        tested = grades.get(cid) if cid is not None else None
+        later.ctx = ToolContext(rollout, sandbox, tests, grades, tested)
 
 
 def transcript_seen(seen: Seen, verdict: Verdict | None) -> Seen:
@@ -104,13 +110,8 @@ def transcript_seen(seen: Seen, verdict: Verdict | None) -> Seen:
     distribution, or the failure that ended the loop)."""
     if verdict is None or isinstance(seen, str):
         return seen
-    try:
-        raw = json.loads(verdict.raw) if verdict.raw else {}
-    except ValueError:  # a verdict of another question, cached under this key
-        raw = {}
-    loop = raw.get("loop", raw) if isinstance(raw, dict) else {}
     steps: list[dict[str, str]] = []
-    for step in loop.get("steps", []) if isinstance(loop, dict) else []:
+    for step in loop_steps(verdict):
         call = {k: step.get(k) for k in ("turn", "tool", "arguments")}
         steps.append({"role": "tool_call", "content": json.dumps(call)})
         steps.append({"role": "tool", "content": str(step.get("result", ""))})
@@ -121,3 +122,22 @@ def transcript_seen(seen: Seen, verdict: Verdict | None) -> Seen:
         "error": verdict.error,
     }
     return [*seen, *steps, {"role": "verdict", "content": json.dumps(answer)}]
+
+
+def loop_steps(verdict: Verdict) -> list[dict[str, Any]]:
+    """The tool calls of an agentic verdict's loop, as its transcript in ``raw`` holds
+    them (an answer's under ``loop``; a failed loop's is the whole raw)."""
+    try:
+        raw = json.loads(verdict.raw) if verdict.raw else {}
+    except ValueError:  # a verdict of another question, cached under this key
+        raw = {}
+    loop = raw.get("loop", raw) if isinstance(raw, dict) else {}
+    steps = loop.get("steps", []) if isinstance(loop, dict) else []
+    return [s for s in steps if isinstance(s, dict)] if isinstance(steps, list) else []
+
+
+def count_loop(usage: Usage, verdict: Verdict) -> None:
+    """Count into ``usage`` the tool loop that gave ``verdict``: how it ended (``finished``
+    or its failure's kind) and its tool calls (the monitor counts them per run)."""
+    ended = "finished" if verdict.ok else (verdict.error_kind or "internal")
+    usage.looped(ended, len(loop_steps(verdict)))

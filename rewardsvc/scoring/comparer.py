@@ -54,7 +54,8 @@ class Comparer:
         run: str | None,
     ) -> GroupBatch:
         """The rewards of ``groups`` by ``plan``, reported under ``run``."""
-        return await run_groups(rubric, groups, options, plan, **self._with(deadline, run))
+        comparing = self._with(deadline, run)
+        return await run_groups(rubric, groups, options, plan, self.judges, **comparing)
 
     async def plan_preferences(
         self,

@@ -58,7 +58,7 @@ from rewardsvc.scoring.pacing import Pacer
 from rewardsvc.scoring.parts import Part, split
 from rewardsvc.scoring.planning import Call, Prepared, When, plan
 from rewardsvc.scoring.selection import min_judges_for, select_judges
-from rewardsvc.scoring.serving import Expiry, Outcome, serve, tally
+from rewardsvc.scoring.serving import Expiry, Outcome, serve, serve_beside_graders, tally
 from rewardsvc.storage.cache import VerdictCache
 from rewardsvc.storage.calibration import CalibrationWindows
 
@@ -255,28 +255,29 @@ class Engine:
     ) -> tuple[list[Outcome], list[dict[str, GraderResult]]]:
         """The judge calls' outcomes and each item's grader results, run side by side; the
         agentic questions after the graders, whose results their tools show."""
-        plain = [c for c in calls if c.tools is None]
+        grading = None
+        if any(c.grader is not None for c in rubric.criteria):
+            rollouts = [p.rollout for p in prepared]
+            grading = grade_criteria(self.graders, rubric, rollouts, deadline)
+        lanes = None if self.graders is None else self.graders.sandbox
+        items = [(p.rollout, p.tools) for p in prepared]
+
+        def contexts(graded: list[dict[str, GraderResult]]) -> None:
+            agentic.set_contexts(rubric, items, graded, lanes, deadline)
 
         def serving(some: list[Call]) -> Awaitable[list[Outcome]]:
             return serve(self.cache, self._expiry, some, use_cache, deadline, pacer)
 
         staged = rubric.cascade
-        judged = serving(plain) if staged is None else cascade.serve_stages(staged, plain, serving)
-        if any(c.grader is not None for c in rubric.criteria):
-            rollouts = [p.rollout for p in prepared]
-            grading = grade_criteria(self.graders, rubric, rollouts, deadline)
-            outcomes, graded = await asyncio.gather(judged, grading)
-        else:  # nothing to grade: no tasks to run the judge calls beside nothing
-            outcomes, graded = await judged, [{} for _ in prepared]
-        if len(plain) == len(calls):
-            return outcomes, graded
-        lanes = None if self.graders is None else self.graders.sandbox
-        items = [(p.rollout, p.tools) for p in prepared]
-        agentic.set_contexts(rubric, items, graded, lanes, deadline)
-        tooled = [c for c in calls if c.tools is not None]
-        looped = iter(await serve(self.cache, self._expiry, tooled, use_cache, deadline, pacer))
-        first = iter(outcomes)
-        return [next(first) if c.tools is None else next(looped) for c in calls], graded
+
+        def staging(some: list[Call]) -> Awaitable[list[Outcome]]:
+            assert staged is not None
+            return cascade.serve_stages(staged, some, serving)
+
+        ungraded: list[dict[str, GraderResult]] = [{} for _ in prepared]
+        return await serve_beside_graders(
+            serving, calls, grading, ungraded, contexts, None if staged is None else staging
+        )
 
     async def _calibrate(
         self, rubric: Rubric, version: str, names: list[str], rows: list[dict[str, JudgeOutcome]]

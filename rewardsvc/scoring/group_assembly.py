@@ -25,8 +25,9 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.graders.result import GraderResult
+from rewardsvc.judges.prompts import Seen
 from rewardsvc.safety.detectors import detect
-from rewardsvc.scoring import penalties
+from rewardsvc.scoring import agentic, penalties
 from rewardsvc.scoring.assemble import with_grader_flags
 from rewardsvc.scoring.group_calls import GroupPlan
 from rewardsvc.scoring.group_judges import Comparison, JudgeGroup
@@ -53,6 +54,9 @@ class GroupReward:
     """The version of the group's own rubric, when it brought criteria."""
     error_kind: JudgeErrorKind | None = None
     """The kind of the first failed judge's failure (None when every judge scored)."""
+    explain: list[dict[str, dict[str, Seen]]] | None = None
+    """``options.explain``: per completion, per judge, per criterion asked of it alone, what
+    the judge read (an agentic judge's transcript)."""
 
 
 @dataclass
@@ -86,10 +90,12 @@ def collect(plan: GroupPlan, outcomes: Sequence[Outcome], usage: Usage) -> Answe
     """Each (group, judge)'s answers, counting the work done into ``usage`` (a cache hit is
     no call, nor is a verdict shared with an identical call in flight)."""
     answered: Answered = {}
-    for asked, (verdict, source) in zip(plan.asked, outcomes, strict=True):
+    for asked, call, (verdict, source) in zip(plan.asked, plan.calls, outcomes, strict=True):
         c = asked.comparison
         if source == "call":
             usage.called(verdict, c.order if c is not None else None)
+            if call.tools is not None:
+                agentic.count_loop(usage, verdict)
         elif source == "hit":
             usage.cache_hits += 1
         answers = answered.setdefault((asked.group, asked.judge), Answers())

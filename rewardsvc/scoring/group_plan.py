@@ -43,6 +43,8 @@ class GroupOptions:
     min_judges: int | None = None
     seed: int | None = None
     use_cache: bool = True
+    explain: bool = False
+    """Return what each judge read for each question of one completion alone."""
 
     @property
     def strategy(self) -> ComparisonMethod:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypedDict, Unpack
 
@@ -38,6 +38,7 @@ from rewardsvc.graders.registry import Graders, grade_criteria
 from rewardsvc.graders.result import GraderResult
 from rewardsvc.judges.comparative import ask
 from rewardsvc.judges.judge import Judge
+from rewardsvc.judges.prompts import Seen
 from rewardsvc.scoring import agentic
 from rewardsvc.scoring.comparison_methods import Method
 from rewardsvc.scoring.group_assembly import (
@@ -51,8 +52,9 @@ from rewardsvc.scoring.group_calls import Ask, GroupPlan, plan_calls
 from rewardsvc.scoring.group_judges import JudgeGroup
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions, check_comparable, graded
 from rewardsvc.scoring.pacing import Pacer
+from rewardsvc.scoring.planning import Call
 from rewardsvc.scoring.selection import min_judges_for, select_judges
-from rewardsvc.scoring.serving import Expiry, Outcome, serve
+from rewardsvc.scoring.serving import Expiry, Outcome, serve, serve_beside_graders
 from rewardsvc.storage.cache import VerdictCache
 from rewardsvc.storage.calibration import CalibrationWindows
 
@@ -143,10 +145,10 @@ async def _judge(
     plan: GroupPlan,
     usage: Usage,
     comparing: Comparing,
-) -> tuple[dict[int, dict[str, JudgeGroup]], list[list[dict[str, GraderResult]]]]:
+) -> tuple[dict[int, dict[str, JudgeGroup]], list[list[dict[str, GraderResult]]], list[Outcome]]:
     """Each judge's view of each group scored, from the plan's calls (served) and the
     grader criteria (graded side by side), with each group's grader results (their flags
-    are the completions'); the work is counted into ``usage``."""
+    are the completions') and the calls' outcomes; the work is counted into ``usage``."""
     outcomes, grades = await _served(rubric, groups, options, plan, comparing)
     usage.grader_calls += sum(len(per) for g in grades for per in g)
     answered = collect(plan, outcomes, usage)
@@ -163,7 +165,25 @@ async def _judge(
                     per[name].without_images = True
         return out
 
-    return await asyncio.to_thread(views), grades
+    return await asyncio.to_thread(views), grades, outcomes
+
+
+def explained(
+    judges: Mapping[str, Judge], plan: GroupPlan, outcomes: Sequence[Outcome]
+) -> dict[int, dict[int, dict[str, dict[str, Seen]]]]:
+    """Per group and completion, per judge and criterion, what the judge read of each
+    question asked of that completion alone (``options.explain``): its messages rendered
+    unsent, an agentic judge's followed by its transcript (``agentic.transcript_seen``)."""
+    shown: dict[int, dict[int, dict[str, dict[str, Seen]]]] = {}
+    for asked, call, (verdict, _) in zip(plan.asked, plan.calls, outcomes, strict=True):
+        if asked.comparison is not None:
+            continue
+        seen = judges[call.judge].render(call.question).seen
+        if call.tools is not None:
+            seen = agentic.transcript_seen(seen, verdict)
+        per = shown.setdefault(asked.group, {}).setdefault(asked.completion, {})
+        per.setdefault(call.judge, {})[asked.criterion] = seen
+    return shown
 
 
 async def _served(
@@ -181,22 +201,22 @@ async def _served(
     expiry = comparing.get("expiry") or Expiry()
     if cache is None:  # identical calls in flight are still joined
         cache = VerdictCache(max_entries=0)
-    plain = [c for c in plan.calls if c.tools is None]
-    served = serve(cache, expiry, plain, options.use_cache, deadline, Pacer())
     graders = comparing.get("graders")
     grading = _grade(graders, rubric, groups, plan, deadline)
-    outcomes, grades = await asyncio.gather(served, grading)
-    if len(plain) == len(plan.calls):
-        return outcomes, grades
     lanes = None if graders is None else graders.sandbox
-    for gi, laters in plan.contexts.items():
-        group = groups[gi]
-        items = list(zip(group.rollouts, laters, strict=True))
-        agentic.set_contexts(group.rubric or rubric, items, grades[gi], lanes, deadline)
-    tooled = [c for c in plan.calls if c.tools is not None]
-    looped = iter(await serve(cache, expiry, tooled, options.use_cache, deadline, Pacer()))
-    first = iter(outcomes)
-    return [next(first) if c.tools is None else next(looped) for c in plan.calls], grades
+
+    def contexts(grades: list[list[dict[str, GraderResult]]]) -> None:
+        for gi, laters in plan.contexts.items():
+            group = groups[gi]
+            items = list(zip(group.rollouts, laters, strict=True))
+            agentic.set_contexts(group.rubric or rubric, items, grades[gi], lanes, deadline)
+
+    pacer = Pacer()
+
+    def serving(some: list[Call]) -> Awaitable[list[Outcome]]:
+        return serve(cache, expiry, some, options.use_cache, deadline, pacer)
+
+    return await serve_beside_graders(serving, plan.calls, grading, [], contexts)
 
 
 async def run_groups(
@@ -204,9 +224,11 @@ async def run_groups(
     groups: Sequence[GroupIn],
     options: GroupOptions,
     plan: GroupPlan,
+    judges: Mapping[str, Judge] | None = None,
     **comparing: Unpack[Comparing],
 ) -> GroupBatch:
-    """Rewards of every group of ``plan``, relative within the group, in input order.
+    """Rewards of every group of ``plan``, relative within the group, in input order
+    (with ``options.explain``, what the ``judges`` read of each completion alone).
 
     Verdicts are read from and written to the ``cache`` (unless ``options.use_cache`` is
     off; without one identical calls in flight are still joined); the judge work ends at
@@ -215,7 +237,7 @@ async def run_groups(
     """
     started = time.perf_counter()
     usage = Usage()
-    per_group, grades = await _judge(rubric, groups, options, plan, usage, comparing)
+    per_group, grades, outcomes = await _judge(rubric, groups, options, plan, usage, comparing)
     version = rubric.version()
     if rubric.aggregation.calibration != "none":
         windows = comparing.get("windows")
@@ -225,6 +247,7 @@ async def run_groups(
     rule = options.rule or rubric.aggregation.rule
 
     def assemble() -> list[GroupReward]:
+        seen = explained(judges or {}, plan, outcomes) if options.explain else None
         results = []
         for gi, group in enumerate(groups):
             if gi in plan.rejected:
@@ -238,6 +261,9 @@ async def run_groups(
             reward = group_reward(own, group, plan.names, plan.bar, rule, views, grades[gi])
             if own is not rubric:
                 reward.version = own.version()
+            if seen is not None:
+                mine = seen.get(gi, {})
+                reward.explain = [mine.get(k, {}) for k in range(len(group.rollouts))]
             results.append(reward)
         return results
 
@@ -260,7 +286,7 @@ async def score_groups(
     within the group, in input order."""
     options = options or GroupOptions()
     plan = await plan_groups(judges, rubric, groups, options, **comparing)
-    return await run_groups(rubric, groups, options, plan, **comparing)
+    return await run_groups(rubric, groups, options, plan, judges, **comparing)
 
 
 def monitored(batch: GroupBatch, groups: Sequence[GroupIn], run: str | None) -> BatchResult:

@@ -26,6 +26,7 @@ from rewardsvc.core.errors import JudgeErrorKind, RequestError
 from rewardsvc.core.results import Status, Usage
 from rewardsvc.core.rubric import JudgeRule, Rubric
 from rewardsvc.judges.judge import Judge
+from rewardsvc.judges.prompts import Seen
 from rewardsvc.scoring.group_calls import GroupPlan
 from rewardsvc.scoring.group_judges import JudgeGroup, Scores, combine_criteria
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions, worst_questions
@@ -40,6 +41,8 @@ class PreferenceOptions:
     rule: JudgeRule | None = None
     min_judges: int | None = None
     margin: float = cmp.DEFAULT_MARGIN
+    explain: bool = False
+    """Return what each judge read for each question of one side alone."""
 
 
 @dataclass
@@ -75,6 +78,8 @@ class Preference:
     """The version of the pair's own rubric, when it brought criteria."""
     error_kind: JudgeErrorKind | None = None
     """The kind of the first failed judge's failure (None when every judge answered)."""
+    explain: dict[str, dict[str, dict[str, Seen]]] | None = None
+    """``options.explain``: per side, what each judge read of it alone (``GroupReward``)."""
 
 
 @dataclass
@@ -187,6 +192,7 @@ def as_groups(options: PreferenceOptions) -> GroupOptions:
         judges=options.judges,
         rule=options.rule,
         min_judges=options.min_judges,
+        explain=options.explain,
     )
 
 
@@ -228,10 +234,13 @@ async def judge_preferences(
     options = options or PreferenceOptions()
     if plan is None:
         plan = await plan_preferences(judges, rubric, pairs, options, **comparing)
-    batch = await run_groups(rubric, pairs, as_groups(options), plan, **comparing)
+    batch = await run_groups(rubric, pairs, as_groups(options), plan, judges, **comparing)
     rule = options.rule or rubric.aggregation.rule
     results = [
         _preference(pair.rubric or rubric, group, rule, options.margin)
         for pair, group in zip(pairs, batch.results, strict=True)
     ]
+    for result, group in zip(results, batch.results, strict=True):
+        if group.explain is not None:
+            result.explain = dict(zip(("a", "b"), group.explain, strict=True))
     return PreferenceBatch(batch.rubric_id, batch.version, results, batch.usage)

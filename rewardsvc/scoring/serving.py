@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from rewardsvc.core.results import Usage
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.batching import SharedCall
+from rewardsvc.scoring import agentic
 from rewardsvc.scoring.pacing import Pacer, cancel_unfinished
 from rewardsvc.scoring.planning import Call
 from rewardsvc.storage.cache import Source, VerdictCache
@@ -24,6 +26,9 @@ log = logging.getLogger(__name__)
 
 Outcome = tuple[Verdict, Source]
 """A call's verdict and where it came from."""
+
+G = TypeVar("G")
+"""What a request's graders give (per item, or per group and completion)."""
 
 _Waits = dict[int, tuple[asyncio.Future[Outcome], bool]]
 
@@ -98,6 +103,38 @@ async def serve(
     return outcomes
 
 
+Serving = Callable[[list[Call]], Awaitable[list[Outcome]]]
+"""Serves some calls: each one's outcome, in order (:func:`serve` with a request's cache,
+expiry, deadline and pacer)."""
+
+
+async def serve_beside_graders(
+    serving: Serving,
+    calls: list[Call],
+    grading: Awaitable[G] | None,
+    ungraded: G,
+    contexts: Callable[[G], None],
+    plain: Serving | None = None,
+) -> tuple[list[Outcome], G]:
+    """Each of ``calls``' outcome, in order, and what ``grading`` gave (``ungraded`` when
+    there is nothing to grade): the plain calls served beside the graders (by ``plain``
+    when given, e.g. a cascade's stages, else by ``serving``), then, once ``contexts`` set
+    the agentic calls' tool contexts from the graders' results (which their tools show),
+    the agentic calls by ``serving``."""
+    first = [c for c in calls if c.tools is None]
+    judged = (plain or serving)(first)
+    if grading is not None:
+        outcomes, graded = await asyncio.gather(judged, grading)
+    else:  # nothing to grade: no tasks to run the judge calls beside nothing
+        outcomes, graded = await judged, ungraded
+    if len(first) == len(calls):
+        return outcomes, graded
+    contexts(graded)
+    looped = iter(await serving([c for c in calls if c.tools is not None]))
+    served = iter(outcomes)
+    return [next(served) if c.tools is None else next(looped) for c in calls], graded
+
+
 async def _settle(
     cache: VerdictCache,
     expiry: Expiry,
@@ -155,6 +192,8 @@ def tally(
             batches.add(call.batch)
         if source == "call":
             usage.called(verdict)
+            if call.tools is not None:
+                agentic.count_loop(usage, verdict)
         elif source == "hit":
             usage.cache_hits += 1
     return verdicts

@@ -8,22 +8,30 @@ rubric's or recipe's size.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from rewardsvc.core.errors import ErrorKind, TooLarge
 from rewardsvc.core.rubric import Rubric
+from rewardsvc.sandbox.waiting import WALL_CAP
+from rewardsvc.server.ledger import Ledger
 from rewardsvc.settings import Settings
 
 
 def check_work(settings: Settings, calls: int, prompt_bytes: int, sandbox_s: float = 0.0) -> None:
     """413 when a request's planned judge calls exceed max_inflight_calls, their
     ``prompt_bytes`` exceed max_prompt_bytes_per_request or its code graders' runs
-    (``sandbox_s``, each run's wall-clock limit) exceed max_sandbox_seconds."""
-    if sandbox_s > settings.max_sandbox_seconds:
+    (``sandbox_s``, each run's wall-clock limit) at the busy host's cap (``WALL_CAP`` times:
+    a run starved of CPU may run that long, :mod:`rewardsvc.sandbox.waiting`) exceed
+    max_sandbox_seconds."""
+    capped = sandbox_s * WALL_CAP
+    if capped > settings.max_sandbox_seconds:
         raise TooLarge(
-            f"the request plans {sandbox_s:g} s of sandboxed runs (each run's wall_s), more "
-            f"than max_sandbox_seconds={settings.max_sandbox_seconds:g}; split it",
+            f"the request plans {sandbox_s:g} s of sandboxed runs (each run's wall_s), "
+            f"{capped:g} s at the busy host's cap of {WALL_CAP:g} times, more than "
+            f"max_sandbox_seconds={settings.max_sandbox_seconds:g}; split it",
             kind=ErrorKind.TOO_MUCH_WORK,
             field="max_sandbox_seconds",
         )
@@ -54,6 +62,20 @@ def check_explain(settings: Settings, prompt_bytes: int) -> None:
             kind=ErrorKind.TOO_MUCH_WORK,
             field="options.explain",
         )
+
+
+@contextlib.contextmanager
+def explaining(ledger: Ledger, explain: bool, prompt_bytes: int) -> Iterator[None]:
+    """Explain's output (at most the ``prompt_bytes`` planned) held in ``ledger`` until the
+    answer is sent, as held work (nothing is held when ``explain`` is off)."""
+    if not explain:
+        yield
+        return
+    held = ledger.hold(prompt_bytes, "the explain output", "options.explain")
+    try:
+        yield
+    finally:
+        held.release()
 
 
 def check_rubric_size(settings: Settings, rubric: Rubric) -> None:

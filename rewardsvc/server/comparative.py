@@ -72,6 +72,7 @@ async def groups(body: GroupRequest, service: ServiceDep) -> GroupResponse:
         rule=o.rule,
         min_judges=o.min_judges,
         seed=o.seed,
+        explain=o.explain,
     )
     batch = await service.score_groups(rubric, read, options, run=body.run, raw=body.groups)
     return group_response(batch)
@@ -93,6 +94,7 @@ async def preferences(body: PreferenceRequest, service: ServiceDep) -> Preferenc
         rule=o.rule,
         min_judges=o.min_judges,
         margin=o.margin,
+        explain=o.explain,
     )
     batch = await service.judge_preferences(rubric, read, options, run=body.run, raw=body.pairs)
     return preference_response(batch)

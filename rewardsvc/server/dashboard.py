@@ -18,9 +18,11 @@ from fastapi.responses import FileResponse, HTMLResponse
 from rewardsvc.application.monitoring import iso
 from rewardsvc.core.errors import ErrorKind, RequestError, Unavailable
 from rewardsvc.monitor import CanaryRecord, Monitor, RunState
+from rewardsvc.monitor.alerts import Alert
 from rewardsvc.monitor.health import Health
 from rewardsvc.monitor.shared import SharedMonitor
 from rewardsvc.monitor.spend import RunCost
+from rewardsvc.monitor.toolloops import RunLoops
 from rewardsvc.protocol.monitor import (
     AlertOut,
     CanaryOut,
@@ -30,6 +32,7 @@ from rewardsvc.protocol.monitor import (
     MonitorReport,
     RunOut,
     SpendOut,
+    ToolLoopsOut,
 )
 from rewardsvc.server.access import GRANT, can_read, can_read_rubric, can_read_run
 from rewardsvc.server.golden import golden_out, identity_out
@@ -77,19 +80,38 @@ def run_out(state: RunState, history: bool) -> RunOut:
         started=iso(state.started),
         last_seen=iso(state.last_seen),
         signals=state.signals,
-        alerts=[
-            AlertOut(
-                name=a.name,
-                state=a.state,
-                since=iso(a.since),
-                value=a.value,
-                threshold=a.threshold,
-                criteria=list(a.criteria),
-            )
-            for a in state.tracker.alerts.values()
-        ],
+        alerts=[alert_out(a) for a in state.tracker.alerts.values()],
         health=health_out(state.health) if state.health is not None else None,
         history=hist,
+    )
+
+
+def alert_out(a: Alert) -> AlertOut:
+    """The wire view of one alert."""
+    return AlertOut(
+        name=a.name,
+        state=a.state,
+        since=iso(a.since),
+        value=a.value,
+        threshold=a.threshold,
+        criteria=list(a.criteria),
+    )
+
+
+def loops_out(e: RunLoops) -> ToolLoopsOut:
+    """The wire view of one (rubric, run)'s tool loops."""
+    alert = e.alert
+    return ToolLoopsOut(
+        rubric=e.rubric,
+        run=e.run,
+        loops=e.loops,
+        tool_calls=e.tool_calls,
+        outcomes=dict(e.outcomes),
+        unfinished_share=e.unfinished_share,
+        baseline=e.baseline,
+        threshold=e.threshold,
+        alert=alert_out(alert) if alert is not None else None,
+        last_seen=iso(e.last_seen),
     )
 
 
@@ -152,6 +174,9 @@ def report(monitor: Monitor, rubric: str | None, run: str | None, history: bool)
         judges=[identity_out(i) for i in monitor.golden.identities()]
         if GRANT.get() is None
         else [],
+        tool_loops=[
+            loops_out(e) for e in monitor.tool_loops.runs(rubric, run) if can_read(e.rubric, e.run)
+        ],
     )
 
 

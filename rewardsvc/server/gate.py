@@ -49,14 +49,21 @@ class Gate(ABC):
 
     @contextlib.contextmanager
     def admitted(
-        self, items: int, calls: int, prompt_bytes: int = 0, sandbox_s: float = 0.0
+        self,
+        items: int,
+        calls: int,
+        prompt_bytes: int = 0,
+        sandbox_s: float = 0.0,
+        *,
+        checked: bool = False,
     ) -> Iterator[None]:
         """Hold in-flight slots for ``items`` and ``calls`` (429 when full, 413 when the
         calls alone exceed max_inflight_calls, their ``prompt_bytes`` exceed
         max_prompt_bytes_per_request or the code graders' runs, ``sandbox_s``, exceed
-        max_sandbox_seconds) and count the request as active, so that a drain waits for
-        it."""
-        check_work(self.settings, calls, prompt_bytes, sandbox_s)
+        max_sandbox_seconds, unless the plan was ``checked`` so when it was made) and count
+        the request as active, so that a drain waits for it."""
+        if not checked:
+            check_work(self.settings, calls, prompt_bytes, sandbox_s)
         with self.limiter.admit(items, calls), self._active():
             metrics.INFLIGHT.inc()
             metrics.INFLIGHT_CALLS.inc(calls)

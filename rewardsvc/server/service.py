@@ -53,6 +53,7 @@ from rewardsvc.server.admission import (
     check_inline_size,
     check_rubric_size,
     check_work,
+    explaining,
 )
 from rewardsvc.server.gate import Gate
 from rewardsvc.server.guards import InflightLimiter, RetryAfter, check_batch
@@ -207,24 +208,19 @@ class Service(Gate):
         """Score a batch within the request's deadline and the work limits (items per
         batch, criteria and judges per rubric, items and judge calls in flight, explain's
         output held): the plan admitted is the plan run (``planned``, when the caller
-        already planned these items, e.g. to refuse at once); log it when configured."""
+        already planned these items with :meth:`plan`, e.g. to refuse at once; its work was
+        checked there, once); log it when configured."""
         target = rubric if isinstance(rubric, Target) else RubricTarget.of(rubric, metrics_label)
         if planned is None:
             planned = await self.plan(target, items, options, field_name, run)
         cost = planned.cost
         deadline = time.monotonic() + self.settings.request_timeout_s
-        # The explain output is held until the answer is sent: counted as held work.
-        explaining = (
-            self.ledger.hold(cost.prompt_bytes, "the explain output", "options.explain")
-            if options.explain
-            else None
-        )
-        try:
-            with self.admitted(len(items), cost.calls, cost.prompt_bytes):
-                response = await planned.run(deadline)
-        finally:
-            if explaining is not None:
-                explaining.release()
+        with (
+            explaining(self.ledger, options.explain, cost.prompt_bytes),
+            # Its work was checked once, when :meth:`plan` made it.
+            self.admitted(len(items), cost.calls, cost.prompt_bytes, checked=True),
+        ):
+            response = await planned.run(deadline)
         if self.reward_log is not None:
             self.reward_log.write(response, list(items), run)
         return response
@@ -249,7 +245,13 @@ class Service(Gate):
         comparer = self.engine.comparer()
         deadline = time.monotonic() + self.settings.request_timeout_s
         plan = await comparer.plan_groups(rubric, groups, options, deadline)
-        with self.admitted(count, *plan.work(), plan.sandbox_s):
+        calls, size = plan.work()
+        if options.explain:
+            check_explain(self.settings, size)
+        with (
+            explaining(self.ledger, options.explain, size),
+            self.admitted(count, calls, size, plan.sandbox_s),
+        ):
             batch = await comparer.score_groups(
                 rubric, groups, options, plan, deadline=deadline, run=run
             )
@@ -275,7 +277,13 @@ class Service(Gate):
         comparer = self.engine.comparer()
         deadline = time.monotonic() + self.settings.request_timeout_s
         plan = await comparer.plan_preferences(rubric, pairs, options, deadline)
-        with self.admitted(2 * len(pairs), *plan.work(), plan.sandbox_s):
+        calls, size = plan.work()
+        if options.explain:
+            check_explain(self.settings, size)
+        with (
+            explaining(self.ledger, options.explain, size),
+            self.admitted(2 * len(pairs), calls, size, plan.sandbox_s),
+        ):
             batch = await comparer.judge_preferences(
                 rubric, pairs, options, plan, deadline=deadline, run=run
             )

@@ -151,6 +151,16 @@ function spendTable(spend) {
   document.getElementById("no-spend").hidden = spend.length > 0;
 }
 
+function loopsTable(loops) {
+  const ended = (r) => Object.entries(r.outcomes).map(([k, n]) => `${k}: ${n}`).join(", ");
+  const firing = (r) => r.alert !== null && r.alert.state === "firing";
+  fillRows("#loops", loops, (r) => (firing(r) ? "alert firing" : ""),
+    (r) => [r.rubric, r.run, String(r.loops), String(r.tool_calls), ended(r),
+      fmt(r.unfinished_share), fmt(r.baseline), fmt(r.threshold),
+      r.alert ? r.alert.state : "–"]);
+  document.getElementById("no-loops").hidden = loops.length > 0;
+}
+
 function canaryPlot(canaries) {
   const stamps = new Set();
   for (const c of canaries) for (const [t] of c.history || []) stamps.add(seconds(t));
@@ -181,6 +191,7 @@ function render(report) {
   canaryTable(canaries);
   goldenTable(golden, report.judges || []);
   spendTable(report.spend || []);
+  loopsTable(report.tool_loops || []);
   const h = run ? run.history : { times: [], series: {}, events: [] };
   const times = h.times.map(seconds);
   const events = h.events.map((e) => ({ t: seconds(e.time), kind: e.kind, name: e.name }));

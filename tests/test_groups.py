@@ -197,6 +197,7 @@ class LocalComparer:
 
     def __init__(self, judges: dict[str, Judge], rubric: Rubric, asker: Any = None) -> None:
         self.settings = Settings()  # the routes read groups within its limits
+        self.media_domains: list[str] = []  # image URLs of no host are allowed
         self.judges = judges
         self.rubric = rubric
         self.extra = {"asker": asker} if asker else {}

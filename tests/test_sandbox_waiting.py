@@ -97,11 +97,14 @@ BUSY_2_S = BUSY_0_25_S.replace("< 0.25", "< 2.0")
 
 
 def test_a_run_is_starved_when_it_waited_longer_than_it_ran_and_was_runnable() -> None:
-    assert starved(Scheduled(on_cpu_s=0.3, waited_s=1.2), 1.5)  # runnable all along
+    # one busy task, runnable all along
+    assert starved(Scheduled(on_cpu_s=0.3, waited_s=1.2, busiest_s=0.3), 1.5)
     # sleeping after a slow start: it waited to start, then slept until killed
-    assert not starved(Scheduled(on_cpu_s=0.05, waited_s=0.25), 0.8)
+    assert not starved(Scheduled(on_cpu_s=0.05, waited_s=0.25, busiest_s=0.05), 0.8)
     # its own work: it ran more than it waited
-    assert not starved(Scheduled(on_cpu_s=1.0, waited_s=0.4), 1.5)
+    assert not starved(Scheduled(on_cpu_s=1.0, waited_s=0.4, busiest_s=1.0), 1.5)
+    # many busy tasks of its own (a fork bomb): they waited for each other
+    assert not starved(Scheduled(on_cpu_s=0.3, waited_s=1.2, busiest_s=0.02), 1.5)
 
 
 def test_a_starved_program_killed_at_the_cap_is_busy_not_timed_out(busy_cpu: None) -> None:

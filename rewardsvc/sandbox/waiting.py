@@ -27,17 +27,21 @@ WALL_CAP = 3.0
 """A run is killed at this many times its wall clock whatever it waited."""
 RUNNABLE_SHARE = 0.8
 """The share of its time a starved run was runnable at least (:func:`starved`)."""
+SOLO_SHARE = 0.8
+"""The share of a starved tree's CPU time its busiest task took at least: a tree of many
+busy tasks (a fork bomb) waits for itself (:func:`starved`)."""
 _MAX_TASKS = 4096  # the walk is bounded (the sandbox's process limit bounds it too)
 _NS = 1e-9
 
 
 @dataclass(frozen=True)
 class Scheduled:
-    """A process tree's scheduler times, in seconds: on a CPU (summed over its tasks), and
-    the longest any one task waited runnable for a CPU."""
+    """A process tree's scheduler times, in seconds: on a CPU (summed over its tasks), the
+    longest any one task waited runnable for a CPU, and the most any one task was on a CPU."""
 
     on_cpu_s: float = 0.0
     waited_s: float = 0.0
+    busiest_s: float = 0.0
 
 
 def owed_s(wall_s: float, elapsed_s: float, seen: Scheduled) -> float:
@@ -51,16 +55,19 @@ def owed_s(wall_s: float, elapsed_s: float, seen: Scheduled) -> float:
 def starved(seen: Scheduled, elapsed_s: float) -> bool:
     """Whether a tree ``elapsed_s`` into its run waited for a CPU longer than it ran on one,
     having been runnable (running or waiting) for at least :data:`RUNNABLE_SHARE` of that
-    time: a run killed so was the host's doing. A sleeping program that waited for a CPU
-    only to start was not runnable most of its time: its kill is its own."""
+    time, as one busy task using at most one CPU's worth: a run killed so was the host's
+    doing. A sleeping program that waited for a CPU only to start was not runnable most of
+    its time, and a tree of many busy tasks (a fork bomb) waited for itself: their kills are
+    their own (a 0, never a null the trainer would mask)."""
     runnable = seen.waited_s + seen.on_cpu_s
-    return seen.waited_s > seen.on_cpu_s and runnable >= RUNNABLE_SHARE * elapsed_s
+    solo = seen.busiest_s >= SOLO_SHARE * seen.on_cpu_s and seen.on_cpu_s <= elapsed_s
+    return solo and seen.waited_s > seen.on_cpu_s and runnable >= RUNNABLE_SHARE * elapsed_s
 
 
 def scheduled(root_pid: int, proc: Path = Path("/proc")) -> Scheduled:
     """The scheduler times of ``root_pid`` and every process under it (tasks that are gone
     by the time they are read count as nothing)."""
-    on_cpu = waited = 0.0
+    on_cpu = waited = busiest = 0.0
     pids, seen = [root_pid], 0
     while pids and seen < _MAX_TASKS:
         pid = pids.pop()
@@ -69,8 +76,10 @@ def scheduled(root_pid: int, proc: Path = Path("/proc")) -> Scheduled:
                 seen += 1
                 with contextlib.suppress(OSError, ValueError, IndexError):
                     fields = (task / "schedstat").read_text().split()
-                    on_cpu += int(fields[0]) * _NS
+                    ran = int(fields[0]) * _NS
+                    on_cpu += ran
+                    busiest = max(busiest, ran)
                     waited = max(waited, int(fields[1]) * _NS)
                 with contextlib.suppress(OSError, ValueError):
                     pids.extend(int(p) for p in (task / "children").read_text().split())
-    return Scheduled(on_cpu, waited)
+    return Scheduled(on_cpu, waited, busiest)

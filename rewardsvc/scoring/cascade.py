@@ -83,6 +83,14 @@ def decided_by(rubric: Rubric, names: list[str], min_judges: int) -> tuple[list[
     return [rubric.cascade.name], 1
 
 
+def row_judges(rubric: Rubric, judges: Mapping[str, JudgeLike], name: str) -> list[JudgeLike]:
+    """The judges behind the reward row ``name``: its own judge, or, for the cascade's
+    row, every stage's (any of which may have decided a criterion)."""
+    if rubric.cascade is not None and name == rubric.cascade.name:
+        return [judges[n] for n in rubric.cascade.judges]
+    return [judges[name]]
+
+
 async def serve_stages(
     cascade: Cascade,
     calls: Sequence[Call],

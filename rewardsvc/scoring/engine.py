@@ -241,7 +241,12 @@ class Engine:
                 for name in names
             }
             for name, outcome in row.items():
-                outcome.without_images = without_images(self.judges[name], p.rollout)
+                # A cascade's row may have been decided by any stage: it says so when
+                # any of them read the item without its images.
+                outcome.without_images = any(
+                    without_images(j, p.rollout)
+                    for j in cascade.row_judges(rubric, self.judges, name)
+                )
             part.rows.append(row)
 
     async def _judge_and_grade(

@@ -45,7 +45,7 @@ async def _read(
     found = (
         service.library_rubric(rubric) if isinstance(rubric, str) else service.inline_rubric(rubric)
     )
-    domains = service.registry.pool.media_domains
+    domains = service.media_domains
     return found, await read_groups(service.settings, found, options, raw, field, parts, domains)
 
 

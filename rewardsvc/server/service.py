@@ -86,6 +86,11 @@ class Service(Gate):
         return self.app.registry
 
     @property
+    def media_domains(self) -> list[str]:
+        """The hosts whose image URLs items may carry (the pool's ``media_domains``)."""
+        return self.registry.pool.media_domains
+
+    @property
     def engine(self) -> Engine:
         """The scoring engine."""
         return self.app.engine
@@ -183,8 +188,9 @@ class Service(Gate):
         explain's output (413)."""
         self.claim_run(run)
         check_batch(len(items), self.settings.max_items, field_name)
-        domains = self.registry.pool.media_domains
-        read = functools.partial(reading.read_items, self.settings, target, items, options, domains)
+        read = functools.partial(
+            reading.read_items, self.settings, target, items, options, self.media_domains
+        )
         # After the cheap limits; off the loop unless it is quick.
         quick = reading.reads_quickly(items)
         inputs = read() if quick else await asyncio.to_thread(read)

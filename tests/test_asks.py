@@ -37,7 +37,8 @@ def test_a_judge_has_one_public_way_to_ask() -> None:
         for name, member in inspect.getmembers(Judge, inspect.iscoroutinefunction)
         if not name.startswith("_")
     }
-    assert asking == {"ask", "reachable", "aclose"}
+    # Beside ``ask``: the judge's lifecycle and what its endpoint reports (no scoring).
+    assert asking == {"ask", "reachable", "served_identity", "aclose"}
 
 
 async def test_explain_shows_the_prompt_the_judge_is_sent(fake: FakeJudge) -> None:

@@ -144,7 +144,8 @@ def test_validation_context_names_flags_and_judges() -> None:
     # The detectors' flags and the trajectory notes (non_text_part, trajectory_cut).
     flags = frozenset(FLAGS) | frozenset(NOTE_FLAGS)
     # judge_unable: what each judge's endpoint cannot do for its method (nothing, here);
-    # judge_weights: the pool's weight of each judge (Rubric.judge_weights binds them).
+    # judge_weights: the pool's weight of each judge (Rubric.judge_weights binds them);
+    # judge_vision: the judges that see images (a rubric with media: [image] needs one).
     # A recipe's flag_penalties name the flags its graders raise (the tamper detector's).
     graders = frozenset(TAMPER_FLAGS)
     assert validation_context(POOL) == {
@@ -153,6 +154,7 @@ def test_validation_context_names_flags_and_judges() -> None:
         "judge_names": frozenset({"primary"}),
         "judge_unable": {},
         "judge_weights": {"primary": 1.0},
+        "judge_vision": frozenset(),
     }
     assert validation_context(None) == {"flag_names": flags, "grader_flag_names": graders}
 

@@ -29,6 +29,7 @@ ALLOWED: dict[str, set[str]] = {
         'return self.combine == "worst"',
     },
     "core/criterion.py": {'return self.scope == "step"'},
+    "core/cascade.py": {'return self.scope == "item"'},
     # Parsing: the pool file refuses chat-only fields on a completion judge (the core
     # cannot see the API shapes of ``rewardsvc.judges.shapes``).
     "core/pool.py": {'if self.api != "chat" and given:'},

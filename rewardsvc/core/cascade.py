@@ -127,6 +127,11 @@ class Cascade(StrictModel):
         return self
 
     @property
+    def whole_items(self) -> bool:
+        """Whether an item goes on whole when any of its criteria is uncertain."""
+        return self.scope == "item"
+
+    @property
     def judges(self) -> list[str]:
         """Every stage's judges, in stage order."""
         return [name for stage in self.stages for name in stage.judges]
@@ -134,7 +139,7 @@ class Cascade(StrictModel):
     def spread(self, uncertain: dict[str, bool]) -> dict[str, bool]:
         """Which of one item's criteria go on, from which are ``uncertain``: under
         ``scope: item`` all of them when any is."""
-        if self.scope == "item" and any(uncertain.values()):
+        if self.whole_items and any(uncertain.values()):
             return dict.fromkeys(uncertain, True)
         return uncertain
 

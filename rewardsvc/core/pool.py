@@ -328,21 +328,21 @@ class JudgeConfig(StrictModel):
 
     @model_validator(mode="after")
     def _chat_only_fields(self) -> Self:
-        # The reasoning parser, the chat template's thinking and tool calls live behind the
-        # chat API.
+        # The reasoning parser, the chat template's thinking, tool calls and images (content
+        # parts) live behind the chat API.
         chat_only = {
             "reasoning": self.reasoning is not None,
             "chat_template_kwargs": bool(self.chat_template_kwargs),
             "tools": self.tools is not None,
+            "capabilities.vision": self.capabilities.vision,
         }
         given = [name for name, set_ in chat_only.items() if set_]
         if self.api != "chat" and given:
             raise ValueError(f"{' and '.join(given)}: need api: chat")
-        # Images reach a judge as chat content parts; a reward model and an agentic
-        # judge's loop read text only.
-        blind = self.api != "chat" or self.tools is not None or method_entry(self.method).whole_item
+        # A reward model and an agentic judge's loop read text only.
+        blind = self.tools is not None or method_entry(self.method).whole_item
         if self.capabilities.vision and blind:
-            raise ValueError("capabilities.vision: needs api: chat, no tools, not reward_model")
+            raise ValueError("capabilities.vision: needs no tools and not reward_model")
         return self
 
     def request_extras(self) -> dict[str, Any]:

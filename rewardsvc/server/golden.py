@@ -19,6 +19,7 @@ from rewardsvc.monitor.golden import GoldenRecord, IdentityRecord
 from rewardsvc.monitor.golden_runner import GoldenBusy, GoldenRunner
 from rewardsvc.protocol.monitor import GoldenOut, GoldenReport, GoldenRequest, IdentityOut
 from rewardsvc.server.access import GRANT
+from rewardsvc.server.errors import error_responses
 
 
 def golden_out(rec: GoldenRecord, history: bool) -> GoldenOut:
@@ -61,9 +62,10 @@ async def get_golden(request: Request) -> GoldenRunner:
         request.app.state, "golden", None
     )
     if runner is None:
-        raise Unavailable(
+        # Nothing to re-score is the deployment's choice, not a fault: a 404, never a 5xx.
+        raise RequestError(
             "no golden sets are re-scored (none in the library, or REWARDSVC_GOLDEN_BUDGET=0)",
-            kind=ErrorKind.UNAVAILABLE,
+            kind=ErrorKind.NOT_FOUND,
         )
     return runner
 
@@ -71,7 +73,13 @@ async def get_golden(request: Request) -> GoldenRunner:
 router = APIRouter()
 
 
-@router.post("/v1/monitor/golden", tags=["monitor"])
+@router.post(
+    "/v1/monitor/golden",
+    tags=["monitor"],
+    responses=error_responses(
+        ErrorKind.INVALID_REQUEST, ErrorKind.FORBIDDEN, ErrorKind.NOT_FOUND, ErrorKind.OVERLOADED
+    ),
+)
 async def post_golden(
     runner: Annotated[GoldenRunner, Depends(get_golden)], body: GoldenRequest | None = None
 ) -> GoldenReport:

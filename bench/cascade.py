@@ -1,22 +1,26 @@
-"""A cascade of the local CPU judges: SmolLM2 first, a second judge (Gemma 3 270M, or the
-Qwen2.5-Coder 1.5B) only for the questions SmolLM2 is unsure of.
+"""A cascade of the local CPU judges: a first judge (``--first``, SmolLM2 by default), a
+second (``--second``: Gemma 3 270M, or the Qwen2.5-Coder 1.5B) only for the questions the
+first is unsure of.
 
 On the project's labelled answers (``rubrics/data/pointwise-small.jsonl`` and each pair of
 ``preferences-small.jsonl`` as a good and a bad answer: 72 items, 2 criteria of
 ``rubrics/data/pref-quality.yaml``), in one run:
 
 1. every item scored by both stages once (``rewardsvc cascade calibrate``'s scoring);
-2. the band of the first stage fitted on the items of the odd-numbered questions
+2. the band of the first stage fitted on the items of the even-numbered questions
    (``--max-disagreement``, default 0.02), the curve of every band written beside;
 3. the cascade with that band served live (the engine, cache off) on the items of the
-   even-numbered questions, held out: the share of second-stage questions saved, the
+   odd-numbered questions, held out: the share of second-stage questions saved, the
    disagreement of its rewards with the second stage alone, and the accuracy against the
    labels of both.
 
-Needs the servers up (``deploy/cpu-judge/cpujudge.sh start``; for ``--second qwen-1.5b``
-also ``cpujudge.sh start qwen-1.5b``)::
+Needs the servers of both stages up (``deploy/cpu-judge/cpujudge.sh start`` for SmolLM2
+and Gemma; ``cpujudge.sh start qwen-0.5b qwen-1.5b`` for the Qwen pair, with the default
+judges stopped: the 1.5B does not fit in RAM beside them)::
 
     .venv/bin/python -m bench.cascade --out bench/results
+    .venv/bin/python -m bench.cascade --first qwen-0.5b --second qwen-1.5b \\
+        --name cascade-qwen --out bench/results
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import argparse
 import asyncio
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +40,17 @@ from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.evaluation import cascade_calibrate as cal
 from rewardsvc.evaluation import cascade_sweep
+from rewardsvc.evaluation.metrics import bootstrap
 from rewardsvc.judges.judge import build_judges
 from rewardsvc.protocol.rewards import RewardOptions
 from rewardsvc.scoring.engine import Engine
 
-SECOND = {
+# A stage's judge: the pool file of deploy/cpu-judge and the judge's name in it.
+JUDGES = {
+    "smollm2": (CPU / "judges.yaml", "primary"),
     "gemma": (CPU / "judges.yaml", "secondary"),
-    "qwen-1.5b": (CPU / "judges.serve.yaml", "primary"),
+    "qwen-0.5b": (CPU / "judges.qwen.yaml", "secondary"),
+    "qwen-1.5b": (CPU / "judges.qwen.yaml", "primary"),
 }
 
 
@@ -70,13 +79,17 @@ def fold(item_id: str) -> int:
     return number % 2
 
 
-def setup(second: str) -> tuple[JudgePool, Rubric]:
+def pool_entry(judge: str) -> dict[str, Any]:
+    """The pool entry of one of :data:`JUDGES`, unweighted (a stage has one judge)."""
+    path, key = JUDGES[judge]
+    entry = dict(read(path)["judges"][key])
+    entry.pop("weight", None)
+    return entry
+
+
+def setup(first: str, second: str) -> tuple[JudgePool, Rubric]:
     """The two-judge pool (``small``, ``big``) and the cascaded rubric."""
-    small = dict(read(CPU / "judges.yaml")["judges"]["primary"])
-    path, key = SECOND[second]
-    big = dict(read(path)["judges"][key])
-    for entry in (small, big):
-        entry.pop("weight", None)
+    small, big = pool_entry(first), pool_entry(second)
     pool = JudgePool.model_validate({"judges": {"small": small, "big": big}})
     doc = read(DATA / "pref-quality.yaml")
     doc["judges"] = ["small", "big"]
@@ -89,9 +102,9 @@ def setup(second: str) -> tuple[JudgePool, Rubric]:
     return pool, Rubric.model_validate(doc, context={"judge_names": set(pool.judges)})
 
 
-async def run(second: str, max_disagreement: float) -> dict[str, Any]:
+async def run(first: str, second: str, max_disagreement: float) -> dict[str, Any]:
     """Score, fit on the even items, serve the fitted cascade on the odd ones."""
-    pool, rubric = setup(second)
+    pool, rubric = setup(first, second)
     engine = Engine(build_judges(pool))
     data = rows()
     try:
@@ -118,7 +131,10 @@ async def run(second: str, max_disagreement: float) -> dict[str, Any]:
     finally:
         await engine.aclose()
     result = summarize(second, reward, held, live, chosen, curves, fitted, scoring_s, live_s)
+    result["first"] = first
+    result["max_disagreement"] = max_disagreement
     result["fit_items"] = len(fit_on)
+    result["budgets"] = budgets(curves[0], held, reward)
     result["fit_second_accuracy"] = sum(
         (reward(i.stages[-1]) >= 0.5) == (i.label >= 0.5) for i in fit_on
     ) / max(1, len(fit_on))
@@ -143,6 +159,8 @@ def summarize(
     first, later = live.usage.stages[0], live.usage.stages[1:]
     escalated = sum(s.questions for s in later)
     n = len(held)
+    right = [float(c == y) for c, y in zip(cascade, labels, strict=True)]
+    right_alone = [float(a == y) for a, y in zip(alone, labels, strict=True)]
     return {
         "second": second,
         "held_items": n,
@@ -153,6 +171,12 @@ def summarize(
         "accuracy_cascade": agreement(cascade, labels),
         "accuracy_second_alone": agreement(alone, labels),
         "accuracy_first_alone": agreement([reward(i.stages[0]) >= 0.5 for i in held], labels),
+        "accuracy_gap_ci": bootstrap(accuracy_gap, right, right_alone),
+        "items": [
+            {"label": i.label, "first": reward(i.stages[0]), "second_alone": reward(i.stages[-1])}
+            | {"id": r.id, "cascade": r.reward}
+            for i, r in zip(held, live.results, strict=True)
+        ],
         "unscored": sum(r.reward is None for r in live.results),
         "usage_stages": [vars(s) for s in live.usage.stages],
         "scoring_s": scoring_s,
@@ -161,18 +185,36 @@ def summarize(
     }
 
 
-def budget_rows(curve: list[dict[str, Any]]) -> list[str]:
-    """Markdown rows: per escalation budget, the band :func:`cascade_sweep.pick` chooses."""
-    points = [cascade_sweep.Point(**p) for p in curve]
+def budgets(
+    curve: list[cascade_sweep.Point], held: list[cascade_sweep.Scored], reward: Any
+) -> list[dict[str, Any]]:
+    """Per escalation budget, the band :func:`cascade_sweep.pick` chooses on the fit items,
+    and that band replayed on the held-out items' scores (no further judge calls)."""
     out = []
     for budget in (0.1, 0.25, 0.5, 0.75):
-        p = cascade_sweep.pick(points, max_escalation=budget)
+        p = cascade_sweep.pick(curve, max_escalation=budget)
         if p is not None:
-            out.append(
-                f"| {budget:.2f} | [{p.lo}, {p.hi}] | {p.escalation:.3f} | "
-                f"{p.disagreement:.3f} | {p.accuracy:.3f} |"
-            )
+            again = cascade_sweep.measure(held, [(p.lo, p.hi)], reward, 0.5, 0)
+            out.append({"budget": budget, "fit": vars(p), "held": vars(again)})
     return out
+
+
+def budget_rows(rows: list[dict[str, Any]]) -> list[str]:
+    """Markdown rows of :func:`budgets`."""
+    out = []
+    for row in rows:
+        fit, held = row["fit"], row["held"]
+        out.append(
+            f"| {row['budget']:.2f} | [{fit['lo']}, {fit['hi']}] | {fit['escalation']:.3f} | "
+            f"{fit['disagreement']:.3f} | {fit['accuracy']:.3f} | {held['escalation']:.3f} | "
+            f"{held['disagreement']:.3f} | {held['accuracy']:.3f} |"
+        )
+    return out
+
+
+def accuracy_gap(right: Sequence[float], right_alone: Sequence[float]) -> float:
+    """Accuracy of the cascade minus that of the second stage alone, on the same items."""
+    return (sum(right) - sum(right_alone)) / max(1, len(right))
 
 
 def agreement(a: list[bool], b: list[bool]) -> float:
@@ -180,21 +222,30 @@ def agreement(a: list[bool], b: list[bool]) -> float:
     return sum(x == y for x, y in zip(a, b, strict=True)) / max(1, len(a))
 
 
+def pct(value: float) -> str:
+    """A share as a percentage."""
+    return f"{100 * value:.1f} %"
+
+
+def gap(band: list[float] | None) -> str:
+    """A bootstrap interval in accuracy points."""
+    return "undefined" if band is None else f"[{100 * band[0]:+.1f}, {100 * band[1]:+.1f}] points"
+
+
 def markdown(result: dict[str, Any], command: str) -> str:
     """The results page."""
-    pct = lambda v: f"{100 * v:.1f} %"  # noqa: E731
     chosen = result["chosen"][0]
     band = "none met the target" if chosen is None else f"[{chosen['lo']}, {chosen['hi']}]"
     return "\n".join(
         [
-            f"# Cascade: SmolLM2 -> {result['second']} on the labelled items",
+            f"# Cascade: {result['first']} -> {result['second']} on the labelled items",
             "",
             f"- Command: `{command}`",
             f"- Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; scoring both stages "
             f"{result['scoring_s']:.0f} s, the live cascade {result['live_s']:.0f} s",
-            f"- Band fitted on {result['fit_items']} items (odd-numbered questions; max "
-            f"disagreement 2 %): {band}; measured on the {result['held_items']} items of the "
-            "even-numbered questions, held out.",
+            f"- Band fitted on {result['fit_items']} items (even-numbered questions; max "
+            f"disagreement {pct(result['max_disagreement'])}): {band}; measured on the "
+            f"{result['held_items']} items of the odd-numbered questions, held out.",
             "",
             "| figure | value |",
             "|---|---|",
@@ -204,14 +255,18 @@ def markdown(result: dict[str, Any], command: str) -> str:
             f"| accuracy vs labels: cascade | {pct(result['accuracy_cascade'])} |",
             f"| accuracy vs labels: second stage alone | {pct(result['accuracy_second_alone'])} |",
             f"| accuracy vs labels: first stage alone | {pct(result['accuracy_first_alone'])} |",
+            "| accuracy gap cascade - second alone, 95 % paired bootstrap interval | "
+            f"{gap(result['accuracy_gap_ci'])} |",
             f"| items without a reward | {result['unscored']} |",
             "",
-            "Along the curve (fit items): the least disagreement with the second stage "
-            "alone within an escalation budget, and its accuracy vs labels:",
+            "Along the curve: the band with the least disagreement with the second stage "
+            "alone within an escalation budget on the fit items, and the same band replayed "
+            "on the held-out items' scores of step 1 (no new judge calls):",
             "",
-            "| escalation at most | band | escalation | disagreement | accuracy |",
-            "|---|---|---|---|---|",
-            *budget_rows(result["curves"][0]),
+            "| escalation at most | band | fit: escalation | disagreement | accuracy "
+            "| held out: escalation | disagreement | accuracy |",
+            "|---|---|---|---|---|---|---|---|",
+            *budget_rows(result["budgets"]),
             "",
             "The curve of every band is in the JSON (`curves`) and the PNG.",
         ]
@@ -221,12 +276,17 @@ def markdown(result: dict[str, Any], command: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_out_argument(parser)
-    parser.add_argument("--second", choices=list(SECOND), default="gemma")
+    parser.add_argument("--first", choices=list(JUDGES), default="smollm2")
+    parser.add_argument("--second", choices=list(JUDGES), default="gemma")
     parser.add_argument("--max-disagreement", type=float, default=0.02)
+    parser.add_argument("--name", help="results' file name (default cascade-<second>)")
     args = parser.parse_args()
-    result = asyncio.run(run(args.second, args.max_disagreement))
-    name = f"cascade-{args.second}"
-    command = f".venv/bin/python -m bench.cascade --second {args.second} --out {args.out}"
+    result = asyncio.run(run(args.first, args.second, args.max_disagreement))
+    name = args.name or f"cascade-{args.second}"
+    command = (
+        f".venv/bin/python -m bench.cascade --first {args.first} --second {args.second} "
+        f"--max-disagreement {args.max_disagreement} --name {name} --out {args.out}"
+    )
     write_results(args.out, name, result, markdown(result, command))
     plotted = {
         "rubric": "pref-quality",

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 from test_api_support import app_client, settings_for
+from test_vision_scoring import RUBRIC_FILE
 from test_vlm_server import IMAGE_COST
 
 from bench.multimodal import MODEL, VLM_URL, png
@@ -43,22 +44,13 @@ POOL = JudgePool.model_validate(
         }
     }
 )
-RUBRIC = """\
-id: {id}
-description: Answers about a picture.
-criteria:
-  - id: correct
-    text: The answer names what the picture shows.
-judges: {judges}
-media: [image]
-"""
 QUESTION = "What does the picture show?"
 
 
 @pytest.fixture
 def rubrics(tmp_path: Path) -> Path:
-    (tmp_path / "picture.yaml").write_text(RUBRIC.format(id="picture", judges="[seer]"))
-    (tmp_path / "mixed.yaml").write_text(RUBRIC.format(id="mixed", judges="[seer, reader]"))
+    (tmp_path / "picture.yaml").write_text(RUBRIC_FILE.format(id="picture", judges="[seer]"))
+    (tmp_path / "mixed.yaml").write_text(RUBRIC_FILE.format(id="mixed", judges="[seer, reader]"))
     return tmp_path
 
 

@@ -8,22 +8,26 @@ the image), so neither vLLM's prefix cache nor its multimodal cache holds them: 
 pays the image's decode, resize and encoding. Calls go one at a time (latency, not
 throughput); each variant's order rotates between items.
 
-    .venv/bin/python -m bench.multimodal [--items 16] [--route direct] [--out DIR]
+    .venv/bin/python -m bench.multimodal [--items 16] [--routes direct rewardsvc] [--out DIR]
 
-Needs ``deploy/cpu-judge/cpujudge.sh start smolvlm``. ``--route`` picks how an item reaches
-the judge (``ROUTES``): ``direct`` is vLLM's chat API; a route through rewardsvc's
-``/v1/rewards`` (an item with an image part in its prompt) is a function of the same
-signature added to ``ROUTES``.
+Needs ``deploy/cpu-judge/cpujudge.sh start smolvlm``. ``--routes`` picks how an item reaches
+the judge (``ROUTES``): ``direct`` is vLLM's chat API; ``rewardsvc`` starts ``rewardsvc
+serve`` (a pool of smolvlm with ``capabilities.vision``, a one-criterion rubric with
+``media: [image]``) and posts each item to ``/v1/rewards``, the image as a content part of
+its prompt: its prompt tokens are the service's ``usage.prompt_tokens`` (the rubric's judge
+prompt, longer than the bare question), its time the whole request's.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import io
 import statistics
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +35,9 @@ from typing import Any
 import httpx
 from PIL import Image
 
+from bench.harness import rewardsvc_service
 from bench.outputs import add_out_argument, write_results
+from rewardsvc.core.rubric import Rubric
 
 VLM_URL = "http://127.0.0.1:8108/v1/chat/completions"
 MODEL = "smolvlm-135m-untrained"
@@ -101,7 +107,68 @@ def direct(client: httpx.Client, item: Item) -> Measured:
     return Measured(reply.json()["usage"]["prompt_tokens"], seconds)
 
 
-ROUTES: dict[str, Callable[[httpx.Client, Item], Measured]] = {"direct": direct}
+Call = Callable[[httpx.Client, Item], Measured]
+VLM_POOL: dict[str, Any] = {
+    "judges": {
+        "seer": {
+            "model": MODEL,
+            "base_urls": [VLM_URL.removesuffix("/chat/completions")],
+            "api": "chat",
+            "method": "logprob",
+            "timeout_s": 120,
+            "max_context_tokens": 2048,
+            "capabilities": {"vision": True, "image_tokens": 67},
+        }
+    }
+}
+VLM_RUBRIC = Rubric.model_validate(
+    {
+        "id": "picture",
+        "description": "Answers about a picture.",
+        "criteria": [{"id": "correct", "text": "The answer is right about the picture."}],
+        "judges": ["seer"],
+        "media": ["image"],
+    }
+)
+
+
+@contextlib.contextmanager
+def direct_route() -> Iterator[Call]:
+    """Each item as one chat call to the VLM judge."""
+    yield direct
+
+
+@contextlib.contextmanager
+def rewardsvc_route() -> Iterator[Call]:
+    """Each item through a started ``rewardsvc serve`` (the verdict cache never hits: every
+    item is new)."""
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-multimodal-") as work,
+        rewardsvc_service(Path(work), VLM_POOL, [VLM_RUBRIC]) as service,
+    ):
+
+        def call(client: httpx.Client, item: Item) -> Measured:
+            parts: list[dict[str, Any]] = [{"type": "text", "text": item.question}]
+            if item.image_url is not None:
+                parts.append({"type": "image_url", "image_url": {"url": item.image_url}})
+            one = {"prompt": [{"role": "user", "content": parts}], "completion": "Yes."}
+            body = {"rubric": VLM_RUBRIC.id, "items": [one]}
+            start = time.perf_counter()
+            reply = client.post(f"{service.url}/v1/rewards", json=body)
+            seconds = time.perf_counter() - start
+            reply.raise_for_status()
+            got = reply.json()
+            if got["results"][0]["status"] != "ok" or got["usage"]["judge_calls"] != 1:
+                raise RuntimeError(f"not one fresh judge call: {got}")
+            return Measured(got["usage"]["prompt_tokens"], seconds)
+
+        yield call
+
+
+ROUTES: dict[str, Callable[[], contextlib.AbstractContextManager[Call]]] = {
+    "direct": direct_route,
+    "rewardsvc": rewardsvc_route,
+}
 
 
 def items(n: int, variant: str, seed: int) -> list[Item]:
@@ -117,13 +184,13 @@ def items(n: int, variant: str, seed: int) -> list[Item]:
     ]
 
 
-def run(n: int, route: str) -> dict[str, dict[str, float]]:
-    """Every variant's mean prompt tokens, median and p90 latency, mean PNG bytes."""
-    call = ROUTES[route]
+def run(n: int, route: str, salt: int = 0) -> dict[str, dict[str, float]]:
+    """Every variant's mean prompt tokens, median and p90 latency, mean PNG bytes; ``salt``
+    keeps one route's questions and images apart from another's (no cache holds them)."""
     got: dict[str, list[Measured]] = {v: [] for v in SIZES}
-    sets = {v: items(n, v, seed) for seed, v in enumerate(SIZES, start=1)}
-    with httpx.Client(timeout=120) as client:
-        call(client, items(1, "320x240 PNG", seed=0)[0])  # warm-up
+    sets = {v: items(n, v, 10 * salt + seed) for seed, v in enumerate(SIZES, start=1)}
+    with ROUTES[route]() as call, httpx.Client(timeout=120) as client:
+        call(client, items(1, "320x240 PNG", seed=10 * salt)[0])  # warm-up
         for k in range(n):
             order = list(SIZES)[k % len(SIZES) :] + list(SIZES)[: k % len(SIZES)]
             for variant in order:
@@ -139,23 +206,27 @@ def run(n: int, route: str) -> dict[str, dict[str, float]]:
     }
 
 
-def report(rows: dict[str, dict[str, float]], n: int, route: str) -> str:
-    """The Markdown table: each variant against text only."""
-    base = rows["text only"]
+def report(routes: dict[str, dict[str, dict[str, float]]], n: int) -> str:
+    """The Markdown table: each route's variants against its text only."""
     lines = [
-        f"# Multimodal: one item with and without an image ({MODEL}, route {route})",
+        f"# Multimodal: one item with and without an image ({MODEL})",
         "",
-        f"{n} items per variant, one call at a time, fresh question and image per call.",
+        f"{n} items per variant and route, one call at a time, fresh question and image per "
+        "call. `direct`: one chat call to vLLM; `rewardsvc`: one item to `/v1/rewards` of a "
+        "started service (one judge call; the rubric's prompt, the whole request's time).",
         "",
-        "| variant | PNG bytes | prompt tokens | + image tokens | median s | p90 s | + median s |",
-        "|---|---|---|---|---|---|---|",
+        "| route | variant | PNG bytes | prompt tokens | + image tokens | median s | p90 s "
+        "| + median s |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for variant, row in rows.items():
-        lines.append(
-            f"| {variant} | {row['png_bytes']:.0f} | {row['prompt_tokens']:.0f} "
-            f"| {row['prompt_tokens'] - base['prompt_tokens']:.0f} | {row['median_s']:.3f} "
-            f"| {row['p90_s']:.3f} | {row['median_s'] - base['median_s']:+.3f} |"
-        )
+    for route, rows in routes.items():
+        base = rows["text only"]
+        for variant, row in rows.items():
+            lines.append(
+                f"| {route} | {variant} | {row['png_bytes']:.0f} | {row['prompt_tokens']:.0f} "
+                f"| {row['prompt_tokens'] - base['prompt_tokens']:.0f} | {row['median_s']:.3f} "
+                f"| {row['p90_s']:.3f} | {row['median_s'] - base['median_s']:+.3f} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -163,12 +234,12 @@ def main() -> None:
     """Run the bench and write ``multimodal.json`` and ``multimodal.md`` to ``--out``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=16)
-    parser.add_argument("--route", choices=sorted(ROUTES), default="direct")
+    parser.add_argument("--routes", nargs="+", choices=sorted(ROUTES), default=list(ROUTES))
     add_out_argument(parser)
     args = parser.parse_args()
-    rows = run(args.items, args.route)
-    result = {"items": args.items, "route": args.route, "model": MODEL, "variants": rows}
-    write_results(Path(args.out), "multimodal", result, report(rows, args.items, args.route))
+    routes = {route: run(args.items, route, salt) for salt, route in enumerate(args.routes)}
+    result = {"items": args.items, "model": MODEL, "routes": routes}
+    write_results(Path(args.out), "multimodal", result, report(routes, args.items))
 
 
 if __name__ == "__main__":

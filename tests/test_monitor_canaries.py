@@ -79,6 +79,18 @@ def test_the_starter_library_ships_canaries_for_every_rubric() -> None:
         assert {"master_key", "fake_score"} <= flags, canary.rubric
 
 
+async def monitor_report(monitor: Monitor, **params: str) -> dict[str, Any]:
+    """``GET /v1/monitor`` (with ``params``) of an app over ``monitor``."""
+    app = FastAPI()
+    app.include_router(router)
+    app.state.monitor = monitor
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://t"
+    ) as client:
+        body: dict[str, Any] = (await client.get("/v1/monitor", params=params)).json()
+    return body
+
+
 class Judges:
     """Two scripted judges; ``swapped`` names one that now rewards master keys."""
 
@@ -123,13 +135,7 @@ async def test_a_judge_that_starts_rewarding_a_master_key_fires_the_canary_alert
     assert firing[0].reward == 0.95 and firing[0].anchor_reward == 0.1
     assert [(e.name, e.state) for e in events] == [("canary:secondary:master-key", "firing")]
 
-    app = FastAPI()
-    app.include_router(router)
-    app.state.monitor = monitor
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://t"
-    ) as client:
-        body = (await client.get("/v1/monitor", params={"rubric": "qa"})).json()
+    body = await monitor_report(monitor, rubric="qa")
     alarmed = [c for c in body["canaries"] if c["alert"]]
     assert [(c["judge"], c["attack"]) for c in alarmed] == [("secondary", "master-key")]
     assert alarmed[0]["since"].endswith("Z")
@@ -218,11 +224,5 @@ async def test_canaries_through_the_engine_name_the_swapped_judge() -> None:
     firing = [(c.judge, c.attack) for c in monitor.canaries() if c.alert]
     assert firing == [("secondary", "master-key")]
 
-    app = FastAPI()
-    app.include_router(router)
-    app.state.monitor = monitor
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://t"
-    ) as client:
-        body = (await client.get("/v1/monitor")).json()
+    body = await monitor_report(monitor)
     assert [(c["judge"], c["attack"]) for c in body["canaries"] if c["alert"]] == firing

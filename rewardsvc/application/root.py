@@ -44,6 +44,7 @@ from .monitoring import (
     Webhook,
     canary_scorer,
     fan_out,
+    image_canaries,
     monitor_config,
     share_monitor,
 )
@@ -265,6 +266,7 @@ async def _canaries(
         canary_scorer(engine, lambda rubric_id: registry.get(rubric_id).rubric, admit=admit),
         settings.canary_interval_s,
         settings.canary_budget,
+        images=await asyncio.to_thread(image_canaries, registry),
     )
 
 

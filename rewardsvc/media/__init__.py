@@ -16,5 +16,8 @@ images of one request (each distinct URL once); :class:`~rewardsvc.media.collect
 collects one item's images as :class:`~rewardsvc.core.media.Image` s and the markers that
 hold their places in its text.
 
+:mod:`~rewardsvc.media.typographic` draws typographic attacks (an instruction to the grader
+written into an image) for the monitor's image canaries and the red-team bench set.
+
 May import the core only (and Pillow).
 """

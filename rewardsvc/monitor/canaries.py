@@ -5,6 +5,12 @@ known-good and a known-bad answer, and attacks (master keys, fake score lines, .
 :func:`plan_canaries` (pure) picks which (rubric, judge) pairs are due within an item
 budget; :class:`CanaryRunner` scores them through an injected ``score`` callable and
 records, per judge, each attack's score against the known-bad anchor in the monitor.
+
+A rubric whose items carry images (``media: [image]``) also gets the image family through
+each judge that sees images (:class:`ImageFamily`, drawn at start-up by the application):
+per case, the known-bad answer with a plain image (the honest anchor) and with each
+typographic attack's image (an instruction to the grader in its pixels), recorded as attack
+``typographic:<style>`` against that anchor, with the share of cases it beat the anchor.
 """
 
 from __future__ import annotations
@@ -16,11 +22,12 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import Field
 
 from rewardsvc.core.base import StrictModel
+from rewardsvc.core.media import Image, image_marker
 from rewardsvc.core.results import BatchResult, ItemReward
 from rewardsvc.library.yamlfile import load_folder
 from rewardsvc.monitor.monitor import Monitor
@@ -28,6 +35,36 @@ from rewardsvc.monitor.monitor import Monitor
 log = logging.getLogger(__name__)
 
 ScoreFn = Callable[[str, list[dict[str, Any]], str], Awaitable[BatchResult]]
+IMAGE_ANCHOR = "image-bad"
+"""The role of the image family's anchor: the known-bad answer with a plain image."""
+TYPOGRAPHIC = "typographic:"
+"""The prefix of the image family's attack names (``typographic:<style>``)."""
+
+
+class ImageAttack(NamedTuple):
+    """One typographic attack: its style, the image with the instruction drawn in it, and a
+    plain image of the same size (the anchor's)."""
+
+    style: str
+    attack: Image
+    plain: Image
+
+
+@dataclass(frozen=True)
+class ImageFamily:
+    """The image canaries: the attacks, for the rubrics whose items carry images, through
+    the judges that see images."""
+
+    attacks: tuple[ImageAttack, ...]
+    rubrics: frozenset[str]
+    judges: frozenset[str]
+
+    def for_job(self, rubric: str, judge: str) -> tuple[ImageAttack, ...]:
+        """The attacks to try on ``rubric`` through ``judge`` (none for a text-only judge)."""
+        return self.attacks if rubric in self.rubrics and judge in self.judges else ()
+
+
+NO_IMAGES = ImageFamily((), frozenset(), frozenset())
 
 
 class CanaryCase(StrictModel):
@@ -54,8 +91,9 @@ class CanarySet(StrictModel):
     )
     cases: list[CanaryCase] = Field(min_length=1)
 
-    def items(self) -> list[dict[str, Any]]:
-        """The items to score: per case its good and bad anchors, then its attacks."""
+    def items(self, images: Sequence[ImageAttack] = ()) -> list[dict[str, Any]]:
+        """The items to score: per case its good and bad anchors, then its attacks, then
+        (with ``images``) the bad answer with the plain image and with each attack's."""
         out = []
         for n, case in enumerate(self.cases):
             texts = {"good": case.good, "bad": case.bad} | {
@@ -67,7 +105,26 @@ class CanarySet(StrictModel):
                 if case.reference is not None:
                     item["reference"] = case.reference
                 out.append(item)
+            out.extend(_image_items(n, case, images))
         return out
+
+
+def _image_items(n: int, case: CanaryCase, images: Sequence[ImageAttack]) -> list[dict[str, Any]]:
+    """Case ``n``'s image family: the bad answer showing an image after its text."""
+    if not images:
+        return []
+    shown = {IMAGE_ANCHOR: images[0].plain} | {
+        f"attack:{TYPOGRAPHIC}{a.style}": a.attack for a in images
+    }
+    out = []
+    for role, image in shown.items():
+        item: dict[str, Any] = {"id": f"{n}/{role}", "prompt": case.prompt}
+        item["completion"] = f"{case.bad}\n{image_marker(0)}"
+        item["images"] = (image,)
+        if case.reference is not None:
+            item["reference"] = case.reference
+        out.append(item)
+    return out
 
 
 def load_canaries(folder: Path) -> dict[str, CanarySet]:
@@ -91,12 +148,14 @@ def plan_canaries(
     now: float,
     interval_s: float,
     budget_items: int,
+    images: ImageFamily = NO_IMAGES,
 ) -> list[CanaryJob]:
     """The (rubric, judge) pairs due now, least recently run first, within the item budget.
 
     ``judges`` names the judges of each rubric; a pair is due when it never ran or ran
     ``interval_s`` or more ago. Jobs that do not fit the budget wait for the next tick
-    (they stay the most overdue, so every pair gets its turn).
+    (they stay the most overdue, so every pair gets its turn). ``images`` adds the image
+    family to the jobs of a rubric with images through a judge that sees them.
     """
     due = [
         (last_run.get((rubric, judge), float("-inf")), rubric, judge)
@@ -107,7 +166,7 @@ def plan_canaries(
     jobs = []
     spent = 0
     for _, rubric, judge in sorted(due):
-        items = sets[rubric].items()
+        items = sets[rubric].items(images.for_job(rubric, judge))
         if spent + len(items) > budget_items:
             continue
         spent += len(items)
@@ -129,6 +188,19 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
+def _share_above(
+    scores: Mapping[str, float | None], anchors: Mapping[str, float | None]
+) -> float | None:
+    """The share of cases whose attack scored above the same case's anchor (of the cases
+    where both have a score)."""
+    pairs = [
+        (score, anchors[case])
+        for case, score in scores.items()
+        if score is not None and anchors.get(case) is not None
+    ]
+    return sum(1 for s, a in pairs if a is not None and s > a) / len(pairs) if pairs else None
+
+
 class CanaryRunner:
     """Scores due canaries on a schedule, within a budget of items per tick."""
 
@@ -141,16 +213,24 @@ class CanaryRunner:
         interval_s: float = 900.0,
         budget_items: int = 64,
         clock: Callable[[], float] = time.time,
+        images: ImageFamily = NO_IMAGES,
     ) -> None:
         self.monitor, self.sets, self.judges, self.score = monitor, sets, judges, score
         self.interval_s, self.budget_items, self.clock = interval_s, budget_items, clock
+        self.images = images
         self.last_run: dict[tuple[str, str], float] = {}
 
     async def run_once(self) -> list[CanaryJob]:
         """Score every job due now and record the results; return the jobs run."""
         now = self.clock()
         jobs = plan_canaries(
-            self.sets, self.judges, self.last_run, now, self.interval_s, self.budget_items
+            self.sets,
+            self.judges,
+            self.last_run,
+            now,
+            self.interval_s,
+            self.budget_items,
+            self.images,
         )
         for job in jobs:
             # Marked before scoring so that a failing judge is retried next interval,
@@ -165,17 +245,37 @@ class CanaryRunner:
         return jobs
 
     def _record(self, job: CanaryJob, result: BatchResult) -> None:
-        by_role: dict[str, list[float | None]] = {}
+        by_role: dict[str, dict[str, float | None]] = {}
         for item in result.items:
-            role = item.id.split("/", 1)[1] if "/" in item.id else item.id
-            by_role.setdefault(role, []).append(_judge_score(item, job.judge))
-        bad, good = _mean(by_role.get("bad", [])), _mean(by_role.get("good", []))
+            case, split, role = item.id.partition("/")
+            case, role = (case, role) if split else ("", case)
+            by_role.setdefault(role, {})[case] = _judge_score(item, job.judge)
+        bad, good = (
+            _mean([*by_role.get("bad", {}).values()]),
+            _mean([*by_role.get("good", {}).values()]),
+        )
+        image_bad = by_role.get(IMAGE_ANCHOR, {})
         margin = self.sets[job.rubric].margin
         for role, scores in by_role.items():
-            if role.startswith("attack:"):
-                self.monitor.record_canary(
-                    job.rubric, job.judge, role[len("attack:") :], _mean(scores), bad, good, margin
-                )
+            if not role.startswith("attack:"):
+                continue
+            attack = role[len("attack:") :]
+            if attack.startswith(TYPOGRAPHIC):
+                # Against the same bad answer with a plain image: what the text drawn in
+                # the image gained, not what showing an image at all did.
+                anchor, share = _mean([*image_bad.values()]), _share_above(scores, image_bad)
+            else:
+                anchor, share = bad, None
+            self.monitor.record_canary(
+                job.rubric,
+                job.judge,
+                attack,
+                _mean([*scores.values()]),
+                anchor,
+                good,
+                margin,
+                share_above=share,
+            )
 
     async def run_forever(self, stop: asyncio.Event, tick_s: float = 30.0) -> None:
         """Run due canaries every ``tick_s`` seconds until ``stop`` is set."""

@@ -68,6 +68,7 @@ class CanaryRecord:
     time: float
     alert: bool = False
     since: float | None = None
+    share_above: float | None = None
     history: deque[tuple[float, float | None, float | None]] = field(
         default_factory=lambda: deque(maxlen=CANARY_HISTORY)
     )
@@ -209,9 +210,12 @@ class Monitor:
         anchor_reward: float | None,
         good_reward: float | None = None,
         margin: float = 0.25,
+        share_above: float | None = None,
     ) -> AlertEvent | None:
         """Record one canary score: ``attack``'s reward from ``judge`` against the known-bad
-        anchor's. The canary alarms when the attack beats the anchor by ``margin`` or more."""
+        anchor's. The canary alarms when the attack beats the anchor by ``margin`` or more.
+        ``share_above``: the share of cases the attack scored above their anchor (the image
+        family's susceptibility; None for the text attacks)."""
         now = self.clock()
         key = (rubric, judge, attack)
         record = self._canaries.get(key)
@@ -223,7 +227,7 @@ class Monitor:
         else:
             self._canaries.move_to_end(key)
         record.reward, record.anchor_reward, record.good_reward = reward, anchor_reward, good_reward
-        record.margin, record.time = margin, now
+        record.margin, record.time, record.share_above = margin, now, share_above
         record.history.append((now, reward, anchor_reward))
         if reward is None or anchor_reward is None:
             return None

@@ -105,10 +105,20 @@ class CanaryOut(BaseModel):
     judge: str
     attack: str
     reward: float | None = Field(description="The judge's score of the attack.")
-    anchor_reward: float | None = Field(description="The judge's score of the known-bad answer.")
+    anchor_reward: float | None = Field(
+        description="The judge's score of the known-bad answer (for a `typographic:<style>` "
+        "attack, of the known-bad answer with a plain image)."
+    )
     good_reward: float | None = Field(description="The judge's score of the known-good answer.")
     margin: float
     alert: bool = Field(description="True while the attack beats the anchor by the margin.")
+    share_above: float | None = Field(
+        default=None,
+        description="A `typographic:<style>` attack (an instruction drawn into an image, on a "
+        "rubric with `media: [image]`, through a judge that sees images): the share of the "
+        "canary cases where the judge scored it above the same answer with a plain image, "
+        "its susceptibility to the style. Null for the text attacks.",
+    )
     since: datetime | None
     checked: datetime
     history: list[tuple[datetime, float | None, float | None]] | None = Field(

@@ -126,6 +126,7 @@ def canary_out(c: CanaryRecord, history: bool) -> CanaryOut:
         good_reward=c.good_reward,
         margin=c.margin,
         alert=c.alert,
+        share_above=c.share_above,
         since=iso(c.since) if c.since is not None else None,
         checked=iso(c.time),
         history=[(iso(t), r, a) for t, r, a in c.history] if history else None,

@@ -128,7 +128,7 @@ function healthTable(run) {
 function canaryTable(canaries) {
   fillRows("#canaries", canaries, (c) => (c.alert ? "alert firing" : ""),
     (c) => [c.judge, c.attack, fmt(c.reward), fmt(c.anchor_reward), fmt(c.margin),
-      c.alert ? "FIRING" : "ok"]);
+      fmt(c.share_above), c.alert ? "FIRING" : "ok"]);
 }
 
 // Golden sets: each judge's latest re-score, and whether its identity changed.

@@ -7,9 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import httpx
 import pytest
-from fastapi import FastAPI
 
 from rewardsvc.application.monitoring import canary_scorer
 from rewardsvc.core.pool import JudgePool
@@ -18,7 +16,7 @@ from rewardsvc.judges.judge import build_judges
 from rewardsvc.library.yamlfile import load_file
 from rewardsvc.monitor import CanaryRunner, Monitor, load_canaries
 from rewardsvc.scoring.engine import Engine
-from rewardsvc.server.dashboard import router
+from tests.test_monitor_canaries import monitor_report
 
 ROOT = Path(__file__).resolve().parent.parent
 RUBRIC = "short-answer-correctness"
@@ -59,13 +57,7 @@ async def test_canaries_through_the_cpu_judges_report_every_judge_and_attack(
         assert c.reward is not None and c.anchor_reward is not None, (c.judge, c.attack)
         assert c.alert == (c.reward - c.anchor_reward >= canaries.margin)
 
-    app = FastAPI()
-    app.include_router(router)
-    app.state.monitor = monitor
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://t"
-    ) as client:
-        body = (await client.get("/v1/monitor", params={"rubric": RUBRIC})).json()
+    body = await monitor_report(monitor, rubric=RUBRIC)
     assert {c["judge"] for c in body["canaries"]} == set(judges)
     for c in body["canaries"]:
         print(

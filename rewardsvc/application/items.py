@@ -11,8 +11,9 @@ placeholder (never dropped silently). Plain strings stay plain rollouts.
 
 An image part (``image_url``, ``input_image``) is checked by the ``media`` room and becomes
 an :class:`~rewardsvc.core.media.Image` of the rollout, numbered in the order the item
-holds them (prompt first), with its marker where it stood in the text; an image refused
-rejects its item alone, naming the part (``items[3].completion[1].content[0].image_url``).
+holds them (prompt, completion, then a reference given as messages), with its marker where
+it stood in the text; an image refused rejects its item alone, naming the part
+(``items[3].completion[1].content[0].image_url``).
 Markers are removed from every text of the request first, so a policy cannot forge one.
 
 The texts of an item that came from its dataset row (the prompt, the reference, its own
@@ -272,20 +273,31 @@ def trajectory_of(
     return Trajectory(task, events_of(completion, "assistant", images, at))
 
 
+def reference_of(value: Text | None, images: ItemImages | None = None) -> str | None:
+    """An item's reference as text: a string as it is; messages as their texts, one
+    paragraph each (roles aside: a reference is an answer, not a conversation), their
+    image parts collected in ``images`` after the prompt's and the completion's."""
+    if value is None or isinstance(value, str):
+        return value
+    events = events_of(value, "assistant", images, ("reference",))
+    return "\n\n".join(e.text for e in events if e.text)
+
+
 def rollout_of(item: Item, images: ItemImages | None = None, at: Loc = ("completion",)) -> Rollout:
     """An item's rollout: plain text for two strings; otherwise its trajectory, with the
     prompt and completion rendered as plain text (as they always were for plain chat), its
-    images (collected in ``images``; the completion is at ``at``) and its workspace
-    ``files`` sorted by path."""
+    images (collected in ``images``, prompt, completion then reference; the completion is
+    at ``at``) and its workspace ``files`` sorted by path."""
     files = tuple(sorted((item.files or {}).items()))
-    if isinstance(item.prompt, str) and isinstance(item.completion, str):
-        return Rollout(item.prompt, item.completion, item.reference, files=files)
-    trajectory = trajectory_of(item.prompt, item.completion, images, at)
-    prompt = item.prompt if isinstance(item.prompt, str) else trajectory.plain("task")
+    trajectory = None
+    prompt, completion = item.prompt, item.completion
+    if not (isinstance(prompt, str) and isinstance(completion, str)):
+        trajectory = trajectory_of(prompt, completion, images, at)
+        prompt = prompt if isinstance(prompt, str) else trajectory.plain("task")
+        completion = trajectory.plain("events")
+    reference = reference_of(item.reference, images)
     found = tuple(images.images) if images is not None else ()
-    return Rollout(
-        prompt, trajectory.plain("events"), item.reference, trajectory, files=files, images=found
-    )
+    return Rollout(prompt, completion, reference, trajectory, files=files, images=found)
 
 
 def score_options(options: RewardOptions, run: str | None = None) -> ScoreOptions:

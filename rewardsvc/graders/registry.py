@@ -21,6 +21,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, cast
 
 from rewardsvc.core.code_spec import CheckProgramSpec, IoCasesSpec, UnitTestsSpec
@@ -36,6 +37,7 @@ from rewardsvc.core.graders_spec import (
     SectionsSpec,
     SimilaritySpec,
 )
+from rewardsvc.core.media import has_markers, split_markers
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.spec_base import SpecModel
@@ -125,6 +127,16 @@ def stopped(exc: Exception) -> GraderResult:
     return GraderResult(None, {}, f"grader failed: {exc}", "grader_failed")
 
 
+def text_reference(reference: str | None) -> str | None:
+    """The reference a grader reads: its text without its images' markers, or None when
+    it held images only. A grader compares text (the answer "42" beside the chart it is
+    read from); the images are for the judges, which see them where the reference is shown."""
+    if reference is None or not has_markers(reference):
+        return reference
+    text = "".join(p for p in split_markers(reference) if isinstance(p, str)).strip()
+    return text or None
+
+
 class Graders:
     """Applies grader specs; create one per service and :meth:`close` it at shutdown.
 
@@ -167,9 +179,13 @@ class Graders:
         """Score ``rollout`` with ``spec`` in a worker, queued in ``group``'s turn (one
         group per request), not past ``deadline`` (``time.monotonic()`` seconds). A grader
         that compares against a reference gives no score (with an error) when the rollout
-        has none."""
-        if spec.needs_reference and rollout.reference is None:
-            return GraderResult(None, {}, f"grader {spec.type!r} needs a reference")
+        has none, or a reference of images alone (see :func:`text_reference`)."""
+        text = text_reference(rollout.reference)
+        if spec.needs_reference and text is None:
+            why = "reads the reference's text: it holds only images" if rollout.reference else ""
+            return GraderResult(None, {}, f"grader {spec.type!r} {why or 'needs a reference'}")
+        if text != rollout.reference:
+            rollout = replace(rollout, reference=text)
         if spec.in_sandbox:
             sandbox = code.Sandbox(self.sandbox, group, deadline)
             return await SANDBOXED[type(spec)](rollout, spec, sandbox)

@@ -15,7 +15,7 @@ from rewardsvc.core import comparative as cmp
 from rewardsvc.core.errors import JudgeErrorKind
 from rewardsvc.core.results import Status
 from rewardsvc.core.rubric import JudgeRule, Rubric
-from rewardsvc.protocol.items import WORKSPACE, ItemCriteria, Text, Workspace
+from rewardsvc.protocol.items import REFERENCE, WORKSPACE, ItemCriteria, Text, Workspace
 from rewardsvc.protocol.rewards import CriteriaOptions, OwnVersion, RubricRef
 
 # ------------------------------------------------------------------ requests
@@ -31,7 +31,9 @@ class GroupItem(BaseModel):
     completions: list[Text] = Field(
         min_length=2, description="The group's completions (untrusted), strings or messages."
     )
-    reference: str | None = Field(default=None, description="Reference answer or label.")
+    reference: Text | None = Field(
+        default=None, description=f"Reference answer or label: {REFERENCE}"
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
     criteria: ItemCriteria = None
     files: list[Workspace] | None = Field(
@@ -116,7 +118,9 @@ class PairIn(BaseModel):
     prompt: Text
     a: Text = Field(description="The first completion (untrusted).")
     b: Text = Field(description="The second completion (untrusted).")
-    reference: str | None = None
+    reference: Text | None = Field(
+        default=None, description=f"Reference answer or label: {REFERENCE}"
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
     criteria: ItemCriteria = None
 

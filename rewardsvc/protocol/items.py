@@ -129,6 +129,13 @@ Entry = Annotated[
 
 Text = str | list[Entry]
 
+REFERENCE = (
+    "a string, or chat messages whose image parts are read as the prompt's are (a judge "
+    "sees them where the reference is shown); a grader that compares text reads the "
+    "reference's text without its images, and gives no score when it holds only images."
+)
+"""What a reference may be, for the wire fields' descriptions."""
+
 
 def _bounded_files(files: dict[str, str]) -> dict[str, str]:
     problem = files_problem(files, MAX_WORKSPACE_FILES, MAX_WORKSPACE_BYTES)
@@ -159,7 +166,9 @@ class Item(BaseModel):
     completion: Text = Field(
         description="What the policy answered (untrusted): a string or chat messages."
     )
-    reference: str | None = Field(default=None, description="Reference answer or label.")
+    reference: Text | None = Field(
+        default=None, description=f"Reference answer or label: {REFERENCE}"
+    )
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="Free-form; echoed nowhere, logged with the reward."
     )

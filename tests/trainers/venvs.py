@@ -81,8 +81,10 @@ RECIPES: dict[str, list[list[str]]] = {
     # is what areal.utils.logging imports.
     "areal": [["--no-deps", "areal==1.0.4"], ["colorlog"]],
     # TRL 1.16.0 with its own dependencies (torch pinned to CPU): AsyncGRPOTrainer's rollout loop
-    # scores groups in a spawned CPU-only process.
-    "trl-async": [[TORCH], ["trl==1.16.0", TORCH]],
+    # scores groups in a spawned CPU-only process. Pillow (not a TRL dependency) makes the PIL
+    # images of a multimodal prompt (tests/test_trainer_images.py); an appended step, so a
+    # venv built by the recipe before it only installs Pillow.
+    "trl-async": [[TORCH], ["trl==1.16.0", TORCH], ["pillow>=11,<14"]],
 }
 
 

@@ -152,3 +152,21 @@ async def test_a_grader_reads_the_reference_text_without_its_images(
     exact = images_only["judges"]["seer"]["criteria"]["exact"]
     assert exact["score"] is None and images_only["reward"] is None, images_only
     assert "holds only images" in exact["error"], exact
+
+
+async def test_a_trainer_label_of_messages_carries_its_image(
+    library: Path, fake: FakeJudge
+) -> None:
+    """A label given as chat messages is the reference, image and all; a bad image in it
+    refuses the sample naming the label (on a13e1c5 the messages became JSON text)."""
+    url = png(color=(0, 0, 250))
+    async with app_client(settings_for(library), vision_pool(fake)) as (http, _, _):
+        sample = {"prompt": "How many?", "response": "42", "label": reference(url)}
+        reply = await http.post("/slime/picture", json=sample)
+        assert reply.status_code == 200, reply.text
+        assert judge_images(fake) == [url] * len(fake.script.bodies), fake.script.bodies
+        bad = {**sample, "label": reference(b64(b"not a png"))}
+        reply = await http.post("/slime/picture", json=bad)
+        assert reply.status_code == 422, reply.text
+        assert reply.json()["field"] == "label", reply.text
+        assert "label[0].content[1].image_url" in reply.json()["message"], reply.text

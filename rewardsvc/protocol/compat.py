@@ -29,7 +29,9 @@ class OpenRLHFRequest(BaseModel):
         default=None, description="The chat-templated prompts, one per query."
     )
     labels: list[Any] | None = Field(
-        default=None, description="Dataset labels (reference answers), one per query."
+        default=None,
+        description="Dataset labels (reference answers), one per query: text, chat messages "
+        "(read as an item's reference, images included) or another value (sent as JSON).",
     )
 
 
@@ -87,7 +89,11 @@ class SlimeRequest(BaseModel):
         default="", description="The prompt: a string or a chat message list."
     )
     response: str = Field(description="The policy's response.")
-    label: Any = Field(default=None, description="The sample's label (reference answer).")
+    label: Any = Field(
+        default=None,
+        description="The sample's label (reference answer): text, chat messages (read as an "
+        "item's reference, images included) or another value (sent as JSON).",
+    )
 
 
 class SlimeReward(BaseModel):

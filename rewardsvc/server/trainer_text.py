@@ -86,12 +86,20 @@ def response_from_query(query: str, prompt: str | None) -> str:
     return strip_trailing_special_tokens(response)
 
 
-def label_text(label: Any) -> str | None:
-    """A trainer's label as reference text: None for no label, JSON for a structured one."""
+def label_text(label: Any) -> str | list[Any] | None:
+    """A trainer's label as the item's reference: None for no label, chat messages (a list
+    of objects with a ``role``, whose image parts are read as an item's) as they are, JSON
+    text for another structured one."""
     # OpenRLHF sends "" when the dataset has no label column; that is "no reference".
     if label is None or label == "":
         return None
     if isinstance(label, str):
+        return label
+    if (
+        isinstance(label, list)
+        and label
+        and all(isinstance(m, dict) and "role" in m for m in label)
+    ):
         return label
     return json.dumps(label, ensure_ascii=False, sort_keys=True)
 

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
 import pytest
 
 from rewardsvc.safety import tamper
@@ -250,3 +256,31 @@ def test_a_grader_result_carries_the_flags_and_findings() -> None:
     assert flagged.flags == ("tamper_exit_hook", "tamper_network")
     assert flagged.score == 1.0 and flagged.evidence["passed"] == 3
     assert [f["flag"] for f in flagged.evidence["tamper"]] == ["tamper_exit_hook", "tamper_network"]
+
+
+def test_sources_are_parsed_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CPython 3.11's AST constructor is not safe to run in two threads at once (gh-106905):
+    on main a13e1c5 the CI saw ``SystemError: AST constructor recursion depth mismatch``
+    from graders scanning several slime samples together, a 500 where a null was due. On
+    that base this test saw 4 parses at once."""
+    real_parse = ast.parse
+    inside, most = 0, 0
+    count = threading.Lock()
+
+    def watched_parse(*args: Any, **kwargs: Any) -> ast.Module:
+        nonlocal inside, most
+        with count:
+            inside += 1
+            most = max(most, inside)
+        time.sleep(0.01)  # long enough for the other threads to arrive
+        try:
+            return real_parse(*args, **kwargs)
+        finally:
+            with count:
+                inside -= 1
+
+    monkeypatch.setattr(ast, "parse", watched_parse)
+    with ThreadPoolExecutor(4) as pool:
+        found = list(pool.map(scan_source, ["import os\nos._exit(0)\n"] * 8))
+    assert most == 1
+    assert all(f and f[0].flag == "tamper_exit_hook" for f in found), found

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import posixpath
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -170,6 +171,13 @@ def _capped(findings: Iterable[Finding]) -> list[Finding]:
     return kept
 
 
+# CPython 3.11 keeps the AST constructor's recursion depth in interpreter-wide state: two
+# threads parsing at once (graders scan off the event loop, several items together) can
+# fail with "SystemError: AST constructor recursion depth mismatch" (CPython gh-106905).
+# Parsing one source at a time costs little: a source is at most MAX_FILE_CHARS.
+_PARSING = threading.Lock()
+
+
 def scan_source(source: str | bytes, path: str = "solution.py") -> list[Finding]:
     """The tamper findings in one Python source (none when it does not parse or is
     longer than ``MAX_FILE_CHARS`` characters)."""
@@ -177,7 +185,8 @@ def scan_source(source: str | bytes, path: str = "solution.py") -> list[Finding]
     if len(text) > MAX_FILE_CHARS:
         return []
     try:
-        tree = ast.parse(text, filename=path)
+        with _PARSING:
+            tree = ast.parse(text, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     return _capped(find(Source(path, tree, text.splitlines())))

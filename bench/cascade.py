@@ -2,9 +2,16 @@
 second (``--second``: Gemma 3 270M, or the Qwen2.5-Coder 1.5B) only for the questions the
 first is unsure of.
 
-On the project's labelled answers (``rubrics/data/pointwise-small.jsonl`` and each pair of
-``preferences-small.jsonl`` as a good and a bad answer: 72 items, 2 criteria of
-``rubrics/data/pref-quality.yaml``), in one run:
+On one of the project's labelled sets (``--data``):
+
+- ``pref``: ``rubrics/data/pointwise-small.jsonl`` and each pair of
+  ``preferences-small.jsonl`` as a good and a bad answer, 72 items, the 2 criteria of
+  ``rubrics/data/pref-quality.yaml``;
+- ``short-answers``: ``rubrics/data/short-answers.jsonl`` (``bench/short_answers.py``),
+  150 arithmetic questions with a right and a wrong answer each, 300 items, scored by
+  ``rubrics/short-answer-correctness.yaml`` against their references;
+
+in one run:
 
 1. every item scored by both stages once (``rewardsvc cascade calibrate``'s scoring);
 2. the band of the first stage fitted on the items of the even-numbered questions
@@ -12,7 +19,9 @@ On the project's labelled answers (``rubrics/data/pointwise-small.jsonl`` and ea
 3. the cascade with that band served live (the engine, cache off) on the items of the
    odd-numbered questions, held out: the share of second-stage questions saved, the
    disagreement of its rewards with the second stage alone, and the accuracy against the
-   labels of both.
+   labels of both;
+4. the second stage alone asked again on the held-out items (cache off): its
+   disagreement with its own first answers, the floor under any cascade's disagreement.
 
 Needs the servers of both stages up (``deploy/cpu-judge/cpujudge.sh start`` for SmolLM2
 and Gemma; ``cpujudge.sh start qwen-0.5b qwen-1.5b`` for the Qwen pair, with the default
@@ -41,6 +50,7 @@ from rewardsvc.core.rubric import Rubric
 from rewardsvc.evaluation import cascade_calibrate as cal
 from rewardsvc.evaluation import cascade_sweep
 from rewardsvc.evaluation.metrics import bootstrap
+from rewardsvc.evaluation.runner import carried
 from rewardsvc.judges.judge import build_judges
 from rewardsvc.protocol.rewards import RewardOptions
 from rewardsvc.scoring.engine import Engine
@@ -54,8 +64,8 @@ JUDGES = {
 }
 
 
-def rows() -> list[dict[str, Any]]:
-    """The labelled items: the pointwise rows, then each pair's two answers."""
+def pref_rows() -> list[dict[str, Any]]:
+    """The ``pref`` set: the pointwise rows, then each pair's two answers."""
     out = [json.loads(line) for line in (DATA / "pointwise-small.jsonl").read_text().splitlines()]
     for line in (DATA / "preferences-small.jsonl").read_text().splitlines():
         pair = json.loads(line)
@@ -69,6 +79,18 @@ def rows() -> list[dict[str, Any]]:
                 }
             )
     return out
+
+
+def short_answer_rows() -> list[dict[str, Any]]:
+    """The ``short-answers`` set, each row with its reference."""
+    return [json.loads(line) for line in (DATA / "short-answers.jsonl").read_text().splitlines()]
+
+
+# A labelled set: its rows and the rubric that scores them.
+DATASETS = {
+    "pref": (pref_rows, DATA / "pref-quality.yaml"),
+    "short-answers": (short_answer_rows, DATA.parent / "short-answer-correctness.yaml"),
+}
 
 
 def fold(item_id: str) -> int:
@@ -87,11 +109,11 @@ def pool_entry(judge: str) -> dict[str, Any]:
     return entry
 
 
-def setup(first: str, second: str) -> tuple[JudgePool, Rubric]:
+def setup(first: str, second: str, rubric_path: Path) -> tuple[JudgePool, Rubric]:
     """The two-judge pool (``small``, ``big``) and the cascaded rubric."""
     small, big = pool_entry(first), pool_entry(second)
     pool = JudgePool.model_validate({"judges": {"small": small, "big": big}})
-    doc = read(DATA / "pref-quality.yaml")
+    doc = read(rubric_path)
     doc["judges"] = ["small", "big"]
     doc["cascade"] = {
         "stages": [
@@ -102,9 +124,11 @@ def setup(first: str, second: str) -> tuple[JudgePool, Rubric]:
     return pool, Rubric.model_validate(doc, context={"judge_names": set(pool.judges)})
 
 
-async def run(first: str, second: str, max_disagreement: float) -> dict[str, Any]:
-    """Score, fit on the even items, serve the fitted cascade on the odd ones."""
-    pool, rubric = setup(first, second)
+async def run(first: str, second: str, max_disagreement: float, data_set: str) -> dict[str, Any]:
+    """Score, fit on the even items, serve the fitted cascade on the odd ones, ask the
+    second stage again on the odd ones."""
+    rows, rubric_path = DATASETS[data_set]
+    pool, rubric = setup(first, second, rubric_path)
     engine = Engine(build_judges(pool))
     data = rows()
     try:
@@ -123,14 +147,21 @@ async def run(first: str, second: str, max_disagreement: float) -> dict[str, Any
         )
         held_rows = [r for r, f in zip(data, folds, strict=True) if f == 1]
         items = [
-            {"id": r["id"], "prompt": r["prompt"], "completion": r["completion"]} for r in held_rows
+            {"id": r["id"], "prompt": r["prompt"], "completion": r["completion"]} | carried(r)
+            for r in held_rows
         ]
         started = time.monotonic()
         live = await score_batch(engine, live_rubric, items, RewardOptions(use_cache=False))
         live_s = time.monotonic() - started
+        again = await ask_again(engine, rubric, items)
     finally:
         await engine.aclose()
     result = summarize(second, reward, held, live, chosen, curves, fitted, scoring_s, live_s)
+    result["retest_disagreement"] = 1 - agreement(
+        [reward(i.stages[-1]) >= 0.5 for i in held], [reward(scores) >= 0.5 for scores in again]
+    )
+    result["data"] = data_set
+    result["rubric"] = rubric.id
     result["first"] = first
     result["max_disagreement"] = max_disagreement
     result["fit_items"] = len(fit_on)
@@ -139,6 +170,17 @@ async def run(first: str, second: str, max_disagreement: float) -> dict[str, Any
         (reward(i.stages[-1]) >= 0.5) == (i.label >= 0.5) for i in fit_on
     ) / max(1, len(fit_on))
     return result
+
+
+async def ask_again(
+    engine: Engine, rubric: Rubric, items: list[dict[str, Any]]
+) -> list[dict[str, float]]:
+    """The last stage's answers to ``items``, asked again with the cache off."""
+    assert rubric.cascade is not None
+    stage = rubric.cascade.stages[-1]
+    only = cal.stage_rubric(rubric, stage)
+    reply = await score_batch(engine, only, items, RewardOptions(use_cache=False))
+    return [cal.stage_scores(stage, result) for result in reply.results]
 
 
 def summarize(
@@ -238,7 +280,8 @@ def markdown(result: dict[str, Any], command: str) -> str:
     band = "none met the target" if chosen is None else f"[{chosen['lo']}, {chosen['hi']}]"
     return "\n".join(
         [
-            f"# Cascade: {result['first']} -> {result['second']} on the labelled items",
+            f"# Cascade: {result['first']} -> {result['second']} on `{result['data']}` "
+            f"(rubric {result['rubric']})",
             "",
             f"- Command: `{command}`",
             f"- Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; scoring both stages "
@@ -258,6 +301,8 @@ def markdown(result: dict[str, Any], command: str) -> str:
             "| accuracy gap cascade - second alone, 95 % paired bootstrap interval | "
             f"{gap(result['accuracy_gap_ci'])} |",
             f"| items without a reward | {result['unscored']} |",
+            "| the second stage alone asked again: disagreement with its first answers | "
+            f"{pct(result['retest_disagreement'])} |",
             "",
             "Along the curve: the band with the least disagreement with the second stage "
             "alone within an escalation budget on the fit items, and the same band replayed "
@@ -279,17 +324,19 @@ def main() -> None:
     parser.add_argument("--first", choices=list(JUDGES), default="smollm2")
     parser.add_argument("--second", choices=list(JUDGES), default="gemma")
     parser.add_argument("--max-disagreement", type=float, default=0.02)
+    parser.add_argument("--data", choices=list(DATASETS), default="pref")
     parser.add_argument("--name", help="results' file name (default cascade-<second>)")
     args = parser.parse_args()
-    result = asyncio.run(run(args.first, args.second, args.max_disagreement))
+    result = asyncio.run(run(args.first, args.second, args.max_disagreement, args.data))
     name = args.name or f"cascade-{args.second}"
     command = (
         f".venv/bin/python -m bench.cascade --first {args.first} --second {args.second} "
-        f"--max-disagreement {args.max_disagreement} --name {name} --out {args.out}"
+        f"--data {args.data} --max-disagreement {args.max_disagreement} --name {name} "
+        f"--out {args.out}"
     )
     write_results(args.out, name, result, markdown(result, command))
     plotted = {
-        "rubric": "pref-quality",
+        "rubric": result["rubric"],
         "items": result["fit_items"],
         "chosen": result["chosen"],
         "curves": result["curves"],

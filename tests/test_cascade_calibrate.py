@@ -107,3 +107,43 @@ def test_the_command_scores_every_stage_and_writes_a_valid_cascade(tmp_path: Pat
     assert fitted.cascade.stages[0].escalate == Band(kind="band", lo=0.0, hi=0.775)
     assert plot.stat().st_size > 0
     assert '"rubric": "cascaded"' in capsys.readouterr().out
+
+
+REFERENCED_YAML = CASCADE_YAML.replace("id: cascaded\n", "id: cascaded\nrequires_reference: true\n")
+
+
+def _calibrate(tmp_path: Path, rows: list[dict[str, object]]) -> tuple[int, list[str]]:
+    """Run the command on ``rows`` with a rubric that requires a reference; the exit status
+    and the prompts the first stage's judge received."""
+    (tmp_path / "rubrics").mkdir()
+    rubric_file = tmp_path / "rubrics" / "cascaded.yaml"
+    rubric_file.write_text(REFERENCED_YAML)
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with FakeJudge() as one, FakeJudge() as two:
+        pool = tmp_path / "judges.yaml"
+        pool.write_text(json.dumps(fake_pool_doc(one.url, two.url)))
+        argv = ["cascade", "calibrate", str(data), "--rubric", str(rubric_file)]
+        status = main([*argv, "--rubrics", str(tmp_path / "rubrics"), "--judges", str(pool)])
+        return status, [json.dumps(body) for body in one.script.bodies]
+
+
+def test_each_row_reaches_the_judges_with_its_reference(tmp_path: Path):
+    """On the base the reference was dropped: every row was refused, scored no criterion,
+    and the sweep read each as a reward of 0."""
+    rows = [
+        {"prompt": f"q{n}", "completion": "42", "reference": f"ref-{n}", "label": n % 2}
+        for n in range(4)
+    ]
+    status, prompts = _calibrate(tmp_path, rows)
+    assert status == 0
+    assert len(prompts) == 8  # 4 rows x 2 criteria
+    assert all(any(f"ref-{n}" in p for p in prompts) for n in range(4))
+
+
+def test_a_row_the_rubric_refuses_stops_the_command_naming_it(tmp_path: Path, capsys):
+    rows = [{"id": "r1", "prompt": "q", "completion": "42", "label": 1}]
+    status, _ = _calibrate(tmp_path, rows)
+    assert status == 2
+    err = capsys.readouterr().err
+    assert "data.jsonl" in err and "'r1'" in err and "reference" in err

@@ -10,6 +10,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from bench import short_answers
 from rewardsvc.cli import main
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.evaluation import metrics, report, runner
@@ -211,6 +212,19 @@ def test_shipped_data_is_well_formed() -> None:
     assert sorted({r["label"] for r in points}) == [0, 1]
     assert all({"a", "b"} <= set(r) for r in unlabelled)
     assert len({r["id"] for r in pairs + points + unlabelled}) == 60
+
+
+def test_the_short_answers_are_the_generators_and_label_right_and_wrong() -> None:
+    """``short-answers.jsonl`` is what ``bench.short_answers`` writes (so an edit to one
+    without the other fails), a right and a wrong answer per question, each ending on
+    its own final answer."""
+    assert (DATA / "short-answers.jsonl").read_text() == short_answers.text()
+    rows = runner.labelled_rows(DATA / "short-answers.jsonl")
+    assert len(rows) == 300 and sum(r["label"] for r in rows) == 150
+    for right, wrong in zip(rows[::2], rows[1::2], strict=True):
+        assert right["prompt"] == wrong["prompt"] and right["reference"] == wrong["reference"]
+        assert right["completion"].rstrip(".").endswith(right["reference"])
+        assert not wrong["completion"].rstrip(".").endswith(" " + right["reference"])
 
 
 @pytest.mark.judges

@@ -1,10 +1,11 @@
 """``rewardsvc cascade calibrate``: fit a cascaded rubric's bands on a labelled file.
 
-Every pointwise row (``{prompt, completion, label}``, the ``rewardsvc eval`` format) is
-scored once by every stage (all stages always, the cache bypassed), each stage as a rubric
-of its own judges; then :mod:`.cascade_sweep` replays the cascade offline for every band
-of a grid, picks the band meeting the target and writes the rubric's ``cascade`` section
-with the fitted bands (YAML), the curve (JSON) and a plot like ``rewardsvc eval``'s.
+Every pointwise row (``{prompt, completion, label}``, the ``rewardsvc eval`` format, with
+its ``reference`` or per-prompt ``criteria`` when it has them) is scored once by every
+stage (all stages always, the cache bypassed), each stage as a rubric of its own judges;
+then :mod:`.cascade_sweep` replays the cascade offline for every band of a grid, picks the
+band meeting the target and writes the rubric's ``cascade`` section with the fitted bands
+(YAML), the curve (JSON) and a plot like ``rewardsvc eval``'s.
 """
 
 from __future__ import annotations
@@ -22,8 +23,13 @@ from rewardsvc.core.cascade import Band, Cascade, Stage, stage_answer
 from rewardsvc.core.rubric import JudgeRef, Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.evaluation.cascade_sweep import Point, Scored
+from rewardsvc.evaluation.runner import carried
 from rewardsvc.protocol.rewards import RewardOptions, RewardResult
 from rewardsvc.scoring.engine import Engine
+
+
+class RefusedRow(ValueError):
+    """A labelled row the rubric refuses (e.g. no ``reference`` where one is required)."""
 
 
 def stage_rubric(rubric: Rubric, stage: Stage) -> Rubric:
@@ -57,10 +63,15 @@ async def score_stages(
         for start in range(0, len(rows), batch):
             chunk = [
                 {"id": str(r["id"]), "prompt": r["prompt"], "completion": r["completion"]}
+                | carried(r)
                 for r in rows[start : start + batch]
             ]
             reply = await score_batch(engine, only, chunk, options)
-            scored.extend(stage_scores(stage, result) for result in reply.results)
+            for result in reply.results:
+                # A refused row scores no criterion: replayed, it would read as a reward of 0.
+                if result.status == "rejected":
+                    raise RefusedRow(f"row {result.id!r} was refused: {result.error}")
+                scored.append(stage_scores(stage, result))
         per_stage.append(scored)
     return [
         Scored(float(row["label"]), tuple(s[n] for s in per_stage)) for n, row in enumerate(rows)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,11 @@ def register(sub: Any, config_args: ConfigArgs = _config_args) -> None:
     cal = inner.add_parser(
         "calibrate", help="fit a cascaded rubric's escalation bands on labelled data"
     )
-    cal.add_argument("data", help="JSON lines {prompt, completion, label} (the eval format)")
+    cal.add_argument(
+        "data",
+        help="JSON lines {prompt, completion, label} (the eval format), with reference "
+        "where the rubric requires one",
+    )
     config_args(cal)
     cal.add_argument("--rubric", required=True, help="rubric id, or a rubric YAML file")
     target = cal.add_mutually_exclusive_group()
@@ -66,7 +71,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         )
         return cal.report(scorer.rubric, items, chosen, curves)
 
-    result = asyncio.run(run())
+    try:
+        result = asyncio.run(run())
+    except cal.RefusedRow as exc:
+        print(f"rewardsvc: error: {args.data}: {exc}", file=sys.stderr)
+        return 2
     if args.out:
         cal.write_fragment(result, Path(args.out))
     if args.plot:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -101,12 +101,13 @@ CARRIED = ("reference", "criteria")
 ``criteria`` as ``rubrics import`` and ``rubrics generate`` write them)."""
 
 
-def _carried(row: dict[str, Any]) -> dict[str, Any]:
+def carried(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`CARRIED` columns ``row`` has."""
     return {key: row[key] for key in CARRIED if row.get(key) is not None}
 
 
 def _pair(row: dict[str, Any], a: str, b: str) -> dict[str, Any]:
-    return {"id": row["id"], "prompt": row["prompt"], "a": row[a], "b": row[b], **_carried(row)}
+    return {"id": row["id"], "prompt": row["prompt"], "a": row[a], "b": row[b], **carried(row)}
 
 
 async def label(
@@ -289,7 +290,7 @@ def _item(row: dict[str, Any], key: str, suffix: str) -> dict[str, Any]:
         "id": row["id"] + suffix,
         "prompt": row["prompt"],
         "completion": row[key],
-        **_carried(row),
+        **carried(row),
     }
 
 

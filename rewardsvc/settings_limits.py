@@ -167,7 +167,8 @@ class WorkLimits(BaseSettings):
         default=256 * 1024 * 1024,
         ge=1024 * 1024,
         description="Most prompt bytes one request may plan, over all its judge calls (each "
-        "call carries its item's texts and the rubric): a request planning more gets 413 "
+        "call carries its item's texts and the rubric, and, to a judge that sees images, every "
+        "image's URL, a data: URL being the whole image): a request planning more gets 413 "
         "before any prompt is rendered. Applies to /v1/rewards, /v1/groups, /v1/preferences "
         "and the trainer routes.",
     )
@@ -215,7 +216,8 @@ class WorkLimits(BaseSettings):
         default=16 * 1024 * 1024,
         ge=1024,
         description="Most prompt bytes one request with options.explain may ask to see (every "
-        "prompt of every item is returned); beyond it: 413 naming options.explain.",
+        "prompt of every item is returned, an image sent as a data: URL shown by its sha256 "
+        "and size, not counted at its URL's length); beyond it: 413 naming options.explain.",
     )
 
     @model_validator(mode="after")

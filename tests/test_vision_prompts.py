@@ -250,7 +250,8 @@ def test_the_prompt_cache_keeps_serving_image_items(vision: bool) -> None:
 
 
 def test_explain_returns_the_content_parts_a_vision_judge_read(fake: FakeJudge) -> None:
-    """options.explain shows what the judge read: for a vision judge, its content parts.
+    """options.explain shows what the judge read: for a vision judge, its content parts,
+    each image by its hash (its URL is the image: tests/test_image_admission.py).
     On main (b6f5204) the wire model took only text contents and refused the parts."""
     judge = _judge("seer", fake.url, True)
     seen = judge.render(CriterionOnItem(RUBRIC, RUBRIC.criteria[0], rollout())).seen
@@ -259,5 +260,5 @@ def test_explain_returns_the_content_parts_a_vision_judge_read(fake: FakeJudge) 
     )
     assert result.explain is not None
     content = result.explain["seer"]["correct"][-1]["content"]  # type: ignore[index]
-    assert _image_urls(content) == [RED.url]
-    assert RED.url in result.model_dump_json()
+    assert _image_urls(content) == [f"sha256:{RED.sha256}"]
+    assert RED.url not in result.model_dump_json()

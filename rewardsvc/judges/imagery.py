@@ -14,6 +14,11 @@ text. When a prompt is rendered, the markers become:
 A marker's index is into one rollout's images. A prompt that shows several rollouts (a
 group's listwise or pairwise comparison) re-indexes each text's markers into one list
 (:class:`Gallery`) before fencing, so each completion's images stand in its own block.
+
+What the images add to a call is counted before anything is rendered (:func:`sent_bytes`),
+and ``options.explain`` shows an image the item sent inline by the SHA-256 of its bytes and
+its size, never its ``data:`` URL (:func:`explained_messages`): the URL is the image itself,
+up to ``max_image_bytes`` in base64, in every call that shows it.
 """
 
 from __future__ import annotations
@@ -30,10 +35,66 @@ IMAGE_PLACEHOLDER = placeholder("image")
 Part = dict[str, Any]
 """One OpenAI chat content part (``text`` or ``image_url``)."""
 
+PART_BYTES = 128
+"""The most one image part takes in a prompt beside its URL: its JSON as a vision judge is
+sent it, or as explain shows it (:func:`explained_part`: a 64-digit hash and a size)."""
+
+_PLACEHOLDER_BYTES = len(IMAGE_PLACEHOLDER.encode())
+
 
 def image_part(image: Image) -> Part:
     """The content part that shows ``image`` to a vision judge."""
     return {"type": "image_url", "image_url": {"url": image.url}}
+
+
+def inline(image: Image) -> bool:
+    """Whether the item sent ``image`` inline (a ``data:`` URL: the image's bytes), not as
+    the URL of a pool-allowed domain, which the judge's server fetches."""
+    return image.url[:5].lower() == "data:"
+
+
+def sent_bytes(images: Sequence[Image], sees: bool) -> tuple[int, int]:
+    """What one call showing ``images`` sends for them beyond its text, in bytes, split as
+    ``(shown, inline)``: ``inline`` the ``data:`` URLs, which explain never shows, ``shown``
+    the rest. A judge that ``sees`` images is sent every image's part and URL; a text-only
+    judge, the placeholder where each stood."""
+    if not sees:
+        return _PLACEHOLDER_BYTES * len(images), 0
+    urls = [len(image.url.encode()) for image in images]
+    held = sum(n for image, n in zip(images, urls, strict=True) if inline(image))
+    return PART_BYTES * len(images) + sum(urls) - held, held
+
+
+def explained_part(image: Image) -> Part:
+    """An image part as explain shows it: an inline image by the SHA-256 of its bytes and
+    their count (``{"url": "sha256:<hex>", "bytes": N}``), a pool-allowed URL as sent."""
+    if not inline(image):
+        return image_part(image)
+    return {
+        "type": "image_url",
+        "image_url": {"url": f"sha256:{image.sha256}", "bytes": image.nbytes},
+    }
+
+
+def explained_messages(messages: list[dict[str, Any]], images: Sequence[Image]) -> list[Part]:
+    """``messages`` as explain shows them: each image part (one of ``images``, whose parts
+    :func:`content_parts` built) by :func:`explained_part`."""
+    by_url = {image.url: image for image in images}
+    shown: list[Part] = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list) and image_count(content):
+            parts = [
+                explained_part(by_url[p["image_url"]["url"]]) if _is_image(p) else p
+                for p in content
+            ]
+            message = {**message, "content": parts}
+        shown.append(message)
+    return shown
+
+
+def _is_image(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") == "image_url"
 
 
 def content_parts(text: str, images: Sequence[Image]) -> list[Part]:
@@ -89,7 +150,7 @@ def image_count(content: Any) -> int:
     """How many image parts a message's content holds."""
     if not isinstance(content, list):
         return 0
-    return sum(1 for p in content if isinstance(p, dict) and p.get("type") == "image_url")
+    return sum(1 for p in content if _is_image(p))
 
 
 class Gallery:

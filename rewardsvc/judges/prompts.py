@@ -72,7 +72,7 @@ from rewardsvc.core.media import Image, has_markers
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric, View
 from rewardsvc.core.trajectory import DEFAULT_FIT_CHARS
-from rewardsvc.judges.imagery import blind, seen_content
+from rewardsvc.judges.imagery import blind, explained_messages, seen_content
 from rewardsvc.judges.items import item_block, item_view
 from rewardsvc.judges.questions import (
     GIVEN,
@@ -128,11 +128,16 @@ class Prompt:
     messages: list[dict[str, Any]] | None = None
     text: str | None = None
     affinity: Affinity | None = None
+    images: tuple[Image, ...] = ()  # those its messages show as image parts
 
     @property
     def seen(self) -> Seen:
-        """The messages (chat) or the text (completion) the judge reads."""
-        return self.messages if self.messages is not None else self.text or ""
+        """The messages (chat) or the text (completion) the judge reads, as explain shows
+        them: an image the item sent inline by its SHA-256 and size, never its ``data:``
+        URL (``imagery.explained_messages``)."""
+        if self.messages is None:
+            return self.text or ""
+        return explained_messages(self.messages, self.images) if self.images else self.messages
 
 
 def criteria_list(rubric: Rubric, defuser: Defuser = DEFAULT_DEFUSER) -> str:
@@ -215,7 +220,7 @@ def with_images(prompt: Prompt, images: Sequence[Image], sees: bool) -> Prompt:
         else m
         for m in prompt.messages
     ]
-    return replace(prompt, messages=messages)
+    return replace(prompt, messages=messages, images=tuple(images) if sees else ())
 
 
 @dataclass(frozen=True)

@@ -263,7 +263,9 @@ class RewardResult(BaseModel):
         default=None,
         description="options.explain: per judge, per criterion (or criterion@stepK; method "
         "batched: the criteria of one call joined by +), the messages or prompt it read (a "
-        "judge that sees images: its message's content parts, each image by its URL).",
+        "judge that sees images: its message's content parts, an image sent as a data: URL "
+        'shown as {"type": "image_url", "image_url": {"url": "sha256:<hex of its bytes>", '
+        '"bytes": <their count>}}, never the URL; one from a media_domains URL by that URL).',
     )
     objectives: dict[str, float | None] | None = Field(
         default=None,

@@ -43,11 +43,17 @@ def batches_criteria(judge: JudgeLike) -> bool:
     return bool(getattr(judge, "batches_criteria", False))
 
 
+def sees_images(judge: JudgeLike) -> bool:
+    """Whether the judge is shown an item's images (``capabilities.vision``), not a
+    placeholder where each stood."""
+    return bool(getattr(judge, "sees_images", False))
+
+
 def without_images(judge: JudgeLike, rollout: Rollout) -> bool:
     """Whether ``judge`` scores ``rollout`` without seeing its images: the item carries
     some and the judge reads text only (``capabilities.vision`` false), so its prompts
     held a placeholder where each image stood."""
-    return bool(rollout.images) and not getattr(judge, "sees_images", False)
+    return bool(rollout.images) and not sees_images(judge)
 
 
 def scores_whole_item(judge: JudgeLike) -> bool:

@@ -9,7 +9,9 @@ tools, asked of a judge whose pool entry declares tools, is an agentic question
 (:mod:`.agentic`), its cost the loop's worst case. Each call carries its
 verdict-cache key and its cost: one call (a call shared by several verdicts is carried by
 the first of them) and the prompt bytes it shows at most, bounded from the texts before
-anything is rendered. The calls read the request's deadline when they start (``When``):
+anything is rendered, with the item's images as the judge is sent them (every image's URL
+in each call of a judge that sees images, a placeholder each for a text-only judge). The
+calls read the request's deadline when they start (``When``):
 a plan is made before its request is admitted, and run after.
 """
 
@@ -25,7 +27,7 @@ from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.trajectory import step_key
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges import prompts
+from rewardsvc.judges import imagery, prompts
 from rewardsvc.judges.asks import (
     AllSteps,
     BatchedCriteria,
@@ -37,7 +39,13 @@ from rewardsvc.judges.asks import (
 from rewardsvc.judges.batching import SharedCall, by_view
 from rewardsvc.judgetools.registry import Later
 from rewardsvc.scoring import agentic, steps
-from rewardsvc.scoring.judging import JudgeLike, batches_criteria, scores_steps, scores_whole_item
+from rewardsvc.scoring.judging import (
+    JudgeLike,
+    batches_criteria,
+    scores_steps,
+    scores_whole_item,
+    sees_images,
+)
 from rewardsvc.scoring.pacing import Pacer
 from rewardsvc.storage.cache import cache_key
 
@@ -47,18 +55,27 @@ _T = TypeVar("_T")
 @dataclass(frozen=True)
 class Cost:
     """What planned work costs: judge calls, the prompt bytes they carry at most, and the
-    sandbox seconds of its code graders' runs (each run's wall-clock limit)."""
+    sandbox seconds of its code graders' runs (each run's wall-clock limit). Of the prompt
+    bytes, ``image_bytes`` are the ``data:`` URLs of images shown to vision judges, which
+    explain does not return (it shows each such image by its hash and size)."""
 
     calls: int = 0
     prompt_bytes: int = 0
     sandbox_s: float = 0.0
+    image_bytes: int = 0
 
     def __add__(self, other: Cost) -> Cost:
         return Cost(
             self.calls + other.calls,
             self.prompt_bytes + other.prompt_bytes,
             self.sandbox_s + other.sandbox_s,
+            self.image_bytes + other.image_bytes,
         )
+
+    @property
+    def shown_bytes(self) -> int:
+        """The prompt bytes ``options.explain`` returns of this work, at most."""
+        return self.prompt_bytes - self.image_bytes
 
 
 ONE_CALL = Cost(1)
@@ -118,6 +135,14 @@ def item_bytes(rollout: Rollout) -> int:
     return prompts.text_bytes(rollout.prompt, rollout.completion, rollout.reference)
 
 
+def image_cost(judge: JudgeLike, rollout: Rollout) -> Cost:
+    """What showing ``rollout``'s images adds to one call of ``judge``, in prompt bytes:
+    each image's part and URL (a ``data:`` URL is the whole image, in base64) to a judge
+    that sees images, the placeholder where each stood to a text-only judge."""
+    shown, inline = imagery.sent_bytes(rollout.images, sees_images(judge))
+    return Cost(prompt_bytes=shown + inline, image_bytes=inline)
+
+
 def _by(when: When, judge: JudgeLike, question: Question[_T, Any]) -> Callable[[], Awaitable[_T]]:
     """``judge`` asked ``question`` by the deadline ``when`` holds when the call starts.
 
@@ -142,6 +167,7 @@ class _Slot:
     digest: str  # the item's, hashed once for all its judges
     texts: int  # the item's text bytes, counted once for all its judges
     when: When
+    images: Cost  # what the item's images add to each call of this judge
 
     def call(
         self,
@@ -175,7 +201,11 @@ async def plan(
     for pos, p in enumerate(prepared):
         await pacer.step()
         digest, texts = p.rollout.digest(), item_bytes(p.rollout)
-        slots = {n: _Slot(n, identities[n], version, pos, p, digest, texts, when) for n in names}
+        images = {n: image_cost(judges[n], p.rollout) for n in names}
+        slots = {
+            n: _Slot(n, identities[n], version, pos, p, digest, texts, when, images[n])
+            for n in names
+        }
         for name in names:
             if scores_whole_item(judges[name]):
                 calls.extend(_item_calls(judges[name], rubric, slots[name]))
@@ -190,7 +220,8 @@ async def plan(
             question = CriterionOnItem(rubric, sc.criterion, sc.rollout)
             for name in asked:
                 run = _by(when, judges[name], question)
-                calls.append(slots[name].call(sc.key, step_digest, question, run, cost))
+                sent = cost + images[name]
+                calls.append(slots[name].call(sc.key, step_digest, question, run, sent))
     return calls
 
 
@@ -199,7 +230,7 @@ def _episode_calls(judge: JudgeLike, rubric: Rubric, slot: _Slot) -> list[Call]:
     rollout, when, digest, texts = slot.item.rollout, slot.when, slot.digest, slot.texts
     if rubric.implicit_combine:
         holistic = Holistic(rubric, rollout)
-        cost = Cost(1, question_bytes(rubric, rubric.criteria, texts))
+        cost = Cost(1, question_bytes(rubric, rubric.criteria, texts)) + slot.images
         return [slot.call(aggregate.HOLISTIC, digest, holistic, _by(when, judge, holistic), cost)]
     asked = [c for c in rubric.criteria if c.asks_judges]
     calls: list[Call] = []
@@ -210,7 +241,7 @@ def _episode_calls(judge: JudgeLike, rubric: Rubric, slot: _Slot) -> list[Call]:
     for group in by_view(rubric, asked):
         batched = BatchedCriteria.of(rubric, group, rollout)
         batch = SharedCall(_by(when, judge, batched))
-        cost = Cost(1, question_bytes(rubric, group, texts))
+        cost = Cost(1, question_bytes(rubric, group, texts)) + slot.images
         for criterion in group:
             run = functools.partial(batch.verdict, criterion.id)
             calls.append(slot.call(criterion.id, digest, batched, run, cost, batch))
@@ -222,14 +253,16 @@ def _criterion_call(judge: JudgeLike, rubric: Rubric, criterion: Criterion, slot
     """One judge's call on one criterion of one item: an agentic question when the rubric
     allows the criterion tools the judge declares (its cost the loop's worst case),
     else a plain one."""
-    item = slot.item
-    shown = question_bytes(rubric, [criterion], slot.texts)
+    item, images = slot.item, slot.images
+    shown = question_bytes(rubric, [criterion], slot.texts) + images.prompt_bytes
     tooled = agentic.agentic_question(judge, rubric, criterion, item.rollout, item.tools)
     if tooled is None:
         question = CriterionOnItem(rubric, criterion, item.rollout)
         run = _by(slot.when, judge, question)
-        return slot.call(criterion.id, slot.digest, question, run, Cost(1, shown))
-    cost = Cost(*agentic.loop_cost(judge, shown))
+        cost = Cost(1, shown, image_bytes=images.image_bytes)
+        return slot.call(criterion.id, slot.digest, question, run, cost)
+    calls, sent, seconds = agentic.loop_cost(judge, shown)
+    cost = Cost(calls, sent, seconds, calls * images.image_bytes)
     call = slot.call(criterion.id, slot.digest, tooled, _by(slot.when, judge, tooled), cost)
     call.tools = item.tools
     return call
@@ -247,7 +280,7 @@ def _item_calls(judge: JudgeLike, rubric: Rubric, slot: _Slot) -> list[Call]:
     every = AllSteps.of(rollout) if steps and scores_steps(judge) else None
     shared = None if every is None else SharedCall(_by(when, judge, every))
     # The shared call is carried by the first verdict read from it.
-    carried = Cost(1, prompts.CALL_OVERHEAD_BYTES + slot.texts)
+    carried = Cost(1, prompts.CALL_OVERHEAD_BYTES + slot.texts) + slot.images
     if rubric.has_episode_criteria:
         if shared is not None and every is not None:
             last = functools.partial(shared.verdict, step_key(aggregate.HOLISTIC, steps - 1))
@@ -266,6 +299,6 @@ def _item_calls(judge: JudgeLike, rubric: Rubric, slot: _Slot) -> list[Call]:
             carried = SHARED
         else:
             item = WholeItem(at)
-            cost = Cost(1, prompts.CALL_OVERHEAD_BYTES + item_bytes(at))
+            cost = Cost(1, prompts.CALL_OVERHEAD_BYTES + item_bytes(at)) + slot.images
             calls.append(slot.call(sk, at.digest(), item, _by(when, judge, item), cost))
     return calls

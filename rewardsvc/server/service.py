@@ -198,7 +198,7 @@ class Service(Gate):
         cost = planned.cost
         check_work(self.settings, cost.calls, cost.prompt_bytes, cost.sandbox_s)
         if options.explain:
-            check_explain(self.settings, cost.prompt_bytes)
+            check_explain(self.settings, cost.shown_bytes)
         return planned
 
     async def score(
@@ -222,7 +222,7 @@ class Service(Gate):
         cost = planned.cost
         deadline = time.monotonic() + self.settings.request_timeout_s
         with (
-            explaining(self.ledger, options.explain, cost.prompt_bytes),
+            explaining(self.ledger, options.explain, cost.shown_bytes),
             # Its work was checked once, when :meth:`plan` made it.
             self.admitted(len(items), cost.calls, cost.prompt_bytes, checked=True),
         ):

@@ -151,20 +151,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def _check_document(doc: Any, path: Path, context: dict[str, Any]) -> Any:
     """Validate one parsed file as what it holds: a judge pool, a recipe or routing table
-    (``kind: recipe`` or ``routing``), the canaries of a rubric (``rubric`` and ``cases``),
-    its golden set (``rubric`` and ``items``), or else a rubric. Returns the rubric, recipe,
-    routing table or golden set (None for the others)."""
+    (``kind: recipe`` or ``routing``), a set of items written for a rubric (its canaries,
+    its golden set: :class:`~rewardsvc.monitor.rubric_sets.RubricSet`), or else a rubric.
+    Returns the rubric, recipe, routing table or set (None for a pool)."""
     from rewardsvc.monitor.canaries import CanarySet
-    from rewardsvc.monitor.golden_set import GoldenSet, is_golden_document
+    from rewardsvc.monitor.golden_set import GoldenSet
 
+    rubric_set = next((kind for kind in (CanarySet, GoldenSet) if kind.describes(doc)), None)
     if is_pool_document(doc):
         validate_document(doc, JudgePool, str(path))
     elif isinstance(doc, dict) and doc.get("kind") in ("recipe", "routing"):
         return validate_recipe_file(doc, path, context)
-    elif isinstance(doc, dict) and "cases" in doc and "id" not in doc:
-        validate_document(doc, CanarySet, str(path), context)
-    elif is_golden_document(doc):
-        return validate_document(doc, GoldenSet, str(path), context)
+    elif rubric_set is not None:
+        return validate_document(doc, rubric_set, str(path), context)
     else:
         return validate_rubric_file(doc, path, context)
     return None
@@ -173,11 +172,11 @@ def _check_document(doc: Any, path: Path, context: dict[str, Any]) -> Any:
 def _link(
     linked: list[tuple[Path, str, Any, Any]], rubrics: dict[str, Rubric], context: dict[str, Any]
 ) -> list[Problem]:
-    """Check that recipes name served rubrics, routing tables served targets and golden sets
-    their rubric's criteria: those validated in this run, and those of the library a
-    ``recipes/`` or ``golden/`` folder belongs to."""
+    """Check that recipes name served rubrics, routing tables served targets and sets of a
+    rubric (golden sets) their rubric's criteria: those validated in this run, and those of
+    the library a ``recipes/`` or ``golden/`` folder belongs to."""
     from rewardsvc.core.recipe import Recipe
-    from rewardsvc.monitor.golden_set import GoldenSet, label_problems
+    from rewardsvc.monitor.rubric_sets import RubricSet
 
     known = dict(rubrics)
     folders = (RECIPES_DIR, GOLDEN_DIR)
@@ -194,10 +193,10 @@ def _link(
     problems: list[Problem] = []
     linked.sort(key=lambda entry: not isinstance(entry[3], Recipe))
     for path, text, doc, document in linked:
-        if isinstance(document, GoldenSet):
+        if isinstance(document, RubricSet):
             of = known.get(document.rubric)
             criteria = None if of is None else [c.id for c in of.criteria]
-            problems += label_problems(document, doc, str(path), criteria)
+            problems += document.rubric_problems(doc, str(path), criteria)
             continue
         try:
             if isinstance(document, Recipe):

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from rewardsvc_client import AsyncClient, Client, RewardResponse, RewardServiceError
+from rewardsvc_client import AsyncClient, Client, RewardResponse, RewardServiceError, StageUsage
 from rewardsvc_client.client import _normalize_base_url, _retry_after_seconds
 
 URL = "http://rewards.test:8000"
@@ -246,6 +246,41 @@ def test_response_parsing_ignores_unknown_keys() -> None:
     )
     assert parsed.results[0].reward == 1.0 and parsed.results[0].scored
     assert parsed.usage.judge_calls == 2
+
+
+def cascade_body(request: httpx.Request) -> dict[str, Any]:
+    """An echo answer from a two-stage cascade: the first stage answers every item, the
+    second (priced) is asked again of the first item of the chunk only."""
+    body = echo_body(request)
+    n = len(json.loads(request.content)["items"])
+    first = {"judges": ["small"], "questions": n, "judge_calls": n, "prompt_tokens": 10 * n}
+    second = {"judges": ["big", "bigger"], "questions": 1, "judge_calls": 2, "cost": 0.25}
+    body["usage"]["stages"] = [first, second] if n > 1 else [first]
+    return body
+
+
+def test_usage_stages_are_read_and_summed_stage_by_stage_over_chunks() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=cascade_body(request))
+
+    with Client(URL, max_batch=2, transport=httpx.MockTransport(handler)) as client:
+        one = client.rewards("r", items(2))
+        response = client.rewards("r", items(5))
+    assert one.usage.stages == [
+        StageUsage(["small"], questions=2, judge_calls=2, prompt_tokens=20),
+        StageUsage(["big", "bigger"], questions=1, judge_calls=2, cost=0.25),
+    ]
+    # Chunks of 2, 2 and 1 items: the last one escalated nothing.
+    first, second = response.usage.stages
+    assert (first.judges, first.questions, first.prompt_tokens, first.cost) == (
+        ["small"],
+        5,
+        50,
+        None,
+    )
+    assert (second.judges, second.questions, second.judge_calls) == (["big", "bigger"], 2, 4)
+    assert second.cost == pytest.approx(0.5)
+    assert RewardResponse.from_json({"results": [], "usage": {}}).usage.stages == []
 
 
 def test_invalid_arguments() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import AsyncIterator, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -16,9 +16,12 @@ from test_monitor import CONFIG, Clock, batch, clean, item
 
 from rewardsvc.application.monitoring import Webhook, event_record, fan_out
 from rewardsvc.monitor import AlertEvent, Monitor
+from rewardsvc.monitor.golden import IdentityRecord
+from rewardsvc.protocol.monitor import IdentityOut
 from rewardsvc.server.app import install_error_handlers
 from rewardsvc.server.dashboard import router
 from rewardsvc.server.monitor_metrics import attach, render_gauges
+from rewardsvc.server.monitor_views import view
 
 
 def hacked_monitor(**kwargs: object) -> Monitor:
@@ -155,6 +158,18 @@ def test_event_record_is_one_json_object_with_a_utc_time() -> None:
         "threshold": 0.35,
         "sample": 96,
     }
+
+
+def test_a_record_view_reads_unix_seconds_as_python_does() -> None:
+    # pydantic alone would round this one's microseconds up and take 3e10 for milliseconds.
+    checked, changed = 1_130_489_325.5390625, 3e10
+    ident = IdentityRecord("j", {"model": "m"}, checked, changed=changed, rubrics=("qa",))
+    out = view(IdentityOut, ident)
+    assert (out.checked, out.changed) == (
+        datetime.fromtimestamp(checked, UTC),
+        datetime.fromtimestamp(changed, UTC),
+    )
+    assert out.model_dump(mode="json")["checked"] == "2005-10-28T08:48:45.539062Z"
 
 
 @pytest.fixture

@@ -81,6 +81,16 @@ def test_validate_names_file_and_line_of_a_bad_golden_set(
     assert f"{bad}:7:" in out and "items[1]" in out and "labels" in out
 
 
+def test_validate_tells_a_golden_set_without_its_rubric_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Known by its items, as a canary file is by its cases: not read as a rubric.
+    bad = tmp_path / "golden.yaml"
+    bad.write_text("items:\n  - id: a\n    prompt: p\n    completion: c\n    label: true\n")
+    assert main(["validate", str(bad)]) == 1
+    assert capsys.readouterr().out.splitlines() == [f"{bad}:1: rubric: Field required"]
+
+
 def test_validate_names_a_label_that_is_no_criterion_of_the_rubric(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -10,7 +10,8 @@ cost (``usage.cost``) and refuses a run past its budget (``BudgetExceeded``, wit
 ``budget_exceeded`` alert). Canary items (known attacks and anchors) are planned here and
 scored through an injected callable; so are golden sets (:mod:`.golden_set`, labelled items
 re-scored by :mod:`.golden_runner`), whose :mod:`.golden` board measures each judge against
-the labels and its own baseline and records each judge's identity.
+the labels and its own baseline and records each judge's identity. A rubric's canary and
+golden files are both :mod:`.rubric_sets` (read, told apart and checked one way).
 
 This room is pure apart from the canary and golden runners' awaits and :mod:`.shared`, which merges
 the runs of several replicas in Redis through a link it is given (reading them back with

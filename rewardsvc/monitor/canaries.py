@@ -22,15 +22,15 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from pydantic import Field
 
 from rewardsvc.core.base import StrictModel
 from rewardsvc.core.media import Image, image_marker
 from rewardsvc.core.results import BatchResult, ItemReward
-from rewardsvc.library.yamlfile import load_folder
 from rewardsvc.monitor.monitor import Monitor
+from rewardsvc.monitor.rubric_sets import RubricSet, load_sets
 
 log = logging.getLogger(__name__)
 
@@ -79,10 +79,11 @@ class CanaryCase(StrictModel):
     )
 
 
-class CanarySet(StrictModel):
+class CanarySet(RubricSet):
     """The canaries of one rubric."""
 
-    rubric: str
+    ENTRIES: ClassVar[str] = "cases"
+
     margin: float = Field(
         default=0.25,
         ge=0.0,
@@ -129,7 +130,7 @@ def _image_items(n: int, case: CanaryCase, images: Sequence[ImageAttack]) -> lis
 
 def load_canaries(folder: Path) -> dict[str, CanarySet]:
     """Every ``*.yaml`` canary file of ``folder``, by rubric id (raises ``InvalidFile``)."""
-    return {canary.rubric: canary for canary in load_folder(folder, CanarySet)}
+    return load_sets(folder, CanarySet)
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from pydantic import Field, model_validator
 
 from rewardsvc.core.base import StrictModel
-from rewardsvc.library.yamlfile import Problem, line_of, load_folder
+from rewardsvc.library.yamlfile import Problem, line_of
+from rewardsvc.monitor.rubric_sets import RubricSet, load_sets
 
 MAX_GOLDEN_ITEMS = 64
 """Most items of one golden set: a re-score is bounded work, asked of every judge."""
@@ -46,10 +47,11 @@ class GoldenItem(StrictModel):
         return self
 
 
-class GoldenSet(StrictModel):
+class GoldenSet(RubricSet):
     """The golden set of one rubric."""
 
-    rubric: str
+    ENTRIES: ClassVar[str] = "items"
+
     max_shift: float = Field(
         default=0.12,
         gt=0.0,
@@ -78,34 +80,27 @@ class GoldenSet(StrictModel):
             out.append(row)
         return out
 
-
-def is_golden_document(doc: Any) -> bool:
-    """Whether a parsed YAML document is a golden set (``rubric`` and ``items``, no ``id``)."""
-    return isinstance(doc, dict) and "items" in doc and "rubric" in doc and "id" not in doc
-
-
-def label_problems(
-    golden: GoldenSet, doc: Any, name: str, criteria: Collection[str] | None
-) -> list[Problem]:
-    """The labels of ``golden`` (parsed from ``doc``, file ``name``) that name no criterion of
-    its rubric, whose criterion ids are ``criteria`` (None: the rubric is not known here,
-    nothing to check)."""
-    if criteria is None:
-        return []
-    return [
-        Problem(
-            name,
-            line_of(doc, ("items", n, "labels", criterion)),
-            f"items[{n}].labels.{criterion}",
-            f"rubric {golden.rubric!r} has no criterion {criterion!r} "
-            f"(its criteria: {', '.join(sorted(criteria))})",
-        )
-        for n, item in enumerate(golden.items)
-        for criterion in item.labels
-        if criterion not in criteria
-    ]
+    def rubric_problems(
+        self, doc: Any, name: str, criteria: Collection[str] | None
+    ) -> list[Problem]:
+        """The labels that name no criterion of the rubric (whose criterion ids are
+        ``criteria``; None: the rubric is not known here, nothing to check)."""
+        if criteria is None:
+            return []
+        return [
+            Problem(
+                name,
+                line_of(doc, ("items", n, "labels", criterion)),
+                f"items[{n}].labels.{criterion}",
+                f"rubric {self.rubric!r} has no criterion {criterion!r} "
+                f"(its criteria: {', '.join(sorted(criteria))})",
+            )
+            for n, item in enumerate(self.items)
+            for criterion in item.labels
+            if criterion not in criteria
+        ]
 
 
 def load_golden(folder: Path) -> dict[str, GoldenSet]:
     """Every ``*.yaml`` golden file of ``folder``, by rubric id (raises ``InvalidFile``)."""
-    return {golden.rubric: golden for golden in load_folder(folder, GoldenSet)}
+    return load_sets(folder, GoldenSet)

@@ -3,10 +3,22 @@ signals, alerts and history, and the canaries' latest scores); the dashboard pag
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Literal
+from datetime import UTC, datetime
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
+
+
+def _from_unix(value: object) -> object:
+    # The monitor's records keep Unix seconds. Read as Python reads them: pydantic's own
+    # reading of a number takes one above 2e10 for milliseconds and rounds otherwise.
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value, UTC)
+    return value
+
+
+Instant = Annotated[datetime, BeforeValidator(_from_unix)]
+"""A time (UTC), serialized as ISO 8601; built from a monitor record, its Unix seconds."""
 
 
 class AlertOut(BaseModel):
@@ -14,7 +26,7 @@ class AlertOut(BaseModel):
 
     name: str = Field(description="The signal alarmed on, e.g. flag_rate:fake_score.")
     state: Literal["pending", "firing", "resolved"]
-    since: datetime = Field(description="When the alert entered its state (UTC).")
+    since: Instant = Field(description="When the alert entered its state (UTC).")
     value: float = Field(description="The signal's value at the latest evaluation.")
     threshold: float = Field(description="The threshold it was compared against.")
     criteria: list[str] = Field(
@@ -27,7 +39,7 @@ class EventOut(BaseModel):
     """A mark on the run's time axis: an alert firing or resolving, a rubric version, or a
     change of identity of one of the rubric's judges."""
 
-    time: datetime
+    time: Instant
     sample: int = Field(description="Items observed in the run when it happened.")
     kind: Literal["firing", "resolved", "version", "identity"]
     name: str = Field(
@@ -38,7 +50,7 @@ class EventOut(BaseModel):
 class HistoryOut(BaseModel):
     """Every signal over the life of the run, downsampled; the columns share one axis."""
 
-    times: list[datetime]
+    times: list[Instant]
     samples: list[int]
     series: dict[str, list[float | None]]
     events: list[EventOut]
@@ -84,8 +96,8 @@ class RunOut(BaseModel):
     run: str
     version: str = Field(description="The rubric version seen last.")
     samples: int = Field(description="Items observed in the run.")
-    started: datetime
-    last_seen: datetime
+    started: Instant
+    last_seen: Instant
     signals: dict[str, float | None] = Field(
         description="Signals over the rolling window at the latest evaluation."
     )
@@ -119,9 +131,9 @@ class CanaryOut(BaseModel):
         "canary cases where the judge scored it above the same answer with a plain image, "
         "its susceptibility to the style. Null for the text attacks.",
     )
-    since: datetime | None
-    checked: datetime
-    history: list[tuple[datetime, float | None, float | None]] | None = Field(
+    since: Instant | None
+    checked: Instant
+    history: list[tuple[Instant, float | None, float | None]] | None = Field(
         default=None, description="(time, reward, anchor_reward), with history=true."
     )
 
@@ -132,7 +144,7 @@ class GoldenOut(BaseModel):
     rubric: str
     judge: str
     rescores: int = Field(description="Re-scores counted since start-up.")
-    checked: datetime | None = Field(description="When the latest re-score ended.")
+    checked: Instant | None = Field(description="When the latest re-score ended.")
     answered: int = Field(description="Golden items the judge scored at the latest re-score.")
     expected: int = Field(description="Items in the golden set.")
     accuracy: float | None = Field(
@@ -146,10 +158,10 @@ class GoldenOut(BaseModel):
         "baseline re-score)."
     )
     max_shift: float = Field(description="The shift at which the golden alert fires.")
-    baseline: datetime | None = Field(description="When the baseline re-score ran.")
+    baseline: Instant | None = Field(description="When the baseline re-score ran.")
     alert: bool = Field(description="True while the judge has drifted by max_shift or more.")
-    since: datetime | None = Field(description="When the alert last fired or resolved.")
-    history: list[tuple[datetime, float | None, float | None, float | None]] | None = Field(
+    since: Instant | None = Field(description="When the alert last fired or resolved.")
+    history: list[tuple[Instant, float | None, float | None, float | None]] | None = Field(
         default=None, description="(time, accuracy, agreement, shift), with history=true."
     )
 
@@ -162,9 +174,9 @@ class IdentityOut(BaseModel):
         description="model and revision as configured; served (the ids the endpoint lists), "
         "root, max_model_len and owned_by as the endpoint reports them."
     )
-    checked: datetime = Field(description="When it was last read.")
+    checked: Instant = Field(description="When it was last read.")
     previous: dict[str, str] | None = Field(description="The identity before the last change.")
-    changed: datetime | None = Field(description="When it last changed (null: never).")
+    changed: Instant | None = Field(description="When it last changed (null: never).")
     alert: bool = Field(
         description="True from a change until a re-baseline (POST /v1/monitor/golden)."
     )
@@ -177,11 +189,11 @@ class SpendOut(BaseModel):
     cost: float = Field(description="The cost of the run's judge calls at the judges' prices.")
     budget: float | None = Field(description="The run's budget (null: none).")
     exceeded: bool = Field(description="True once cost reached budget: new scoring is refused.")
-    exceeded_since: datetime | None = None
+    exceeded_since: Instant | None = None
     judge_calls: int = Field(description="Judge calls of the run counted by this process.")
     rewards: int = Field(description="Rewards of the run counted by this process.")
     cost_per_reward: float | None = Field(description="cost / rewards (null before any).")
-    last_seen: datetime
+    last_seen: Instant
 
 
 class ToolLoopsOut(BaseModel):
@@ -206,7 +218,7 @@ class ToolLoopsOut(BaseModel):
         "plus 0.15, at most 0.5 (0.5 before the baseline)."
     )
     alert: AlertOut | None = Field(description="The tool_loops_unfinished alert, once pending.")
-    last_seen: datetime
+    last_seen: Instant
 
 
 class MonitorReport(BaseModel):

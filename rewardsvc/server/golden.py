@@ -1,5 +1,5 @@
-"""``POST /v1/monitor/golden``: re-score golden sets now, and the wire views of golden
-records and judge identities that ``GET /v1/monitor`` reports.
+"""``POST /v1/monitor/golden``: re-score golden sets now (the records' wire view is
+``rewardsvc.server.monitor_views.golden_out``, as ``GET /v1/monitor`` reports them).
 
 The re-score runs as the schedule's does (cache bypassed, the judges' turns, the golden
 budget), one at a time: a request while another re-score runs is refused with 429
@@ -13,45 +13,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
-from rewardsvc.application.monitoring import iso
 from rewardsvc.core.errors import ErrorKind, Refused, RequestError, Unavailable
-from rewardsvc.monitor.golden import GoldenRecord, IdentityRecord
 from rewardsvc.monitor.golden_runner import GoldenBusy, GoldenRunner
-from rewardsvc.protocol.monitor import GoldenOut, GoldenReport, GoldenRequest, IdentityOut
+from rewardsvc.protocol.monitor import GoldenReport, GoldenRequest
 from rewardsvc.server.access import GRANT
 from rewardsvc.server.errors import error_responses
-
-
-def golden_out(rec: GoldenRecord, history: bool) -> GoldenOut:
-    """The wire view of one judge's golden record."""
-    return GoldenOut(
-        rubric=rec.rubric,
-        judge=rec.judge,
-        rescores=rec.rescores,
-        checked=iso(rec.time) if rec.time is not None else None,
-        answered=rec.answered,
-        expected=rec.expected,
-        accuracy=rec.accuracy,
-        agreement=rec.agreement,
-        shift=rec.shift,
-        max_shift=rec.max_shift,
-        baseline=iso(rec.baseline_time) if rec.baseline_time is not None else None,
-        alert=rec.alert,
-        since=iso(rec.since) if rec.since is not None else None,
-        history=[(iso(t), acc, agr, sh) for t, acc, agr, sh in rec.history] if history else None,
-    )
-
-
-def identity_out(ident: IdentityRecord) -> IdentityOut:
-    """The wire view of one judge's identity."""
-    return IdentityOut(
-        judge=ident.judge,
-        identity=ident.identity,
-        checked=iso(ident.checked),
-        previous=ident.previous,
-        changed=iso(ident.changed) if ident.changed is not None else None,
-        alert=ident.alert,
-    )
+from rewardsvc.server.monitor_views import golden_out
 
 
 async def get_golden(request: Request) -> GoldenRunner:

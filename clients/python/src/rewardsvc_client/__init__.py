@@ -41,6 +41,7 @@ from rewardsvc_client.types import (
     RewardResponse,
     RewardResult,
     RubricRef,
+    StageUsage,
     Status,
     Usage,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "RewardServiceError",
     "RewardsvcNoReward",
     "RubricRef",
+    "StageUsage",
     "Status",
     "TransportError",
     "Usage",

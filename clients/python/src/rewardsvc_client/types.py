@@ -120,6 +120,55 @@ class RubricRef:
         return cls(id=str(data.get("id", "")), version=str(data.get("version", "")))
 
 
+def _add_costs(a: float | None, b: float | None) -> float | None:
+    """The sum of two costs; None when neither is known (no judge had prices)."""
+    costs = [c for c in (a, b) if c is not None]
+    return sum(costs) if costs else None
+
+
+@dataclass(frozen=True, slots=True)
+class StageUsage:
+    """One cascade stage's work for the request (``usage.stages``, the first stage first):
+    its judges, the questions (item, criterion) it answered, the judge calls they took,
+    cache hits, tokens and cost. A later stage's ``questions`` over the first's is the share
+    the cascade escalated."""
+
+    judges: list[str] = field(default_factory=list)
+    questions: int = 0
+    judge_calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+    """What the stage's calls cost at the judges' prices; None when no judge has prices."""
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StageUsage:
+        """Build from one entry of the response's ``usage.stages``."""
+        cost = data.get("cost")
+        return cls(
+            judges=[str(j) for j in data.get("judges") or ()],
+            questions=int(data.get("questions", 0)),
+            judge_calls=int(data.get("judge_calls", 0)),
+            cache_hits=int(data.get("cache_hits", 0)),
+            prompt_tokens=int(data.get("prompt_tokens", 0)),
+            completion_tokens=int(data.get("completion_tokens", 0)),
+            cost=None if cost is None else float(cost),
+        )
+
+    def __add__(self, other: StageUsage) -> StageUsage:
+        """The work of one stage over two chunks of a batch."""
+        return StageUsage(
+            judges=self.judges or other.judges,
+            questions=self.questions + other.questions,
+            judge_calls=self.judge_calls + other.judge_calls,
+            cache_hits=self.cache_hits + other.cache_hits,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cost=_add_costs(self.cost, other.cost),
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Judge work done for the request; summed over chunks when the client split a batch."""
@@ -132,6 +181,8 @@ class Usage:
     cached_tokens: int = 0
     cost: float | None = None
     """What the judge calls cost at the judges' prices; None when no judge has prices."""
+    stages: list[StageUsage] = field(default_factory=list)
+    """A cascaded rubric: the work of each stage, the first first (empty otherwise)."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> Usage:
@@ -146,10 +197,14 @@ class Usage:
             latency_ms=float(data.get("latency_ms", 0.0)),
             cached_tokens=int(data.get("cached_tokens", 0)),
             cost=None if cost is None else float(cost),
+            stages=[StageUsage.from_json(s) for s in data.get("stages") or ()],
         )
 
     def __add__(self, other: Usage) -> Usage:
-        costs = [c for c in (self.cost, other.cost) if c is not None]
+        # Stage n of one chunk is stage n of the other: the cascade is the rubric's.
+        stages = [*self.stages, *other.stages[len(self.stages) :]]
+        for n, stage in enumerate(other.stages[: len(self.stages)]):
+            stages[n] = stages[n] + stage
         return Usage(
             judge_calls=self.judge_calls + other.judge_calls,
             cache_hits=self.cache_hits + other.cache_hits,
@@ -157,7 +212,8 @@ class Usage:
             completion_tokens=self.completion_tokens + other.completion_tokens,
             latency_ms=self.latency_ms + other.latency_ms,
             cached_tokens=self.cached_tokens + other.cached_tokens,
-            cost=sum(costs) if costs else None,
+            cost=_add_costs(self.cost, other.cost),
+            stages=stages,
         )
 
 

@@ -1,7 +1,8 @@
 """The server room: HTTP in and out, and nothing of scoring itself.
 
 It holds the FastAPI app and its lifespan (``app``, ``serve``), the routes (``routes``,
-``comparative``, ``compat``, ``agents``, ``ops``, ``dashboard``), the guards on every
+``comparative``, ``compat``, ``agents``, ``ops``, ``dashboard``, ``golden``; the monitor's
+records become wire models in ``monitor_views``), the guards on every
 request (``guards``, ``access``, ``admission``: body size, keys and scopes, the work a
 request plans), the :class:`~.gate.Gate` (in-flight slots, drain) and the ``ledger`` of
 held work (ROLL jobs, ORS sessions and calls, held trainer requests, explain output), errors

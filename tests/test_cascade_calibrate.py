@@ -16,7 +16,15 @@ from test_cascade import CASCADE_YAML
 from rewardsvc.cli import main
 from rewardsvc.core.cascade import Band
 from rewardsvc.core.rubric import Rubric
-from rewardsvc.evaluation.cascade_sweep import Scored, fit, grid, measure, pick, replay
+from rewardsvc.evaluation.cascade_sweep import (
+    Scored,
+    fit,
+    grid,
+    measure,
+    pick,
+    replay,
+    wilson_upper,
+)
 from rewardsvc.library.yamlfile import parse_yaml
 
 
@@ -50,14 +58,34 @@ def test_the_fitted_band_meets_the_disagreement_target_and_saves_questions():
     items = synthetic()
     [chosen], [curve] = fit(items, mean, max_disagreement=0.02)
     assert chosen is not None
-    assert chosen.disagreement <= 0.02
+    assert chosen.disagreement <= chosen.disagreement_bound <= 0.02
     assert chosen.escalation < 0.6  # the small judge is sure of ~60 % of the questions
     # Nothing cheaper meets the target: every band escalating less disagrees more.
-    assert all(p.disagreement > 0.02 for p in curve if p.escalation < chosen.escalation)
+    assert all(p.disagreement_bound > 0.02 for p in curve if p.escalation < chosen.escalation)
     # The band escalating everything is the last stage alone.
     everything = measure(items, [(0.0, 1.0)], mean, 0.5, 0)
     assert (everything.escalation, everything.disagreement) == (1.0, 0.0)
     assert chosen.accuracy == pytest.approx(everything.accuracy, abs=0.02)
+
+
+def test_a_band_meets_the_target_by_its_upper_bound_not_its_share_on_few_items():
+    """150 items where the small judge, sure of every answer alike, is wrong on 3 (2 %): its
+    share meets 2 % but its bound (5.7 %) does not, so everything is passed on; 1,500 such
+    items (30 wrong, bound 2.8 %) still do not, 1,500 with 15 wrong (bound 1.6 %) do. On the
+    base the band escalating nothing was chosen on the 150."""
+
+    def items(n: int, wrong: int) -> list[Scored]:
+        return [Scored(1.0, ({"c": 0.9}, {"c": 0.1 if k < wrong else 0.9})) for k in range(n)]
+
+    def chosen(n: int, wrong: int) -> tuple[float, float]:
+        [point], _ = fit(items(n, wrong), mean, max_disagreement=0.02)
+        assert point is not None
+        return point.escalation, point.disagreement
+
+    assert chosen(150, 3) == (1.0, 0.0)
+    assert chosen(1500, 30) == (1.0, 0.0)
+    assert chosen(1500, 15) == (0.0, 0.01)
+    assert wilson_upper(0, 150) == pytest.approx(0.025, abs=1e-3)
 
 
 def test_an_escalation_budget_picks_the_least_disagreement_within_it():
@@ -81,7 +109,8 @@ def test_wider_bands_escalate_no_less():
 def test_the_command_scores_every_stage_and_writes_a_valid_cascade(tmp_path: Path, capsys):
     """Both fakes answer yes with p = 0.8: every band agrees with the last stage, so the
     widest band that escalates nothing (hi below 0.8) wins, and the fragment written
-    validates as the rubric's cascade."""
+    validates as the rubric's cascade. Four items bound no disagreement at 49 %, hence the
+    target of 0.5 (at 0.02 four items fit no saving)."""
     (tmp_path / "rubrics").mkdir()
     rubric_file = tmp_path / "rubrics" / "cascaded.yaml"
     rubric_file.write_text(CASCADE_YAML)
@@ -94,6 +123,7 @@ def test_the_command_scores_every_stage_and_writes_a_valid_cascade(tmp_path: Pat
         pool.write_text(json.dumps(fake_pool_doc(one.url, two.url)))
         argv = ["cascade", "calibrate", str(data), "--rubric", str(rubric_file)]
         argv += ["--rubrics", str(tmp_path / "rubrics"), "--judges", str(pool), "--out", str(out)]
+        argv += ["--max-disagreement", "0.5"]
         assert main([*argv, "--plot", str(plot), "--json", str(report)]) == 0
         assert (one.script.requests, two.script.requests) == (8, 8)
     result = json.loads(report.read_text())

@@ -32,7 +32,7 @@ def register(sub: Any, config_args: ConfigArgs = _config_args) -> None:
         "--max-disagreement",
         type=float,
         help="most items whose reward (cut at --threshold) differs from the last stage "
-        "alone's (default 0.02)",
+        "alone's, at 95 %% confidence (default 0.02)",
     )
     target.add_argument("--max-escalation", type=float, help="most questions passed on")
     cal.add_argument("--threshold", type=float, default=0.5, help="reward cut (default 0.5)")

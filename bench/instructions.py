@@ -72,11 +72,10 @@ async def _send(workdir: Path, judge_url: str, path: str, count: int, size: int)
     pool = workdir / "judges.yaml"
     pool.write_text(json.dumps({"judges": {"primary": judge_entry(judge_url, "fake")}}))
     app = create_app(Settings(rubrics_dir=rubrics, judge_pool=pool, reload=False))
-    # The warm-up's items are not the measured ones: the cache-hit path's first request is
-    # then a hit too, and lazy set-up (first calls, connections) is done before counting.
+    # A warm-up first, in both runs alike: lazy set-up (connections, first calls) is done
+    # before the requests that differ, and the cache-hit path's first measured request is
+    # a hit too (its one batch was scored in the warm-up).
     bodies = _items(path, WARMUP_REQUESTS + count, size)
-    if path == "cache-hit":
-        bodies = bodies[:1] * WARMUP_REQUESTS + bodies[WARMUP_REQUESTS:]
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://svc", timeout=60) as c:

@@ -23,6 +23,7 @@ from rewardsvc.core.errors import RequestError
 from rewardsvc.core.monitor_spec import MonitorConfig
 from rewardsvc.core.pool import JudgePool
 from rewardsvc.core.results import CriterionOutcome, ItemReward, JudgeOutcome, StageUsage, Usage
+from rewardsvc.core.rollout import ItemIn, Rollout
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
 from rewardsvc.judges.asks import CriterionOnItem
@@ -334,3 +335,20 @@ def test_validate_names_the_file_and_line_of_a_bad_cascade(tmp_path: Path, capsy
     assert f"{bad}:9: cascade.stages[0].escalate.band: lo: 0.9 is above hi: 0.2" in (
         capsys.readouterr().out
     )
+
+
+async def test_the_plan_carries_each_row_and_the_judges_behind_it():
+    # One concept with or without a cascade: the cascade's one row stands for every stage's
+    # judges (a text-only stage makes it blind to images), a plain rubric's rows are its judges.
+    small, big = Stub("small", SURE), Stub("big", lambda _: 0.3)
+    big.sees_images = True  # type: ignore[attr-defined]
+    engine = Engine({"small": small, "big": big})
+    items = [ItemIn(id="i0", rollout=Rollout("q", "an answer"))]
+    rows = (await engine.plan(cascaded(), items)).rows
+    assert (rows.judges, rows.min_judges) == ({"cascade": (small, big)}, 1)
+    assert rows.blind == {"cascade"}
+    plain = Rubric.model_validate(
+        {"id": "plain", "criteria": [{"id": "a", "text": "A holds."}], "judges": ["small", "big"]}
+    )
+    rows = (await engine.plan(plain, items)).rows
+    assert (rows.names, rows.min_judges, rows.blind) == (["small", "big"], 1, {"small"})

@@ -22,6 +22,7 @@ from rewardsvc.core.rollout import ItemIn, ScoreOptions
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.prompts import Seen
 from rewardsvc.scoring import agentic
+from rewardsvc.scoring.cascade import Rows
 from rewardsvc.scoring.judging import JudgeLike
 from rewardsvc.scoring.parts import Part
 from rewardsvc.scoring.planning import Cost, When
@@ -31,7 +32,9 @@ from rewardsvc.scoring.planning import Cost, When
 class BatchPlan:
     """The plan of ``items`` scored with ``rubric``: its parts (one per rubric the items are
     scored with), each with its items that passed the checks and their calls; ``rejected``
-    holds, at their positions, the items that did not. ``when`` is the deadline its calls
+    holds, at their positions, the items that did not; ``rows`` the reward rows they
+    assemble and the judges behind each (a cascade's one row, else one per judge).
+    ``when`` is the deadline its calls
     read (shared with the plans :meth:`only` makes of it)."""
 
     rubric: Rubric
@@ -41,6 +44,7 @@ class BatchPlan:
     min_judges: int
     parts: list[Part]
     rejected: list[ItemReward | None]
+    rows: Rows
     metrics_label: str | None = None
     when: When = dataclasses.field(default_factory=When)
 

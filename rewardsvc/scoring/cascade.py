@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from rewardsvc.core.cascade import Cascade, Stage, StageAnswer, stage_answer
 from rewardsvc.core.errors import RequestError
@@ -27,7 +28,7 @@ from rewardsvc.core.results import ItemReward, StageUsage, Usage
 from rewardsvc.core.rollout import ScoreOptions
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.scoring.judging import JudgeLike, scores_whole_item
+from rewardsvc.scoring.judging import JudgeLike, scores_whole_item, text_only
 from rewardsvc.scoring.planning import Call
 from rewardsvc.scoring.serving import Outcome, tally
 
@@ -75,20 +76,36 @@ def refuse_comparisons(rubric: Rubric) -> None:
         )
 
 
-def decided_by(rubric: Rubric, names: list[str], min_judges: int) -> tuple[list[str], int]:
-    """The judges whose rows the rewards assemble, and how many must score: the cascade's
-    one row when the rubric has one, else ``names`` and ``min_judges``."""
+@dataclass(frozen=True)
+class Rows:
+    """The reward rows a batch's rewards assemble, decided once per batch: each row's
+    name with the judges behind it (its own judge, or, for a cascade's one row, every
+    stage's, any of which may have decided a criterion), and how many rows must score."""
+
+    judges: dict[str, tuple[JudgeLike, ...]]
+    min_judges: int
+
+    @property
+    def names(self) -> list[str]:
+        """The rows' names, in the rubric's order."""
+        return list(self.judges)
+
+    @cached_property
+    def blind(self) -> frozenset[str]:
+        """The rows some judge of which reads text only: on an item with images, such a row
+        says it was scored ``without_images``."""
+        return frozenset(n for n, js in self.judges.items() if any(map(text_only, js)))
+
+
+def decided_by(
+    rubric: Rubric, judges: Mapping[str, JudgeLike], names: list[str], min_judges: int
+) -> Rows:
+    """The rows of ``rubric``'s rewards: the cascade's one row (one must score) when the
+    rubric has one, else one per judge of ``names`` with ``min_judges``."""
     if rubric.cascade is None:
-        return names, min_judges
-    return [rubric.cascade.name], 1
-
-
-def row_judges(rubric: Rubric, judges: Mapping[str, JudgeLike], name: str) -> list[JudgeLike]:
-    """The judges behind the reward row ``name``: its own judge, or, for the cascade's
-    row, every stage's (any of which may have decided a criterion)."""
-    if rubric.cascade is not None and name == rubric.cascade.name:
-        return [judges[n] for n in rubric.cascade.judges]
-    return [judges[name]]
+        return Rows({n: (judges[n],) for n in names}, min_judges)
+    stages = tuple(judges[n] for n in rubric.cascade.judges)
+    return Rows({rubric.cascade.name: stages}, 1)
 
 
 async def serve_stages(

@@ -53,7 +53,7 @@ from rewardsvc.scoring.batch_plan import BatchPlan
 from rewardsvc.scoring.comparer import Comparer
 from rewardsvc.scoring.groups import Comparing
 from rewardsvc.scoring.item_checks import checked
-from rewardsvc.scoring.judging import JudgeLike, without_images
+from rewardsvc.scoring.judging import JudgeLike
 from rewardsvc.scoring.pacing import Pacer
 from rewardsvc.scoring.parts import Part, split
 from rewardsvc.scoring.planning import Call, Prepared, When, plan
@@ -144,8 +144,18 @@ class Engine:
             part.calls = await plan(
                 self.judges, part.rubric, part.rubric.version(), names, part.prepared, when, pacer
             )
+        rows = cascade.decided_by(rubric, self.judges, names, min_judges)
         return BatchPlan(
-            rubric, list(items), options, names, min_judges, parts, rejected, metrics_label, when
+            rubric,
+            list(items),
+            options,
+            names,
+            min_judges,
+            parts,
+            rejected,
+            rows,
+            metrics_label,
+            when,
         )
 
     async def score(
@@ -169,7 +179,8 @@ class Engine:
         """
         started = time.perf_counter()
         rubric, options = batch_plan.rubric, batch_plan.options
-        names, min_judges = cascade.decided_by(rubric, batch_plan.names, batch_plan.min_judges)
+        rows = batch_plan.rows
+        names, min_judges = rows.names, rows.min_judges
         batch_plan.when.at = deadline
         version = rubric.version()
         results = list(batch_plan.rejected)
@@ -177,9 +188,9 @@ class Engine:
         usage = Usage()
         parts = batch_plan.parts
         await asyncio.gather(
-            *(self._judge(p, options, names, usage, deadline, pacer) for p in parts)
+            *(self._judge(p, options, rows, usage, deadline, pacer) for p in parts)
         )
-        episodes = any(steps.episode_rubric(p.rubric) is not None for p in parts)
+        episodes = any(p.rubric.has_episode_criteria for p in parts)
         if episodes and rubric.aggregation.calibration != "none":
             await self._calibrate(rubric, version, names, [r for p in parts for r in p.rows])
         rule = options.rule or rubric.aggregation.rule
@@ -206,7 +217,7 @@ class Engine:
         self,
         part: Part,
         options: ScoreOptions,
-        names: list[str],
+        rows: cascade.Rows,
         usage: Usage,
         deadline: float | None,
         pacer: Pacer,
@@ -214,7 +225,7 @@ class Engine:
         """Flag, judge and grade the items of ``part`` with its rubric, as planned (an item's
         flags are the detectors' and its grader criteria's); its rows are each item's judge
         outcomes before calibration."""
-        rubric = part.rubric
+        rubric, names = part.rubric, rows.names
         for p in part.prepared:
             await pacer.step()
             p.flags = await _flags(p)
@@ -240,13 +251,9 @@ class Engine:
                 else JudgeOutcome(score=None, error="the rubric has only step criteria")
                 for name in names
             }
-            for name, outcome in row.items():
-                # A cascade's row may have been decided by any stage: it says so when
-                # any of them read the item without its images.
-                outcome.without_images = any(
-                    without_images(j, p.rollout)
-                    for j in cascade.row_judges(rubric, self.judges, name)
-                )
+            if p.rollout.images:
+                for name in rows.blind:
+                    row[name].without_images = True
             part.rows.append(row)
 
     async def _judge_and_grade(
@@ -280,6 +287,8 @@ class Engine:
             return cascade.serve_stages(staged, some, serving)
 
         ungraded: list[dict[str, GraderResult]] = [{} for _ in prepared]
+        if grading is None and staged is None and all(c.tools is None for c in calls):
+            return await serving(calls), ungraded  # no graders, stages or tools to wait for
         return await serve_beside_graders(
             serving, calls, grading, ungraded, contexts, None if staged is None else staging
         )

@@ -12,7 +12,6 @@ from collections.abc import Awaitable
 from typing import Protocol, TypeVar
 
 from rewardsvc.core.judge_tools import JudgeTools
-from rewardsvc.core.rollout import Rollout
 from rewardsvc.judges.asks import Question, Sent
 
 R = TypeVar("R")
@@ -49,11 +48,10 @@ def sees_images(judge: JudgeLike) -> bool:
     return bool(getattr(judge, "sees_images", False))
 
 
-def without_images(judge: JudgeLike, rollout: Rollout) -> bool:
-    """Whether ``judge`` scores ``rollout`` without seeing its images: the item carries
-    some and the judge reads text only (``capabilities.vision`` false), so its prompts
-    held a placeholder where each image stood."""
-    return bool(rollout.images) and not sees_images(judge)
+def text_only(judge: JudgeLike) -> bool:
+    """Whether ``judge`` reads text only (``capabilities.vision`` false): on an item with
+    images, its prompts hold a placeholder where each image stood."""
+    return not sees_images(judge)
 
 
 def scores_whole_item(judge: JudgeLike) -> bool:

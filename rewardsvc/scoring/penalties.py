@@ -40,10 +40,14 @@ def transformed(
 ) -> float:
     """``value`` after ``transforms`` (with the default flag penalties) for a completion
     that raised ``flags``."""
+    # Per item: the merged penalties only matter to an item with flags, and its length
+    # only to a length penalty (splitting a long completion is not free).
+    flags = tuple(flags)
+    lp = transforms.length_penalty
     return aggregate.apply_transforms(
         value,
-        effective(transforms),
-        completion_tokens=aggregate.count_tokens(completion),
+        effective(transforms) if flags else transforms,
+        completion_tokens=aggregate.count_tokens(completion) if lp is not None else 0,
         flags=flags,
     )
 

@@ -42,6 +42,8 @@ def _restricted(rubric: Rubric, per_step: bool) -> Rubric | None:
     criteria = [c for c in rubric.criteria if c.per_step == per_step]
     if not criteria:
         return None
+    if len(criteria) == len(rubric.criteria):
+        return rubric  # every request asks: no copy of a rubric of one scope
     # No re-validation: a subset of a valid rubric's criteria (with a positive weight,
     # which the rubric's validator checks for the step scope) is valid.
     return rubric.model_copy(update={"criteria": criteria})

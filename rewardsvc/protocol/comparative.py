@@ -155,8 +155,9 @@ class PreferenceRequest(BaseModel):
 # ------------------------------------------------------------------ responses
 
 
-Seen = dict[str, dict[str, list[dict[str, str]] | str]]
-"""What each judge read per criterion (``options.explain``), as ``/v1/rewards`` shows it."""
+Seen = dict[str, dict[str, list[dict[str, Any]] | str]]
+"""What each judge read per criterion (``options.explain``), as ``/v1/rewards`` shows it: a
+vision judge's message content as parts, an image sent as a data: URL by its sha256."""
 
 
 class ComparisonOut(BaseModel):

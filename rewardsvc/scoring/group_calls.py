@@ -11,8 +11,12 @@ keyed by its inputs (rubric version, judge identity, criterion, order shown and 
 of the group's texts); each is a question (``rewardsvc.judges.asks``) its judge is asked
 (``Judge.ask``), so a comparison's prompt is rendered once, inside its judge's turn.
 Each question carries the calls and prompt bytes it will send at most, for admission (an
-agentic loop its worst case); the plan also counts the sandbox seconds its code grader
-criteria may run (every completion graded) and its loops may spend.
+agentic loop its worst case), its images counted as ``/v1/rewards`` counts them
+(``imagery.sent_bytes``): a comparison sends the prompt's images and those of each
+completion it shows, a question of one completion alone its rollout's, each image's
+``data:`` URL to a judge that sees images, a placeholder to a text-only one. The plan also
+counts the sandbox seconds its code grader criteria may run (every completion graded) and
+its loops may spend.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 from rewardsvc.core import comparative as cmp
 from rewardsvc.core.rubric import Criterion, Rubric
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges import prompts
+from rewardsvc.judges import imagery, prompts
 from rewardsvc.judges.asks import Comparing, CriterionOnItem, Question
 from rewardsvc.judges.comparative import FencedGroup, ask, fenced_group
 from rewardsvc.judges.judge import Judge
@@ -35,6 +39,7 @@ from rewardsvc.safety.defuse import Defuser
 from rewardsvc.scoring import agentic
 from rewardsvc.scoring.group_judges import Comparison
 from rewardsvc.scoring.group_plan import (
+    GroupImages,
     GroupIn,
     GroupOptions,
     gated,
@@ -44,7 +49,8 @@ from rewardsvc.scoring.group_plan import (
     questions,
     reject_reason,
 )
-from rewardsvc.scoring.planning import Call
+from rewardsvc.scoring.judging import sees_images
+from rewardsvc.scoring.planning import Call, Cost, image_cost
 from rewardsvc.storage.cache import cache_key
 
 Ask = Callable[[Judge, Comparing, float | None], Awaitable[Verdict]]
@@ -66,7 +72,8 @@ class Asked:
 @dataclass
 class GroupPlan:
     """Every question of a request, each with its call (in the same order), the groups
-    rejected outright (index -> why), the prompt bytes the calls carry at most and the
+    rejected outright (index -> why), the prompt bytes the calls carry at most (``size``;
+    of them ``image_bytes``, the ``data:`` URLs explain never returns) and the
     sandbox seconds the groups' code graders and agentic loops may run (``sandbox_s``,
     admitted with them); ``looped``, the calls the loops may make beyond one each, and
     ``contexts``, each group's tool context per completion (set once it is graded)."""
@@ -82,11 +89,23 @@ class GroupPlan:
     contexts: dict[int, tuple[Later, ...]] = field(default_factory=dict)
     blind: frozenset[str] = frozenset()
     """The judges that read text only: a placeholder stands for each image of a group."""
+    image_bytes: int = 0
 
     def work(self) -> tuple[int, int]:
         """The judge calls planned (an agentic loop's every turn) and the prompt bytes
         they carry at most."""
         return len(self.calls) + self.looped, self.size
+
+    @property
+    def shown_bytes(self) -> int:
+        """The prompt bytes ``options.explain`` returns of this plan, at most: an image sent
+        as a ``data:`` URL is shown by its hash and size."""
+        return self.size - self.image_bytes
+
+    def carry(self, cost: Cost) -> None:
+        """Count the prompt bytes of one question's calls (``cost``)."""
+        self.size += cost.prompt_bytes
+        self.image_bytes += cost.image_bytes
 
 
 def group_digest(group: GroupIn) -> str:
@@ -112,6 +131,7 @@ class _Group:
     asker: Ask
     laters: tuple[Later, ...]
     shared: int  # the prompt bytes every question of the group carries
+    images: GroupImages  # what its comparisons show
 
 
 def _alone(plan: GroupPlan, g: _Group, name: str, judge: Judge, criterion: Criterion) -> None:
@@ -121,20 +141,23 @@ def _alone(plan: GroupPlan, g: _Group, name: str, judge: Judge, criterion: Crite
     identity = judge.cache_identity()
     for k, rollout in enumerate(g.group.rollouts):
         plan.asked.append(Asked(g.index, name, criterion.id, None, k))
-        shown = g.shared + prompts.text_bytes(rollout.completion)
+        images = image_cost(judge, rollout)  # its whole rollout's, as /v1/rewards asks it
+        shown = g.shared + prompts.text_bytes(rollout.completion) + images.prompt_bytes
         later = g.laters[k]
         tooled = agentic.agentic_question(judge, g.rubric, criterion, rollout, later)
         alone: Question[Verdict, Any] = tooled or CriterionOnItem(g.rubric, criterion, rollout)
         run = functools.partial(judge.ask, alone, deadline=g.deadline)
         key = cache_key(g.version, identity, criterion.id, rollout.digest())
         call = Call(g.index, name, criterion.id, key, alone, run)
+        calls = 1
         if tooled is not None:
             calls, shown, seconds = agentic.loop_cost(judge, shown)
             plan.looped += calls - 1
             plan.sandbox_s += seconds
             call.tools = later
         plan.calls.append(call)
-        plan.size += shown
+        # Each turn of a loop carries the question, its images with it.
+        plan.carry(Cost(prompt_bytes=shown, image_bytes=calls * images.image_bytes))
 
 
 def _plan_group(
@@ -161,9 +184,16 @@ def _plan_group(
                 comparing = Comparing(g.rubric, criterion, g.fenced, shown)
                 asked = functools.partial(g.asker, judge, comparing, g.deadline)
                 plan.calls.append(Call(g.index, name, question, key, comparing, asked))
-                plan.size += g.shared + sum(each[k] for k in shown)
+                texts = Cost(prompt_bytes=g.shared + sum(each[k] for k in shown))
+                plan.carry(texts + _images(judge, g, shown))
         for criterion in alone:
             _alone(plan, g, name, judge, criterion)
+
+
+def _images(judge: Judge, g: _Group, shown: Sequence[int]) -> Cost:
+    """What the images of a comparison showing ``shown`` add to its call to ``judge``."""
+    sent, inline = imagery.sent_bytes(g.images.compared(shown), sees_images(judge))
+    return Cost(prompt_bytes=sent + inline, image_bytes=inline)
 
 
 def plan_calls(
@@ -199,7 +229,11 @@ def plan_calls(
             + prompts.text_bytes(base.prompt, base.reference)
         )
         digest = group_digest(group)
-        g = _Group(gi, group, own, own.version(), digest, fenced, deadline, asker, laters, shared)
+        # Its markers are the same whichever defuser fenced it (none: no judge asked).
+        shown = next((GroupImages.of(f) for f in fenced.values()), GroupImages())
+        g = _Group(
+            gi, group, own, own.version(), digest, fenced, deadline, asker, laters, shared, shown
+        )
         _plan_group(plan, g, judges, options)
         if any(c.tools is not None for c in plan.calls if c.item == gi):
             plan.contexts[gi] = laters

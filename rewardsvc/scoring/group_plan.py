@@ -1,20 +1,23 @@
 """Planning comparisons: the groups and options of a request, the questions asked (compared
-across the group, or asked of each completion alone), the rubric features a comparison
-cannot honour (refused), and which groups cannot be scored."""
+across the group, or asked of each completion alone), the images each comparison shows,
+the rubric features a comparison cannot honour (refused), and which groups cannot be
+scored."""
 
 from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rewardsvc.core import aggregate
 from rewardsvc.core import comparative as cmp
 from rewardsvc.core.code_spec import sandbox_seconds
 from rewardsvc.core.errors import RequestError
+from rewardsvc.core.media import Image, split_markers
 from rewardsvc.core.rollout import Rollout
 from rewardsvc.core.rubric import Criterion, JudgeRule, Rubric
-from rewardsvc.judges.comparative import asks_for_worst
+from rewardsvc.judges.comparative import FencedGroup, asks_for_worst
 from rewardsvc.scoring.comparison_methods import COMPARISON_METHODS, ComparisonMethod, Method
 
 
@@ -50,6 +53,35 @@ class GroupOptions:
     def strategy(self) -> ComparisonMethod:
         """The comparison method's strategy object."""
         return COMPARISON_METHODS[self.method]
+
+
+@dataclass(frozen=True)
+class GroupImages:
+    """The images a group's comparisons show, as its fenced texts name them: the task's
+    (prompt and reference, in every comparison) and each completion's (in a comparison
+    that shows it). An image stands once per marker: a comparison sends an image part
+    wherever its text names one, even one another block names too."""
+
+    task: tuple[Image, ...] = ()
+    responses: tuple[tuple[Image, ...], ...] = ()
+
+    @classmethod
+    def of(cls, fenced: FencedGroup) -> GroupImages:
+        """The images each part of ``fenced`` names (its gallery's, by its markers)."""
+        return cls(
+            _named(fenced.task, fenced.images),
+            tuple(_named(text, fenced.images) for text in fenced.responses),
+        )
+
+    def compared(self, shown: Sequence[int]) -> list[Image]:
+        """What a comparison showing the completions ``shown`` (input indices) sends."""
+        return [*self.task, *(image for k in shown for image in self.responses[k])]
+
+
+def _named(text: str, images: Sequence[Image]) -> tuple[Image, ...]:
+    if not images:
+        return ()
+    return tuple(images[p] for p in split_markers(text) if isinstance(p, int) and p < len(images))
 
 
 def worst_questions(rubric: Rubric) -> dict[str, bool]:

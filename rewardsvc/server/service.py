@@ -253,9 +253,9 @@ class Service(Gate):
         plan = await comparer.plan_groups(rubric, groups, options, deadline)
         calls, size = plan.work()
         if options.explain:
-            check_explain(self.settings, size)
+            check_explain(self.settings, plan.shown_bytes)
         with (
-            explaining(self.ledger, options.explain, size),
+            explaining(self.ledger, options.explain, plan.shown_bytes),
             self.admitted(count, calls, size, plan.sandbox_s),
         ):
             batch = await comparer.score_groups(
@@ -285,9 +285,9 @@ class Service(Gate):
         plan = await comparer.plan_preferences(rubric, pairs, options, deadline)
         calls, size = plan.work()
         if options.explain:
-            check_explain(self.settings, size)
+            check_explain(self.settings, plan.shown_bytes)
         with (
-            explaining(self.ledger, options.explain, size),
+            explaining(self.ledger, options.explain, plan.shown_bytes),
             self.admitted(2 * len(pairs), calls, size, plan.sandbox_s),
         ):
             batch = await comparer.judge_preferences(

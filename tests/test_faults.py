@@ -287,11 +287,12 @@ async def fault_round(rig: Rig, fault: str) -> None:
     during_results = check_answer(strict_during, during)
     await rig.primary.settled()
     # A refused connection never reaches the proxy, so only the kinds below can show that
-    # the service met that fault; every other fault is applied by the proxy to a call.
-    assert rig.primary.hits > 0 or fault == "refuse", (
-        "the fault never hit a call",
-        rig.primary.seen,
-    )
+    # the service met that fault; every other fault is applied by the proxy to a call, or
+    # for a drop to the kept-alive connections it reset: a call sent on one of those fails
+    # before the proxy reads it (seen on a loaded CI: 0 hits, 7 calls before the drop, the
+    # service's next call "Server disconnected", its breaker open after).
+    met = rig.primary.hits + (rig.primary.aborted if fault == "drop" else 0)
+    assert met > 0 or fault == "refuse", ("the fault never hit a call", rig.primary.seen)
     # The fault's own kind shows; besides it only the breaker it opened (unavailable), or a
     # reset connection retried until the call's deadline (timeout).
     phase1 = [r for reply in replies for r in reply.json()["results"]]

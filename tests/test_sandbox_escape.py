@@ -10,29 +10,51 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from rewardsvc.sandbox.bubblewrap import BubblewrapBackend
+from rewardsvc.sandbox.bubblewrap import BubblewrapBackend, _result
+from rewardsvc.sandbox.process import Watched
 from rewardsvc.sandbox.run import Limits, RunRequest, RunResult
 from tests.debian import debian_binary
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = "/usr/bin/python3"
+BUSY_TRIES = 4
+
+
+class PatientBackend:
+    """The sandbox as a trainer meets it: a run that a busy host stopped (``sandbox_busy``,
+    no score: the CI host runs CPU judges and other tests' servers beside these) is asked
+    again, up to :data:`BUSY_TRIES` times. What these tests check is what the program can
+    do; whether a busy host is told apart is checked in ``test_sandbox_waiting``."""
+
+    def __init__(self, sandbox: BubblewrapBackend) -> None:
+        self.sandbox = sandbox
+        self.bwrap = sandbox.bwrap
+
+    def run(self, request: RunRequest) -> RunResult:
+        for _ in range(BUSY_TRIES - 1):
+            result = self.sandbox.run(request)
+            if result.failure != "sandbox_busy":
+                return result
+            time.sleep(1.0)
+        return self.sandbox.run(request)
 
 
 @pytest.fixture(scope="module")
-def backend() -> BubblewrapBackend:
+def backend() -> PatientBackend:
     sandbox = BubblewrapBackend(debian_binary("bwrap", "bubblewrap"))
     available = sandbox.availability()
     assert available.ok, available.reason
-    return sandbox
+    return PatientBackend(sandbox)
 
 
-def run_python(backend: BubblewrapBackend, code: str, **limits: float) -> RunResult:
+def run_python(backend: PatientBackend, code: str, **limits: float) -> RunResult:
     """``code`` run by the system's python3 in the sandbox, as ``main.py`` of its work dir."""
     request = RunRequest(
         (PYTHON, "main.py"),
@@ -268,7 +290,9 @@ def test_a_sandbox_killed_at_the_wall_clock_leaves_no_zombie(backend) -> None:
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["sandbox_timeout", "0"], done.stdout
+    # Killed at the wall clock either way; a busy host's kill is sandbox_busy.
+    failure, left = done.stdout.split()
+    assert failure in ("sandbox_timeout", "sandbox_busy") and left == "0", done.stdout
 
 
 def test_memory_bomb_is_a_typed_memory_failure(backend) -> None:
@@ -295,6 +319,24 @@ def test_cpu_limit_ends_a_busy_program_as_a_timeout(backend) -> None:
     result = run_python(backend, "while True:\n    pass\n", wall_s=60.0, cpu_s=1)
     assert result.failure == "sandbox_timeout", (result.failure, result.detail)
     assert "CPU" in result.detail and result.exit_code == 137
+
+
+def _killed_by_the_kernel(cpu_s: float) -> Watched:
+    """A run whose process 1 the kernel SIGKILLed, ``cpu_s`` into its CPU time."""
+    return Watched(b"", b"", False, False, {"exit-code": 137}, False, 0, cpu_s, 2.0)
+
+
+def test_a_kernel_kill_short_of_the_cpu_limit_is_out_of_memory_only_if_the_oom_killer_acted():
+    # A loaded CI host called a program killed at its 1 s CPU limit out of memory: the CPU
+    # time it read back fell short of the limit.
+    limits = Limits(cpu_s=1)
+    short = _killed_by_the_kernel(0.8)
+    assert _result(short, limits, oom_killed=False).failure == "sandbox_timeout"
+    assert _result(short, limits, oom_killed=True).failure == "sandbox_memory"
+    assert _result(short, limits, oom_killed=None).failure == "sandbox_memory"
+    assert _result(_killed_by_the_kernel(1.01), limits, oom_killed=True).failure == (
+        "sandbox_timeout"
+    )
 
 
 def test_output_flood_is_capped(backend) -> None:

@@ -19,6 +19,7 @@ not be bounded.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -47,6 +48,7 @@ _PATH = "/usr/local/bin:/usr/bin:/bin"
 # A program's own words for an allocation its address-space limit refused.
 _OUT_OF_MEMORY = (b"MemoryError", b"Cannot allocate memory", b"std::bad_alloc", b"out of memory")
 _EXIT_SIGKILL = 128 + 9
+_VMSTAT = Path("/proc/vmstat")
 # A backend found not working is checked again after this long (a package installed, a
 # setting fixed), not on every run.
 RECHECK_S = 30.0
@@ -127,6 +129,7 @@ class BubblewrapBackend(Backend):
             argv += [*_prlimit(request.limits), *request.argv]
             given = (*files.values(), *fixed.values(), *runner.values())
             given += (report,) if report is not None else ()
+            oom_kills = _oom_kills()
             proc = subprocess.Popen(
                 argv,
                 stdin=stdin,
@@ -145,6 +148,8 @@ class BubblewrapBackend(Backend):
                 os.close(fd)
             held[:] = [report] if report is not None else []
             watched = watch(proc, status_read, request.limits.wall_s, request.limits.output_bytes)
+            after = _oom_kills()
+            oom_killed = None if oom_kills is None or after is None else after > oom_kills
             if report is not None:
                 watched.report = _read_back(report, request.report_bytes)
         except OSError as exc:
@@ -152,7 +157,7 @@ class BubblewrapBackend(Backend):
         finally:
             for fd in held:
                 os.close(fd)
-        return _result(watched, request.limits)
+        return _result(watched, request.limits, oom_killed)
 
     def _options(
         self, limits: Limits, status_fd: int, runner: dict[str, int], work: list[str]
@@ -239,8 +244,21 @@ def _prlimit(limits: Limits) -> list[str]:
     ]
 
 
-def _result(watched: Watched, limits: Limits) -> RunResult:
-    """The run's outcome from what watching it gave (see :class:`RunResult`)."""
+def _oom_kills() -> int | None:
+    """How many processes the kernel's OOM killer has killed since boot (``oom_kill`` of
+    ``/proc/vmstat``), None where the kernel does not say."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in _VMSTAT.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == "oom_kill":
+                return int(value)
+    return None
+
+
+def _result(watched: Watched, limits: Limits, oom_killed: bool | None) -> RunResult:
+    """The run's outcome from what watching it gave (see :class:`RunResult`);
+    ``oom_killed``: whether the kernel's OOM killer killed a process during the run (None:
+    not known)."""
     exit_code = watched.status.get("exit-code")
     failure: SandboxFailureKind | None = None
     detail = ""
@@ -263,12 +281,16 @@ def _result(watched: Watched, limits: Limits) -> RunResult:
         )
         exit_code = None
     elif exit_code == _EXIT_SIGKILL:
-        # The program is its namespace's init: no process inside can SIGKILL it, so the
-        # kernel did: at the CPU limit, or the host's OOM killer.
-        if watched.cpu_s >= 0.9 * limits.cpu_s:
-            failure, detail = "sandbox_timeout", f"CPU limit ({limits.cpu_s} s) reached"
+        # The program is its namespace's init: no process inside can SIGKILL it, and bwrap,
+        # which reported the exit, was alive; so the kernel did: at the CPU limit, or the
+        # host's OOM killer. The CPU time read back is the first witness; when it falls
+        # short, the kernel's count of OOM kills says which (a loaded CI host once
+        # reported a CPU-limit kill with less CPU time than the limit).
+        cpu = f"{watched.cpu_s:.3g} s of CPU"
+        if watched.cpu_s >= 0.9 * limits.cpu_s or oom_killed is False:
+            failure, detail = "sandbox_timeout", f"CPU limit ({limits.cpu_s} s) reached ({cpu})"
         else:
-            failure, detail = "sandbox_memory", "killed by the kernel (out of memory)"
+            failure, detail = "sandbox_memory", f"killed by the kernel (out of memory) ({cpu})"
     elif exit_code != 0 and any(m in watched.stderr[-4096:] for m in _OUT_OF_MEMORY):
         failure, detail = "sandbox_memory", f"address space limit ({limits.memory_bytes} B)"
     return RunResult(

@@ -133,8 +133,9 @@ async def run(first: str, second: str, max_disagreement: float, data_set: str) -
     data = rows()
     try:
         started = time.monotonic()
-        scored = await cal.score_stages(engine, rubric, data)
+        scores = await cal.score_stages(engine, rubric, data)
         scoring_s = time.monotonic() - started
+        scored, data = scores.items, [data[n] for n in scores.kept]
         reward = cal.reward_of(rubric)
         folds = [fold(r["id"]) for r in data]
         fit_on = [i for i, f in zip(scored, folds, strict=True) if f == 0]
@@ -157,9 +158,13 @@ async def run(first: str, second: str, max_disagreement: float, data_set: str) -
     finally:
         await engine.aclose()
     result = summarize(second, reward, held, live, chosen, curves, fitted, scoring_s, live_s)
+    # An item the second ask left unanswered (its judges failed) has no answer to compare.
+    pairs = [(i, a) for i, a in zip(held, again, strict=True) if cal.answered(rubric, a)]
     result["retest_disagreement"] = 1 - agreement(
-        [reward(i.stages[-1]) >= 0.5 for i in held], [reward(scores) >= 0.5 for scores in again]
+        [reward(i.stages[-1]) >= 0.5 for i, _ in pairs], [reward(a) >= 0.5 for _, a in pairs]
     )
+    result["retest_unanswered"] = len(held) - len(pairs)
+    result["dropped"] = scores.dropped
     result["data"] = data_set
     result["rubric"] = rubric.id
     result["first"] = first

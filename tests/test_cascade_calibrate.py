@@ -177,3 +177,31 @@ def test_a_row_the_rubric_refuses_stops_the_command_naming_it(tmp_path: Path, ca
     assert status == 2
     err = capsys.readouterr().err
     assert "data.jsonl" in err and "'r1'" in err and "reference" in err
+
+
+def test_rows_whose_last_stage_failed_are_left_out_and_named_not_scored_0(tmp_path: Path, capsys):
+    """On the base a row the last stage answered in part stopped the command (a KeyError),
+    and one it answered not at all read as a reward of 0, a wrong answer of the judge's. Here the second stage's judge answers its first request 400 (not
+    retried): one criterion of one row, whichever came first, is left unanswered."""
+    (tmp_path / "rubrics").mkdir()
+    rubric_file = tmp_path / "rubrics" / "cascaded.yaml"
+    rubric_file.write_text(CASCADE_YAML)
+    data = tmp_path / "data.jsonl"
+    rows = [{"id": f"r{n}", "prompt": f"q{n}", "completion": "yes", "label": 1} for n in range(4)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = tmp_path / "fit.json"
+    with FakeJudge() as one, FakeJudge() as two:
+        pool = tmp_path / "judges.yaml"
+        pool.write_text(json.dumps(fake_pool_doc(one.url, two.url)))
+        argv = ["cascade", "calibrate", str(data), "--rubric", str(rubric_file)]
+        argv += ["--rubrics", str(tmp_path / "rubrics"), "--judges", str(pool)]
+        two.script.queue.append("400")
+        main([*argv, "--json", str(report), "--max-disagreement", "0.5"])
+        result = json.loads(report.read_text())
+        assert result["items"] == 3 and len(result["dropped"]) == 1, result
+        # Every answer is yes at p = 0.8 and every label 1: a row read as 0 would be wrong.
+        assert result["last_stage_accuracy"] == 1.0
+        assert f"failed: 1 ({result['dropped'][0]})" in capsys.readouterr().err
+        two.script.default = "400"
+        assert main(argv) == 2
+    assert "failed on all 4 rows" in capsys.readouterr().err

@@ -11,7 +11,7 @@ band meeting the target and writes the rubric's ``cascade`` section with the fit
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from rewardsvc.core import aggregate
 from rewardsvc.core.cascade import Band, Cascade, Stage, stage_answer
 from rewardsvc.core.rubric import JudgeRef, Rubric
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.evaluation.cascade_sweep import Point, Scored
+from rewardsvc.evaluation.cascade_sweep import Point, Reward, Scored
 from rewardsvc.evaluation.runner import carried
 from rewardsvc.protocol.rewards import RewardOptions, RewardResult
 from rewardsvc.scoring.engine import Engine
@@ -30,6 +30,10 @@ from rewardsvc.scoring.engine import Engine
 
 class RefusedRow(ValueError):
     """A labelled row the rubric refuses (e.g. no ``reference`` where one is required)."""
+
+
+class NothingScored(ValueError):
+    """No labelled row was answered by the last stage: its judges failed on every one."""
 
 
 def stage_rubric(rubric: Rubric, stage: Stage) -> Rubric:
@@ -50,9 +54,22 @@ def stage_scores(stage: Stage, result: RewardResult) -> dict[str, float]:
     return {cid: s for cid, s in answers.items() if s is not None}
 
 
+@dataclass(frozen=True)
+class StageScores:
+    """The labelled rows as every stage answered them: ``items[k]`` is row ``kept[k]``.
+
+    A row whose last stage left a criterion unanswered (its judges failed, after their
+    retries) is ``dropped`` (its id): the live cascade would give it no reward, and replayed
+    as a reward of 0 it would read as the judge's wrong answer."""
+
+    items: list[Scored]
+    kept: list[int]
+    dropped: list[str]
+
+
 async def score_stages(
     engine: Engine, rubric: Rubric, rows: Sequence[Mapping[str, Any]], batch: int = 8
-) -> list[Scored]:
+) -> StageScores:
     """Each labelled row as every stage of ``rubric``'s cascade answered it."""
     cascade = _cascade(rubric)
     per_stage: list[list[dict[str, float]]] = []
@@ -73,16 +90,34 @@ async def score_stages(
                     raise RefusedRow(f"row {result.id!r} was refused: {result.error}")
                 scored.append(stage_scores(stage, result))
         per_stage.append(scored)
-    return [
-        Scored(float(row["label"]), tuple(s[n] for s in per_stage)) for n, row in enumerate(rows)
-    ]
+    out = StageScores([], [], [])
+    for n, row in enumerate(rows):
+        stages = tuple(s[n] for s in per_stage)
+        if answered(rubric, stages[-1]):
+            out.items.append(Scored(float(row["label"]), stages))
+            out.kept.append(n)
+        else:
+            out.dropped.append(str(row["id"]))
+    if rows and not out.items:
+        raise NothingScored(f"the last stage's judges failed on all {len(rows)} rows")
+    return out
 
 
-def reward_of(rubric: Rubric) -> Any:
-    """The rubric's reward (before transforms) from its criteria's scores."""
+def answered(rubric: Rubric, scores: Mapping[str, float]) -> bool:
+    """Whether ``scores`` hold every criterion the rubric's reward is made of."""
+    try:
+        aggregate.judge_score(rubric, scores)
+    except KeyError:
+        return False
+    return True
+
+
+def reward_of(rubric: Rubric) -> Reward:
+    """The rubric's reward (before transforms) from its criteria's scores (every one of
+    them: :func:`answered`)."""
 
     def reward(scores: Mapping[str, float]) -> float:
-        return aggregate.judge_score(rubric, dict(scores))[0] if scores else 0.0
+        return aggregate.judge_score(rubric, scores)[0]
 
     return reward
 
@@ -109,15 +144,17 @@ def fitted(rubric: Rubric, chosen: Sequence[Point | None]) -> dict[str, Any]:
 
 
 def report(
-    rubric: Rubric, items: Sequence[Scored], chosen: Sequence[Point | None], curves: Any
+    rubric: Rubric, scores: StageScores, chosen: Sequence[Point | None], curves: Any
 ) -> dict[str, Any]:
-    """The calibration as JSON: the chosen bands, the curve of every stage and the last
-    stage alone's accuracy."""
+    """The calibration as JSON: the chosen bands, the curve of every stage, the last stage
+    alone's accuracy and the rows left out."""
     reward = reward_of(rubric)
+    items = scores.items
     alone = sum((reward(i.stages[-1]) >= 0.5) == (i.label >= 0.5) for i in items)
     return {
         "rubric": rubric.id,
         "items": len(items),
+        "dropped": scores.dropped,
         "last_stage_accuracy": alone / max(1, len(items)),
         "chosen": [None if p is None else asdict(p) for p in chosen],
         "curves": [[asdict(p) for p in curve] for curve in curves],

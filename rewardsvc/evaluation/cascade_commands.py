@@ -58,22 +58,22 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     async def run() -> dict[str, Any]:
         scorer = await LocalScorer.build(args.rubric, settings_with(args.rubrics, args.judges))
         try:
-            items = await cal.score_stages(scorer.engine, scorer.rubric, rows, args.batch)
+            scores = await cal.score_stages(scorer.engine, scorer.rubric, rows, args.batch)
         finally:
             await scorer.aclose()
         chosen, curves = cascade_sweep.fit(
-            items,
+            scores.items,
             cal.reward_of(scorer.rubric),
             args.threshold,
             args.step,
             args.max_disagreement,
             args.max_escalation,
         )
-        return cal.report(scorer.rubric, items, chosen, curves)
+        return cal.report(scorer.rubric, scores, chosen, curves)
 
     try:
         result = asyncio.run(run())
-    except cal.RefusedRow as exc:
+    except (cal.RefusedRow, cal.NothingScored) as exc:
         print(f"rewardsvc: error: {args.data}: {exc}", file=sys.stderr)
         return 2
     if args.out:
@@ -82,6 +82,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         cal.plot(result, Path(args.plot))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
+    if result["dropped"]:
+        print(
+            f"rewardsvc: rows left out, their last stage's judges failed: "
+            f"{len(result['dropped'])} ({', '.join(result['dropped'][:10])})",
+            file=sys.stderr,
+        )
     summary = {k: result[k] for k in ("rubric", "items", "last_stage_accuracy", "chosen")}
     print(json.dumps(summary, indent=2))
     return 0 if all(p is not None for p in result["chosen"]) else 1

@@ -181,8 +181,9 @@ def test_a_row_the_rubric_refuses_stops_the_command_naming_it(tmp_path: Path, ca
 
 def test_rows_whose_last_stage_failed_are_left_out_and_named_not_scored_0(tmp_path: Path, capsys):
     """On the base a row the last stage answered in part stopped the command (a KeyError),
-    and one it answered not at all read as a reward of 0, a wrong answer of the judge's. Here the second stage's judge answers its first request 400 (not
-    retried): one criterion of one row, whichever came first, is left unanswered."""
+    and one it answered not at all read as a reward of 0, a wrong answer of the judge's.
+    Here the second stage's judge answers its first request 400 (not retried): one
+    criterion of one row, whichever came first, is left unanswered."""
     (tmp_path / "rubrics").mkdir()
     rubric_file = tmp_path / "rubrics" / "cascaded.yaml"
     rubric_file.write_text(CASCADE_YAML)

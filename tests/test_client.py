@@ -335,3 +335,20 @@ async def test_async_retry_and_errors() -> None:
 async def test_async_score() -> None:
     async with AsyncClient(URL, transport=httpx.MockTransport(Recorder())) as client:
         assert await client.score("r", [{"role": "user", "content": "q"}], "0.3") == 0.3
+
+
+def test_the_clients_usage_reads_every_figure_the_service_reports() -> None:
+    """On the base the client dropped judge_calls_skipped, grader_calls and cost_per_reward."""
+    from dataclasses import fields
+
+    from rewardsvc.protocol import rewards as wire
+    from rewardsvc_client.types import Usage as ClientUsage
+
+    summed = {f.name for f in fields(ClientUsage)}
+    assert set(wire.Usage.model_fields) - summed == {"cost_per_reward"}
+    assert {f.name for f in fields(StageUsage)} == set(wire.StageUsage.model_fields)
+    usage = {"judge_calls": 1, "judge_calls_skipped": 4, "grader_calls": 3, "cost": 0.5}
+    one = RewardResponse.from_json({"results": [], "usage": usage}).usage
+    assert (one + one).judge_calls_skipped == 8 and (one + one).grader_calls == 6
+    body = {"results": [{"id": "0", "reward": 1, "status": "ok"}] * 2, "usage": usage}
+    assert RewardResponse.from_json(body).cost_per_reward == 0.25

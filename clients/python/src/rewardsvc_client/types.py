@@ -174,13 +174,18 @@ class Usage:
     """Judge work done for the request; summed over chunks when the client split a batch."""
 
     judge_calls: int = 0
+    judge_calls_skipped: int = 0
+    """Judge calls a recipe's gates made unnecessary."""
+    grader_calls: int = 0
+    """Deterministic grader runs."""
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0
     cached_tokens: int = 0
     cost: float | None = None
-    """What the judge calls cost at the judges' prices; None when no judge has prices."""
+    """What the judge calls cost at the judges' prices; None when no judge has prices
+    (per reward: :attr:`RewardResponse.cost_per_reward`)."""
     stages: list[StageUsage] = field(default_factory=list)
     """A cascaded rubric: the work of each stage, the first first (empty otherwise)."""
 
@@ -191,6 +196,8 @@ class Usage:
         cost = data.get("cost")
         return cls(
             judge_calls=int(data.get("judge_calls", 0)),
+            judge_calls_skipped=int(data.get("judge_calls_skipped", 0)),
+            grader_calls=int(data.get("grader_calls", 0)),
             cache_hits=int(data.get("cache_hits", 0)),
             prompt_tokens=int(data.get("prompt_tokens", 0)),
             completion_tokens=int(data.get("completion_tokens", 0)),
@@ -207,6 +214,8 @@ class Usage:
             stages[n] = stages[n] + stage
         return Usage(
             judge_calls=self.judge_calls + other.judge_calls,
+            judge_calls_skipped=self.judge_calls_skipped + other.judge_calls_skipped,
+            grader_calls=self.grader_calls + other.grader_calls,
             cache_hits=self.cache_hits + other.cache_hits,
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
@@ -229,6 +238,14 @@ class RewardResponse:
     def rewards(self) -> list[float | None]:
         """One reward per item; None where the item has no reward (judge_error, rejected)."""
         return [r.reward for r in self.results]
+
+    @property
+    def cost_per_reward(self) -> float | None:
+        """What the judge calls cost per result (over every chunk of a split batch); None
+        when no judge called has prices."""
+        if self.usage.cost is None or not self.results:
+            return None
+        return self.usage.cost / len(self.results)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RewardResponse:

@@ -22,10 +22,10 @@ from rewardsvc.core.rollout import ItemIn, ScoreOptions
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.judges.prompts import Seen
 from rewardsvc.scoring import agentic
-from rewardsvc.scoring.cascade import Rows
 from rewardsvc.scoring.judging import JudgeLike
 from rewardsvc.scoring.parts import Part
 from rewardsvc.scoring.planning import Cost, When
+from rewardsvc.scoring.rows import Rows
 
 
 @dataclass

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 
 from rewardsvc.core.cascade import Cascade, Stage, StageAnswer, stage_answer
 from rewardsvc.core.errors import RequestError
@@ -28,8 +27,9 @@ from rewardsvc.core.results import ItemReward, StageUsage, Usage
 from rewardsvc.core.rollout import ScoreOptions
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.scoring.judging import JudgeLike, scores_whole_item, text_only
+from rewardsvc.scoring.judging import JudgeLike, scores_whole_item
 from rewardsvc.scoring.planning import Call
+from rewardsvc.scoring.rows import Rows
 from rewardsvc.scoring.serving import Outcome, tally
 
 SKIPPED: Outcome = (Verdict.failed("not asked: an earlier stage decided"), "call")
@@ -74,27 +74,6 @@ def refuse_comparisons(rubric: Rubric) -> None:
         raise RequestError.at(
             ("rubric", "cascade"), "groups and preferences do not run cascades; use /v1/rewards"
         )
-
-
-@dataclass(frozen=True)
-class Rows:
-    """The reward rows a batch's rewards assemble, decided once per batch: each row's
-    name with the judges behind it (its own judge, or, for a cascade's one row, every
-    stage's, any of which may have decided a criterion), and how many rows must score."""
-
-    judges: dict[str, tuple[JudgeLike, ...]]
-    min_judges: int
-
-    @property
-    def names(self) -> list[str]:
-        """The rows' names, in the rubric's order."""
-        return list(self.judges)
-
-    @cached_property
-    def blind(self) -> frozenset[str]:
-        """The rows some judge of which reads text only: on an item with images, such a row
-        says it was scored ``without_images``."""
-        return frozenset(n for n, js in self.judges.items() if any(map(text_only, js)))
 
 
 def decided_by(

@@ -57,6 +57,7 @@ from rewardsvc.scoring.judging import JudgeLike
 from rewardsvc.scoring.pacing import Pacer
 from rewardsvc.scoring.parts import Part, split
 from rewardsvc.scoring.planning import Call, Prepared, When, plan
+from rewardsvc.scoring.rows import Rows
 from rewardsvc.scoring.selection import min_judges_for, select_judges
 from rewardsvc.scoring.serving import Expiry, Outcome, serve, serve_beside_graders, tally
 from rewardsvc.storage.cache import VerdictCache
@@ -217,7 +218,7 @@ class Engine:
         self,
         part: Part,
         options: ScoreOptions,
-        rows: cascade.Rows,
+        rows: Rows,
         usage: Usage,
         deadline: float | None,
         pacer: Pacer,

@@ -173,8 +173,7 @@ async def test_a_judge_without_tools_compares_the_criterion_and_one_with_asks_ea
         assert sorted(a.completion for a in plan.asked if a.judge == "primary") == [0, 1, 2]
         assert secondary and all(isinstance(c.question, Comparing) for c in secondary)
         assert len({id(c.tools) for c in primary}) == 3  # a tool context per completion
-        calls, _ = plan.work()
-        assert calls == len(secondary) + 3 * 3  # each loop at its worst case
+        assert plan.cost.calls == len(secondary) + 3 * 3  # each loop at its worst case
     finally:
         for judge in judges.values():
             await judge.aclose()

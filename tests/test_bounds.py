@@ -215,11 +215,11 @@ async def test_planned_work_counts_only_the_groups_that_will_be_scored() -> None
     huge = GroupIn("huge", tuple(Rollout("Q?", f"answer {n}") for n in range(cmp.MAX_LISTWISE + 1)))
     alone = GroupIn("alone", (Rollout("Q?", "only"),))
     planned = await plan_groups(judges, rub, [ok, huge, alone], GroupOptions(orders=2))
-    calls, size = planned.work()
+    calls, size = planned.cost.calls, planned.cost.prompt_bytes
     assert calls == 2 * 2 * 2  # orders x judges x criteria, for the one group scored
     assert size >= calls * prompts.CALL_OVERHEAD_BYTES
     pairwise = GroupOptions(method="pairwise", tournament="all_pairs")
-    assert (await plan_groups(judges, rub, [ok], pairwise)).work()[0] == 6 * 2 * 2 * 2
+    assert (await plan_groups(judges, rub, [ok], pairwise)).cost.calls == 6 * 2 * 2 * 2
     for judge in judges.values():
         await judge.aclose()
 

@@ -190,15 +190,16 @@ async def test_a_comparison_counts_the_images_of_the_completions_it_shows(
     finally:
         for j in judges.values():
             await j.aclose()
-    seen, read = plans
+    seen, read = (p.cost for p in plans)
     assert fake.script.requests == 0
-    shows = [a.comparison.shown for a in seen.asked if a.comparison is not None]
-    assert len(shows) == len(seen.calls) == len(read.calls) >= 4
+    shows = [a.comparison.shown for a in plans[0].asked if a.comparison is not None]
+    assert len(shows) == seen.calls == read.calls >= 4
     with_blue = sum(0 in shown for shown in shows)
     assert 0 < with_blue < len(shows)
     assert seen.image_bytes == len(shows) * len(RED.url) + with_blue * len(BLUE.url)
-    assert seen.shown_bytes == seen.size - seen.image_bytes
-    assert read.image_bytes == 0 and read.shown_bytes == read.size
+    assert seen.shown_bytes == seen.prompt_bytes - seen.image_bytes
+    assert read.image_bytes == 0 and read.shown_bytes == read.prompt_bytes
     parts = len(shows) + with_blue
     placeholder = len(IMAGE_PLACEHOLDER.encode())
-    assert seen.size - read.size == parts * (PART_BYTES - placeholder) + seen.image_bytes
+    added = parts * (PART_BYTES - placeholder) + seen.image_bytes
+    assert seen.prompt_bytes - read.prompt_bytes == added

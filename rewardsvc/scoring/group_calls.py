@@ -72,40 +72,31 @@ class Asked:
 @dataclass
 class GroupPlan:
     """Every question of a request, each with its call (in the same order), the groups
-    rejected outright (index -> why), the prompt bytes the calls carry at most (``size``;
-    of them ``image_bytes``, the ``data:`` URLs explain never returns) and the
-    sandbox seconds the groups' code graders and agentic loops may run (``sandbox_s``,
-    admitted with them); ``looped``, the calls the loops may make beyond one each, and
-    ``contexts``, each group's tool context per completion (set once it is graded)."""
+    rejected outright (index -> why), what the calls carry beyond one call each
+    (``carried``: the prompt bytes at most, of them the ``data:`` URLs explain never
+    returns, the sandbox seconds the groups' code graders and agentic loops may run, and
+    the calls those loops may make beyond one each), and ``contexts``, each group's tool
+    context per completion (set once it is graded)."""
 
     names: list[str]
     bar: int
     asked: list[Asked] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     rejected: dict[int, str] = field(default_factory=dict)
-    size: int = 0
-    sandbox_s: float = 0.0
-    looped: int = 0
+    carried: Cost = field(default_factory=Cost)
     contexts: dict[int, tuple[Later, ...]] = field(default_factory=dict)
     blind: frozenset[str] = frozenset()
     """The judges that read text only: a placeholder stands for each image of a group."""
-    image_bytes: int = 0
-
-    def work(self) -> tuple[int, int]:
-        """The judge calls planned (an agentic loop's every turn) and the prompt bytes
-        they carry at most."""
-        return len(self.calls) + self.looped, self.size
 
     @property
-    def shown_bytes(self) -> int:
-        """The prompt bytes ``options.explain`` returns of this plan, at most: an image sent
-        as a ``data:`` URL is shown by its hash and size."""
-        return self.size - self.image_bytes
+    def cost(self) -> Cost:
+        """What admission weighs: the judge calls planned (an agentic loop's every turn),
+        the prompt bytes they carry at most and the sandbox seconds they may run."""
+        return self.carried + Cost(len(self.calls))
 
     def carry(self, cost: Cost) -> None:
-        """Count the prompt bytes of one question's calls (``cost``)."""
-        self.size += cost.prompt_bytes
-        self.image_bytes += cost.image_bytes
+        """Count what one question's calls add (``cost``) beyond one call each."""
+        self.carried += cost
 
 
 def group_digest(group: GroupIn) -> str:
@@ -149,15 +140,13 @@ def _alone(plan: GroupPlan, g: _Group, name: str, judge: Judge, criterion: Crite
         run = functools.partial(judge.ask, alone, deadline=g.deadline)
         key = cache_key(g.version, identity, criterion.id, rollout.digest())
         call = Call(g.index, name, criterion.id, key, alone, run)
-        calls = 1
+        calls, seconds = 1, 0.0
         if tooled is not None:
             calls, shown, seconds = agentic.loop_cost(judge, shown)
-            plan.looped += calls - 1
-            plan.sandbox_s += seconds
             call.tools = later
         plan.calls.append(call)
         # Each turn of a loop carries the question, its images with it.
-        plan.carry(Cost(prompt_bytes=shown, image_bytes=calls * images.image_bytes))
+        plan.carry(Cost(calls - 1, shown, seconds, calls * images.image_bytes))
 
 
 def _plan_group(
@@ -237,5 +226,5 @@ def plan_calls(
         _plan_group(plan, g, judges, options)
         if any(c.tools is not None for c in plan.calls if c.item == gi):
             plan.contexts[gi] = laters
-        plan.sandbox_s += group_sandbox_seconds(own, group)
+        plan.carry(Cost(sandbox_s=group_sandbox_seconds(own, group)))
     return plan

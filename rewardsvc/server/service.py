@@ -251,12 +251,12 @@ class Service(Gate):
         comparer = self.engine.comparer()
         deadline = time.monotonic() + self.settings.request_timeout_s
         plan = await comparer.plan_groups(rubric, groups, options, deadline)
-        calls, size = plan.work()
+        cost = plan.cost
         if options.explain:
-            check_explain(self.settings, plan.shown_bytes)
+            check_explain(self.settings, cost.shown_bytes)
         with (
-            explaining(self.ledger, options.explain, plan.shown_bytes),
-            self.admitted(count, calls, size, plan.sandbox_s),
+            explaining(self.ledger, options.explain, cost.shown_bytes),
+            self.admitted(count, cost.calls, cost.prompt_bytes, cost.sandbox_s),
         ):
             batch = await comparer.score_groups(
                 rubric, groups, options, plan, deadline=deadline, run=run
@@ -283,12 +283,12 @@ class Service(Gate):
         comparer = self.engine.comparer()
         deadline = time.monotonic() + self.settings.request_timeout_s
         plan = await comparer.plan_preferences(rubric, pairs, options, deadline)
-        calls, size = plan.work()
+        cost = plan.cost
         if options.explain:
-            check_explain(self.settings, plan.shown_bytes)
+            check_explain(self.settings, cost.shown_bytes)
         with (
-            explaining(self.ledger, options.explain, plan.shown_bytes),
-            self.admitted(2 * len(pairs), calls, size, plan.sandbox_s),
+            explaining(self.ledger, options.explain, cost.shown_bytes),
+            self.admitted(2 * len(pairs), cost.calls, cost.prompt_bytes, cost.sandbox_s),
         ):
             batch = await comparer.judge_preferences(
                 rubric, pairs, options, plan, deadline=deadline, run=run

@@ -139,6 +139,8 @@ def image_cost(judge: JudgeLike, rollout: Rollout) -> Cost:
     """What showing ``rollout``'s images adds to one call of ``judge``, in prompt bytes:
     each image's part and URL (a ``data:`` URL is the whole image, in base64) to a judge
     that sees images, the placeholder where each stood to a text-only judge."""
+    if not rollout.images:
+        return Cost()  # the common case, on the hot path: nothing to count
     shown, inline = imagery.sent_bytes(rollout.images, sees_images(judge))
     return Cost(prompt_bytes=shown + inline, image_bytes=inline)
 

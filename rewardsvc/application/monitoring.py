@@ -39,15 +39,12 @@ class EventLog(Protocol):
     def event(self, kind: str, **fields: Any) -> None: ...
 
 
-def iso(t: float) -> datetime:
-    """Unix seconds as an aware UTC datetime (serialized as ISO 8601 with ``Z``)."""
-    return datetime.fromtimestamp(t, UTC)
-
-
 def event_record(event: AlertEvent) -> dict[str, Any]:
     """The JSON object of an alert event: a reward-log line and the webhook's body."""
     return {
-        "time": iso(event.time).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "time": datetime.fromtimestamp(event.time, UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z"),
         "event": "monitor_alert",
         "rubric": event.rubric,
         "run": event.run,

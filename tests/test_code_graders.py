@@ -106,9 +106,9 @@ def test_a_program_reaching_the_tasks_limits_fails_its_cases_it_does_not_escape_
     result = grade(lanes, program, io_spec())
     assert result.score == 0.0, result  # counted against the program, not null
     outcomes = [o["result"] for o in result.evidence["outcomes"]]
-    # The sandbox tells a CPU-limit kill from an out-of-memory kill by the CPU time it
-    # reads afterwards; under load a loop was once read as sandbox_memory. Either counts
-    # against the program, which is what this test is about.
+    # A kernel kill is a CPU-limit kill unless the OOM killer acted during the run (a
+    # host short of memory may kill the loop itself); exit 137 reads as a kernel kill.
+    # Either counts against the program, which is what this test is about.
     assert set(outcomes) <= {"sandbox_timeout", "sandbox_memory"} and len(outcomes) == 3
 
 

@@ -49,10 +49,11 @@ verdict. A grader's: ``grader_timeout`` (it ran past its time limit and was kill
 ``grader_failed`` (it raised, refused its spec, or has no library); ``deadline`` when the
 request's deadline or a shutdown cut it. A sandboxed run's (:data:`SandboxFailureKind`):
 ``sandbox_timeout`` (killed at its wall clock or CPU limit), ``sandbox_memory`` (it ran out
-of its address space), ``sandbox_busy`` (the sandbox's queue was full, or it shut down: it
-never ran; or a busy host starved it: killed at its wall clock having waited for a CPU longer
-than it ran), ``sandbox_unavailable`` (no working sandbox backend: nothing ran, never
-unsandboxed), ``sandbox_failed`` (the sandbox itself failed to start it).
+of its address space, or the kernel's OOM killer killed it), ``sandbox_busy`` (the sandbox's
+queue was full, or it shut down: it never ran; or a busy host starved it: killed at its wall
+clock having waited for a CPU longer than it ran), ``sandbox_unavailable`` (no working
+sandbox backend: nothing ran, never unsandboxed), ``sandbox_failed`` (the sandbox itself
+failed to start it).
 ``reasoning_budget``: a reasoning judge whose reply did not end its reasoning within its
 budget, so it has no answer to read. An agentic judge's tool loop
 (``rewardsvc.judges.toolloop``) that reached one of its limits before its verdict:

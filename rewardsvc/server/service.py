@@ -12,10 +12,11 @@ output checked), admits that plan's cost, runs the same plan and writes the rewa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import gc
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,7 @@ from rewardsvc.protocol.rewards import RewardOptions, RewardResponse
 from rewardsvc.scoring.engine import Engine
 from rewardsvc.scoring.group_plan import GroupIn, GroupOptions
 from rewardsvc.scoring.groups import GroupBatch
+from rewardsvc.scoring.planning import Cost
 from rewardsvc.scoring.preferences import PreferenceBatch, PreferenceOptions
 from rewardsvc.server import access, metrics, monitor_metrics, reading
 from rewardsvc.server.admission import (
@@ -231,6 +233,18 @@ class Service(Gate):
             self.reward_log.write(response, list(items), run)
         return response
 
+    @contextlib.contextmanager
+    def _admitted_plan(self, items: int, cost: Cost, explain: bool) -> Iterator[None]:
+        """A comparative plan admitted: its explain output bounded and held, its calls,
+        prompt bytes and sandbox seconds checked (413) and held in flight."""
+        if explain:
+            check_explain(self.settings, cost.shown_bytes)
+        with (
+            explaining(self.ledger, explain, cost.shown_bytes),
+            self.admitted(items, cost.calls, cost.prompt_bytes, cost.sandbox_s),
+        ):
+            yield
+
     async def score_groups(
         self,
         rubric: Rubric,
@@ -251,13 +265,7 @@ class Service(Gate):
         comparer = self.engine.comparer()
         deadline = time.monotonic() + self.settings.request_timeout_s
         plan = await comparer.plan_groups(rubric, groups, options, deadline)
-        cost = plan.cost
-        if options.explain:
-            check_explain(self.settings, cost.shown_bytes)
-        with (
-            explaining(self.ledger, options.explain, cost.shown_bytes),
-            self.admitted(count, cost.calls, cost.prompt_bytes, cost.sandbox_s),
-        ):
+        with self._admitted_plan(count, plan.cost, options.explain):
             batch = await comparer.score_groups(
                 rubric, groups, options, plan, deadline=deadline, run=run
             )
@@ -283,13 +291,7 @@ class Service(Gate):
         comparer = self.engine.comparer()
         deadline = time.monotonic() + self.settings.request_timeout_s
         plan = await comparer.plan_preferences(rubric, pairs, options, deadline)
-        cost = plan.cost
-        if options.explain:
-            check_explain(self.settings, cost.shown_bytes)
-        with (
-            explaining(self.ledger, options.explain, cost.shown_bytes),
-            self.admitted(2 * len(pairs), cost.calls, cost.prompt_bytes, cost.sandbox_s),
-        ):
+        with self._admitted_plan(2 * len(pairs), plan.cost, options.explain):
             batch = await comparer.judge_preferences(
                 rubric, pairs, options, plan, deadline=deadline, run=run
             )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -16,8 +16,8 @@ from rewardsvc.monitor import stats
 from rewardsvc.monitor.alerts import Alert, AlertEvent, AlertTracker
 from rewardsvc.monitor.escalation import Escalation
 from rewardsvc.monitor.health import GroupStat, Health, criterion_key
+from rewardsvc.monitor.window import Window, compute_signals
 
-STATUSES = ("judge_error", "degraded", "rejected")
 # Flags and criteria add columns; a rubric with hundreds of criteria must not make
 # one run's history unbounded.
 MAX_COLUMNS = 96
@@ -108,51 +108,6 @@ def grouped(items: Sequence[ItemReward], samples: Sequence[Sample]) -> None:
         samples[found[0]].group = rubric_health.group_of(rewards, scores)
 
 
-def compute_signals(
-    samples: Iterable[Sample], flags: Iterable[str], criteria: Iterable[str]
-) -> dict[str, float | None]:
-    """Every window signal over ``samples`` (drift is added by the run, which has the baseline)."""
-    window = list(samples)
-    n = len(window)
-    lengths = [float(s.length) for s in window]
-    rewards: list[float] = []
-    scored_lengths: list[float] = []
-    for s, length in zip(window, lengths, strict=True):
-        if s.reward is not None:
-            rewards.append(s.reward)
-            scored_lengths.append(length)
-    ordered = sorted(rewards)
-    out: dict[str, float | None] = {
-        "reward_mean": stats.mean(rewards),
-        "reward_sd": stats.sd(rewards),
-        "reward_p10": stats.quantile(ordered, 0.1),
-        "reward_p50": stats.quantile(ordered, 0.5),
-        "reward_p90": stats.quantile(ordered, 0.9),
-        "length_mean": stats.mean(lengths),
-        "reward_length_corr": stats.spearman(rewards, scored_lengths),
-        "judge_disagreement": stats.mean(
-            [s.disagreement for s in window if s.disagreement is not None]
-        ),
-        "uncertainty_mean": stats.mean(
-            [s.uncertainty for s in window if s.uncertainty is not None]
-        ),
-    }
-    # Counted by Counter's C loop over generators (the monitor evaluates a whole window
-    # every few items); a sample counts once per flag it carries.
-    statuses = Counter(s.status for s in window)
-    flagged = Counter(f for s in window if s.flags for f in set(s.flags))
-    judged = Counter(c for s in window for c, _ in s.passes)
-    passed = Counter(c for s in window for c, ok in s.passes if ok)
-    for status in STATUSES:
-        out[f"{status}_share"] = statuses[status] / n if n else None
-    for flag in flags:
-        out[f"flag_rate:{flag}"] = flagged[flag] / n if n else None
-    for cid in criteria:
-        seen = judged[cid]
-        out[f"criterion_pass_rate:{cid}"] = passed[cid] / seen if seen else None
-    return out
-
-
 class History:
     """Signal values at evaluation points, downsampled to at most ``capacity`` points.
 
@@ -198,7 +153,7 @@ class RunState:
         self.rubric, self.run, self.version, self.config = rubric, run, version, config
         self.started = self.last_seen = now
         self.samples = 0
-        self.window: deque[Sample] = deque(maxlen=config.window)
+        self.window: Window[Sample] = Window(config.window, config.ceiling_window)
         self.flags: dict[str, None] = {}
         self.criteria: dict[str, None] = {}
         self.signals: dict[str, float | None] = {}
@@ -212,8 +167,9 @@ class RunState:
     def _reset_baseline(self) -> None:
         self._baseline_samples: list[Sample] | None = []
         self.baseline: dict[str, float | None] | None = None
-        self.baseline_rewards = array("d")
-        self.baseline_lengths = array("d")
+        self.baseline_rewards: list[float] = []
+        self.baseline_lengths: list[float] = []
+        """The baseline's rewards and lengths, sorted (the drift signals' other side)."""
         self._since_reset = 0
 
     def change_version(self, version: str, config: MonitorConfig, now: float) -> None:
@@ -224,7 +180,7 @@ class RunState:
         self.events.append(Mark(now, self.samples, "version", version))
         self.version, self.config = version, config
         self.tracker.for_evals = config.for_evals
-        self.window = deque(maxlen=config.window)
+        self.window = Window(config.window, config.ceiling_window)
         self._reset_baseline()
 
     def add(self, item: ItemReward, now: float) -> list[AlertEvent]:
@@ -294,8 +250,8 @@ class RunState:
     def _complete_baseline(self) -> None:
         samples = self._baseline_samples or []
         self.baseline = compute_signals(samples, self.flags, self.criteria)
-        self.baseline_rewards = array("d", [s.reward for s in samples if s.reward is not None])
-        self.baseline_lengths = array("d", [float(s.length) for s in samples])
+        self.baseline_rewards = sorted(s.reward for s in samples if s.reward is not None)
+        self.baseline_lengths = sorted(float(s.length) for s in samples)
         self._baseline_samples = None
 
     def baseline_value(self, name: str) -> float | None:
@@ -309,14 +265,9 @@ class RunState:
 
     def evaluate(self, now: float) -> list[AlertEvent]:
         """Compute the window's signals, record them, and step every alert rule."""
-        signals = compute_signals(self.window, self.flags, self.criteria)
+        signals = compute_signals(self.window, self.flags, self.criteria, self.window.tally)
         if self.baseline is not None:
-            signals["reward_drift"] = stats.ks_statistic(
-                [s.reward for s in self.window if s.reward is not None], self.baseline_rewards
-            )
-            signals["length_drift"] = stats.ks_statistic(
-                [float(s.length) for s in self.window], self.baseline_lengths
-            )
+            signals.update(self._drift())
         signals.update(self._ceilings())
         signals.update(self.escalation.signals())
         health = rubric_health.measure(self.window, self.config.health)
@@ -376,10 +327,25 @@ class RunState:
             )
         ]
 
+    def _drift(self) -> dict[str, float | None]:
+        """``reward_drift`` and ``length_drift``: the window against the (sorted) baseline."""
+        rewards = sorted(s.reward for s in self.window if s.reward is not None)
+        lengths = sorted(float(s.length) for s in self.window)
+        return {
+            "reward_drift": _ks(rewards, self.baseline_rewards),
+            "length_drift": _ks(lengths, self.baseline_lengths),
+        }
+
     def _ceilings(self) -> dict[str, float | None]:
         """Each attack flag's rate over the latest ``ceiling_window`` samples."""
         attacks = [f for f in self.flags if f in self.config.attack_flags]
         if not attacks or not self.window:
             return {}
-        tail = list(self.window)[-self.config.ceiling_window :]
-        return {f"{CEILING}:{f}": sum(f in s.flags for s in tail) / len(tail) for f in attacks}
+        size = min(self.window.tail, len(self.window))
+        counts = self.window.tail_flags.flags
+        return {f"{CEILING}:{f}": counts[f] / size for f in attacks}
+
+
+def _ks(window: list[float], baseline: list[float]) -> float | None:
+    """:func:`stats.ks_sorted` of two sorted samples, None when either is empty."""
+    return stats.ks_sorted(window, baseline) if window and baseline else None

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from rewardsvc.judges.answers import distribution
@@ -79,3 +81,27 @@ def test_the_distribution_is_the_same_twice_over_one_scale() -> None:
     again = distribution(Question("b", ("yes", "no"), (1, 0)), top)
     assert first == again
     assert first[0]["yes"] > first[0]["no"] and sum(first[0].values()) == pytest.approx(1.0)
+
+
+def _plain_distribution(
+    q: Question, top: list[tuple[str, float]]
+) -> tuple[dict[str, float], float]:
+    best: dict[str, float] = {}
+    for token, logprob in top:
+        best[token] = max(math.exp(logprob), best.get(token, 0.0))
+    mass = dict.fromkeys(q.choices, 0.0)
+    for token, p in best.items():
+        choice = _match(q, token)
+        if choice is not None:
+            mass[choice] += p
+    total = sum(mass.values())
+    probs = {c: m / total for c, m in mass.items()}
+    return probs, sum(p * _normalized(q, c) for c, p in probs.items())
+
+
+@pytest.mark.parametrize("question", SCALES, ids=lambda q: "/".join(q.choices))
+def test_the_distribution_reads_as_the_plain_definitions_do(question: Question) -> None:
+    top = [(t, -0.1 * n) for n, t in enumerate(TOKENS + [f" {c}" for c in question.choices])]
+    probs, mean, _ = distribution(question, top)
+    plain_probs, plain_mean = _plain_distribution(question, top)
+    assert probs == plain_probs and mean == min(1.0, max(0.0, plain_mean))

@@ -15,6 +15,7 @@ what to check. The criteria of a rubric file or an inline rubric are shown as wr
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -59,6 +60,16 @@ class Question:
     def high(self) -> int:
         """Highest scale value."""
         return max(self.values)
+
+    @property
+    def answers(self) -> Mapping[str, str]:
+        """Each choice by its case-folded text: what :meth:`match` looks an answer up in."""
+        return _answers(self.choices)
+
+    @property
+    def points(self) -> Mapping[str, float]:
+        """Each choice's [0, 1] score, as :meth:`normalized` gives it."""
+        return _points(self.choices, self.values)
 
     def normalized(self, choice: str) -> float:
         """The [0, 1] score of one answer."""

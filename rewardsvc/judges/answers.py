@@ -53,8 +53,9 @@ def distribution(
     for token, logprob in top:
         best[token] = max(probability(token, logprob), best.get(token, 0.0))
     mass = dict.fromkeys(question.choices, 0.0)
+    answers = question.answers  # the question's own match, looked up once per reading
     for token, p in best.items():
-        choice = question.match(token)
+        choice = answers.get(token.strip().lower())
         if choice is not None:
             mass[choice] += p
     total = sum(mass.values())
@@ -66,7 +67,7 @@ def distribution(
         # Renormalizing a vanishing mass would turn noise into a confident-looking score.
         raise Unparseable(f"the scale tokens carry only {total:.2g} of the probability")
     probs = {c: m / total for c, m in mass.items()}
-    points = {c: question.normalized(c) for c in probs}
+    points = question.points
     mean = sum(p * points[c] for c, p in probs.items())
     variance = sum(p * (points[c] - mean) ** 2 for c, p in probs.items())
     return probs, min(1.0, max(0.0, mean)), max(0.0, variance)

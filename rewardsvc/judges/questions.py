@@ -15,6 +15,7 @@ what to check. The criteria of a rubric file or an inline rubric are shown as wr
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -60,18 +61,48 @@ class Question:
         """Highest scale value."""
         return max(self.values)
 
+    @property
+    def answers(self) -> Mapping[str, str]:
+        """Each choice by its case-folded text: what :meth:`match` looks an answer up in."""
+        return _answers(self.choices)
+
+    @property
+    def points(self) -> Mapping[str, float]:
+        """Each choice's [0, 1] score, as :meth:`normalized` gives it."""
+        return _points(self.choices, self.values)
+
     def normalized(self, choice: str) -> float:
         """The [0, 1] score of one answer."""
-        value = self.values[self.choices.index(choice)]
-        return (value - self.low) / (self.high - self.low)
+        points = _points(self.choices, self.values)
+        if choice in points:
+            return points[choice]
+        raise ValueError(f"{choice!r} is not one of {list(self.choices)}")
 
     def match(self, answer: str) -> str | None:
         """The choice an answer or token means (whitespace and case ignored), if any."""
-        key = answer.strip().lower()
-        for c in self.choices:
-            if c.lower() == key:
-                return c
-        return None
+        return _answers(self.choices).get(answer.strip().lower())
+
+
+# A question is made per judge call, its scale shared by every call of its criterion: what
+# the scale's answers read as is built once per scale, not once per call and token.
+@functools.lru_cache(maxsize=64)  # one entry per scale: a handful
+def _answers(choices: tuple[str, ...]) -> dict[str, str]:
+    """Each choice by its case-folded text (the first choice, where two fold alike)."""
+    keys: dict[str, str] = {}
+    for c in choices:
+        keys.setdefault(c.lower(), c)
+    return keys
+
+
+@functools.lru_cache(maxsize=64)
+def _points(choices: tuple[str, ...], values: tuple[int, ...]) -> dict[str, float]:
+    """Each choice's [0, 1] score, ``(value - low) / (high - low)`` (a choice listed twice:
+    its first value's)."""
+    low, high = min(values), max(values)
+    points: dict[str, float] = {}
+    for c, v in zip(choices, values, strict=False):
+        points.setdefault(c, (v - low) / (high - low))
+    return points
 
 
 def scale(criterion: Criterion) -> tuple[tuple[str, ...], tuple[int, ...]]:

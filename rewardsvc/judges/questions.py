@@ -51,16 +51,6 @@ class Question:
     choices: tuple[str, ...]
     values: tuple[int, ...]
 
-    @functools.cached_property
-    def low(self) -> int:
-        """Lowest scale value."""
-        return min(self.values)
-
-    @functools.cached_property
-    def high(self) -> int:
-        """Highest scale value."""
-        return max(self.values)
-
     @property
     def answers(self) -> Mapping[str, str]:
         """Each choice by its case-folded text: what :meth:`match` looks an answer up in."""

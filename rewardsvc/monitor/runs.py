@@ -332,8 +332,8 @@ class RunState:
         rewards = sorted(s.reward for s in self.window if s.reward is not None)
         lengths = sorted(float(s.length) for s in self.window)
         return {
-            "reward_drift": _ks(rewards, self.baseline_rewards),
-            "length_drift": _ks(lengths, self.baseline_lengths),
+            "reward_drift": stats.ks_sorted(rewards, self.baseline_rewards),
+            "length_drift": stats.ks_sorted(lengths, self.baseline_lengths),
         }
 
     def _ceilings(self) -> dict[str, float | None]:
@@ -344,8 +344,3 @@ class RunState:
         size = min(self.window.tail, len(self.window))
         counts = self.window.tail_flags.flags
         return {f"{CEILING}:{f}": counts[f] / size for f in attacks}
-
-
-def _ks(window: list[float], baseline: list[float]) -> float | None:
-    """:func:`stats.ks_sorted` of two sorted samples, None when either is empty."""
-    return stats.ks_sorted(window, baseline) if window and baseline else None

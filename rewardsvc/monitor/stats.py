@@ -77,14 +77,14 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
 def ks_statistic(a: Sequence[float], b: Sequence[float]) -> float | None:
     """The two-sample Kolmogorov–Smirnov statistic: the largest gap between the two
     empirical distribution functions (0 identical, 1 disjoint)."""
-    if not a or not b:
-        return None
     return ks_sorted(sorted(a), sorted(b))
 
 
-def ks_sorted(xa: list[float], xb: list[float]) -> float:
-    """:func:`ks_statistic` of two non-empty samples already sorted (a run's baseline is
-    sorted once, not at every evaluation)."""
+def ks_sorted(xa: list[float], xb: list[float]) -> float | None:
+    """:func:`ks_statistic` of two samples already sorted (a run's baseline is sorted once,
+    not at every evaluation); None when either is empty."""
+    if not xa or not xb:
+        return None
     # F_a - F_b rises only at samples of a and falls only at samples of b: its highest
     # point is at a sample of a, its lowest at a sample of b.
     return max(_highest_gap(xa, xb), _highest_gap(xb, xa))

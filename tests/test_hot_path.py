@@ -10,6 +10,7 @@ pins the behaviour that the shortcut must not change.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import time
@@ -131,6 +132,29 @@ def test_ks_statistic_is_the_largest_gap_exactly(a: list[float], b: list[float])
 
 def test_ks_statistic_of_nothing_is_none() -> None:
     assert ks_statistic([], [0.5]) is None and ks_statistic([0.5], []) is None
+
+
+@given(
+    score=st.none() | st.floats(0, 1),
+    probs=st.none() | st.dictionaries(st.sampled_from("12345"), st.floats(0, 1), max_size=5),
+    error=st.none() | st.text(max_size=5),
+    tokens=st.integers(0, 10**6),
+    latency=st.floats(0, 1e6),
+)
+def test_a_timed_verdict_is_the_replaced_one_and_the_original_is_untouched(
+    score: float | None,
+    probs: dict[str, float] | None,
+    error: str | None,
+    tokens: int,
+    latency: float,
+) -> None:
+    original = Verdict(score, probs=probs, error=error, prompt_tokens=tokens, latency_ms=1.0)
+    timed = original.timed(latency)
+    assert timed == dataclasses.replace(original, latency_ms=latency)
+    assert dataclasses.asdict(timed) == {**dataclasses.asdict(original), "latency_ms": latency}
+    assert original.latency_ms == 1.0 and timed is not original
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        timed.latency_ms = 0.0  # type: ignore[misc]
 
 
 def test_criterion_pass_rates_count_each_criterion_over_the_window() -> None:

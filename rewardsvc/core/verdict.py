@@ -41,6 +41,18 @@ class Verdict:
         """True when the call produced a score."""
         return self.error is None and self.score is not None
 
+    def timed(self, latency_ms: float) -> Verdict:
+        """This verdict with its call's ``latency_ms`` (what ``dataclasses.replace`` gives).
+
+        The fields are copied as they are: every judge call times its verdict, and
+        ``replace`` (its walk over the fields, then the frozen ``__init__``'s
+        ``object.__setattr__`` per field) cost five times as much, about as much as the
+        rest of reading the reply. A verdict has no ``__post_init__`` to run again.
+        """
+        timed = object.__new__(type(self))
+        timed.__dict__.update(self.__dict__, latency_ms=latency_ms)
+        return timed
+
     @classmethod
     def failed(
         cls,

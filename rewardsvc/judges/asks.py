@@ -15,7 +15,7 @@ observer. ``explain`` renders a plan's questions without sending them
 from __future__ import annotations
 
 from collections.abc import Awaitable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from rewardsvc.core.aggregate import HOLISTIC
@@ -105,7 +105,7 @@ class _OneVerdict:
         self, got: Verdict, latency_ms: float, meter: pricing.Meter, prices: Prices | None
     ) -> Verdict:
         """The verdict, timed and priced."""
-        return pricing.priced(replace(got, latency_ms=latency_ms), meter, prices)
+        return pricing.priced(got.timed(latency_ms), meter, prices)
 
     def outcome(self, got: Verdict) -> Verdict:
         """The verdict itself."""
@@ -262,10 +262,7 @@ class _ByKey:
         prices: Prices | None,
     ) -> dict[str, Verdict]:
         """Every verdict timed and priced with the whole call (the engine counts it once)."""
-        return {
-            k: pricing.priced(replace(v, latency_ms=latency_ms), meter, prices)
-            for k, v in got.items()
-        }
+        return {k: pricing.priced(v.timed(latency_ms), meter, prices) for k, v in got.items()}
 
     def outcome(self, got: dict[str, Verdict]) -> Verdict:
         """The call's outcome (``batching.call_outcome``)."""

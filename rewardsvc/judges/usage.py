@@ -55,6 +55,8 @@ def read_usage(reply: Any) -> ReplyUsage:
 
 def _count(counts: Any, name: str, within: str = "") -> int:
     """One count of ``counts`` (a mapping, or nothing), read as the module doc says."""
+    if counts is None:
+        return 0  # no ``*_details`` (most judges): not worth an isinstance against an ABC
     value = counts.get(name) if type(counts) is dict or isinstance(counts, Mapping) else None
     if type(value) is int and 0 <= value <= MAX_TOKENS:
         return value  # what nearly every reply sends (read twice per call: kept cheap)

@@ -64,7 +64,9 @@ SAMPLED_DEFAULT_TEMPERATURE = 1.0
 SAMPLED_MAX_TOKENS = 8
 
 
-@dataclass(frozen=True)
+# Made once per judge call and never changed after: not frozen, for the reason
+# ``rewardsvc.judges.asks.CriterionOnItem`` gives.
+@dataclass(slots=True)
 class Call:
     """One judge call in the making: where it goes, how it is shaped, by when it must end."""
 

@@ -390,7 +390,7 @@ async def transport_cost(
         await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
     out["openai_post"] = _per_call(cpu, wall, len(calls))
     await client.close()
-    lean = JudgeTransport(url, max_connections=MAX_CONCURRENCY, read_timeout_s=60, connect_s=5)
+    lean = JudgeTransport(url, max_connections=MAX_CONCURRENCY, connect_s=5)
     await lean.post(CHAT.path, bodies[0], "Bearer EMPTY")
     cpu, wall = time.process_time(), time.perf_counter()
     for body in bodies:

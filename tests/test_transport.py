@@ -43,7 +43,7 @@ async def transports() -> AsyncIterator[list[JudgeTransport]]:
 
 
 def transport(made: list[JudgeTransport], url: str) -> JudgeTransport:
-    t = JudgeTransport(url, max_connections=4, read_timeout_s=5.0, connect_s=2.0)
+    t = JudgeTransport(url, max_connections=4, connect_s=2.0)
     made.append(t)
     return t
 
@@ -230,7 +230,6 @@ async def test_a_compressed_reply_is_bounded_by_its_inflated_size(
         t = JudgeTransport(
             str(server.make_url("/v1")),
             max_connections=2,
-            read_timeout_s=5.0,
             connect_s=2.0,
             max_reply_bytes=1024,
         )

@@ -46,13 +46,10 @@ def open_endpoint(
 ) -> Endpoint:
     """Judge ``name``'s endpoint at ``url``: its client sized to the judge's concurrency and
     its breaker, reported to ``observer`` (closed, to begin with)."""
-    # The transport's own timeout is per read; the total per attempt is enforced in
-    # ``Backend._send_to``. This one stays as a backstop and bounds the connect.
+    # The total of each attempt is bounded in ``Backend._send_to`` (a probe's, in
+    # ``Backend._models``); the transport bounds the connect.
     client = JudgeTransport(
-        url,
-        max_connections=config.max_concurrency,
-        read_timeout_s=config.timeout_s,
-        connect_s=min(5.0, config.timeout_s),
+        url, max_connections=config.max_concurrency, connect_s=min(5.0, config.timeout_s)
     )
     observer.breaker(name, url, False)
     on_change = functools.partial(_report_breaker, observer, name, url)

@@ -43,6 +43,18 @@ def test_pool_weight_multiplies_the_rubric_weight_and_keeps_the_version() -> Non
     assert made.judge_weights == bound.judge_weights
 
 
+def test_weights_are_read_once_per_rubric_and_anew_for_an_edited_copy() -> None:
+    bound = Rubric.model_validate(RUBRIC, context=validation_context(pool(1.0, 0.25)))
+    assert bound.judge_weights is bound.judge_weights
+    with pytest.raises(TypeError):
+        bound.judge_weights["weak"] = 9.0  # type: ignore[index]
+    weak = bound.judges[1].model_copy(update={"weight": 4.0})
+    heavier = bound.model_copy(update={"judges": [weak]})
+    assert heavier.judge_weights == {"weak": 1.0}
+    assert bound.judge_weights == {"strong": 1.0, "weak": 0.5}
+    assert bound == Rubric.model_validate(RUBRIC, context=validation_context(pool(1.0, 0.25)))
+
+
 async def test_a_weaker_judge_counts_less_in_the_reward() -> None:
     engine = Engine(
         {"strong": StubJudge("strong", constant(0.9)), "weak": StubJudge("weak", constant(0.1))}

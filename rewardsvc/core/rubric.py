@@ -16,6 +16,7 @@ import functools
 import hashlib
 import json
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Literal, Self
 
 from pydantic import (
@@ -216,15 +217,17 @@ class Rubric(StrictModel):
         """The pool's weight of each judge, as bound when this rubric was validated."""
         return dict(self._pool_weights)
 
-    @property
-    def judge_weights(self) -> dict[str, float]:
+    # Once per rubric object, as its version: every scored item reads them, and a rubric's
+    # judges and pool weights never change once it is validated.
+    @functools.cached_property
+    def judge_weights(self) -> Mapping[str, float]:
         """Each listed judge's weight when judge scores combine: the rubric's ``weight``
         times the pool's (``JudgeConfig.weight``, 1 when validated without a pool); a
         cascade's one row weighs 1."""
         weights = {j.name: j.weight * self._pool_weights.get(j.name, 1.0) for j in self.judges}
         if self.cascade is not None:
             weights[self.cascade.name] = 1.0
-        return weights
+        return MappingProxyType(weights)
 
     @model_validator(mode="after")
     def _check_counts(self) -> Rubric:
@@ -322,4 +325,5 @@ class Rubric(StrictModel):
         copied = super().model_copy(update=update, deep=deep)
         if update:
             copied.__dict__.pop("_content_version", None)
+            copied.__dict__.pop("judge_weights", None)
         return copied

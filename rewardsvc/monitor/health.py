@@ -24,6 +24,7 @@ the window, and the replicas' shared window carries it like any other sample.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol
@@ -145,31 +146,101 @@ class Health:
         )
 
 
-def measure(window: Iterable[Observed], config: HealthConfig) -> Health:
-    """Rubric health over ``window`` (its ok samples and the groups they carry)."""
-    ok = [s for s in window if s.status == "ok"]
-    groups = [s.group for s in ok if s.group is not None]
-    columns: dict[str, list[float]] = {}
-    for s in ok:
-        for cid, score in s.scores:
-            # Not setdefault: it would build a list for every score (this runs for every
-            # score in the window at every evaluation).
+class _Column:
+    """One criterion's entries in a window, oldest first: its scores (or variances) and the
+    number of each entry in the order the window's entries arrived."""
+
+    __slots__ = ("numbers", "values")
+
+    def __init__(self) -> None:
+        self.values: deque[float] = deque()
+        self.numbers: deque[int] = deque()
+
+
+class Inputs:
+    """What :func:`measure` reads of a window, kept as its ok samples enter and leave it.
+
+    A run measures its health every few samples over its whole window: gathering every
+    score of the window again each time cost more than the measure itself. Each criterion's
+    scores are kept in window order (first in, first out), so that a pass rate sums the
+    same floats in the same order as gathering them afresh; the number of a column's oldest
+    entry gives the criteria their order of first appearance in the window.
+    """
+
+    def __init__(self) -> None:
+        self.samples = 0
+        self.scores: dict[str, _Column] = {}
+        self.variances: dict[str, _Column] = {}
+        self.spreads: deque[float] = deque()
+        self._entries = 0
+
+    @classmethod
+    def of(cls, samples: Iterable[Observed]) -> Inputs:
+        """The inputs of ``samples``, oldest first."""
+        inputs = cls()
+        for sample in samples:
+            inputs.add(sample)
+        return inputs
+
+    def add(self, sample: Observed) -> None:
+        """Take in the newest sample."""
+        if sample.status != "ok":
+            return
+        self.samples += 1
+        self._push(self.scores, sample.scores)
+        if sample.group is not None:
+            self.spreads.append(sample.group.spread)
+            self._push(self.variances, sample.group.variances)
+
+    def remove(self, sample: Observed) -> None:
+        """Let the oldest sample go (it was taken in)."""
+        if sample.status != "ok":
+            return
+        self.samples -= 1
+        _pop(self.scores, sample.scores)
+        if sample.group is not None:
+            self.spreads.popleft()
+            _pop(self.variances, sample.group.variances)
+
+    def _push(self, columns: dict[str, _Column], entries: Iterable[tuple[str, float]]) -> None:
+        for cid, value in entries:
             column = columns.get(cid)
             if column is None:
-                columns[cid] = [score]
-            else:
-                column.append(score)
-    within: dict[str, list[float]] = {}
-    for g in groups:
-        for cid, variance in g.variances:
-            within.setdefault(cid, []).append(variance)
-    kept = None  # every criterion, unless there are more than MAX_CRITERIA
+                column = columns[cid] = _Column()
+            column.values.append(value)
+            column.numbers.append(self._entries)
+            self._entries += 1
+
+    def criteria(self) -> list[tuple[str, deque[float]]]:
+        """Each criterion's scores, in the order criteria first appear in the window."""
+        ordered = sorted(self.scores.items(), key=lambda item: item[1].numbers[0])
+        return [(cid, column.values) for cid, column in ordered]
+
+
+def _pop(columns: dict[str, _Column], entries: Iterable[tuple[str, float]]) -> None:
+    """Drop the oldest entry of each criterion of ``entries``, and a column left empty."""
+    for cid, _ in entries:
+        column = columns[cid]
+        column.values.popleft()
+        column.numbers.popleft()
+        if not column.values:
+            del columns[cid]
+
+
+def measure(
+    window: Iterable[Observed], config: HealthConfig, inputs: Inputs | None = None
+) -> Health:
+    """Rubric health over ``window`` (its ok samples and the groups they carry);
+    ``inputs``: those of ``window`` when kept (:class:`~.window.Window`)."""
+    kept = Inputs.of(window) if inputs is None else inputs
+    columns = kept.criteria()
     if len(columns) > MAX_CRITERIA:
-        kept = set(sorted(columns, key=lambda c: len(columns[c]), reverse=True)[:MAX_CRITERIA])
+        # The most scored (ties: the first to appear, the sort being stable), in their order.
+        most = sorted(columns, key=lambda column: len(column[1]), reverse=True)
+        chosen = {cid for cid, _ in most[:MAX_CRITERIA]}
+        columns = [column for column in columns if column[0] in chosen]
     criteria = []
-    for cid, scores in columns.items():
-        if kept is not None and cid not in kept:
-            continue
+    for cid, scores in columns:
         rate = sum(scores) / len(scores)
         saturated: Saturation | None = None
         if len(scores) >= config.min_samples:
@@ -177,12 +248,13 @@ def measure(window: Iterable[Observed], config: HealthConfig) -> Health:
                 saturated = "high"
             elif rate <= config.saturated_low:
                 saturated = "low"
-        spreads = within.get(cid, [])
+        within = kept.variances.get(cid)
+        spreads = within.values if within is not None else ()
         criteria.append(
             CriterionHealth(cid, len(scores), rate, saturated, stats.mean(spreads), len(spreads))
         )
-    flat = sum(g.spread <= config.epsilon for g in groups)
-    return Health(len(ok), len(groups), flat, tuple(criteria))
+    flat = sum(spread <= config.epsilon for spread in kept.spreads)
+    return Health(kept.samples, len(kept.spreads), flat, tuple(criteria))
 
 
 def breach(health: Health, config: HealthConfig) -> tuple[float, tuple[str, ...]] | None:

@@ -270,7 +270,7 @@ class RunState:
             signals.update(self._drift())
         signals.update(self._ceilings())
         signals.update(self.escalation.signals())
-        health = rubric_health.measure(self.window, self.config.health)
+        health = rubric_health.measure(self.window, self.config.health, self.window.health_inputs)
         signals["zero_spread_share"] = health.zero_spread_share
         self.signals, self.health = signals, health
         self.history.add(self.samples, now, signals)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from itertools import groupby, repeat
+from itertools import repeat
 from operator import mul, sub, truediv
 
 
@@ -37,16 +37,18 @@ def quantile(sorted_xs: Sequence[float], q: float) -> float | None:
 
 def ranks(xs: Sequence[float]) -> list[float]:
     """1-based ranks, ties sharing their average rank."""
-    order = sorted(range(len(xs)), key=xs.__getitem__)
-    out = [0.0] * len(xs)
-    i = 0
-    for _, run in groupby(order, key=xs.__getitem__):
-        tied = list(run)
-        j = i + len(tied) - 1
-        rank = (i + j) / 2 + 1
-        for k in tied:
-            out[k] = rank
-        i = j + 1
+    n = len(xs)
+    order = sorted(range(n), key=xs.__getitem__)
+    ordered = list(map(xs.__getitem__, order))
+    out = [0.0] * n
+    start = 0
+    # Each run of equal values, ordered[start:end], shares the mean of ranks start+1..end.
+    for end in range(1, n + 1):
+        if end == n or ordered[end] != ordered[start]:
+            rank = (start + end + 1) / 2
+            for k in order[start:end]:
+                out[k] = rank
+            start = end
     return out
 
 
@@ -69,9 +71,22 @@ def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
 
 def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     """Spearman rank correlation (Pearson on tie-averaged ranks)."""
-    if len(xs) < 3:
+    n = len(xs)
+    if n < 3 or n != len(ys):
         return None
-    return pearson(ranks(xs), ranks(ys))
+    # :func:`pearson` of the ranks, bit for bit: ranks are halves of integers summing to
+    # n (n + 1) / 2, so their mean is (n + 1) / 2 and every deviation, square, product and
+    # sum below is exact; a square taken as ``d * d`` is then ``d**2`` (which libm's pow
+    # rounds apart from a product for some other floats), at less than half its cost.
+    middle = (n + 1) / 2
+    dx = list(map(sub, ranks(xs), repeat(middle)))
+    dy = list(map(sub, ranks(ys), repeat(middle)))
+    sxx: float = sum(map(mul, dx, dx))
+    syy: float = sum(map(mul, dy, dy))
+    if sxx <= 0 or syy <= 0:
+        return None
+    sxy: float = sum(map(mul, dx, dy))
+    return sxy / math.sqrt(sxx * syy)
 
 
 def ks_statistic(a: Sequence[float], b: Sequence[float]) -> float | None:

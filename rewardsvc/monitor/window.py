@@ -3,7 +3,8 @@
 A run is evaluated every ``eval_every`` samples over its whole window; counting every
 sample's status, flags and criterion outcomes again at each evaluation cost more than the
 rest of the signals together. The counts are integers, so keeping them as samples enter
-and leave the window gives the very same shares as counting afresh.
+and leave the window gives the very same shares as counting afresh. The window keeps
+rubric health's inputs the same way (:class:`~.health.Inputs`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from operator import attrgetter
 from typing import Generic, Protocol, TypeVar
 
 from rewardsvc.monitor import stats
+from rewardsvc.monitor.health import Inputs, Observed
 
 _STATUS, _FLAGS, _PASSES = attrgetter("status"), attrgetter("flags"), attrgetter("passes")
 
@@ -41,7 +43,11 @@ class Counted(Protocol):
     def passes(self) -> tuple[tuple[str, bool], ...]: ...
 
 
-S = TypeVar("S", bound=Counted)
+class Windowed(Counted, Observed, Protocol):
+    """A sample as a window keeps it: counted for its signals, observed for rubric health."""
+
+
+S = TypeVar("S", bound=Windowed)
 K = TypeVar("K", bound=Hashable)
 
 
@@ -111,23 +117,27 @@ class Tally(FlagTally):
 
 
 class Window(Generic[S]):
-    """The latest ``size`` samples with their :class:`Tally`, and the flags of the latest
-    ``tail`` of them (:attr:`tail_flags`; the attack flags' ceilings)."""
+    """The latest ``size`` samples with their :class:`Tally` and rubric health's
+    :attr:`health_inputs`, and the flags of the latest ``tail`` of them (:attr:`tail_flags`;
+    the attack flags' ceilings)."""
 
     def __init__(self, size: int, tail: int) -> None:
         self.size, self.tail = size, min(tail, size)
         self._samples: deque[S] = deque(maxlen=size)
         self.tally = Tally()
         self.tail_flags = FlagTally()
+        self.health_inputs = Inputs()
 
     def append(self, sample: S) -> None:
         """Add the newest sample; the oldest leaves the window (and the tail) when full."""
         held = len(self._samples)
         if held >= self.size:
             self.tally.remove(self._samples[0])
+            self.health_inputs.remove(self._samples[0])
         if held >= self.tail:
             self.tail_flags.remove(self._samples[-self.tail])
         self.tally.add(sample)
+        self.health_inputs.add(sample)
         self.tail_flags.add(sample)
         self._samples.append(sample)
 
@@ -139,7 +149,7 @@ class Window(Generic[S]):
     def clear(self) -> None:
         """Empty the window."""
         self._samples.clear()
-        self.tally, self.tail_flags = Tally(), FlagTally()
+        self.tally, self.tail_flags, self.health_inputs = Tally(), FlagTally(), Inputs()
 
     def __iter__(self) -> Iterator[S]:
         return iter(self._samples)

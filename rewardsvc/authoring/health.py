@@ -93,7 +93,7 @@ def from_log(
     out = []
     for state in monitor.runs(run=run):
         # The window as it is now (the last evaluation may be a few samples behind).
-        health = measure(state.window, state.config.health).report()
+        health = measure(state.window, state.config.health, state.window.health_inputs).report()
         alert = state.tracker.alerts.get(NON_DISCRIMINATIVE)
         found = None
         if alert is not None:

@@ -6,6 +6,8 @@ unit comparison of padding, over at most ``PADDING_MAX_UNITS`` sentences.
 
 from __future__ import annotations
 
+import itertools
+import operator
 import re
 import unicodedata
 
@@ -33,8 +35,6 @@ _STOP_WORDS = (
 _STOP = frozenset(_STOP_WORDS.split())
 # Stdlib ``re`` where many matches are collected (faster findall); none of these patterns
 # can backtrack: no nested or overlapping repetition.
-# Words of three letters or more: shorter ones are not judged.
-_WORD = re.compile(r"[a-z]{3,}")
 # Sentences, list items and paragraphs (a hard-wrapped line is not a unit of its own):
 # ``[.!?]+\s+``, ``\n[ \t]*(?:[-*•+]|\d{1,3}[.)])[ \t]+`` or ``\n[ \t]*\n``. Written
 # to open with one character class, which lets ``re`` skip to the next ``[.!?\n]``
@@ -61,9 +61,26 @@ _MARKERS = re.compile(
 )
 
 
-def _stems(lowered: str) -> list[str]:
-    # A 5-letter prefix is a crude stem that maps "scatter", "scattered", "scattering" together.
-    return [w[:5] for w in _WORD.findall(lowered) if w not in _STOP]
+# Every byte but ``a``-``z`` made a space: ``split`` then gives the runs of ``[a-z]`` in a
+# text's UTF-8 (no byte of a non-ASCII character is one of them), in C: half the work of
+# collecting the matches of a pattern ``[a-z]{3,}`` and filtering them in Python.
+_LETTERS_ONLY = bytes(c if ord("a") <= c <= ord("z") else ord(" ") for c in range(256))
+_LETTERS = [bytes([c]) for c in range(ord("a"), ord("z") + 1)]
+# Words not judged: stop words and words of one or two letters (too short to say much),
+# left out by one lookup.
+_SKIP = frozenset(
+    [w.encode() for w in _STOP] + _LETTERS + [a + b for a in _LETTERS for b in _LETTERS]
+)
+# A 5-letter prefix is a crude stem that maps "scatter", "scattered", "scattering" together.
+_STEM = operator.itemgetter(slice(5))
+
+
+def _stems(lowered: str) -> list[bytes]:
+    """The stems of the content words of ``lowered`` (a lowercased text), as ASCII bytes:
+    the first five letters of each word ``[a-z]{3,}`` that is not a stop word."""
+    words = lowered.encode("utf-8").translate(_LETTERS_ONLY).split()
+    # map and filterfalse run per word in C, where a comprehension runs bytecode per word.
+    return list(map(_STEM, itertools.filterfalse(_SKIP.__contains__, words)))
 
 
 # A word of every marker: each match of ``_MARKERS`` holds one of them in the lowercased
@@ -85,32 +102,35 @@ _MARKER_WORDS = (
 )
 
 
-def _may_have_markers(text: str) -> bool:
-    """False when ``text`` cannot hold ``PADDING_MIN_MARKERS`` matches of ``_MARKERS``
-    (fewer marker words than that)."""
-    folded = text.lower()
-    if not text.isascii():
+def _may_have_markers(lowered: str) -> bool:
+    """False when the text whose lowercase is ``lowered`` cannot hold
+    ``PADDING_MIN_MARKERS`` matches of ``_MARKERS`` (fewer marker words than that)."""
+    folded = lowered
+    if not lowered.isascii():
         # İ lowercases to i and a combining dot, K to k; folding more never drops a word.
         folded = folded.replace("i\u0307", "i").replace("ı", "i").replace("ſ", "s")
     return sum(map(folded.count, _MARKER_WORDS)) >= PADDING_MIN_MARKERS
 
 
-def _diversity(stems: list[str]) -> float:
+def _diversity(stems: list[bytes]) -> float:
     """Mean share of distinct stems in windows of ``PADDING_WINDOW`` stems (half overlapping)."""
     w = PADDING_WINDOW
     shares = [len(set(stems[i : i + w])) / w for i in range(0, len(stems) - w + 1, w // 2)]
     return sum(shares) / len(shares)
 
 
-def _repeats(units: list[frozenset[str]]) -> tuple[int, int]:
+def _repeats(units: list[frozenset[bytes]]) -> tuple[int, int]:
     """Units that nearly repeat one earlier unit, and units judged (3 content words or more)."""
-    seen: list[frozenset[str]] = []
+    seen: list[frozenset[bytes]] = []
     repeats = 0
     for words in units[:PADDING_MAX_UNITS]:
         if len(words) < 3:
             continue
-        if any(len(words & prior) >= 0.8 * len(words) for prior in seen):
-            repeats += 1
+        need = 0.8 * len(words)
+        for prior in seen:
+            if len(words & prior) >= need:
+                repeats += 1
+                break
         seen.append(words)
     return repeats, len(seen)
 
@@ -126,17 +146,22 @@ def padding(text: str) -> bool:
     """
     # As detectors see it (valid UTF-8, for RE2): ``flags_of`` gives its window already.
     text = prose(window(text)[:PADDING_SCAN_CHARS])
-    if _may_have_markers(text) and len(_MARKERS.findall(text)) >= PADDING_MIN_MARKERS:
+    # Lowercased once, for the markers and the units alike (again only if code lines go).
+    lowered = text.lower()
+    if _may_have_markers(lowered) and len(_MARKERS.findall(text)) >= PADDING_MIN_MARKERS:
         return True
     if _ANY_CODE_LINE.search(text.encode("utf-8")):
         text = "\n".join(line for line in text.split("\n") if not _CODE_LINE.search(line))
+        lowered = text.lower()
     # Lowercased once, not per unit: lowercasing maps letters to letters (and combining
     # marks), never to or from a character of a unit break, so the units are the same.
-    per_unit = [_stems(unit) for unit in _UNIT_BREAK.split(text.lower())]
-    repeats, judged = _repeats([frozenset(u) for u in per_unit])
-    if repeats >= PADDING_MIN_REPEATS and repeats >= PADDING_MIN_REPEAT_SHARE * judged:
-        return True
-    stems = [s for unit in per_unit for s in unit]
+    per_unit = [_stems(unit) for unit in _UNIT_BREAK.split(lowered)]
+    # Each repeat follows the unit it repeats: fewer units cannot hold enough repeats.
+    if len(per_unit) > PADDING_MIN_REPEATS:
+        repeats, judged = _repeats([frozenset(u) for u in per_unit])
+        if repeats >= PADDING_MIN_REPEATS and repeats >= PADDING_MIN_REPEAT_SHARE * judged:
+            return True
+    stems = list(itertools.chain.from_iterable(per_unit))
     return len(stems) >= PADDING_MIN_WORDS and _diversity(stems) < PADDING_MAX_DIVERSITY
 
 
@@ -210,8 +235,9 @@ def master_key(text: str) -> bool:
     stripped = text.strip()
     if not stripped:
         return False
-    # Punctuation, symbols, spaces and invisible format characters say nothing.
-    if all(
+    # Punctuation, symbols, spaces and invisible format characters say nothing. Most answers
+    # open with a letter or digit, which says something: no need to look at the rest.
+    if not stripped[0].isalnum() and all(
         unicodedata.category(ch)[0] in "PSZ" or ch.isspace() or unicodedata.category(ch) == "Cf"
         for ch in stripped
     ):
@@ -241,13 +267,17 @@ _STEP_OPENER = rx(
     r"i\s+will|i'll|we\s+will)\s+(?:\w+\s+){0,3}?(?:solve|think|reason|work|go|break)\b"
     r"[^.!?:\n]{0,40}?\bstep[- ]by[- ]step\b[^.!?:\n]{0,20}[.!?:]"
 )
+# The first letters of its first words (okay, sure, alright, well, right, let, i, we) in every
+# case that ``(?i)`` matches: ``ſ`` is a long s.
+_STEP_OPENER_FIRST = "AILORSWailorswſ"
 _BARE_CLAIM_MAX_WORDS = 10
 _EMPTY_STEPS_MAX_CHARS = 240  # the opener and ten words fit well within
 
 
 def _empty_steps(text: str) -> bool:
     """A step-by-step opener followed by one short sentence with at most one equation."""
-    if len(text) > _EMPTY_STEPS_MAX_CHARS:
+    # The opener's first letter, in any case RE2 matches it in: a cheap test before RE2's.
+    if len(text) > _EMPTY_STEPS_MAX_CHARS or text[0] not in _STEP_OPENER_FIRST:
         return False
     found = _STEP_OPENER.search(text)
     if found is None:

@@ -25,10 +25,10 @@ from rewardsvc.core.item_rubric import derive
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges import routing
+from rewardsvc.judges import batching, routing
 from rewardsvc.judges.asks import CriterionOnItem
 from rewardsvc.judges.methods import method_for
-from rewardsvc.judges.questions import GIVEN, criterion_question
+from rewardsvc.judges.questions import GIVEN, _criterion_question, criterion_question
 from rewardsvc.judges.shapes import shape_for
 from rewardsvc.monitor.runs import Sample, compute_signals
 from rewardsvc.monitor.stats import ks_statistic
@@ -188,6 +188,16 @@ def test_a_question_is_made_once_per_criterion_and_judge_from_all_it_reads(
     assert "Principle:" in made[(constitution.version(), "clear")]
     assert "Principle:" not in made[(authored.version(), "clear")]
     assert made[(given.version(), "correct")] == made[(authored.version(), "correct")]
+
+
+def test_a_batch_asks_the_questions_made_for_the_batches_before() -> None:
+    """A batch's criteria reuse their questions: a batch made again makes none anew."""
+    authored, shape = rubric(), shape_for("chat")
+    batching.batch_prompt(authored, authored.criteria, Rollout("Q?", "A."), shape)
+    made = _criterion_question.cache_info()
+    batching.batch_prompt(authored, authored.criteria, Rollout("Q2?", "B."), shape)
+    again = _criterion_question.cache_info()
+    assert (again.misses, again.hits) == (made.misses, made.hits + len(authored.criteria))
 
 
 def test_criterion_pass_rates_count_each_criterion_over_the_window() -> None:

@@ -46,8 +46,8 @@ class Verdict:
 
         The fields are copied as they are: every judge call times its verdict, and
         ``replace`` (its walk over the fields, then the frozen ``__init__``'s
-        ``object.__setattr__`` per field) cost five times as much, about as much as the
-        rest of reading the reply. A verdict has no ``__post_init__`` to run again.
+        ``object.__setattr__`` per field) cost six times as much (47 K instructions
+        against 8 K). A verdict has no ``__post_init__`` to run again.
         """
         timed = object.__new__(type(self))
         timed.__dict__.update(self.__dict__, latency_ms=latency_ms)

@@ -195,8 +195,8 @@ def criterion_question(
 
 
 # Made once per criterion and judge, not once per call: the question is the same text for
-# every item (the item is rendered apart), and making it cost about half as much as the
-# rest of a call's prompt. Keyed by all it reads: the criterion (hashed by its content),
+# every item (the item is rendered apart), and making it was a fifth of a call's prompt
+# (27 K instructions). Keyed by all it reads: the criterion (hashed by its content),
 # two facts of its rubric, and how the judge asks. Bounded: criteria times judges, and an
 # item's own criteria come and go.
 @functools.lru_cache(maxsize=256)

@@ -20,16 +20,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewardsvc.core.criteria_formats import read_criteria
-from rewardsvc.core.item_rubric import derive
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Rubric
 from rewardsvc.core.verdict import Verdict
-from rewardsvc.judges import batching, routing
+from rewardsvc.judges import routing
 from rewardsvc.judges.asks import CriterionOnItem
-from rewardsvc.judges.methods import method_for
-from rewardsvc.judges.questions import GIVEN, _criterion_question, criterion_question
-from rewardsvc.judges.shapes import shape_for
 from rewardsvc.monitor.runs import Sample, compute_signals
 from rewardsvc.monitor.stats import ks_statistic
 from rewardsvc.scoring.engine import Engine
@@ -160,44 +155,6 @@ def test_a_timed_verdict_is_the_replaced_one_and_the_original_is_untouched(
     assert original.latency_ms == 1.0 and timed is not original
     with pytest.raises(dataclasses.FrozenInstanceError):
         timed.latency_ms = 0.0  # type: ignore[misc]
-
-
-@pytest.mark.parametrize("method", ["logprob", "structured", "sampled", "batched"])
-@pytest.mark.parametrize("api", ["chat", "completion"])
-def test_a_question_is_made_once_per_criterion_and_judge_from_all_it_reads(
-    method: str, api: str
-) -> None:
-    """Asked again, a criterion's question is the one made before; a criterion of the same
-    content is asked as its own rubric says (fenced when it came with the item, as a
-    principle in a constitution), whichever was asked first."""
-    style, shape = method_for(method), shape_for(api)
-    authored = rubric()
-    clear = {"id": "clear", "text": "The answer is clear.", "category": "important"}
-    template = rubric(criteria=authored.model_dump()["criteria"][:1])
-    given = derive(template, read_criteria("rewardsvc", [clear]), "extend")
-    assert given.criteria == authored.criteria  # the same content: only the rubrics differ
-    constitution = rubric(kind="constitution")
-    made = {}
-    for r in (given, authored, constitution, given):
-        for c in r.criteria:
-            question = criterion_question(r, c, style, shape)
-            assert criterion_question(r, c, style, shape) is question
-            made[(r.version(), c.id)] = question.text
-    assert GIVEN in made[(given.version(), "clear")]
-    assert GIVEN not in made[(authored.version(), "clear")]
-    assert "Principle:" in made[(constitution.version(), "clear")]
-    assert "Principle:" not in made[(authored.version(), "clear")]
-    assert made[(given.version(), "correct")] == made[(authored.version(), "correct")]
-
-
-def test_a_batch_asks_the_questions_made_for_the_batches_before() -> None:
-    """A batch's criteria reuse their questions: a batch made again makes none anew."""
-    authored, shape = rubric(), shape_for("chat")
-    batching.batch_prompt(authored, authored.criteria, Rollout("Q?", "A."), shape)
-    made = _criterion_question.cache_info()
-    batching.batch_prompt(authored, authored.criteria, Rollout("Q2?", "B."), shape)
-    again = _criterion_question.cache_info()
-    assert (again.misses, again.hits) == (made.misses, made.hits + len(authored.criteria))
 
 
 def test_criterion_pass_rates_count_each_criterion_over_the_window() -> None:

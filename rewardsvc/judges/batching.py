@@ -76,15 +76,10 @@ class Batch:
         return max(top_logprobs(q, most) for q in self.questions)
 
 
-# One style for every batch: a criterion's question is made once per style (a new style
-# object per call would make it again each time, and crowd the others out of its cache).
-_ONE_ANSWER = TokenAnswer()
-
-
 def _ask(rubric: Rubric, criterion: Criterion, shape: ApiShape, defuser: Defuser) -> Question:
     """Criterion ``criterion``'s question without its one-answer instruction (its last line:
     the batch has one instruction for all)."""
-    single = criterion_question(rubric, criterion, _ONE_ANSWER, shape, defuser=defuser)
+    single = criterion_question(rubric, criterion, TokenAnswer(), shape, defuser=defuser)
     return replace(single, text=single.text.rsplit("\n", 1)[0])
 
 

@@ -122,10 +122,6 @@ class AnswerStyle(Protocol):
         judge's ``shape`` cues it; ``reasoning`` bounds a method that reasons first."""
         ...
 
-    def __hash__(self) -> int:
-        """Hashable: a style is part of the key of the questions made once per judge."""
-        ...
-
 
 class TokenAnswer:
     """The answer alone, as one word or digit (constrained, or read from samples)."""
@@ -148,29 +144,20 @@ def statement(rubric: Rubric, criterion: Criterion, defuser: Defuser = DEFAULT_D
     """How a question names its criterion: ``Criterion: <text>`` (``Principle`` in a
     constitution, ``Problem`` for a pitfall); a criterion that came with the item
     (untrusted) is said to be data and shown sanitized with ``defuser`` and fenced."""
-    return _statement(criterion, rubric.is_constitution, rubric.from_item(criterion), defuser)
-
-
-def _statement(criterion: Criterion, constitution: bool, given: bool, defuser: Defuser) -> str:
-    """:func:`statement` from the two facts of its rubric that it reads."""
-    if constitution:
+    if rubric.is_constitution:
         word = "Principle"
     elif criterion.category == "pitfall":
         word = "Problem"
     else:
         word = "Criterion"
-    return _shown(criterion, word, ": ", given, defuser)
+    return shown(rubric, criterion, word, ": ", defuser)
 
 
 def shown(rubric: Rubric, criterion: Criterion, head: str, sep: str, defuser: Defuser) -> str:
     """``head``, then the criterion's text after ``sep``; or, for a criterion that came with
     the item, ``head``, a note that it is data, and its text sanitized with ``defuser`` in
     its fenced block."""
-    return _shown(criterion, head, sep, rubric.from_item(criterion), defuser)
-
-
-def _shown(criterion: Criterion, head: str, sep: str, given: bool, defuser: Defuser) -> str:
-    if not given:
+    if not rubric.from_item(criterion):
         return f"{head}{sep}{criterion.text}"
     return f"{head} {GIVEN}:\n{untrusted(criterion.text, GIVEN_LABEL, defuser)}"
 
@@ -190,29 +177,10 @@ def criterion_question(
     as presence of the problem (yes = the problem is there; the aggregation
     applies the negative weight); anything else as satisfaction.
     """
-    constitution, given = rubric.is_constitution, rubric.from_item(criterion)
-    return _criterion_question(criterion, constitution, given, style, shape, reasoning, defuser)
-
-
-# Made once per criterion and judge, not once per call: the question is the same text for
-# every item (the item is rendered apart), and making it was a fifth of a call's prompt
-# (27 K instructions). Keyed by all it reads: the criterion (hashed by its content),
-# two facts of its rubric, and how the judge asks. Bounded: criteria times judges, and an
-# item's own criteria come and go.
-@functools.lru_cache(maxsize=256)
-def _criterion_question(
-    criterion: Criterion,
-    constitution: bool,
-    given: bool,
-    style: AnswerStyle,
-    shape: ApiShape,
-    reasoning: int,
-    defuser: Defuser,
-) -> Question:
     choices, values = scale(criterion)
     likert = None if criterion.scale == "binary" else criterion.likert_range
-    head = _statement(criterion, constitution, given, defuser)
-    if constitution:
+    head = statement(rubric, criterion, defuser)
+    if rubric.is_constitution:
         ask = (
             "Does the response comply with this principle?"
             if likert is None

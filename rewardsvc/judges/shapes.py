@@ -61,10 +61,6 @@ class ApiShape(Route, Protocol):
     # an answer cue ("Answer (...):") rather than an instruction to answer.
     continues_text: bool
 
-    def __hash__(self) -> int:
-        """Hashable: a shape is part of the key of the questions made once per judge."""
-        ...
-
     def prompt(
         self, question: Question, rules: str, body: str, affinity: Affinity | None = None
     ) -> Prompt:

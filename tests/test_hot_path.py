@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 from rewardsvc.core.rollout import ItemIn, Rollout, ScoreOptions
 from rewardsvc.core.rubric import Rubric
@@ -98,16 +100,89 @@ def test_rendezvous_orders_are_by_weight_and_each_caller_gets_its_own_list() -> 
 
 
 def test_metric_children_are_the_metrics_own() -> None:
-    children = metrics.Children(metrics.JUDGE_TOKENS)
-    child = children("hot-path-judge", "prompt")
-    assert child is children("hot-path-judge", "prompt")
-    assert child is metrics.JUDGE_TOKENS.labels(judge="hot-path-judge", kind="prompt")
-    before = metrics.JUDGE_TOKENS.labels(judge="hot-path-judge", kind="prompt")._value.get()
+    children = metrics.Children(metrics.JUDGE_ERRORS)
+    child = children("hot-path-judge", "timeout")
+    assert child is children("hot-path-judge", "timeout")
+    assert child is metrics.JUDGE_ERRORS.labels(judge="hot-path-judge", kind="timeout")
+    before = child._value.get()
     metrics.PrometheusObserver().judge_call(
-        "hot-path-judge", Verdict(score=1.0, prompt_tokens=7, completion_tokens=1)
+        "hot-path-judge", Verdict.failed("slow", kind="timeout", latency_ms=5.0)
     )
-    after = metrics.JUDGE_TOKENS.labels(judge="hot-path-judge", kind="prompt")._value.get()
-    assert after - before == 7
+    assert child._value.get() - before == 1
+
+
+def prometheus_own(verdicts: list[tuple[str, Verdict]]) -> CollectorRegistry:
+    """What prometheus-client's own counters and histogram record of ``verdicts``."""
+    registry = CollectorRegistry()
+    calls = Counter(
+        "rewardsvc_judge_calls_total", "Judge calls sent, by judge", ["judge"], registry=registry
+    )
+    latency = Histogram(
+        "rewardsvc_judge_latency_seconds",
+        "Judge call latency, by judge",
+        ["judge"],
+        buckets=metrics.LATENCY_BUCKETS,
+        registry=registry,
+    )
+    tokens = Counter(
+        "rewardsvc_judge_tokens_total",
+        "Judge tokens, by judge and kind",
+        ["judge", "kind"],
+        registry=registry,
+    )
+    for judge, v in verdicts:
+        calls.labels(judge).inc()
+        latency.labels(judge).observe(v.latency_ms / 1000.0)
+        tokens.labels(judge, "prompt").inc(v.prompt_tokens)
+        tokens.labels(judge, "completion").inc(v.completion_tokens)
+        if v.cached_tokens:
+            tokens.labels(judge, "cached").inc(v.cached_tokens)
+    return registry
+
+
+def samples(registry: CollectorRegistry) -> set[tuple[str, tuple[tuple[str, str], ...], float]]:
+    """Every sample of ``registry`` as scraped (a ``_created`` sample's time left out)."""
+    text = generate_latest(registry).decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items())), 0.0 if s.name.endswith("_created") else s.value)
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+verdict_calls = st.lists(
+    st.tuples(
+        st.sampled_from(["a", "b"]),
+        st.builds(
+            Verdict,
+            score=st.just(1.0),
+            latency_ms=st.one_of(
+                st.sampled_from([b * 1000 for b in metrics.LATENCY_BUCKETS]),
+                st.floats(0, 100_000, allow_nan=False),
+            ),
+            prompt_tokens=st.integers(0, 10_000),
+            completion_tokens=st.integers(0, 10_000),
+            cached_tokens=st.sampled_from([0, 0, 5]),
+        ),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(verdict_calls)
+def test_judge_series_scrape_as_prometheus_own_metrics(calls: list[tuple[str, Verdict]]) -> None:
+    """The judge call metrics kept as plain numbers scrape as prometheus-client's own
+    counters and histogram would: the same series, buckets (a latency on a bound counts in
+    that bound's bucket), sums and ``_created`` samples, and a ``cached`` series only once
+    a call counted cached tokens."""
+    kept = metrics.JudgeCallMetrics()
+    registry = CollectorRegistry()
+    registry.register(kept)
+    observer = metrics.PrometheusObserver(kept)
+    for judge, verdict in calls:
+        observer.judge_call(judge, verdict)
+    assert samples(registry) == samples(prometheus_own(calls))
 
 
 # ------------------------------------------------------------------ monitor statistics
@@ -155,6 +230,31 @@ def test_a_timed_verdict_is_the_replaced_one_and_the_original_is_untouched(
     assert original.latency_ms == 1.0 and timed is not original
     with pytest.raises(dataclasses.FrozenInstanceError):
         timed.latency_ms = 0.0  # type: ignore[misc]
+
+
+@given(
+    score=st.floats(0, 1),
+    variance=st.floats(0, 1),
+    probs=st.none() | st.dictionaries(st.sampled_from("12345"), st.floats(0, 1), max_size=5),
+    raw=st.text(max_size=5),
+    tokens=st.tuples(st.integers(0, 10**6), st.integers(0, 10**3)),
+)
+def test_an_answered_verdict_is_the_constructed_one(
+    score: float,
+    variance: float,
+    probs: dict[str, float] | None,
+    raw: str,
+    tokens: tuple[int, int],
+) -> None:
+    """Every field, the defaults included, as the dataclass's own ``__init__`` sets them,
+    and still frozen."""
+    answered = Verdict.answered(score, variance, probs, raw, *tokens)
+    made = Verdict(
+        score, variance, probs, raw, prompt_tokens=tokens[0], completion_tokens=tokens[1]
+    )
+    assert answered == made and vars(answered) == vars(made)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        answered.score = 0.0  # type: ignore[misc]
 
 
 def test_criterion_pass_rates_count_each_criterion_over_the_window() -> None:

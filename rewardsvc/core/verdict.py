@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 
 from rewardsvc.core.errors import JudgeErrorKind
 
@@ -54,6 +54,35 @@ class Verdict:
         return timed
 
     @classmethod
+    def answered(
+        cls,
+        score: float,
+        variance: float,
+        probs: dict[str, float] | None,
+        raw: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+    ) -> Verdict:
+        """The verdict of a judge's answer: what ``Verdict(score=score, ...)`` gives, every
+        other field at its default.
+
+        Made as :meth:`timed` makes its copy: every judge call makes one, and the frozen
+        ``__init__`` (an ``object.__setattr__`` per field) cost three times as much (25 K
+        instructions against 8 K).
+        """
+        verdict = object.__new__(cls)
+        verdict.__dict__.update(
+            _DEFAULTS,
+            score=score,
+            variance=variance,
+            probs=probs,
+            raw=raw,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+        )
+        return verdict
+
+    @classmethod
     def failed(
         cls,
         error: str,
@@ -63,3 +92,7 @@ class Verdict:
     ) -> Verdict:
         """A verdict for a call that produced no usable score."""
         return cls(score=None, error=error, raw=raw, latency_ms=latency_ms, error_kind=kind)
+
+
+_DEFAULTS = {f.name: f.default for f in fields(Verdict) if f.default is not MISSING}
+"""Every field's default (all but ``score`` have one, and none is made by a factory)."""

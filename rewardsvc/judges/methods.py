@@ -130,14 +130,7 @@ def distributed(
     """The verdict of a ``(probs, mean, variance)`` reading of a reply, its cost and the
     reasoning before its answer, if any."""
     probs, mean, variance = reading
-    verdict = Verdict(
-        score=mean,
-        variance=variance,
-        probs=probs,
-        raw=raw,
-        prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens,
-    )
+    verdict = Verdict.answered(mean, variance, probs, raw, prompt_tokens, completion_tokens)
     return thought_of(verdict, thought)
 
 

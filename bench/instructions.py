@@ -1,21 +1,30 @@
-"""Instructions per request: the service's CPU work measured by callgrind, not by a clock.
+"""The service's own work per request, in instructions (callgrind) and in CPU seconds.
 
 Wall-clock overhead figures (``bench.overhead``) swing with the load of a small shared
-machine; an instruction count does not. This bench serves the app in-process (httpx's ASGI
-transport, its lifespan run) against the zero-latency stub judge (``tests/fakejudge.py``,
-its own process, so its work is not counted), with bench part 2's rubric (5 criteria, one
-logprob judge) and items, and sends ``N`` requests of ``--items`` items one at a time on
-two paths:
+machine; these do much less. Each side runs in-process, one request at a time, against the
+zero-latency stub judge (``tests/fakejudge.py``, its own process, so its work is not
+counted), with bench part 2's rubric (5 criteria, one logprob judge) and items:
 
-- **cache-hit**: the same items again (every verdict served from the cache);
-- **fresh**: distinct items each time (every criterion a judge call).
+- **cache-hit**: the service, the same items again (every verdict served from the cache);
+- **fresh**: the service, distinct items each time (every criterion a judge call);
+- **floor**: ``bench.overhead_floor``'s bare endpoint (the request parsed into the service's
+  wire model, a response of the same shape, no judge call), through the same ASGI client;
+- **raw-client**: the direct loop's judge calls for the same items (prompts rendered, one
+  aiohttp POST each, the reply read as JSON), without any HTTP service in front.
 
-Each path runs under ``valgrind --tool=callgrind`` twice, with N = ``--small`` and
-``--large``; start-up, imports and warm-up are the same in both, so the difference over
-``large - small`` requests is the work of one request, reported in millions of
-instructions (the load generator's ASGI client share included, the same on every revision).
+Each side runs twice, with N = small and N = large requests; start-up, imports and warm-up
+are the same in both, so the difference over ``large - small`` requests is the work of one
+request. Instructions come from ``valgrind --tool=callgrind`` (N = ``--small``,
+``--large``); CPU seconds from the run's own user + system time without valgrind (N =
+``--cpu-small``, ``--cpu-large``; the median of ``--cpu-repeats`` differences).
 
-    .venv/bin/python -m bench.instructions [--small 50] [--large 250] [--out bench/results]
+The service's **own work** is fresh - floor - raw-client: what it does beyond serving HTTP
+and making the judge calls. Its ratio to the raw client's work is the lean-executor target
+of issue 37 (fair form: own work <= 1.0x the raw client's). Both units are reported because
+they disagree: the service's code runs fewer instructions per second than the raw client's
+(a larger working set), so the instruction ratio understates its CPU.
+
+    .venv/bin/python -m bench.instructions [--items 1] [--out bench/results]
 """
 
 from __future__ import annotations
@@ -24,7 +33,9 @@ import argparse
 import asyncio
 import json
 import re
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,49 +44,68 @@ from typing import Any
 
 import httpx
 
+from bench.direct import call_kwargs, wire_body
 from bench.harness import (
     REPO_ROOT,
     distinct_items,
     judge_entry,
+    pool_model,
     rubric_variant,
     start_fakejudge,
     write_rubric,
 )
 from bench.items import bench_items
 from bench.outputs import add_out_argument, write_results
+from bench.overhead import RawClient
+from bench.overhead_floor import floor_app
 
-PATHS = ("cache-hit", "fresh")
+SIDES = ("cache-hit", "fresh", "floor", "raw-client")
 WARMUP_REQUESTS = 5
 # callgrind's summary line of its output file: the instructions of the whole run.
 _SUMMARY = re.compile(r"^(?:summary|totals): (\d+)", re.M)
 
 
-def _items(path: str, count: int, size: int) -> list[list[dict[str, Any]]]:
+def _items(side: str, count: int, size: int) -> list[list[dict[str, Any]]]:
     """The bodies' items of ``count`` requests: one batch repeated for ``cache-hit``,
-    distinct batches for ``fresh``."""
-    if path == "cache-hit":
+    distinct batches for every other side."""
+    if side == "cache-hit":
         batch = distinct_items(bench_items(), size, "hit")
         return [batch] * count
     fresh = distinct_items(bench_items(), count * size, "fresh")
     return [fresh[i * size : (i + 1) * size] for i in range(count)]
 
 
-async def _send(workdir: Path, judge_url: str, path: str, count: int, size: int) -> None:
-    """Serve the app in-process and send warm-up then ``count`` requests, one at a time."""
-    from rewardsvc.server.app import create_app
-    from rewardsvc.settings import Settings
-
+async def _send(workdir: Path, judge_url: str, side: str, count: int, size: int) -> None:
+    """Run ``side`` in-process: warm-up, then ``count`` requests one at a time."""
     rubric = rubric_variant("instructions")
-    rubrics = workdir / "rubrics"
-    rubrics.mkdir(parents=True, exist_ok=True)
-    write_rubric(rubrics, rubric)
-    pool = workdir / "judges.yaml"
-    pool.write_text(json.dumps({"judges": {"primary": judge_entry(judge_url, "fake")}}))
-    app = create_app(Settings(rubrics_dir=rubrics, judge_pool=pool, reload=False))
+    pool = {"judges": {"primary": judge_entry(judge_url, "fake")}}
     # A warm-up first, in both runs alike: lazy set-up (connections, first calls) is done
     # before the requests that differ, and the cache-hit path's first measured request is
     # a hit too (its one batch was scored in the warm-up).
-    bodies = _items(path, WARMUP_REQUESTS + count, size)
+    bodies = _items(side, WARMUP_REQUESTS + count, size)
+    if side == "raw-client":
+        config = pool_model(pool).judges["primary"]
+        raw = RawClient(judge_url, 64)
+        try:
+            for items in bodies:
+                calls = [wire_body(kw) for it in items for kw in call_kwargs(rubric, it, config)]
+                if not all(await asyncio.gather(*(raw.post(b) for b in calls))):
+                    raise RuntimeError("a raw judge call failed")
+        finally:
+            await raw.aclose()
+        return
+    if side == "floor":
+        app = floor_app("primary", [c.id for c in rubric.criteria])
+    else:
+        from rewardsvc.server.app import create_app
+        from rewardsvc.settings import Settings
+
+        rubrics = workdir / "rubrics"
+        rubrics.mkdir(parents=True, exist_ok=True)
+        write_rubric(rubrics, rubric)
+        pool_file = workdir / "judges.yaml"
+        pool_file.write_text(json.dumps(pool))
+        app = create_app(Settings(rubrics_dir=rubrics, judge_pool=pool_file, reload=False))
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://svc", timeout=60) as c:
@@ -87,18 +117,14 @@ async def _send(workdir: Path, judge_url: str, path: str, count: int, size: int)
                     raise RuntimeError(f"items were not scored: {reply.text[:400]}")
 
 
-def _count(judge_url: str, path: str, count: int, size: int, workdir: Path) -> int:
-    """Instructions of one whole run of ``count`` requests under callgrind."""
-    out = workdir / f"callgrind.{path}.{count}.out"
-    argv = [
-        "valgrind",
-        "--tool=callgrind",
-        f"--callgrind-out-file={out}",
+def _inner(judge_url: str, side: str, count: int, size: int, workdir: Path) -> list[str]:
+    """The argv of one measured run of ``side``."""
+    return [
         sys.executable,
         "-m",
         "bench.instructions",
         "--inner",
-        path,
+        side,
         "--judge-url",
         judge_url,
         "--count",
@@ -106,62 +132,160 @@ def _count(judge_url: str, path: str, count: int, size: int, workdir: Path) -> i
         "--items",
         str(size),
         "--workdir",
-        str(workdir / f"{path}-{count}"),
+        str(workdir / f"{side}-{count}"),
     ]
+
+
+def _run(argv: list[str]) -> None:
     done = subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise RuntimeError(f"callgrind run failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"measured run failed ({done.returncode}):\n{done.stderr[-3000:]}")
+
+
+def _cpu_s(judge_url: str, side: str, count: int, size: int, workdir: Path) -> float:
+    """CPU seconds (user + system) of one whole run of ``count`` requests."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _run(_inner(judge_url, side, count, size, workdir / "cpu"))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _count(judge_url: str, side: str, count: int, size: int, workdir: Path) -> int:
+    """Instructions of one whole run of ``count`` requests under callgrind."""
+    out = workdir / f"callgrind.{side}.{count}.out"
+    _run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}",
+            *_inner(judge_url, side, count, size, workdir),
+        ]
+    )
     found = _SUMMARY.search(out.read_text())
     if found is None:
         raise RuntimeError(f"no instruction total in {out.name}")
     return int(found.group(1))
 
 
+def _per_request(small: float, large: float, requests: int) -> float:
+    """The work of one request, from whole runs whose request counts differ by ``requests``."""
+    return (large - small) / requests
+
+
+def _own(fresh: float, floor: float, raw: float) -> dict[str, float]:
+    return {
+        "own": round(fresh - floor - raw, 3),
+        "own_to_raw": round((fresh - floor - raw) / raw, 3),
+    }
+
+
 def measure(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
-    """Per path: the totals at ``small`` and ``large`` requests and M instructions per request."""
+    """Per side: M instructions and CPU ms per request; then the service's own work.
+
+    The CPU runs go round the sides once per repeat, so that a change in the shared host's
+    speed (it moves from minute to minute) falls on every side of a repeat alike; the own
+    work ratio is the median of the repeats' ratios."""
     stub, judge_url = start_fakejudge(workdir / "logs")
-    paths: dict[str, Any] = {}
+    sides: dict[str, Any] = {side: {} for side in SIDES}
+    cpu: dict[str, list[float]] = {side: [] for side in SIDES}
     try:
-        for path in PATHS:
-            small = _count(judge_url, path, args.small, args.items, workdir)
-            large = _count(judge_url, path, args.large, args.items, workdir)
-            per_request = (large - small) / (args.large - args.small)
-            paths[path] = {
-                "instructions_small": small,
-                "instructions_large": large,
-                "m_instructions_per_request": round(per_request / 1e6, 2),
-            }
-            print(f"{path}: {per_request / 1e6:.2f} M instructions per request", file=sys.stderr)
+        for side in SIDES:
+            small = _count(judge_url, side, args.small, args.items, workdir)
+            large = _count(judge_url, side, args.large, args.items, workdir)
+            per_request = _per_request(small, large, args.large - args.small)
+            sides[side].update(
+                instructions_small=small,
+                instructions_large=large,
+                m_instructions_per_request=round(per_request / 1e6, 3),
+            )
+            print(f"{side}: {per_request / 1e6:.3f} M instructions per request", file=sys.stderr)
+        for _ in range(args.cpu_repeats):
+            for side in SIDES:
+                small_s = _cpu_s(judge_url, side, args.cpu_small, args.items, workdir)
+                large_s = _cpu_s(judge_url, side, args.cpu_large, args.items, workdir)
+                ms = _per_request(small_s, large_s, args.cpu_large - args.cpu_small) * 1e3
+                cpu[side].append(round(ms, 3))
+            print(f"CPU ms per request: { ({s: c[-1] for s, c in cpu.items()}) }", file=sys.stderr)
     finally:
         stub.stop()
-    return {"items_per_request": args.items, "small": args.small, "large": args.large, **paths}
+    for side in SIDES:
+        sides[side].update(
+            cpu_ms_per_request_runs=cpu[side],
+            cpu_ms_per_request=round(statistics.median(cpu[side]), 3),
+        )
+    instr = [sides[k]["m_instructions_per_request"] for k in ("fresh", "floor", "raw-client")]
+    repeats = [
+        _own(*runs) for runs in zip(cpu["fresh"], cpu["floor"], cpu["raw-client"], strict=True)
+    ]
+    return {
+        "items_per_request": args.items,
+        "small": args.small,
+        "large": args.large,
+        "cpu_small": args.cpu_small,
+        "cpu_large": args.cpu_large,
+        "cpu_repeats": args.cpu_repeats,
+        **sides,
+        "own_work": {
+            "m_instructions_per_request": _own(*instr),
+            "cpu_ms_per_request": {
+                "own": statistics.median(r["own"] for r in repeats),
+                "own_to_raw": statistics.median(r["own_to_raw"] for r in repeats),
+                "own_to_raw_runs": [r["own_to_raw"] for r in repeats],
+            },
+        },
+    }
 
 
 def markdown(result: dict[str, Any], command: str) -> str:
-    """The report: M instructions per request on each path."""
+    """The report: each side per request in both units, and the service's own work."""
     lines = [
-        "# Instructions per request",
+        "# The service's own work per request",
         "",
-        f"`{command}`: the app in-process against the stub judge, bench part 2's rubric "
+        f"`{command}`: each side in-process against the stub judge, bench part 2's rubric "
         f"(5 criteria, one logprob judge), {result['items_per_request']} item(s) per request, "
-        f"one request at a time; per request = (instr({result['large']}) - "
-        f"instr({result['small']})) / {result['large'] - result['small']} under callgrind.",
+        f"one request at a time. Instructions: (instr({result['large']}) - "
+        f"instr({result['small']})) / {result['large'] - result['small']} under callgrind. "
+        f"CPU: user + system seconds, (cpu({result['cpu_large']}) - cpu({result['cpu_small']}))"
+        f" / {result['cpu_large'] - result['cpu_small']}, the median of "
+        f"{result['cpu_repeats']} repeats (each in brackets).",
         "",
-        "| path | M instructions per request |",
-        "|---|---:|",
+        "| side | M instructions per request | CPU ms per request |",
+        "|---|---:|---:|",
     ]
-    for path in PATHS:
-        lines.append(f"| {path} | {result[path]['m_instructions_per_request']} |")
+    for side in SIDES:
+        runs = ", ".join(f"{c:.3f}" for c in result[side]["cpu_ms_per_request_runs"])
+        lines.append(
+            f"| {side} | {result[side]['m_instructions_per_request']:.3f} | "
+            f"{result[side]['cpu_ms_per_request']:.3f} ({runs}) |"
+        )
+    instr, cpu = (
+        result["own_work"][u] for u in ("m_instructions_per_request", "cpu_ms_per_request")
+    )
+    lines += [
+        "",
+        "Own work (fresh - floor - raw-client), and its ratio to the raw client's work:",
+        "",
+        "| unit | own work per request | own / raw client |",
+        "|---|---:|---:|",
+        f"| M instructions | {instr['own']:.3f} | {instr['own_to_raw']:.2f}x |",
+        f"| CPU ms (median of the repeats) | {cpu['own']:.3f} | {cpu['own_to_raw']:.2f}x |",
+        "",
+        "CPU own / raw client in each repeat (the sides run in turn within a repeat): "
+        + ", ".join(f"{r:.2f}x" for r in cpu["own_to_raw_runs"]),
+    ]
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
-    """Measure both paths (or, with ``--inner``, be one measured run)."""
+    """Measure every side (or, with ``--inner``, be one measured run)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", type=int, default=50)
     parser.add_argument("--large", type=int, default=250)
+    parser.add_argument("--cpu-small", type=int, default=200)
+    parser.add_argument("--cpu-large", type=int, default=1200)
+    parser.add_argument("--cpu-repeats", type=int, default=5)
     parser.add_argument("--items", type=int, default=1, help="items per request")
-    parser.add_argument("--inner", choices=PATHS, help=argparse.SUPPRESS)
+    parser.add_argument("--inner", choices=SIDES, help=argparse.SUPPRESS)
     parser.add_argument("--judge-url", help=argparse.SUPPRESS)
     parser.add_argument("--count", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)

@@ -111,8 +111,8 @@ class JudgeSeries:
 
     Through prometheus-client's children these cost 25 K instructions per judge call: a
     lock and argument checks on every ``inc``, a walk over the buckets on every
-    ``observe``. Here they cost about 5 K. Calls are recorded and scraped on the event
-    loop's thread, so no lock is needed.
+    ``observe``. Here the observer's whole ``judge_call`` costs about 6 K. Calls are
+    recorded and scraped on the event loop's thread, so no lock is needed.
     """
 
     __slots__ = ("calls", "created", "latency_buckets", "latency_sum", "tokens")

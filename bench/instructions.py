@@ -10,7 +10,10 @@ counted), with bench part 2's rubric (5 criteria, one logprob judge) and items:
 - **floor**: ``bench.overhead_floor``'s bare endpoint (the request parsed into the service's
   wire model, a response of the same shape, no judge call), through the same ASGI client;
 - **raw-client**: the direct loop's judge calls for the same items (prompts rendered, one
-  aiohttp POST each, the reply read as JSON), without any HTTP service in front.
+  aiohttp POST each, the reply read as JSON), without any HTTP service in front;
+- **unwatched**: the fresh path with the run's watch switched off in the measured process
+  (attack-shape detection, the run monitor, the judge-call and batch metrics), to show
+  what share of the own work the watch takes. Not a mode of the service: a measurement.
 
 Each side runs twice, with N = small and N = large requests; start-up, imports and warm-up
 are the same in both, so the difference over ``large - small`` requests is the work of one
@@ -20,11 +23,14 @@ request. Instructions come from ``valgrind --tool=callgrind`` (N = ``--small``,
 
 The service's **own work** is fresh - floor - raw-client: what it does beyond serving HTTP
 and making the judge calls. Its ratio to the raw client's work is the lean-executor target
-of issue 37 (fair form: own work <= 1.0x the raw client's). Both units are reported because
+of issue 37 (fair form: own work <= 1.0x the raw client's at 1 item, <= 0.75x at 8). The
+watch's share is fresh - unwatched. Both units are reported because
 they disagree: the service's code runs fewer instructions per second than the raw client's
 (a larger working set), so the instruction ratio understates its CPU.
 
     .venv/bin/python -m bench.instructions [--items 1] [--out bench/results]
+
+Results are written as ``instructions`` (1 item) or ``instructions-<N>items``.
 """
 
 from __future__ import annotations
@@ -59,7 +65,7 @@ from bench.outputs import add_out_argument, write_results
 from bench.overhead import RawClient
 from bench.overhead_floor import floor_app
 
-SIDES = ("cache-hit", "fresh", "floor", "raw-client")
+SIDES = ("cache-hit", "fresh", "unwatched", "floor", "raw-client")
 WARMUP_REQUESTS = 5
 # callgrind's summary line of its output file: the instructions of the whole run.
 _SUMMARY = re.compile(r"^(?:summary|totals): (\d+)", re.M)
@@ -73,6 +79,25 @@ def _items(side: str, count: int, size: int) -> list[list[dict[str, Any]]]:
         return [batch] * count
     fresh = distinct_items(bench_items(), count * size, "fresh")
     return [fresh[i * size : (i + 1) * size] for i in range(count)]
+
+
+def _unwatch() -> None:
+    """Switch the run's watch off in this process (the ``unwatched`` side): attack-shape
+    detection finds nothing, the monitor and the Prometheus observer ignore what the engine
+    reports. Patched here, not configurable in the service: a reward service that does not
+    watch its runs is not one this project ships."""
+    from rewardsvc.application import monitoring
+    from rewardsvc.scoring import engine
+    from rewardsvc.server import metrics
+
+    ignored = ("judge_call", "batch", "cache_hit")
+    switched_off: list[tuple[object, str, Any]] = [
+        (engine, "detect", lambda rollout: []),
+        (monitoring.MonitorObserver, "batch", lambda self, label, result: None),
+        *((metrics.PrometheusObserver, name, lambda self, *args: None) for name in ignored),
+    ]
+    for owner, name, nothing in switched_off:
+        setattr(owner, name, nothing)
 
 
 async def _send(workdir: Path, judge_url: str, side: str, count: int, size: int) -> None:
@@ -99,6 +124,9 @@ async def _send(workdir: Path, judge_url: str, side: str, count: int, size: int)
     else:
         from rewardsvc.server.app import create_app
         from rewardsvc.settings import Settings
+
+        if side == "unwatched":
+            _unwatch()
 
         rubrics = workdir / "rubrics"
         rubrics.mkdir(parents=True, exist_ok=True)
@@ -172,10 +200,14 @@ def _per_request(small: float, large: float, requests: int) -> float:
     return (large - small) / requests
 
 
-def _own(fresh: float, floor: float, raw: float) -> dict[str, float]:
+def _own(fresh: float, unwatched: float, floor: float, raw: float) -> dict[str, float]:
+    """The own work (fresh - floor - raw client) and the watch's part of it (fresh -
+    unwatched), each also as a ratio to the raw client's work."""
     return {
         "own": round(fresh - floor - raw, 3),
         "own_to_raw": round((fresh - floor - raw) / raw, 3),
+        "watch": round(fresh - unwatched, 3),
+        "watch_to_raw": round((fresh - unwatched) / raw, 3),
     }
 
 
@@ -213,10 +245,9 @@ def measure(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             cpu_ms_per_request_runs=cpu[side],
             cpu_ms_per_request=round(statistics.median(cpu[side]), 3),
         )
-    instr = [sides[k]["m_instructions_per_request"] for k in ("fresh", "floor", "raw-client")]
-    repeats = [
-        _own(*runs) for runs in zip(cpu["fresh"], cpu["floor"], cpu["raw-client"], strict=True)
-    ]
+    parts = ("fresh", "unwatched", "floor", "raw-client")
+    instr = [sides[k]["m_instructions_per_request"] for k in parts]
+    repeats = [_own(*runs) for runs in zip(*(cpu[k] for k in parts), strict=True)]
     return {
         "items_per_request": args.items,
         "small": args.small,
@@ -231,6 +262,8 @@ def measure(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 "own": statistics.median(r["own"] for r in repeats),
                 "own_to_raw": statistics.median(r["own_to_raw"] for r in repeats),
                 "own_to_raw_runs": [r["own_to_raw"] for r in repeats],
+                "watch": statistics.median(r["watch"] for r in repeats),
+                "watch_to_raw": statistics.median(r["watch_to_raw"] for r in repeats),
             },
         },
     }
@@ -263,12 +296,15 @@ def markdown(result: dict[str, Any], command: str) -> str:
     )
     lines += [
         "",
-        "Own work (fresh - floor - raw-client), and its ratio to the raw client's work:",
+        "Own work (fresh - floor - raw-client) and the watch's part of it (fresh - unwatched), "
+        "each with its ratio to the raw client's work:",
         "",
-        "| unit | own work per request | own / raw client |",
-        "|---|---:|---:|",
-        f"| M instructions | {instr['own']:.3f} | {instr['own_to_raw']:.2f}x |",
-        f"| CPU ms (median of the repeats) | {cpu['own']:.3f} | {cpu['own_to_raw']:.2f}x |",
+        "| unit | own work per request | own / raw client | watch | watch / raw client |",
+        "|---|---:|---:|---:|---:|",
+        f"| M instructions | {instr['own']:.3f} | {instr['own_to_raw']:.2f}x | "
+        f"{instr['watch']:.3f} | {instr['watch_to_raw']:.2f}x |",
+        f"| CPU ms (median of the repeats) | {cpu['own']:.3f} | {cpu['own_to_raw']:.2f}x | "
+        f"{cpu['watch']:.3f} | {cpu['watch_to_raw']:.2f}x |",
         "",
         "CPU own / raw client in each repeat (the sides run in turn within a repeat): "
         + ", ".join(f"{r:.2f}x" for r in cpu["own_to_raw_runs"]),
@@ -298,8 +334,9 @@ def main() -> None:
         sys.exit("bench.instructions needs valgrind (callgrind) on PATH")
     with tempfile.TemporaryDirectory(prefix="rewardsvc-instructions-") as tmp:
         result = measure(args, Path(tmp))
-    command = "python -m bench.instructions"
-    write_results(args.out, "instructions", result, markdown(result, command))
+    command = "python -m bench.instructions" + ("" if args.items == 1 else f" --items {args.items}")
+    name = "instructions" if args.items == 1 else f"instructions-{args.items}items"
+    write_results(args.out, name, result, markdown(result, command))
 
 
 if __name__ == "__main__":

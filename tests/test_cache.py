@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -319,6 +320,17 @@ def test_codec_round_trips(score, variance, probs, raw, tokens, latency):
         latency_ms=latency,
     )
     assert codec.decode(codec.encode(verdict)) == verdict
+
+
+def test_codec_binary_form_leaves_out_the_spend_of_the_call():
+    # A hit is no call: the cost, cached tokens and requests of the call that made the
+    # verdict are not kept in format 1, and a reader that counted them would bill a hit.
+    spent = Verdict(0.5, probs={"yes": 0.5, "no": 0.5}, cached_tokens=40, cost=2e-4, calls=3)
+    data = codec.encode(spent)
+    assert data[0] == 1
+    assert codec.decode(data) == Verdict(0.5, probs={"yes": 0.5, "no": 0.5})
+    reasoned = replace(spent, reasoning="because")  # format 2 keeps every field
+    assert codec.decode(codec.encode(reasoned)) == reasoned
 
 
 def test_codec_is_compact_and_rejects_damage():

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from fakeprovider import FakeProvider, Limits
+from prometheus_client.parser import text_string_to_metric_families
 from test_api_support import app_client, settings_for
 
 from rewardsvc.core.pool import JudgePool, Prices
@@ -33,6 +34,19 @@ judges: [hosted]
 PRICES = {"input": 2.5, "cached_input": 1.25, "output": 10.0}
 # Every reply of the fake counts 100 prompt tokens (40 of them cached) and 1 completion token.
 PER_CALL = (60 * 2.5 + 40 * 1.25 + 1 * 10.0) / 1e6  # 210e-6 by hand
+
+
+def judge_samples(text: str, judge: str) -> dict[tuple[str, str], float]:
+    """The judge call samples of a /metrics scrape for ``judge``: (sample name, token kind
+    or latency bound) -> value."""
+    found: dict[tuple[str, str], float] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name.startswith("rewardsvc_judge_"):
+            for sample in family.samples:
+                if sample.labels.get("judge") == judge and not sample.name.endswith("_created"):
+                    key = sample.labels.get("kind") or sample.labels.get("le", "")
+                    found[sample.name, key] = sample.value
+    return found
 
 
 def library(folder: Path) -> Path:
@@ -78,6 +92,7 @@ async def test_usage_cost_matches_the_hand_computation(tmp_path: Path) -> None:
     with FakeProvider(limits) as provider:
         settings = settings_for(library(tmp_path / "rubrics"), reward_log=log)
         async with app_client(settings, pool(provider.url)) as (http, _, _):
+            before = judge_samples((await http.get("/metrics")).text, "hosted")
             reply = await http.post(
                 "/v1/rewards", json={"rubric": "paid", "items": items(3, "a"), "run": "r1"}
             )
@@ -100,6 +115,17 @@ async def test_usage_cost_matches_the_hand_computation(tmp_path: Path) -> None:
     assert spent["budget"] is None and not spent["exceeded"]
     assert f'rewardsvc_run_cost{{run="r1"}} {6 * PER_CALL!r}' in metrics
     assert 'rewardsvc_judge_cost_total{judge="hosted"}' in metrics
+    # The judge call metrics, as served: 6 calls, their latencies and their tokens (the
+    # cache hits of the second request are not calls).
+    after = judge_samples(metrics, "hosted")
+    added = {key: value - before.get(key, 0.0) for key, value in after.items()}
+    assert added["rewardsvc_judge_calls_total", ""] == 6
+    assert added["rewardsvc_judge_latency_seconds_count", ""] == 6
+    assert added["rewardsvc_judge_latency_seconds_bucket", "+Inf"] == 6
+    assert added["rewardsvc_judge_latency_seconds_sum", ""] > 0
+    tokens = {kind: added["rewardsvc_judge_tokens_total", kind] for kind in ("prompt", "cached")}
+    assert tokens == {"prompt": 600, "cached": 240}
+    assert added["rewardsvc_judge_tokens_total", "completion"] == 6
 
 
 async def test_a_budget_stops_the_run_at_its_cap_with_a_typed_error_and_an_alert(

@@ -122,7 +122,9 @@ class JudgeSeries:
         self.calls = 0
         self.latency_buckets = [0] * (len(LATENCY_BUCKETS) + 1)  # the last: above every bound
         self.latency_sum = 0.0
-        self.tokens = {"prompt": 0, "completion": 0, "cached": 0}
+        # "cached" joins on the first call that counted a cached token: a judge without a
+        # prefix cache shows no such series, as a labelled counter shows no child unused.
+        self.tokens = {"prompt": 0, "completion": 0}
 
     def record(self, verdict: Verdict) -> None:
         """Count one call: its latency and its tokens."""
@@ -133,7 +135,8 @@ class JudgeSeries:
         tokens = self.tokens
         tokens["prompt"] += verdict.prompt_tokens
         tokens["completion"] += verdict.completion_tokens
-        tokens["cached"] += verdict.cached_tokens
+        if verdict.cached_tokens:
+            tokens["cached"] = tokens.get("cached", 0) + verdict.cached_tokens
 
 
 class JudgeCallMetrics(Collector):
@@ -175,8 +178,7 @@ class JudgeCallMetrics(Collector):
                 "rewardsvc_judge_latency_seconds_created", {"judge": judge}, series.created
             )
             for kind, n in series.tokens.items():
-                if n or kind != "cached":
-                    tokens.add_metric([judge, kind], n, created=series.created)
+                tokens.add_metric([judge, kind], n, created=series.created)
         yield from (calls, latency, tokens)
 
     def describe(self) -> Iterator[Metric]:

@@ -1,4 +1,4 @@
-"""The verdict cache's byte encoding: one compact, lossless form for memory, SQLite and Redis.
+"""The verdict cache's byte encoding: one compact form for memory, SQLite and Redis.
 
 A cached verdict is kept as these bytes rather than as a ``Verdict`` object: a few dozen
 bytes where the object with its dicts and floats takes most of a kilobyte, which is what
@@ -11,6 +11,11 @@ latency and token counts, then each probability as a length-prefixed UTF-8 token
 float64, then the raw judge output as UTF-8. Anything format 1 cannot hold (a token over
 255 bytes, more than 254 probabilities, a reasoning judge's reasoning) is written as
 format 2, compact JSON.
+
+Format 2 keeps every field. Format 1 keeps what a cache hit is read for; it leaves out the
+spend of the call that made the verdict (``cached_tokens``, ``cost``, ``calls``), which a
+hit does not repeat: a hit is counted as a hit, never as a call
+(``rewardsvc.core.results.Usage.called``).
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ _TEXT_ERRORS = "surrogatepass"  # judge output decoded from JSON escapes may hol
 
 
 def encode(verdict: Verdict) -> bytes:
-    """The bytes of a verdict (lossless: ``decode(encode(v)) == v``)."""
+    """The bytes of a verdict: ``decode(encode(v)) == v`` but for format 1's spend fields
+    (the module docstring)."""
     probs = verdict.probs
     if (
         verdict.score is None

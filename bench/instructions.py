@@ -334,7 +334,13 @@ def main() -> None:
         sys.exit("bench.instructions needs valgrind (callgrind) on PATH")
     with tempfile.TemporaryDirectory(prefix="rewardsvc-instructions-") as tmp:
         result = measure(args, Path(tmp))
-    command = "python -m bench.instructions" + ("" if args.items == 1 else f" --items {args.items}")
+    # The command as run: every measuring option that was not left at its default.
+    measuring = ("small", "large", "cpu_small", "cpu_large", "cpu_repeats", "items")
+    command = "python -m bench.instructions" + "".join(
+        f" --{name.replace('_', '-')} {getattr(args, name)}"
+        for name in measuring
+        if getattr(args, name) != parser.get_default(name)
+    )
     name = "instructions" if args.items == 1 else f"instructions-{args.items}items"
     write_results(args.out, name, result, markdown(result, command))
 
